@@ -1,0 +1,1 @@
+"""Client library: producer, consumer, admin client, metadata cache."""

@@ -1,0 +1,1 @@
+"""Protocol: framing, request/response types, API keys, error codes."""

@@ -1,0 +1,161 @@
+"""Kafka's error codes (same numbers and names) and the exceptions that carry them.
+
+Every layer raises a `KafkaError` subclass; request handlers turn it into the code
+on the wire, clients turn codes back into exceptions with `error_for_code`.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    KAFKA_STORAGE_ERROR = 56
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    STALE_BROKER_EPOCH = 77
+    INVALID_RECORD = 87
+
+
+class KafkaError(Exception):
+    """An error with a Kafka error code. Subclasses fix the code."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    retriable: bool = False
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.code.name)
+        self.message = message or self.code.name
+
+    def __str__(self) -> str:
+        return (
+            f"{self.code.name}: {self.message}" if self.message != self.code.name else self.message
+        )
+
+
+class OffsetOutOfRangeError(KafkaError):
+    code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class CorruptRecordError(KafkaError):
+    code = ErrorCode.CORRUPT_MESSAGE
+    retriable = True
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    retriable = True
+
+
+class LeaderNotAvailableError(KafkaError):
+    code = ErrorCode.LEADER_NOT_AVAILABLE
+    retriable = True
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    retriable = True
+
+
+class RequestTimedOutError(KafkaError):
+    code = ErrorCode.REQUEST_TIMED_OUT
+    retriable = True
+
+
+class MessageTooLargeError(KafkaError):
+    code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class StaleControllerEpochError(KafkaError):
+    code = ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+class RecordListTooLargeError(KafkaError):
+    code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+class NotEnoughReplicasError(KafkaError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS
+    retriable = True
+
+
+class NotEnoughReplicasAfterAppendError(KafkaError):
+    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    retriable = True
+
+
+class InvalidRequestError(KafkaError):
+    code = ErrorCode.INVALID_REQUEST
+
+
+class KafkaStorageError(KafkaError):
+    code = ErrorCode.KAFKA_STORAGE_ERROR
+    retriable = True
+
+
+class FencedLeaderEpochError(KafkaError):
+    code = ErrorCode.FENCED_LEADER_EPOCH
+    retriable = True
+
+
+class UnknownLeaderEpochError(KafkaError):
+    code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    retriable = True
+
+
+class InvalidRecordError(KafkaError):
+    code = ErrorCode.INVALID_RECORD
+
+
+def _all_subclasses(cls: type[KafkaError]) -> list[type[KafkaError]]:
+    out: list[type[KafkaError]] = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+_BY_CODE: dict[ErrorCode, type[KafkaError]] = {sub.code: sub for sub in _all_subclasses(KafkaError)}
+
+
+def error_for_code(code: int, message: str = "") -> KafkaError:
+    """The exception for a code received on the wire (a plain KafkaError if none is specific)."""
+    try:
+        ec = ErrorCode(code)
+    except ValueError:
+        err = KafkaError(message or f"unknown error code {code}")
+        return err
+    cls = _BY_CODE.get(ec)
+    if cls is not None:
+        return cls(message)
+    err = KafkaError(message or ec.name)
+    err.code = ec
+    return err

@@ -1,0 +1,1 @@
+"""Replication: partition state (sans-IO), replica manager, replica fetcher, delayed operations (purgatory)."""

@@ -1,0 +1,1 @@
+"""Broker process wiring: configuration, TCP server, request dispatch, admin HTTP."""

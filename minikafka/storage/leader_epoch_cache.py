@@ -1,0 +1,122 @@
+"""Leader-epoch cache (KIP-101 / KIP-279): which leader epoch started at which offset.
+
+Entries `(epoch, start_offset)` are strictly increasing in both fields. The cache is
+persisted to `leader-epoch-checkpoint` on every change when a checkpoint file is given;
+without one it is a pure in-memory structure (unit tests, recovery scratch).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+
+from minikafka.storage.checkpoint import EpochEntry, LeaderEpochCheckpointFile
+
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+
+class LeaderEpochCache:
+    def __init__(
+        self,
+        log_end_offset: Callable[[], int],
+        checkpoint: LeaderEpochCheckpointFile | None = None,
+        entries: list[EpochEntry] | None = None,
+    ) -> None:
+        self._log_end_offset = log_end_offset
+        self._checkpoint = checkpoint
+        self._entries: list[EpochEntry] = []
+        for e in entries or []:
+            self._assign(e.epoch, e.start_offset)
+
+    # --- queries -------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    def latest_epoch(self) -> int:
+        return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+
+    def latest_entry(self) -> EpochEntry | None:
+        return self._entries[-1] if self._entries else None
+
+    def earliest_entry(self) -> EpochEntry | None:
+        return self._entries[0] if self._entries else None
+
+    def end_offset_for(self, requested_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) answered to OffsetsForLeaderEpoch, exactly as Kafka 2.x.
+
+        - the latest epoch: (epoch, LEO)
+        - an older epoch: (largest epoch <= requested, start offset of the first epoch > requested)
+        - below every epoch: (requested, start offset of the first epoch)
+        - undefined or above every epoch: (-1, -1)
+        """
+        if requested_epoch == UNDEFINED_EPOCH or not self._entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if requested_epoch == self._entries[-1].epoch:
+            return requested_epoch, self._log_end_offset()
+        epochs = [e.epoch for e in self._entries]
+        higher = bisect.bisect_right(epochs, requested_epoch)
+        if higher == len(epochs):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        higher_start = self._entries[higher].start_offset
+        if higher == 0:
+            return requested_epoch, higher_start
+        return self._entries[higher - 1].epoch, higher_start
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch whose range holds `offset` (UNDEFINED_EPOCH if none)."""
+        starts = [e.start_offset for e in self._entries]
+        i = bisect.bisect_right(starts, offset)
+        return self._entries[i - 1].epoch if i > 0 else UNDEFINED_EPOCH
+
+    # --- updates -------------------------------------------------------------------------
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that `epoch` starts at `start_offset` (called per appended batch and on
+        becoming leader). Entries that would break monotonicity are dropped first."""
+        if self._assign(epoch, start_offset):
+            self._flush()
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"invalid epoch entry ({epoch}, {start_offset})")
+        if self._entries:
+            last = self._entries[-1]
+            if epoch == last.epoch and start_offset >= last.start_offset:
+                return False
+        # Keep only entries strictly below the new one in both epoch and offset.
+        while self._entries and (
+            self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset
+        ):
+            self._entries.pop()
+        self._entries.append(EpochEntry(epoch, start_offset))
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop epochs starting at or after `end_offset` (the log was truncated there)."""
+        if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
+            return
+        self._entries = [e for e in self._entries if e.start_offset < end_offset]
+        self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at `start_offset`: drop epochs entirely before it and move the
+        start of the epoch that covers it up to `start_offset`."""
+        if start_offset < 0:
+            return
+        removed = [e for e in self._entries if e.start_offset <= start_offset]
+        if not removed:
+            return
+        kept = [e for e in self._entries if e.start_offset > start_offset]
+        self._entries = [EpochEntry(removed[-1].epoch, start_offset), *kept]
+        self._flush()
+
+    def clear_and_flush(self) -> None:
+        self._entries = []
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._checkpoint is not None:
+            self._checkpoint.write(self._entries)

@@ -1,0 +1,542 @@
+"""A partition's log: ordered segments, LEO, log start offset, HW, recovery, retention.
+
+Offsets:
+- log start offset: first offset still readable;
+- LEO (log end offset): offset the next record will get;
+- HW (high watermark): set by the replication layer, clamped here to [log start, LEO];
+- recovery point: everything below it has been fsynced; recovery after a crash re-validates
+  from the segment that holds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from minikafka.clock import SYSTEM_CLOCK, Clock
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import (
+    CorruptRecordError,
+    KafkaStorageError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from minikafka.storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    CorruptCheckpointError,
+    EpochEntry,
+    LeaderEpochCheckpointFile,
+    fsync_dir,
+)
+from minikafka.storage.leader_epoch_cache import LeaderEpochCache
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.record_batch import (
+    BatchHeader,
+    InvalidBatchError,
+    iter_batches,
+    stamp,
+)
+from minikafka.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, LogSlice, base_offset_of
+
+log = logging.getLogger(__name__)
+
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    num_batches: int
+    num_records: int
+    valid_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    fetch_offset: int
+    slice: LogSlice | None
+
+    @property
+    def size(self) -> int:
+        return self.slice.size if self.slice is not None else 0
+
+    def read(self) -> bytes:
+        return self.slice.read() if self.slice is not None else b""
+
+
+@dataclass(slots=True)
+class LoadReport:
+    """What opening the log found: for logs, metrics and tests."""
+
+    recovered_segments: int = 0
+    truncated_bytes: int = 0
+    deleted_segments: int = 0
+    rebuilt_epoch_cache: bool = False
+    first_error: str | None = None
+
+
+class Log:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+    ) -> None:
+        self.dir = directory
+        self.topic_partition = TopicPartition.parse_dir_name(directory.name)
+        self.config = config
+        self._clock = clock
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.high_watermark = 0
+        self._unflushed_records = 0
+        self._last_flush_ms = clock.now_ms()
+        self.load_report = LoadReport()
+        self.leader_epoch_cache = LeaderEpochCache(
+            lambda: self.log_end_offset,
+            LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT),
+        )
+
+    # --- opening and recovery ------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = False,
+    ) -> Log:
+        """Open (or create) the log in `directory` (named `<topic>-<partition>`).
+
+        After an unclean shutdown every segment from the one holding `recovery_point` on is
+        re-validated; the log is cut at the first invalid batch and later segments deleted.
+        """
+        self = cls(directory, config or LogConfig(), clock)
+        directory.mkdir(parents=True, exist_ok=True)
+        self._load(log_start_offset, recovery_point, had_clean_shutdown)
+        return self
+
+    def _load(self, log_start_offset: int, recovery_point: int, had_clean_shutdown: bool) -> None:
+        now = self._clock.now_ms()
+        interval = self.config.index_interval_bytes
+        for leftover in self.dir.iterdir():
+            if leftover.name.endswith((".tmp", ".deleted")) or (
+                leftover.suffix == INDEX_SUFFIX and not leftover.with_suffix(LOG_SUFFIX).exists()
+            ):
+                leftover.unlink(missing_ok=True)
+        for path in sorted(self.dir.glob("*" + LOG_SUFFIX), key=base_offset_of):
+            self._add_segment(
+                LogSegment.open_existing(self.dir, base_offset_of(path), interval, now)
+            )
+
+        checkpointed_epochs = self._read_epoch_checkpoint()
+        cache = self.leader_epoch_cache
+        for e in checkpointed_epochs or []:
+            cache.assign(e.epoch, e.start_offset)
+
+        # Which segments to re-validate.
+        report = self.load_report
+        first_to_recover = len(self._segments)
+        if not had_clean_shutdown and self._segments:
+            i = bisect.bisect_right(self._bases, recovery_point) - 1
+            first_to_recover = max(i, 0)
+        i = 0
+        while i < len(self._segments):
+            seg = self._segments[i]
+            if i >= first_to_recover or seg.needs_recovery:
+                result = seg.recover(on_batch=self._assign_epoch_of)
+                report.recovered_segments += 1
+                if result.truncated_bytes:
+                    report.truncated_bytes += result.truncated_bytes
+                    if report.first_error is None and result.error is not None:
+                        report.first_error = str(result.error)
+                    log.warning(
+                        "%s: truncated %d invalid bytes of %s (%s)",
+                        self.topic_partition,
+                        result.truncated_bytes,
+                        seg.log_path.name,
+                        result.error,
+                    )
+                    # Nothing after the first invalid batch can be trusted.
+                    for later in self._segments[i + 1 :]:
+                        later.delete()
+                        report.deleted_segments += 1
+                    del self._segments[i + 1 :]
+                    del self._bases[i + 1 :]
+            i += 1
+
+        if not self._segments:
+            self._add_segment(LogSegment.create(self.dir, log_start_offset, interval, now))
+
+        leo = self.log_end_offset
+        if leo < log_start_offset:
+            # Everything readable was lost (e.g. the tail above the log start was torn): start
+            # over empty at the checkpointed log start, as Kafka does.
+            log.warning(
+                "%s: LEO %d below log start offset %d, starting empty",
+                self.topic_partition,
+                leo,
+                log_start_offset,
+            )
+            self._truncate_fully(log_start_offset)
+            leo = log_start_offset
+        self.log_start_offset = max(log_start_offset, self._segments[0].base_offset)
+
+        if checkpointed_epochs is None and leo > self.log_start_offset:
+            self._rebuild_epoch_cache()
+            report.rebuilt_epoch_cache = True
+        cache.truncate_from_end(leo)
+        cache.truncate_from_start(self.log_start_offset)
+        # Everything below LEO was either flushed at a clean shutdown or has just been
+        # re-validated (Kafka sets the recovery point to the recovered LEO as well).
+        self.recovery_point = leo
+        self.high_watermark = self.log_start_offset
+
+    def _read_epoch_checkpoint(self) -> list[EpochEntry] | None:
+        """Checkpointed epochs, or None when the file is missing or corrupt (rebuild instead)."""
+        checkpoint = LeaderEpochCheckpointFile(self.dir / LEADER_EPOCH_CHECKPOINT)
+        if not checkpoint.path.exists():
+            return None
+        try:
+            return checkpoint.read()
+        except CorruptCheckpointError as e:
+            log.warning("%s; rebuilding the leader-epoch cache from the log", e)
+            return None
+
+    def _rebuild_epoch_cache(self) -> None:
+        self.leader_epoch_cache.clear_and_flush()
+        for seg in self._segments:
+            for _, h in seg.batches():
+                self._assign_epoch_of(h)
+
+    def _assign_epoch_of(self, h: BatchHeader) -> None:
+        if h.partition_leader_epoch >= 0:
+            self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def update_high_watermark(self, hw: int) -> int:
+        """Set the HW, clamped to [log start offset, LEO]; returns what was set."""
+        self.high_watermark = min(max(hw, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    def latest_epoch(self) -> int:
+        return self.leader_epoch_cache.latest_epoch()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch_cache.end_offset_for(epoch)
+
+    # --- appends -------------------------------------------------------------------------
+
+    def _validate(self, buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
+        if len(buf) == 0:
+            raise CorruptRecordError("no record batch in the request")
+        if len(buf) > self.config.segment_bytes:
+            raise RecordListTooLargeError(
+                f"{len(buf)} bytes exceed segment.bytes {self.config.segment_bytes}"
+            )
+        try:
+            batches = list(iter_batches(buf))
+        except InvalidBatchError as e:
+            raise CorruptRecordError(str(e)) from e
+        for pos, h in batches:
+            if h.size_in_bytes > self.config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch at byte {pos} is {h.size_in_bytes} bytes, "
+                    f"larger than max.message.bytes {self.config.max_message_bytes}"
+                )
+        return batches
+
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int
+    ) -> LogAppendInfo:
+        """Validate, assign offsets from LEO, stamp the leader epoch, append."""
+        buf = bytearray(records)
+        batches = self._validate(buf)
+        first = offset = self.log_end_offset
+        max_ts = -1
+        for pos, h in batches:
+            stamp(buf, pos, offset, leader_epoch)
+            offset += h.record_count
+            max_ts = max(max_ts, h.max_timestamp)
+        if leader_epoch >= 0:
+            self.leader_epoch_cache.assign(leader_epoch, first)
+        return self._append(buf, first, offset - 1, max_ts, len(batches), offset - first)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches fetched from the leader as they are (offsets and epochs kept)."""
+        batches = self._validate(records)
+        leo = self.log_end_offset
+        prev_last = leo - 1
+        max_ts = -1
+        count = 0
+        for pos, h in batches:
+            if h.base_offset <= prev_last:
+                raise CorruptRecordError(
+                    f"batch at byte {pos} has base offset {h.base_offset}, expected >= {prev_last + 1}"
+                )
+            prev_last = h.last_offset
+            max_ts = max(max_ts, h.max_timestamp)
+            count += h.record_count
+        for _, h in batches:
+            self._assign_epoch_of(h)
+        first = batches[0][1].base_offset
+        return self._append(records, first, prev_last, max_ts, len(batches), count)
+
+    def _append(
+        self,
+        data: bytes | bytearray | memoryview,
+        first: int,
+        last: int,
+        max_ts: int,
+        num_batches: int,
+        num_records: int,
+    ) -> LogAppendInfo:
+        seg = self._maybe_roll(len(data), max_ts, first, last)
+        try:
+            seg.append(data, last, max_ts)
+        except OSError as e:
+            raise KafkaStorageError(f"append to {seg.log_path} failed: {e}") from e
+        self._unflushed_records += num_records
+        if self._unflushed_records >= self.config.flush_messages:
+            self.flush()
+        return LogAppendInfo(first, last, max_ts, num_batches, num_records, len(data))
+
+    def _maybe_roll(self, size: int, max_ts: int, first: int, last: int) -> LogSegment:
+        seg = self._segments[-1]
+        now = self._clock.now_ms()
+        if (
+            seg.size > self.config.segment_bytes - size
+            or (seg.size > 0 and seg.time_waited_for_roll(now, max_ts) >= self.config.segment_ms)
+            or last - seg.base_offset > _INT32_MAX
+        ):
+            # A follower may append with a gap (the leader's log start moved); the new segment
+            # starts at the first offset actually appended.
+            return self.roll(max(first, self.log_end_offset))
+        return seg
+
+    def roll(self, base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at LEO; the old one is fsynced (Kafka flushes on roll)."""
+        new_base = self.log_end_offset if base_offset is None else base_offset
+        old = self._segments[-1]
+        if old.size == 0 and old.base_offset == new_base:
+            return old
+        if old.size == 0:
+            old.delete()
+            self._segments.pop()
+            self._bases.pop()
+        seg = LogSegment.create(
+            self.dir, new_base, self.config.index_interval_bytes, self._clock.now_ms()
+        )
+        self._add_segment(seg)
+        fsync_dir(self.dir)
+        self.flush(new_base)
+        return seg
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync segments holding [recovery point, offset) and move the recovery point there."""
+        upto = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+        for seg in self._segments:
+            if seg.next_offset > self.recovery_point and seg.base_offset < upto:
+                seg.flush()
+        self.recovery_point = max(self.recovery_point, upto)
+        if offset is None:
+            self._unflushed_records = 0
+            self._last_flush_ms = self._clock.now_ms()
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """For the periodic flusher: flush when `flush.ms` has passed since the last flush."""
+        if (
+            self.recovery_point < self.log_end_offset
+            and now_ms - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+            return True
+        return False
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches starting with the one that holds `offset`.
+
+        `max_offset` (exclusive) bounds what is visible: the HW for consumers, None (LEO) for
+        followers. Raises OffsetOutOfRangeError outside [log start offset, LEO].
+        """
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self.log_start_offset}, {leo}] of {self.topic_partition}"
+            )
+        if offset == leo or (max_offset is not None and offset >= max_offset):
+            return FetchDataInfo(offset, None)
+        i = bisect.bisect_right(self._bases, offset) - 1
+        for seg in self._segments[max(i, 0) :]:
+            s = seg.read(offset, max_bytes, max_offset, min_one_batch)
+            if s is not None:
+                return FetchDataInfo(offset, s)
+            if max_offset is not None and seg.next_offset >= max_offset:
+                break
+        return FetchDataInfo(offset, None)
+
+    # --- truncation ----------------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything from `offset` on (a follower diverged). Returns whether anything
+        was removed."""
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset <= self._segments[0].base_offset:
+            self._truncate_fully(offset)
+            return True
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            self._segments.pop().delete()
+            self._bases.pop()
+        self._segments[-1].truncate_to(offset)
+        leo = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.log_start_offset = min(self.log_start_offset, leo)
+        self.high_watermark = min(self.high_watermark, leo)
+        self.recovery_point = min(self.recovery_point, leo)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and continue empty from `offset` (follower far behind the leader's
+        log start, or ahead of it)."""
+        self._truncate_fully(offset)
+
+    def _truncate_fully(self, offset: int) -> None:
+        for seg in self._segments:
+            seg.delete()
+        self._segments.clear()
+        self._bases.clear()
+        self._add_segment(
+            LogSegment.create(
+                self.dir, offset, self.config.index_interval_bytes, self._clock.now_ms()
+            )
+        )
+        fsync_dir(self.dir)
+        self.leader_epoch_cache.clear_and_flush()
+        self.log_start_offset = offset
+        self.high_watermark = offset
+        self.recovery_point = offset
+
+    # --- retention -----------------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start offset up (never beyond the HW); followers mirror the leader's."""
+        target = min(offset, self.high_watermark)
+        if target <= self.log_start_offset:
+            return False
+        self.log_start_offset = target
+        self.leader_epoch_cache.truncate_from_start(target)
+        return True
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention by time, by size and by log start offset. Whole segments only, never the
+        active one, never one holding offsets at or above the HW. Returns segments deleted."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        cfg = self.config
+        deleted = 0
+        if cfg.retention_ms >= 0:
+            deleted += self._delete_while(
+                lambda seg, _rest: now - _largest_timestamp(seg) > cfg.retention_ms
+            )
+        if cfg.retention_bytes >= 0:
+            excess = [self.size_in_bytes - cfg.retention_bytes]
+
+            def over_size(seg: LogSegment, _rest: int) -> bool:
+                if excess[0] - seg.size < 0:
+                    return False
+                excess[0] -= seg.size
+                return True
+
+            deleted += self._delete_while(over_size)
+        deleted += self._delete_while(lambda _seg, next_base: next_base <= self.log_start_offset)
+        return deleted
+
+    def _delete_while(self, predicate: Callable[[LogSegment, int], bool]) -> int:
+        n = 0
+        while len(self._segments) > 1:
+            seg, next_base = self._segments[0], self._segments[1].base_offset
+            if next_base > self.high_watermark or not predicate(seg, next_base):
+                break
+            seg.delete()
+            self._segments.pop(0)
+            self._bases.pop(0)
+            n += 1
+        if n:
+            self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        return n
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush everything, indexes included, and close the files (clean shutdown)."""
+        for seg in self._segments:
+            seg.flush()
+            seg.close()
+        self.recovery_point = self.log_end_offset
+
+    def close_without_flush(self) -> None:
+        for seg in self._segments:
+            seg.close()
+
+    def delete(self) -> None:
+        for seg in self._segments:
+            seg.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic_partition}, start={self.log_start_offset}, "
+            f"hw={self.high_watermark}, leo={self.log_end_offset}, segments={len(self._segments)})"
+        )
+
+
+def _largest_timestamp(seg: LogSegment) -> int:
+    ts = seg.largest_timestamp()
+    # Kafka falls back to the file's modification time when records carry no timestamps.
+    return ts if ts >= 0 else int(os.stat(seg.log_path).st_mtime * 1000)

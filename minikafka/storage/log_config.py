@@ -1,0 +1,81 @@
+"""Per-log (topic-level) configuration, with Kafka's topic config names and defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar
+
+from minikafka.protocol.errors import ErrorCode, KafkaError
+
+LONG_MAX = 2**63 - 1
+
+
+class InvalidConfigError(KafkaError):
+    code = ErrorCode.INVALID_CONFIG
+
+
+def parse_bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 60 * 60 * 1000
+    index_interval_bytes: int = 4096
+    retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    retention_bytes: int = -1
+    max_message_bytes: int = 1024 * 1024 + 12  # Kafka's message.max.bytes default (1048588)
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+
+    # topic config name -> field; the broker-level names (log.segment.bytes, ...) map onto
+    # these in the broker config.
+    TOPIC_NAMES: ClassVar[dict[str, str]] = {
+        "segment.bytes": "segment_bytes",
+        "segment.ms": "segment_ms",
+        "index.interval.bytes": "index_interval_bytes",
+        "retention.ms": "retention_ms",
+        "retention.bytes": "retention_bytes",
+        "max.message.bytes": "max_message_bytes",
+        "flush.messages": "flush_messages",
+        "flush.ms": "flush_ms",
+        "min.insync.replicas": "min_insync_replicas",
+        "unclean.leader.election.enable": "unclean_leader_election_enable",
+    }
+
+    def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
+        """Apply topic-level overrides (`{"retention.ms": "1000"}`); unknown names are an error."""
+        changes: dict[str, Any] = {}
+        types = {f.name: f.type for f in fields(self)}
+        for name, raw in overrides.items():
+            attr = self.TOPIC_NAMES.get(name)
+            if attr is None:
+                raise InvalidConfigError(f"unknown topic config {name!r}")
+            try:
+                changes[attr] = parse_bool(raw) if types[attr] in (bool, "bool") else int(raw)
+            except ValueError as e:
+                raise InvalidConfigError(f"invalid value for {name}: {raw!r} ({e})") from e
+        cfg = replace(self, **changes)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if self.segment_bytes < 61 + 14:
+            raise InvalidConfigError(f"segment.bytes {self.segment_bytes} is too small")
+        if self.segment_ms <= 0:
+            raise InvalidConfigError("segment.ms must be positive")
+        if self.index_interval_bytes < 0:
+            raise InvalidConfigError("index.interval.bytes must be >= 0")
+        if self.max_message_bytes <= 0:
+            raise InvalidConfigError("max.message.bytes must be positive")
+        if self.min_insync_replicas < 1:
+            raise InvalidConfigError("min.insync.replicas must be >= 1")

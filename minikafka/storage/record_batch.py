@@ -1,0 +1,342 @@
+"""Record batch codec: Kafka's v2 batch header, records encoded with msgpack.
+
+Header layout (big-endian, 61 bytes, identical to Kafka's magic v2):
+
+    offset  size  field
+       0      8   base offset
+       8      4   batch length (bytes after this field)
+      12      4   partition leader epoch
+      16      1   magic (2)
+      17      4   CRC-32C of bytes [21, end)
+      21      2   attributes
+      23      4   last offset delta
+      27      8   first timestamp
+      35      8   max timestamp
+      43      8   producer id
+      51      2   producer epoch
+      53      4   base sequence
+      57      4   record count
+      61      …   records
+
+The CRC starts after the CRC field, so a leader stamps base offset and leader epoch
+in place without recomputing it. Brokers only ever look at headers (`validate_batch`,
+`iter_batches`); records are decoded by clients and tools (`decode_records`).
+Each record is one msgpack array: [offset delta, timestamp delta, key, value, headers].
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+import crc32c
+import msgpack
+
+MAGIC = 2
+BASE_OFFSET_OFFSET = 0
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
+RECORD_COUNT_OFFSET = 57
+HEADER_SIZE = 61
+# base offset + length: the bytes before what "batch length" counts.
+LOG_OVERHEAD = 12
+
+NO_PARTITION_LEADER_EPOCH = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_BASE_OFFSET = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+assert _HEADER.size == HEADER_SIZE
+
+
+class InvalidBatchReason(Enum):
+    TRUNCATED = "truncated: fewer bytes than the header or the batch length needs"
+    LENGTH_OUT_OF_BOUNDS = "batch length out of bounds"
+    BAD_MAGIC = "unsupported magic byte"
+    CRC_MISMATCH = "CRC mismatch"
+    RECORD_COUNT_MISMATCH = "record count does not match last offset delta"
+    BAD_RECORDS = "records body does not decode"
+
+
+class InvalidBatchError(Exception):
+    """A batch failed validation; `reason` says precisely why, `position` where."""
+
+    def __init__(self, reason: InvalidBatchReason, position: int, detail: str = "") -> None:
+        self.reason = reason
+        self.position = position
+        self.detail = detail
+        msg = f"invalid record batch at byte {position}: {reason.value}"
+        super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    first_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Unpack a header without validating anything (the caller ensures 61 bytes exist)."""
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
+def peek_offset_and_size(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[int, int]:
+    """(base offset, total size in bytes) of the batch at `pos`, from its first 12 bytes."""
+    base, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos)
+    return base, length + LOG_OVERHEAD
+
+
+def validate_batch(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    end: int | None = None,
+    max_batch_size: int | None = None,
+) -> BatchHeader:
+    """Validate the batch starting at `pos` (header, length, magic, count, CRC) and return its header.
+
+    `end` bounds the bytes that belong to the caller's buffer. `max_batch_size` rejects
+    lengths above it as out of bounds (used by recovery: a garbage length must not make us
+    trust a huge span).
+    """
+    limit = len(buf) if end is None else end
+    if limit - pos < HEADER_SIZE:
+        raise InvalidBatchError(InvalidBatchReason.TRUNCATED, pos, f"{limit - pos} bytes left")
+    h = parse_header(buf, pos)
+    size = h.batch_length + LOG_OVERHEAD
+    if size < HEADER_SIZE or (max_batch_size is not None and size > max_batch_size):
+        raise InvalidBatchError(
+            InvalidBatchReason.LENGTH_OUT_OF_BOUNDS, pos, f"batch length {h.batch_length}"
+        )
+    if h.magic != MAGIC:
+        raise InvalidBatchError(InvalidBatchReason.BAD_MAGIC, pos, f"magic {h.magic}")
+    if pos + size > limit:
+        raise InvalidBatchError(
+            InvalidBatchReason.TRUNCATED, pos, f"needs {size} bytes, {limit - pos} left"
+        )
+    if h.record_count <= 0 or h.last_offset_delta != h.record_count - 1:
+        raise InvalidBatchError(
+            InvalidBatchReason.RECORD_COUNT_MISMATCH,
+            pos,
+            f"record count {h.record_count}, last offset delta {h.last_offset_delta}",
+        )
+    mv = memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size]
+    actual = crc32c.crc32c(mv)
+    if actual != h.crc:
+        raise InvalidBatchError(
+            InvalidBatchReason.CRC_MISMATCH, pos, f"stored {h.crc:#010x}, computed {actual:#010x}"
+        )
+    return h
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview, max_batch_size: int | None = None
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Validate and yield (position, header) for every batch in `buf`.
+
+    Raises InvalidBatchError at the first bad batch (a trailing partial batch included).
+    """
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        h = validate_batch(buf, pos, n, max_batch_size)
+        yield pos, h
+        pos += h.batch_length + LOG_OVERHEAD
+
+
+def stamp(buf: bytearray, pos: int, base_offset: int, partition_leader_epoch: int) -> None:
+    """Set base offset and leader epoch in place; both lie outside the CRC's span."""
+    _BASE_OFFSET.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+class RecordBatchBuilder:
+    """Accumulates records into one batch buffer; `build()` fills in the header and CRC.
+
+    The buffer is a single bytearray that records are packed into as they arrive, so
+    building costs one pass over the bytes.
+    """
+
+    def __init__(
+        self,
+        base_offset: int = 0,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+    ) -> None:
+        self.base_offset = base_offset
+        self.partition_leader_epoch = partition_leader_epoch
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self._buf = bytearray(HEADER_SIZE)
+        self._packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+        self._count = 0
+        self._first_ts = NO_TIMESTAMP
+        self._max_ts = NO_TIMESTAMP
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def size_in_bytes(self) -> int:
+        return len(self._buf)
+
+    def append(
+        self,
+        value: bytes | None,
+        key: bytes | None = None,
+        timestamp: int = 0,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> int:
+        """Add a record; returns its offset delta within the batch."""
+        if self._count == 0:
+            self._first_ts = timestamp
+        delta = self._count
+        self._buf += self._packer.pack(
+            (delta, timestamp - self._first_ts, key, value, [list(h) for h in headers])
+        )
+        self._count += 1
+        if timestamp > self._max_ts:
+            self._max_ts = timestamp
+        return delta
+
+    def build(self) -> bytes:
+        if self._count == 0:
+            raise ValueError("a record batch holds at least one record")
+        buf = self._buf
+        _HEADER.pack_into(
+            buf,
+            0,
+            self.base_offset,
+            len(buf) - LOG_OVERHEAD,
+            self.partition_leader_epoch,
+            MAGIC,
+            0,
+            0,  # attributes: no compression, CreateTime, not transactional
+            self._count - 1,
+            self._first_ts,
+            self._max_ts,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self._count,
+        )
+        _UINT32.pack_into(buf, CRC_OFFSET, crc32c.crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
+        return bytes(buf)
+
+
+def build_batch(
+    values: Iterable[bytes | None],
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    timestamp: int = 0,
+    keys: Iterable[bytes | None] | None = None,
+) -> bytes:
+    """Convenience: one batch from a list of values (all with the same timestamp)."""
+    builder = RecordBatchBuilder(base_offset, partition_leader_epoch)
+    key_list = list(keys) if keys is not None else None
+    for i, value in enumerate(values):
+        builder.append(value, key_list[i] if key_list is not None else None, timestamp)
+    return builder.build()
+
+
+def decode_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
+    """Decode the records of the (already validated) batch at `pos`.
+
+    Raises InvalidBatchError(BAD_RECORDS) if the body is not the records the header promises.
+    """
+    h = parse_header(batch, pos)
+    end = pos + h.batch_length + LOG_OVERHEAD
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(memoryview(batch)[pos + HEADER_SIZE : end])
+    out: list[Record] = []
+    try:
+        for item in unpacker:
+            delta, ts_delta, key, value, headers = _as_record_fields(item)
+            out.append(
+                Record(
+                    h.base_offset + delta,
+                    h.first_timestamp + ts_delta,
+                    key,
+                    value,
+                    tuple((str(k), bytes(v)) for k, v in headers),
+                )
+            )
+    except (ValueError, TypeError, msgpack.UnpackException) as e:
+        raise InvalidBatchError(InvalidBatchReason.BAD_RECORDS, pos, str(e)) from e
+    if len(out) != h.record_count:
+        raise InvalidBatchError(
+            InvalidBatchReason.BAD_RECORDS,
+            pos,
+            f"header says {h.record_count} records, body holds {len(out)}",
+        )
+    return out
+
+
+def _as_record_fields(item: Any) -> tuple[int, int, bytes | None, bytes | None, list[Any]]:
+    if not isinstance(item, list | tuple) or len(item) != 5:
+        raise ValueError(f"record is not a 5-element array: {item!r:.60}")
+    delta, ts_delta, key, value, headers = item
+    if not isinstance(delta, int) or not isinstance(ts_delta, int):
+        raise ValueError("record offset/timestamp delta is not an integer")
+    if key is not None and not isinstance(key, bytes):
+        raise ValueError("record key is not bytes")
+    if value is not None and not isinstance(value, bytes):
+        raise ValueError("record value is not bytes")
+    if not isinstance(headers, list):
+        raise ValueError("record headers are not an array")
+    return delta, ts_delta, key, value, headers
+
+
+def decode_all(buf: bytes | bytearray | memoryview) -> list[Record]:
+    """Validate every batch in `buf` and decode all their records, in order."""
+    out: list[Record] = []
+    for pos, _ in iter_batches(buf):
+        out.extend(decode_records(buf, pos))
+    return out

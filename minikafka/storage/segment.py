@@ -1,0 +1,367 @@
+"""One log segment: `<20-digit base offset>.log` plus its sparse `.index`.
+
+The log file is a plain concatenation of record batches. Appends go straight to the file
+(page cache) with pwrite; reads find whole batches by walking batch headers from the
+nearest index entry and return byte slices of the file (`LogSlice`), which the network
+layer can send without decoding.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
+from minikafka.storage.record_batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    BatchHeader,
+    InvalidBatchError,
+    InvalidBatchReason,
+    parse_header,
+    validate_batch,
+)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+# Up to and including last offset delta: enough to know a batch's offsets and size.
+_PREFIX = struct.Struct(">qiibIhi")
+_RECOVERY_CHUNK = 8 * 1024 * 1024
+_INT32_MAX = 2**31 - 1
+
+
+def file_name_for(base_offset: int, suffix: str) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def base_offset_of(path: Path) -> int:
+    return int(path.name.split(".", 1)[0])
+
+
+@dataclass(frozen=True, slots=True)
+class LogSlice:
+    """A run of whole batches inside one segment file: what a fetch returns."""
+
+    segment: LogSegment
+    position: int
+    size: int
+    first_offset: int  # base offset of the first batch in the slice
+
+    def read(self) -> bytes:
+        return self.segment.read_bytes(self.position, self.size)
+
+
+@dataclass(slots=True)
+class RecoveryResult:
+    valid_bytes: int
+    truncated_bytes: int
+    next_offset: int
+    error: InvalidBatchError | None
+
+
+class LogSegment:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        created_ms: int,
+        *,
+        create: bool,
+    ) -> None:
+        self.base_offset = base_offset
+        self.log_path = directory / file_name_for(base_offset, LOG_SUFFIX)
+        self.index = OffsetIndex(directory / file_name_for(base_offset, INDEX_SUFFIX), base_offset)
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = created_ms
+        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        self._fd = os.open(self.log_path, flags, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.next_offset = base_offset
+        self._bytes_since_last_index_entry = 0
+        self._first_batch_timestamp: int | None = None
+        self._largest_timestamp: int | None = None if self.size else -1
+        # Set by open_existing when the index or the tail did not check out.
+        self.needs_recovery = False
+
+    # --- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
+    ) -> LogSegment:
+        seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=True)
+        seg.index.flush()
+        return seg
+
+    @classmethod
+    def open_existing(
+        cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
+    ) -> LogSegment:
+        """Open a segment written before; cheap: trusts the data, checks the index and the tail.
+
+        Falls back to a full `recover()` when the index is missing/corrupt or the tail does not
+        parse; the caller learns about it through `needs_recovery`.
+        """
+        seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=False)
+        try:
+            seg.index.load(seg.size)
+            seg._load_tail()
+        except (FileNotFoundError, CorruptIndexError, InvalidBatchError):
+            seg.needs_recovery = True
+        return seg
+
+    def _load_tail(self) -> None:
+        """Find next_offset by walking headers from the last index entry to the end."""
+        pos = self.index.last_position
+        next_offset = self.base_offset
+        prev_last = -1
+        while pos < self.size:
+            base, size, last = self._peek(pos)
+            if size < HEADER_SIZE or pos + size > self.size or base <= prev_last:
+                raise InvalidBatchError(InvalidBatchReason.LENGTH_OUT_OF_BOUNDS, pos)
+            prev_last = last
+            next_offset = last + 1
+            pos += size
+        if self.size and next_offset == self.base_offset:
+            raise InvalidBatchError(InvalidBatchReason.TRUNCATED, 0)
+        self.next_offset = next_offset
+
+    # --- appends -------------------------------------------------------------------------
+
+    def append(
+        self, data: bytes | bytearray | memoryview, largest_offset: int, max_ts: int
+    ) -> None:
+        """Append already-validated, already-stamped batch bytes."""
+        if largest_offset - self.base_offset > _INT32_MAX:
+            raise ValueError("offset does not fit the segment's relative index")
+        position = self.size
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.index.append(largest_offset, position)
+            self._bytes_since_last_index_entry = 0
+        _pwrite_all(self._fd, data, position)
+        n = len(data)
+        self.size += n
+        self._bytes_since_last_index_entry += n
+        self.next_offset = largest_offset + 1
+        if position == 0:
+            self._first_batch_timestamp = parse_header(data).max_timestamp
+        if self._largest_timestamp is not None and max_ts > self._largest_timestamp:
+            self._largest_timestamp = max_ts
+
+    def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
+        """Kafka's rule: with record timestamps, time between the first batch and the incoming
+        one; otherwise time since the segment was created."""
+        first = self.first_batch_timestamp()
+        if first is not None and first >= 0:
+            return incoming_max_ts - first
+        return now_ms - self.created_ms
+
+    def first_batch_timestamp(self) -> int | None:
+        if self._first_batch_timestamp is None and self.size >= HEADER_SIZE:
+            self._first_batch_timestamp = parse_header(
+                self.read_bytes(0, HEADER_SIZE)
+            ).max_timestamp
+        return self._first_batch_timestamp
+
+    def largest_timestamp(self) -> int:
+        """Max record timestamp in the segment (-1 if empty); computed once from headers."""
+        if self._largest_timestamp is None:
+            largest = -1
+            pos = 0
+            while pos + HEADER_SIZE <= self.size:
+                h = parse_header(self.read_bytes(pos, HEADER_SIZE))
+                largest = max(largest, h.max_timestamp)
+                pos += h.size_in_bytes
+            self._largest_timestamp = largest
+        return self._largest_timestamp
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def read_bytes(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def _peek(self, pos: int) -> tuple[int, int, int]:
+        """(base offset, size in bytes, last offset) of the batch at `pos`."""
+        raw = os.pread(self._fd, _PREFIX.size, pos)
+        if len(raw) < _PREFIX.size:
+            raise InvalidBatchError(InvalidBatchReason.TRUNCATED, pos)
+        base, length, _epoch, magic, _crc, _attrs, last_delta = _PREFIX.unpack(raw)
+        if magic != MAGIC:
+            raise InvalidBatchError(InvalidBatchReason.BAD_MAGIC, pos)
+        return base, length + LOG_OVERHEAD, base + last_delta
+
+    def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
+        """(position, base offset, size) of the first batch whose last offset >= `offset`."""
+        _, pos = self.index.lookup(offset)
+        while pos < self.size:
+            base, size, last = self._peek(pos)
+            if last >= offset:
+                return pos, base, size
+            pos += size
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> LogSlice | None:
+        """Whole batches from the one holding `start_offset`, at most `max_size` bytes (but at
+        least one batch when `min_one_batch`), none holding an offset >= `max_offset`."""
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        start_pos, first_base, _ = found
+        pos = start_pos
+        while pos < self.size:
+            _base, size, last = self._peek(pos)
+            if max_offset is not None and last >= max_offset:
+                break
+            if pos + size - start_pos > max_size and not (min_one_batch and pos == start_pos):
+                break
+            pos += size
+        if pos == start_pos:
+            return None
+        return LogSlice(self, start_pos, pos - start_pos, first_base)
+
+    def batches(self) -> list[tuple[int, BatchHeader]]:
+        """(position, header) of every batch (headers only): for tools and tests."""
+        out = []
+        pos = 0
+        while pos + HEADER_SIZE <= self.size:
+            h = parse_header(self.read_bytes(pos, HEADER_SIZE))
+            out.append((pos, h))
+            pos += h.size_in_bytes
+        return out
+
+    # --- recovery and truncation ---------------------------------------------------------
+
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> RecoveryResult:
+        """Re-validate every batch (header, CRC, increasing offsets), rebuild the index, and cut
+        the file at the first invalid byte. `on_batch` sees each valid batch (epoch cache)."""
+        self.index.reset()
+        self._bytes_since_last_index_entry = 0
+        self._first_batch_timestamp = None
+        largest_ts = -1
+        next_offset = self.base_offset
+        error: InvalidBatchError | None = None
+        buf = bytearray()
+        buf_start = 0  # file position of buf[0]
+        read_pos = 0
+        pos = 0
+        while True:
+            # Make sure buf holds at least one whole batch starting at pos (or all that is left).
+            avail = buf_start + len(buf) - pos
+            if avail < HEADER_SIZE or avail < self._needed(buf, pos - buf_start):
+                if read_pos >= self.size:
+                    if avail == 0:
+                        break
+                else:
+                    del buf[: pos - buf_start]
+                    buf_start = pos
+                    want = max(_RECOVERY_CHUNK, self._needed(buf, 0))
+                    chunk = os.pread(self._fd, want, read_pos)
+                    buf += chunk
+                    read_pos += len(chunk)
+                    continue
+            rel = pos - buf_start
+            try:
+                h = validate_batch(buf, rel)
+                if h.base_offset < next_offset:
+                    raise InvalidBatchError(
+                        InvalidBatchReason.LENGTH_OUT_OF_BOUNDS,
+                        pos,
+                        f"base offset {h.base_offset} goes backwards (expected >= {next_offset})",
+                    )
+                if h.last_offset - self.base_offset > _INT32_MAX:
+                    raise InvalidBatchError(
+                        InvalidBatchReason.LENGTH_OUT_OF_BOUNDS, pos, "offset beyond segment range"
+                    )
+            except InvalidBatchError as e:
+                error = InvalidBatchError(e.reason, pos, e.detail)
+                break
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self.index.append(h.last_offset, pos)
+                self._bytes_since_last_index_entry = 0
+            if pos == 0:
+                self._first_batch_timestamp = h.max_timestamp
+            largest_ts = max(largest_ts, h.max_timestamp)
+            next_offset = h.next_offset
+            size = h.size_in_bytes
+            self._bytes_since_last_index_entry += size
+            pos += size
+            if on_batch is not None:
+                on_batch(h)
+        truncated = self.size - pos
+        if truncated:
+            os.ftruncate(self._fd, pos)
+            self.size = pos
+        self.next_offset = next_offset
+        self._largest_timestamp = largest_ts
+        self.index.flush()
+        return RecoveryResult(pos, truncated, next_offset, error)
+
+    @staticmethod
+    def _needed(buf: bytearray, rel: int) -> int:
+        """Bytes a batch at buf[rel:] needs, as far as its length field says (header if unknown)."""
+        if len(buf) - rel < LOG_OVERHEAD:
+            return HEADER_SIZE
+        length = int.from_bytes(buf[rel + 8 : rel + 12], "big", signed=True)
+        return max(HEADER_SIZE, length + LOG_OVERHEAD)
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset >= `offset`; returns bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        position = found[0]
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.index.truncate_to_position(position)
+        self._bytes_since_last_index_entry = position - self.index.last_position
+        self.next_offset = found[1] if position else self.base_offset
+        if position == 0:
+            self._first_batch_timestamp = None
+            self._largest_timestamp = -1
+        else:
+            self._largest_timestamp = None
+        return removed
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.index.flush()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        self.log_path.unlink(missing_ok=True)
+        self.index.delete()
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+    written = os.pwrite(fd, data, position)
+    if written == len(data):
+        return
+    view = memoryview(data)
+    while written < len(view):
+        written += os.pwrite(fd, view[written:], position + written)

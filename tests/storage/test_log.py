@@ -1,0 +1,310 @@
+import os
+
+import pytest
+
+from minikafka.protocol.errors import (
+    CorruptRecordError,
+    MessageTooLargeError,
+    OffsetOutOfRangeError,
+    RecordListTooLargeError,
+)
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.record_batch import build_batch, decode_all, parse_header
+
+from .conftest import batch
+
+
+def values(data: bytes) -> list[bytes]:
+    return [r.value for r in decode_all(data)]
+
+
+def test_leader_append_assigns_offsets_and_stamps_epoch(open_log):
+    lg = open_log()
+    a = lg.append_as_leader(batch(3), leader_epoch=5)
+    b = lg.append_as_leader(batch(2, "w"), leader_epoch=5)
+    assert (a.first_offset, a.last_offset, b.first_offset, b.last_offset) == (0, 2, 3, 4)
+    assert lg.log_end_offset == 5
+    data = lg.read(0, 10**6).read()
+    assert values(data) == [b"v0", b"v1", b"v2", b"w0", b"w1"]
+    assert parse_header(data).partition_leader_epoch == 5
+    assert lg.leader_epoch_cache.end_offset_for(5) == (5, 5)
+
+
+def test_leader_append_of_several_batches_in_one_request(open_log):
+    lg = open_log()
+    info = lg.append_as_leader(batch(2) + batch(3, "w"), leader_epoch=0)
+    assert (info.first_offset, info.last_offset, info.num_batches) == (0, 4, 2)
+    assert [r.offset for r in decode_all(lg.read(0, 10**6).read())] == [0, 1, 2, 3, 4]
+
+
+def test_follower_append_keeps_offsets_and_epochs(open_log):
+    lg = open_log()
+    lg.append_as_follower(build_batch([b"a", b"b"], base_offset=0, partition_leader_epoch=1))
+    lg.append_as_follower(build_batch([b"c"], base_offset=2, partition_leader_epoch=3))
+    assert lg.log_end_offset == 3
+    assert [(e.epoch, e.start_offset) for e in lg.leader_epoch_cache.entries] == [(1, 0), (3, 2)]
+    with pytest.raises(CorruptRecordError):
+        lg.append_as_follower(build_batch([b"x"], base_offset=1, partition_leader_epoch=3))
+    assert lg.log_end_offset == 3
+
+
+def test_bad_appends_are_rejected_and_leave_the_log_unchanged(open_log):
+    lg = open_log(LogConfig(segment_bytes=5000, max_message_bytes=200))
+    lg.append_as_leader(batch(1), 0)
+    before = lg.read(0, 10**6).read()
+    bad = bytearray(batch(2))
+    bad[-1] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        lg.append_as_leader(bad, 0)
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        lg.append_as_leader(batch(2)[:30], 0)
+    with pytest.raises(CorruptRecordError):
+        lg.append_as_leader(b"", 0)
+    with pytest.raises(MessageTooLargeError):
+        lg.append_as_leader(build_batch([b"x" * 300]), 0)
+    with pytest.raises(RecordListTooLargeError):
+        lg.append_as_leader(batch(1) * 80, 0)
+    assert lg.log_end_offset == 1
+    assert lg.read(0, 10**6).read() == before
+
+
+def test_roll_by_size_and_new_segment_starts_at_leo(open_log):
+    lg = open_log()
+    for _ in range(30):
+        lg.append_as_leader(batch(3), 0)
+    segs = lg.segments
+    assert len(segs) > 1
+    assert all(s.size <= 1000 for s in segs)
+    for prev, nxt in zip(segs, segs[1:]):
+        assert nxt.base_offset == prev.next_offset
+    assert lg.recovery_point == segs[-1].base_offset  # rolled segments were flushed
+
+
+def test_roll_by_time_uses_record_timestamps(open_log, clock):
+    lg = open_log(LogConfig(segment_ms=1000))
+    lg.append_as_leader(batch(1, ts=10_000), 0)
+    lg.append_as_leader(batch(1, ts=10_999), 0)
+    assert len(lg.segments) == 1
+    lg.append_as_leader(batch(1, ts=11_000), 0)
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+
+
+def test_roll_by_time_without_timestamps_uses_segment_age(open_log, clock):
+    lg = open_log(LogConfig(segment_ms=1000))
+    lg.append_as_leader(batch(1, ts=-1), 0)
+    clock.advance(999)
+    lg.append_as_leader(batch(1, ts=-1), 0)
+    assert len(lg.segments) == 1
+    clock.advance(1)
+    lg.append_as_leader(batch(1, ts=-1), 0)
+    assert len(lg.segments) == 2
+
+
+def test_read_bounds_and_max_offset(open_log):
+    lg = open_log()
+    for _ in range(10):
+        lg.append_as_leader(batch(3), 0)
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(31, 100)
+    assert lg.read(30, 100).slice is None
+    lg.update_high_watermark(9)
+    assert [r.offset for r in decode_all(lg.read(0, 10**6, max_offset=9).read())] == list(range(9))
+    assert lg.read(9, 10**6, max_offset=9).slice is None
+    # a read can start in the middle of a batch: the whole batch comes back
+    assert decode_all(lg.read(4, 10**6).read())[0].offset == 3
+
+
+def test_read_spans_to_next_segment_when_offset_is_at_a_segment_end(open_log):
+    lg = open_log()
+    for _ in range(30):
+        lg.append_as_leader(batch(3), 0)
+    second = lg.segments[1]
+    data = lg.read(second.base_offset, 10**6).read()
+    assert decode_all(data)[0].offset == second.base_offset
+
+
+def test_hw_is_clamped_to_log_start_and_leo(open_log):
+    lg = open_log()
+    lg.append_as_leader(batch(3), 0)
+    assert lg.update_high_watermark(10) == 3
+    assert lg.update_high_watermark(-5) == 0
+
+
+def test_truncate_to_removes_later_segments_and_epochs(open_log):
+    lg = open_log()
+    for i in range(30):
+        lg.append_as_leader(batch(3), leader_epoch=i // 10)
+    lg.update_high_watermark(90)
+    assert lg.truncate_to(33)
+    assert lg.log_end_offset == 33
+    assert all(s.base_offset < 33 for s in lg.segments)
+    assert lg.latest_epoch() == 1
+    assert lg.high_watermark == 33
+    assert not lg.truncate_to(50)
+    lg.append_as_leader(batch(3), leader_epoch=7)
+    assert decode_all(lg.read(33, 10**6).read())[0].offset == 33
+
+
+def test_truncate_below_first_segment_starts_over(open_log):
+    lg = open_log()
+    lg.append_as_leader(batch(3), 0)
+    lg.truncate_to(0)
+    assert (lg.log_start_offset, lg.log_end_offset, len(lg.segments)) == (0, 0, 1)
+    lg.truncate_fully_and_start_at(500)
+    assert (lg.log_start_offset, lg.log_end_offset, lg.high_watermark) == (500, 500, 500)
+    assert lg.leader_epoch_cache.entries == []
+    lg.append_as_follower(build_batch([b"x"], base_offset=500, partition_leader_epoch=2))
+    assert lg.log_end_offset == 501
+
+
+def test_retention_by_size_never_deletes_active_or_beyond_hw(open_log):
+    lg = open_log(LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1))
+    for _ in range(40):
+        lg.append_as_leader(batch(3), 0)
+    n_before = len(lg.segments)
+    assert lg.delete_old_segments() == 0  # HW is 0: nothing is deletable
+    lg.update_high_watermark(lg.log_end_offset)
+    deleted = lg.delete_old_segments()
+    assert deleted == n_before - 2
+    assert lg.size_in_bytes <= 1500 + 1000
+    assert lg.log_start_offset == lg.segments[0].base_offset
+    with pytest.raises(OffsetOutOfRangeError):
+        lg.read(0, 100)
+
+
+def test_retention_by_time_uses_largest_record_timestamp(open_log, clock):
+    now = clock.now_ms()
+    lg = open_log(LogConfig(segment_bytes=1000, retention_ms=60_000))
+    for i in range(30):
+        lg.append_as_leader(batch(3, ts=now - 120_000 if i < 20 else now), 0)
+    lg.update_high_watermark(lg.log_end_offset)
+    first_new = next(s for s in lg.segments if s.largest_timestamp() == now)
+    lg.delete_old_segments()
+    # every segment holding only old records is gone, the first one with new records stays
+    assert lg.segments[0].base_offset <= first_new.base_offset
+    assert all(s.largest_timestamp() == now for s in lg.segments[1:])
+    assert lg.segments[0].largest_timestamp() == now or lg.segments[0] is lg.active_segment
+
+
+def test_log_start_offset_follows_and_deletes_segments_below_it(open_log):
+    lg = open_log()
+    for _ in range(30):
+        lg.append_as_leader(batch(3), 2)
+    lg.update_high_watermark(lg.log_end_offset)
+    third = lg.segments[2].base_offset
+    assert lg.maybe_increment_log_start_offset(third + 1)
+    lg.delete_old_segments()
+    assert lg.segments[0].base_offset == third
+    assert lg.log_start_offset == third + 1
+    assert lg.leader_epoch_cache.entries[0].start_offset == third + 1
+
+
+def test_clean_reopen_keeps_everything(open_log):
+    lg = open_log()
+    for i in range(30):
+        lg.append_as_leader(batch(3), i // 10)
+    data = lg.read(0, 10**6).read()
+    epochs = lg.leader_epoch_cache.entries
+    lg.close()
+    again = open_log(had_clean_shutdown=True, recovery_point=90)
+    assert again.log_end_offset == 90
+    assert again.load_report.recovered_segments == 0
+    assert again.read(0, 10**6).read() == data
+    assert again.leader_epoch_cache.entries == epochs
+
+
+def _crash_reopen(open_log, damage):
+    lg = open_log()
+    for i in range(30):
+        lg.append_as_leader(batch(3), i // 10)
+    path = lg.active_segment.log_path
+    lg.close_without_flush()
+    damage(path)
+    return open_log(recovery_point=0)
+
+
+def test_recovery_cuts_torn_tail(open_log):
+    def tear(path):
+        size = os.path.getsize(path)
+        os.truncate(path, size - 10)
+
+    lg = _crash_reopen(open_log, tear)
+    assert lg.log_end_offset == 87
+    assert lg.load_report.truncated_bytes > 0
+    assert lg.latest_epoch() == 2
+    assert decode_all(lg.read(84, 10**6).read())[-1].offset == 86
+
+
+def test_recovery_cuts_trailing_garbage(open_log):
+    def garbage(path):
+        with open(path, "ab") as f:
+            f.write(os.urandom(333))
+
+    lg = _crash_reopen(open_log, garbage)
+    assert lg.log_end_offset == 90
+    assert lg.load_report.truncated_bytes == 333
+
+
+def test_recovery_cuts_at_flipped_byte_and_deletes_later_segments(open_log, log_dir):
+    def flip_in_first_segment(_active):
+        first = sorted(log_dir.glob("*.log"))[0]
+        data = bytearray(first.read_bytes())
+        data[200] ^= 0xFF
+        first.write_bytes(bytes(data))
+
+    lg = _crash_reopen(open_log, flip_in_first_segment)
+    assert len(lg.segments) == 1
+    assert lg.load_report.deleted_segments > 0
+    # everything readable is valid and contiguous from 0
+    recs = decode_all(lg.read(0, 10**6).read())
+    assert [r.offset for r in recs] == list(range(lg.log_end_offset))
+    assert lg.log_end_offset < 90
+    lg.append_as_leader(batch(1), 3)  # the log keeps working
+
+
+def test_clean_open_with_missing_index_rebuilds_it(open_log, log_dir):
+    lg = open_log()
+    for _ in range(30):
+        lg.append_as_leader(batch(3), 0)
+    lg.close()
+    for idx in log_dir.glob("*.index"):
+        idx.unlink()
+    again = open_log(had_clean_shutdown=True)
+    assert again.log_end_offset == 90
+    assert again.load_report.recovered_segments == len(again.segments)
+    assert decode_all(again.read(45, 10**6).read())[0].offset <= 45
+
+
+def test_corrupt_epoch_checkpoint_is_rebuilt_from_batches(open_log, log_dir):
+    lg = open_log()
+    for i in range(9):
+        lg.append_as_leader(batch(3), leader_epoch=i // 3)
+    lg.close()
+    (log_dir / "leader-epoch-checkpoint").write_text("garbage\n")
+    again = open_log(had_clean_shutdown=True)
+    assert again.load_report.rebuilt_epoch_cache
+    assert [(e.epoch, e.start_offset) for e in again.leader_epoch_cache.entries] == [
+        (0, 0),
+        (1, 9),
+        (2, 18),
+    ]
+
+
+def test_recovery_truncation_also_truncates_epoch_cache(open_log, log_dir):
+    lg = open_log()
+    for i in range(4):
+        lg.append_as_leader(batch(3), leader_epoch=i)
+    lg.close_without_flush()
+    seg = sorted(log_dir.glob("*.log"))[-1]
+    os.truncate(seg, os.path.getsize(seg) - 5)
+    again = open_log()
+    assert again.log_end_offset == 9
+    assert again.latest_epoch() == 2
+
+
+def test_log_start_above_recovered_leo_starts_empty(open_log, log_dir):
+    lg = open_log()
+    lg.append_as_leader(batch(3), 0)
+    lg.close_without_flush()
+    again = open_log(log_start_offset=50)
+    assert (again.log_start_offset, again.log_end_offset) == (50, 50)
