@@ -1,3 +1,5 @@
+import itertools
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -111,7 +113,7 @@ def test_changes_are_persisted_and_reloadable(tmp_path):
 def test_entries_always_strictly_increasing(ops):
     c = cache(*ops)
     es = c.entries
-    for a, b in zip(es, es[1:]):
+    for a, b in itertools.pairwise(es):
         assert a.epoch < b.epoch and a.start_offset < b.start_offset
     if ops:
         # the most recent assignment is always represented by the last entry

@@ -1,3 +1,4 @@
+import itertools
 import os
 
 import pytest
@@ -75,7 +76,7 @@ def test_roll_by_size_and_new_segment_starts_at_leo(open_log):
     segs = lg.segments
     assert len(segs) > 1
     assert all(s.size <= 1000 for s in segs)
-    for prev, nxt in zip(segs, segs[1:]):
+    for prev, nxt in itertools.pairwise(segs):
         assert nxt.base_offset == prev.next_offset
     assert lg.recovery_point == segs[-1].base_offset  # rolled segments were flushed
 

@@ -1,10 +1,10 @@
 import struct
 
+import pytest
+
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
 from minikafka.storage.record_batch import build_batch, stamp
 from minikafka.storage.segment import LogSegment
-
-import pytest
 
 
 def fill(seg: LogSegment, batches: int, per_batch: int = 4) -> list[tuple[int, int]]:
