@@ -285,6 +285,8 @@ class Log:
         self, records: bytes | bytearray | memoryview, leader_epoch: int
     ) -> LogAppendInfo:
         """Validate, assign offsets from LEO, stamp the leader epoch, append."""
+        if leader_epoch < 0:
+            raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = bytearray(records)
         batches = self._validate(buf)
         first = offset = self.log_end_offset
@@ -293,28 +295,41 @@ class Log:
             stamp(buf, pos, offset, leader_epoch)
             offset += h.record_count
             max_ts = max(max_ts, h.max_timestamp)
-        if leader_epoch >= 0:
-            self.leader_epoch_cache.assign(leader_epoch, first)
+        self.leader_epoch_cache.assign(leader_epoch, first)
         return self._append(buf, first, offset - 1, max_ts, len(batches), offset - first)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and epochs kept)."""
         batches = self._validate(records)
         leo = self.log_end_offset
-        prev_last = leo - 1
+        first = batches[0][1].base_offset
+        if first < leo:
+            raise CorruptRecordError(f"first batch has base offset {first}, below LEO {leo}")
+        prev_last = first - 1
         max_ts = -1
         count = 0
+        last_epoch = self.latest_epoch()
         for pos, h in batches:
-            if h.base_offset <= prev_last:
+            # Batches of one fetch come from one leader segment: contiguous, epochs rising.
+            if h.base_offset != prev_last + 1:
                 raise CorruptRecordError(
-                    f"batch at byte {pos} has base offset {h.base_offset}, expected >= {prev_last + 1}"
+                    f"batch at byte {pos} has base offset {h.base_offset}, expected {prev_last + 1}"
                 )
+            if h.partition_leader_epoch < last_epoch:
+                raise CorruptRecordError(
+                    f"batch at byte {pos} has leader epoch {h.partition_leader_epoch} "
+                    f"below {last_epoch}"
+                )
+            last_epoch = h.partition_leader_epoch
             prev_last = h.last_offset
             max_ts = max(max_ts, h.max_timestamp)
             count += h.record_count
+        if first > leo:
+            # The leader's log starts past ours: continue in a segment of its own, since
+            # offsets inside one segment are contiguous (recovery relies on it).
+            self.roll(first)
         for _, h in batches:
             self._assign_epoch_of(h)
-        first = batches[0][1].base_offset
         return self._append(records, first, prev_last, max_ts, len(batches), count)
 
     def _append(
@@ -359,6 +374,9 @@ class Log:
             old.delete()
             self._segments.pop()
             self._bases.pop()
+        if not self._segments:
+            self.log_start_offset = max(self.log_start_offset, new_base)
+            self.high_watermark = max(self.high_watermark, self.log_start_offset)
         seg = LogSegment.create(
             self.dir, new_base, self.config.index_interval_bytes, self._clock.now_ms()
         )

@@ -69,6 +69,8 @@ class InvalidBatchReason(Enum):
     CRC_MISMATCH = "CRC mismatch"
     RECORD_COUNT_MISMATCH = "record count does not match last offset delta"
     BAD_RECORDS = "records body does not decode"
+    OFFSET_OUT_OF_SEQUENCE = "base offset does not follow the previous batch"
+    EPOCH_OUT_OF_SEQUENCE = "partition leader epoch goes backwards"
 
 
 class InvalidBatchError(Exception):

@@ -122,7 +122,11 @@ class LogSegment:
         prev_last = -1
         while pos < self.size:
             base, size, last = self._peek(pos)
-            if size < HEADER_SIZE or pos + size > self.size or base <= prev_last:
+            if (
+                size < HEADER_SIZE
+                or pos + size > self.size
+                or (prev_last >= 0 and base != prev_last + 1)
+            ):
                 raise InvalidBatchError(InvalidBatchReason.LENGTH_OUT_OF_BOUNDS, pos)
             prev_last = last
             next_offset = last + 1
@@ -247,13 +251,15 @@ class LogSegment:
     # --- recovery and truncation ---------------------------------------------------------
 
     def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> RecoveryResult:
-        """Re-validate every batch (header, CRC, increasing offsets), rebuild the index, and cut
+        """Re-validate every batch (header, CRC, contiguous offsets, non-decreasing leader
+        epochs), rebuild the index, and cut
         the file at the first invalid byte. `on_batch` sees each valid batch (epoch cache)."""
         self.index.reset()
         self._bytes_since_last_index_entry = 0
         self._first_batch_timestamp = None
         largest_ts = -1
         next_offset = self.base_offset
+        last_epoch = -1
         error: InvalidBatchError | None = None
         buf = bytearray()
         buf_start = 0  # file position of buf[0]
@@ -277,11 +283,20 @@ class LogSegment:
             rel = pos - buf_start
             try:
                 h = validate_batch(buf, rel)
-                if h.base_offset < next_offset:
+                # Base offset and leader epoch lie outside the CRC (so leaders can stamp them);
+                # without compaction a segment's batches are contiguous and epochs never go
+                # down, which catches damage there too.
+                if h.base_offset != next_offset:
                     raise InvalidBatchError(
-                        InvalidBatchReason.LENGTH_OUT_OF_BOUNDS,
+                        InvalidBatchReason.OFFSET_OUT_OF_SEQUENCE,
                         pos,
-                        f"base offset {h.base_offset} goes backwards (expected >= {next_offset})",
+                        f"base offset {h.base_offset}, expected {next_offset}",
+                    )
+                if h.partition_leader_epoch < last_epoch:
+                    raise InvalidBatchError(
+                        InvalidBatchReason.EPOCH_OUT_OF_SEQUENCE,
+                        pos,
+                        f"leader epoch {h.partition_leader_epoch} after {last_epoch}",
                     )
                 if h.last_offset - self.base_offset > _INT32_MAX:
                     raise InvalidBatchError(
@@ -296,6 +311,7 @@ class LogSegment:
             if pos == 0:
                 self._first_batch_timestamp = h.max_timestamp
             largest_ts = max(largest_ts, h.max_timestamp)
+            last_epoch = h.partition_leader_epoch
             next_offset = h.next_offset
             size = h.size_in_bytes
             self._bytes_since_last_index_entry += size

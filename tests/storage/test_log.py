@@ -309,3 +309,56 @@ def test_log_start_above_recovered_leo_starts_empty(open_log, log_dir):
     lg.close_without_flush()
     again = open_log(log_start_offset=50)
     assert (again.log_start_offset, again.log_end_offset) == (50, 50)
+
+
+def _damage_header_field(log_dir, batch_index: int, field_offset: int, new: bytes) -> None:
+    from minikafka.storage.segment import LogSegment
+
+    path = sorted(log_dir.glob("*.log"))[-1]
+    seg = LogSegment.open_existing(log_dir, int(path.name[:20]), 4096, 0)
+    pos = seg.batches()[batch_index][0]
+    seg.close()
+    raw = bytearray(path.read_bytes())
+    raw[pos + field_offset : pos + field_offset + len(new)] = new
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("new_base", [0, 4, 10**9])
+def test_recovery_catches_flipped_base_offset_outside_the_crc(open_log, log_dir, new_base):
+    lg = open_log(LogConfig(segment_bytes=100_000))
+    for _ in range(4):
+        lg.append_as_leader(batch(3), 0)
+    lg.close_without_flush()
+    _damage_header_field(log_dir, 2, 0, new_base.to_bytes(8, "big"))
+    again = open_log(LogConfig(segment_bytes=100_000))
+    assert again.log_end_offset == 6
+    assert "base offset" in again.load_report.first_error
+
+
+def test_recovery_catches_leader_epoch_going_backwards(open_log, log_dir):
+    lg = open_log(LogConfig(segment_bytes=100_000))
+    for e in (1, 2, 3):
+        lg.append_as_leader(batch(3), e)
+    lg.close_without_flush()
+    _damage_header_field(log_dir, 2, 12, (0).to_bytes(4, "big"))
+    again = open_log(LogConfig(segment_bytes=100_000))
+    assert again.log_end_offset == 6
+    assert again.latest_epoch() == 2
+
+
+def test_follower_append_past_leo_continues_in_new_segment(open_log):
+    lg = open_log()
+    lg.append_as_follower(build_batch([b"a"], base_offset=0, partition_leader_epoch=0))
+    lg.append_as_follower(build_batch([b"b", b"c"], base_offset=10, partition_leader_epoch=1))
+    assert [s.base_offset for s in lg.segments] == [0, 10]
+    assert lg.log_end_offset == 12
+    with pytest.raises(CorruptRecordError, match="expected 13"):
+        lg.append_as_follower(
+            build_batch([b"d"], base_offset=12, partition_leader_epoch=1)
+            + build_batch([b"e"], base_offset=14, partition_leader_epoch=1)
+        )
+    with pytest.raises(CorruptRecordError, match="leader epoch 0 below 1"):
+        lg.append_as_follower(build_batch([b"d"], base_offset=12, partition_leader_epoch=0))
+    lg.close_without_flush()
+    again = open_log()
+    assert again.log_end_offset == 12 and again.load_report.truncated_bytes == 0
