@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import TopicPartition
@@ -37,10 +38,11 @@ from minikafka.storage.checkpoint import (
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import (
+    LOG_OVERHEAD,
     BatchHeader,
     InvalidBatchError,
-    iter_batches,
     stamp,
+    validate_batch,
 )
 from minikafka.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, LogSlice, base_offset_of
 
@@ -49,8 +51,7 @@ log = logging.getLogger(__name__)
 _INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):  # NamedTuple: built on every append, cheap to construct
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -59,8 +60,7 @@ class LogAppendInfo:
     valid_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
+class FetchDataInfo(NamedTuple):
     fetch_offset: int
     slice: LogSlice | None
 
@@ -224,7 +224,9 @@ class Log:
                 self._assign_epoch_of(h)
 
     def _assign_epoch_of(self, h: BatchHeader) -> None:
-        if h.partition_leader_epoch >= 0:
+        # Only a newer epoch starts an entry (as Kafka's recovery does): re-scanning batches
+        # of an epoch the cache already knows must not move that epoch's start.
+        if h.partition_leader_epoch > self.leader_epoch_cache.latest_epoch():
             self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
 
     def _add_segment(self, seg: LogSegment) -> None:
@@ -269,25 +271,33 @@ class Log:
             raise RecordListTooLargeError(
                 f"{len(buf)} bytes exceed segment.bytes {self.config.segment_bytes}"
             )
-        try:
-            batches = list(iter_batches(buf))
-        except InvalidBatchError as e:
-            raise CorruptRecordError(str(e)) from e
-        for pos, h in batches:
-            if h.size_in_bytes > self.config.max_message_bytes:
+        batches = []
+        pos, n, max_size = 0, len(buf), self.config.max_message_bytes
+        while pos < n:
+            try:
+                h = validate_batch(buf, pos, n)
+            except InvalidBatchError as e:
+                raise CorruptRecordError(str(e)) from e
+            size = h.batch_length + LOG_OVERHEAD
+            if size > max_size:
                 raise MessageTooLargeError(
-                    f"batch at byte {pos} is {h.size_in_bytes} bytes, "
-                    f"larger than max.message.bytes {self.config.max_message_bytes}"
+                    f"batch at byte {pos} is {size} bytes, larger than max.message.bytes {max_size}"
                 )
+            batches.append((pos, h))
+            pos += size
         return batches
 
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int
     ) -> LogAppendInfo:
-        """Validate, assign offsets from LEO, stamp the leader epoch, append."""
+        """Validate, assign offsets from LEO, stamp the leader epoch, append.
+
+        A bytearray (what the network layer reads requests into) is stamped in place, as
+        Kafka stamps the request's buffer; immutable bytes are copied first.
+        """
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
-        buf = bytearray(records)
+        buf = records if isinstance(records, bytearray) else bytearray(records)
         batches = self._validate(buf)
         first = offset = self.log_end_offset
         max_ts = -1

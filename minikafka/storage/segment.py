@@ -13,6 +13,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
 from minikafka.storage.record_batch import (
@@ -42,8 +43,7 @@ def base_offset_of(path: Path) -> int:
     return int(path.name.split(".", 1)[0])
 
 
-@dataclass(frozen=True, slots=True)
-class LogSlice:
+class LogSlice(NamedTuple):
     """A run of whole batches inside one segment file: what a fetch returns."""
 
     segment: LogSegment
@@ -120,6 +120,9 @@ class LogSegment:
         pos = self.index.last_position
         next_offset = self.base_offset
         prev_last = -1
+        # The walk also indexes the tail, so an index that lagged behind the log (flushed
+        # before the last appends) cannot make later reads scan from far back.
+        since_entry = 0
         while pos < self.size:
             base, size, last = self._peek(pos)
             if (
@@ -128,9 +131,14 @@ class LogSegment:
                 or (prev_last >= 0 and base != prev_last + 1)
             ):
                 raise InvalidBatchError(InvalidBatchReason.LENGTH_OUT_OF_BOUNDS, pos)
+            if since_entry > self.index_interval_bytes and last > self.index.last_offset:
+                self.index.append(last, pos)
+                since_entry = 0
+            since_entry += size
             prev_last = last
             next_offset = last + 1
             pos += size
+        self._bytes_since_last_index_entry = since_entry
         if self.size and next_offset == self.base_offset:
             raise InvalidBatchError(InvalidBatchReason.TRUNCATED, 0)
         self.next_offset = next_offset

@@ -362,3 +362,16 @@ def test_follower_append_past_leo_continues_in_new_segment(open_log):
     lg.close_without_flush()
     again = open_log()
     assert again.log_end_offset == 12 and again.load_report.truncated_bytes == 0
+
+
+def test_leader_append_stamps_a_bytearray_in_place_and_never_mutates_bytes(open_log):
+    lg = open_log()
+    lg.append_as_leader(batch(2), 0)
+    immutable = batch(3)
+    copy = bytes(immutable)
+    lg.append_as_leader(immutable, 4)
+    assert immutable == copy
+    mutable = bytearray(batch(1))
+    lg.append_as_leader(mutable, 4)
+    assert parse_header(mutable).base_offset == 5
+    assert parse_header(mutable).partition_leader_epoch == 4

@@ -247,7 +247,9 @@ class LogMachine(RuleBasedStateMachine):
             assert actual[1:] == expected_epochs[1:]
             assert actual[0][0] == expected_epochs[0][0]
         else:
-            assert all(start < self.model.leo for _, start in actual)
+            # retention keeps the epoch covering the log start, moved up to it (Kafka's
+            # truncateFromStart), even when no record of it is left
+            assert all(start <= self.model.leo for _, start in actual)
 
 
 LogMachine.TestCase.settings = settings(

@@ -121,3 +121,15 @@ def test_largest_timestamp_from_headers(tmp_path):
     again = LogSegment.open_existing(tmp_path, 0, 200, 0)
     assert again.largest_timestamp() == 1004
     assert again.first_batch_timestamp() == 1000
+
+
+def test_open_existing_indexes_a_tail_the_index_file_never_saw(tmp_path):
+    seg = LogSegment.create(tmp_path, 0, 200, 0)
+    fill(seg, 3)
+    seg.flush()
+    fill(seg, 20)  # appended after the last index flush, then a crash
+    full = seg.index.entries()
+    seg.close()
+    again = LogSegment.open_existing(tmp_path, 0, 200, 0)
+    assert again.next_offset == 92
+    assert again.index.entries() == full

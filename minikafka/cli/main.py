@@ -1,0 +1,28 @@
+"""The `minikafka` command: one group, subcommands modelled on Kafka's tools."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from minikafka import __version__
+from minikafka.cli.dump_log import dump_log
+from minikafka.cli.storage_demo import storage
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="minikafka")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def cli(verbose: int) -> None:
+    """minikafka: Kafka's replicated log, rebuilt in Python."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+cli.add_command(dump_log)
+cli.add_command(storage)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,186 @@
+"""Broker configuration: Kafka's property names and defaults (DESIGN.md §11).
+
+`server.properties` uses Java's properties syntax; `--override key=value` on the command line
+wins over the file. Unknown keys are reported (as Kafka does) and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from minikafka.storage.log_config import LONG_MAX, InvalidConfigError, LogConfig, parse_bool
+
+log = logging.getLogger(__name__)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: `key=value` or `key: value`, `#`/`!` comments, `\\` continuations."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+
+    def finish() -> None:
+        entry = "".join(logical)
+        logical.clear()
+        cut = min((i for i in (entry.find("="), entry.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            key, _, value = entry.partition(" ")
+        else:
+            key, value = entry[:cut], entry[cut + 1 :]
+        if key.strip():
+            props[key.strip()] = value.strip()
+
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        finish()
+    if logical:
+        finish()
+    return props
+
+
+def _int(v: str) -> int:
+    return int(v.strip())
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    broker_id: int = -1
+    listeners: str = "PLAINTEXT://:9092"
+    advertised_listeners: str | None = None
+    log_dirs: tuple[str, ...] = ("/tmp/kafka-logs",)
+    zookeeper_connect: str = "localhost:2181"
+    zookeeper_session_timeout_ms: int = 18000
+    zookeeper_connection_timeout_ms: int | None = None
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_backoff_ms: int = 1000
+    num_replica_fetchers: int = 1
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
+    default_replication_factor: int = 1
+    num_partitions: int = 1
+    message_max_bytes: int = 1024 * 1024 + 12
+    log_segment_bytes: int = 1024 * 1024 * 1024
+    log_roll_ms: int = 7 * 24 * 60 * 60 * 1000
+    log_retention_ms: int = 7 * 24 * 60 * 60 * 1000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300000
+    log_index_interval_bytes: int = 4096
+    log_flush_interval_messages: int = LONG_MAX
+    log_flush_interval_ms: int = LONG_MAX
+    log_flush_scheduler_interval_ms: int = LONG_MAX
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_max_retries: int = 3
+    controlled_shutdown_retry_backoff_ms: int = 5000
+    delete_topic_enable: bool = True
+    auto_create_topics_enable: bool = False
+    request_timeout_ms: int = 30000
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    controller_socket_timeout_ms: int = 30000
+    broker_rack: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    # Kafka accepts `log.retention.hours` / `minutes`; the most precise one given wins.
+    _RETENTION_UNITS = (
+        ("log.retention.ms", 1),
+        ("log.retention.minutes", 60_000),
+        ("log.retention.hours", 3_600_000),
+    )
+    _ROLL_UNITS = (("log.roll.ms", 1), ("log.roll.hours", 3_600_000))
+
+    @staticmethod
+    def property_name(attr: str) -> str:
+        return attr.replace("_", ".")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        kwargs: dict[str, Any] = {}
+        known: set[str] = set()
+        for f in fields(cls):
+            if f.name == "extra":
+                continue
+            name = cls.property_name(f.name)
+            if f.name == "log_dirs":
+                raw = props.get("log.dirs", props.get("log.dir"))
+                known.update(("log.dirs", "log.dir"))
+                if raw is not None:
+                    kwargs["log_dirs"] = tuple(d.strip() for d in raw.split(",") if d.strip())
+                continue
+            known.add(name)
+            if name not in props:
+                continue
+            raw = props[name]
+            try:
+                if f.type in ("int", int):
+                    kwargs[f.name] = _int(raw)
+                elif f.type in ("int | None",):
+                    kwargs[f.name] = _int(raw) if raw.strip() else None
+                elif f.type in ("bool", bool):
+                    kwargs[f.name] = parse_bool(raw)
+                else:
+                    kwargs[f.name] = raw or None if f.type == "str | None" else raw
+            except ValueError as e:
+                raise InvalidConfigError(f"invalid value for {name}: {raw!r} ({e})") from e
+        for options, attr in (
+            (cls._RETENTION_UNITS, "log_retention_ms"),
+            (cls._ROLL_UNITS, "log_roll_ms"),
+        ):
+            for name, unit in options:
+                known.add(name)
+                if name in props:
+                    kwargs[attr] = _int(props[name]) * unit
+                    break
+        extra = {k: v for k, v in props.items() if k not in known}
+        for k in extra:
+            log.warning("The configuration '%s' was supplied but isn't a known config.", k)
+        cfg = cls(**kwargs, extra=extra)
+        cfg.validate()
+        return cfg
+
+    @classmethod
+    def load(cls, path: Path | None, overrides: Mapping[str, str] | None = None) -> BrokerConfig:
+        props = parse_properties(path.read_text()) if path is not None else {}
+        props.update(overrides or {})
+        return cls.from_properties(props)
+
+    def validate(self) -> None:
+        if self.broker_id < 0:
+            raise InvalidConfigError("broker.id must be set to a non-negative integer")
+        if not self.log_dirs:
+            raise InvalidConfigError("log.dirs must name at least one directory")
+        if self.min_insync_replicas < 1:
+            raise InvalidConfigError("min.insync.replicas must be >= 1")
+        if self.replica_lag_time_max_ms <= 0:
+            raise InvalidConfigError("replica.lag.time.max.ms must be positive")
+        self.log_config().validate()
+
+    def log_config(self) -> LogConfig:
+        """Default topic config derived from the broker's log.* settings."""
+        return LogConfig(
+            segment_bytes=self.log_segment_bytes,
+            segment_ms=self.log_roll_ms,
+            index_interval_bytes=self.log_index_interval_bytes,
+            retention_ms=self.log_retention_ms,
+            retention_bytes=self.log_retention_bytes,
+            max_message_bytes=self.message_max_bytes,
+            flush_messages=self.log_flush_interval_messages,
+            flush_ms=self.log_flush_interval_ms,
+            min_insync_replicas=self.min_insync_replicas,
+            unclean_leader_election_enable=self.unclean_leader_election_enable,
+        )
