@@ -76,6 +76,10 @@ class LeaderEpochCache:
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset` (called per appended batch and on
         becoming leader). Entries that would break monotonicity are dropped first."""
+        entries = self._entries
+        # Fast path, taken for nearly every appended batch: same epoch, later offset.
+        if entries and entries[-1].epoch == epoch and start_offset >= entries[-1].start_offset:
+            return
         if self._assign(epoch, start_offset):
             self._flush()
 

@@ -351,7 +351,17 @@ class Log:
         num_batches: int,
         num_records: int,
     ) -> LogAppendInfo:
-        seg = self._maybe_roll(len(data), max_ts, first, last)
+        # The roll check is inlined: this runs once per produce request per partition.
+        seg = self._segments[-1]
+        n = len(data)
+        if seg.size > 0 and (
+            seg.size > self.config.segment_bytes - n
+            or last - seg.base_offset > _INT32_MAX
+            or seg.time_waited_for_roll(self._clock.now_ms(), max_ts) >= self.config.segment_ms
+        ):
+            # A follower may append with a gap (the leader's log start moved); the new segment
+            # starts at the first offset actually appended.
+            seg = self.roll(max(first, self.log_end_offset))
         try:
             seg.append(data, last, max_ts)
         except OSError as e:
@@ -359,20 +369,7 @@ class Log:
         self._unflushed_records += num_records
         if self._unflushed_records >= self.config.flush_messages:
             self.flush()
-        return LogAppendInfo(first, last, max_ts, num_batches, num_records, len(data))
-
-    def _maybe_roll(self, size: int, max_ts: int, first: int, last: int) -> LogSegment:
-        seg = self._segments[-1]
-        now = self._clock.now_ms()
-        if (
-            seg.size > self.config.segment_bytes - size
-            or (seg.size > 0 and seg.time_waited_for_roll(now, max_ts) >= self.config.segment_ms)
-            or last - seg.base_offset > _INT32_MAX
-        ):
-            # A follower may append with a gap (the leader's log start moved); the new segment
-            # starts at the first offset actually appended.
-            return self.roll(max(first, self.log_end_offset))
-        return seg
+        return LogAppendInfo(first, last, max_ts, num_batches, num_records, n)
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at LEO; the old one is fsynced (Kafka flushes on roll)."""

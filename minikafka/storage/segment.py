@@ -148,15 +148,16 @@ class LogSegment:
     def append(
         self, data: bytes | bytearray | memoryview, largest_offset: int, max_ts: int
     ) -> None:
-        """Append already-validated, already-stamped batch bytes."""
-        if largest_offset - self.base_offset > _INT32_MAX:
-            raise ValueError("offset does not fit the segment's relative index")
+        """Append already-validated, already-stamped batch bytes. The caller (Log) rolls
+        before offsets outgrow the index's 32-bit relative offsets."""
         position = self.size
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self.index.append(largest_offset, position)
             self._bytes_since_last_index_entry = 0
-        _pwrite_all(self._fd, data, position)
         n = len(data)
+        written = os.pwrite(self._fd, data, position)
+        if written != n:
+            _pwrite_rest(self._fd, data, position, written)
         self.size += n
         self._bytes_since_last_index_entry += n
         self.next_offset = largest_offset + 1
@@ -382,10 +383,10 @@ class LogSegment:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
 
 
-def _pwrite_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
-    written = os.pwrite(fd, data, position)
-    if written == len(data):
-        return
+def _pwrite_rest(
+    fd: int, data: bytes | bytearray | memoryview, position: int, written: int
+) -> None:
+    """Finish a short pwrite (rare on regular files)."""
     view = memoryview(data)
     while written < len(view):
         written += os.pwrite(fd, view[written:], position + written)
