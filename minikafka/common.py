@@ -20,3 +20,33 @@ class TopicPartition:
         if not sep or not topic or not part.isdigit():
             raise ValueError(f"not a partition directory name: {name!r}")
         return TopicPartition(topic, int(part))
+
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition's leadership as stored in `/brokers/topics/<t>/partitions/<p>/state`.
+
+    `zk_version` is the state znode's version when this was read or written (-1 if unknown);
+    every update of the znode is conditional on it.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    zk_version: int = -1
+
+    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        """The next leadership: a new leader epoch (the controller's elections)."""
+        return LeaderAndIsr(
+            leader, self.leader_epoch + 1, tuple(isr), self.controller_epoch, self.zk_version
+        )
+
+    def with_isr(self, isr: tuple[int, ...]) -> LeaderAndIsr:
+        """Same leader and epoch, another ISR (a leader's own ISR change)."""
+        return LeaderAndIsr(
+            self.leader, self.leader_epoch, tuple(isr), self.controller_epoch, self.zk_version
+        )

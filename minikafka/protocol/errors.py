@@ -135,6 +135,52 @@ class InvalidRecordError(KafkaError):
     code = ErrorCode.INVALID_RECORD
 
 
+class InvalidRequiredAcksError(KafkaError):
+    code = ErrorCode.INVALID_REQUIRED_ACKS
+
+
+class TopicAlreadyExistsError(KafkaError):
+    code = ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+class InvalidPartitionsError(KafkaError):
+    code = ErrorCode.INVALID_PARTITIONS
+
+
+class InvalidReplicationFactorError(KafkaError):
+    code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class NotControllerError(KafkaError):
+    code = ErrorCode.NOT_CONTROLLER
+    retriable = True
+
+
+class StaleBrokerEpochError(KafkaError):
+    code = ErrorCode.STALE_BROKER_EPOCH
+
+
+class InvalidTopicError(KafkaError):
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+class BrokerNotAvailableError(KafkaError):
+    code = ErrorCode.BROKER_NOT_AVAILABLE
+    retriable = True
+
+
+class UnsupportedVersionError(KafkaError):
+    code = ErrorCode.UNSUPPORTED_VERSION
+
+
+class TopicDeletionDisabledError(KafkaError):
+    code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
 def _all_subclasses(cls: type[KafkaError]) -> list[type[KafkaError]]:
     out: list[type[KafkaError]] = []
     for sub in cls.__subclasses__():
