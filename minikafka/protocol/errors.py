@@ -135,6 +135,10 @@ class InvalidRecordError(KafkaError):
     code = ErrorCode.INVALID_RECORD
 
 
+class InvalidConfigError(KafkaError):
+    code = ErrorCode.INVALID_CONFIG
+
+
 class InvalidRequiredAcksError(KafkaError):
     code = ErrorCode.INVALID_REQUIRED_ACKS
 

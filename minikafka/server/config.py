@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from minikafka.storage.log_config import LONG_MAX, InvalidConfigError, LogConfig, parse_bool
+from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 
 log = logging.getLogger(__name__)
 

@@ -6,13 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar
 
-from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import InvalidConfigError
 
 LONG_MAX = 2**63 - 1
-
-
-class InvalidConfigError(KafkaError):
-    code = ErrorCode.INVALID_CONFIG
 
 
 def parse_bool(value: str) -> bool:
