@@ -1,0 +1,157 @@
+"""One TCP connection to a broker: pipelined requests matched to responses by order and
+correlation id."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections import OrderedDict
+from typing import Any, TypeVar
+
+from minikafka.protocol.errors import ErrorCode, KafkaError, RequestTimedOutError
+from minikafka.protocol.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameError,
+    RequestHeader,
+    api_key_for,
+    decode_response,
+    encode_request,
+    response_type_for,
+)
+from minikafka.protocol.transport import read_frame, write_chunks
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class NetworkError(KafkaError):
+    """The connection failed or closed; retriable (Kafka's NETWORK_EXCEPTION)."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+    retriable = True
+
+
+class BrokerConnection:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "minikafka",
+        connect_timeout_s: float = 10.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._connect_timeout = connect_timeout_s
+        self._max_frame = max_frame_bytes
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self._correlation = itertools.count(1)
+        self._in_flight: OrderedDict[int, tuple[asyncio.Future[Any], type]] = OrderedDict()
+        self._closed_error: KafkaError | None = None
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and self._closed_error is None
+
+    async def connect(self) -> None:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=1 << 20), self._connect_timeout
+            )
+        except (OSError, TimeoutError) as e:
+            raise NetworkError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+        self._closed_error = None
+        self._read_task = asyncio.create_task(self._read_loop())
+
+    async def send(
+        self, request: Any, timeout_s: float = 30.0, *, expect_response: bool = True
+    ) -> Any:
+        """Send a request and await its typed response body.
+
+        Raises the KafkaError of a request-level failure, NetworkError if the connection
+        breaks, RequestTimedOutError after `timeout_s` (the connection is then closed, since
+        a late response would be out of step).
+        """
+        if not self.connected:
+            raise self._closed_error or NetworkError(f"not connected to {self.host}:{self.port}")
+        assert self._writer is not None
+        correlation_id = next(self._correlation)
+        header = RequestHeader(int(api_key_for(request)), 0, correlation_id, self.client_id)
+        fut: asyncio.Future[Any] | None = None
+        if expect_response:
+            fut = asyncio.get_running_loop().create_future()
+            self._in_flight[correlation_id] = (fut, response_type_for(request))
+        try:
+            write_chunks(self._writer, encode_request(header, request))
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as e:
+            self._fail_all(NetworkError(f"send to {self.host}:{self.port} failed: {e}"))
+            raise NetworkError(str(e)) from e
+        if fut is None:
+            return None
+        try:
+            return await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError:
+            self._fail_all(
+                RequestTimedOutError(f"no response from {self.host}:{self.port} in {timeout_s}s")
+            )
+            await self.close()
+            raise RequestTimedOutError(
+                f"no response from {self.host}:{self.port} in {timeout_s}s"
+            ) from None
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        error: KafkaError = NetworkError(f"connection to {self.host}:{self.port} closed")
+        try:
+            while True:
+                frame = await read_frame(self._reader, self._max_frame)
+                if frame is None:
+                    break
+                if not self._in_flight:
+                    raise FrameError("response without a request")
+                correlation_id, (fut, response_type) = self._in_flight.popitem(last=False)
+                resp = decode_response(frame, response_type)
+                if resp.correlation_id != correlation_id:
+                    raise FrameError(
+                        f"response {resp.correlation_id} out of order, expected {correlation_id}"
+                    )
+                if not fut.done():
+                    if resp.error is not None:
+                        fut.set_exception(resp.error)
+                    else:
+                        fut.set_result(resp.body)
+        except (FrameError, asyncio.IncompleteReadError, ConnectionError) as e:
+            error = NetworkError(f"connection to {self.host}:{self.port} failed: {e}")
+        except asyncio.CancelledError:
+            pass
+        self._fail_all(error)
+
+    def _fail_all(self, error: KafkaError) -> None:
+        self._closed_error = error
+        while self._in_flight:
+            _, (fut, _) = self._in_flight.popitem(last=False)
+            if not fut.done():
+                fut.set_exception(error)
+        if self._writer is not None:
+            self._writer.close()
+
+    async def close(self) -> None:
+        self._fail_all(NetworkError(f"connection to {self.host}:{self.port} closed by client"))
+        if self._read_task is not None and self._read_task is not asyncio.current_task():
+            self._read_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._read_task
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()

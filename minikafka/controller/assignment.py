@@ -1,0 +1,96 @@
+"""Replica assignment for new topics and partitions (DESIGN §10), pure.
+
+The seeds' rule: sort the brokers, and partition i's replica j goes to broker
+`(i + j + start_index) mod n`. Consecutive partitions start one broker further on,
+so first replicas (preferred leaders) are spread evenly. Kafka's
+`AdminUtils.assignReplicasToBrokersRackUnaware` also picks a random start index
+(reproducible here with a seed) and shifts followers on larger clusters; the shift
+is left out.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Mapping, Sequence
+
+from minikafka.protocol.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+)
+
+
+def assign_replicas(
+    broker_ids: Collection[int],
+    num_partitions: int,
+    replication_factor: int,
+    *,
+    start_partition: int = 0,
+    start_index: int = 0,
+) -> dict[int, tuple[int, ...]]:
+    """Replica lists for partitions `start_partition .. start_partition + num_partitions - 1`.
+
+    `start_partition` > 0 adds partitions to an existing topic: the rule uses the
+    partition id, so new partitions continue the existing rotation.
+    """
+    if num_partitions < 1:
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+    if start_partition < 0:
+        raise InvalidPartitionsError(f"Start partition must not be negative: {start_partition}.")
+    if replication_factor < 1:
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+    brokers = sorted(set(broker_ids))
+    n = len(brokers)
+    if replication_factor > n:
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: {n}."
+        )
+    return {
+        p: tuple(brokers[(p + j + start_index) % n] for j in range(replication_factor))
+        for p in range(start_partition, start_partition + num_partitions)
+    }
+
+
+def random_start_index(n_brokers: int, seed: int | None) -> int:
+    """Kafka's random first broker, in `0 .. n_brokers - 1`; a seed makes it reproducible.
+
+    0 when there are no brokers, so that `assign_replicas` reports the real error.
+    """
+    if n_brokers < 1:
+        return 0
+    return random.Random(seed).randrange(n_brokers)
+
+
+def validate_manual_assignment(
+    assignment: Mapping[int, Sequence[int]], live_or_known_brokers: Collection[int]
+) -> None:
+    """Reject a user-supplied assignment Kafka would reject (`INVALID_REPLICA_ASSIGNMENT`)."""
+    if not assignment:
+        raise InvalidReplicaAssignmentError(
+            "Replica assignment must contain at least one partition."
+        )
+    if set(assignment) != set(range(len(assignment))):
+        raise InvalidReplicaAssignmentError(
+            f"Partitions should be a consecutive 0-based integer sequence, got {sorted(assignment)}."
+        )
+    replication_factor = len(assignment[0])
+    for partition in sorted(assignment):
+        replicas = assignment[partition]
+        if not replicas:
+            raise InvalidReplicaAssignmentError(
+                f"Replica assignment for partition {partition} is empty."
+            )
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(
+                f"Duplicate replica assignment for partition {partition}: {list(replicas)}."
+            )
+        if len(replicas) != replication_factor:
+            raise InvalidReplicaAssignmentError(
+                f"Inconsistent replication factor between partitions: partition 0 has"
+                f" {replication_factor} while partition {partition} has {len(replicas)}."
+            )
+        unknown = sorted(set(replicas) - set(live_or_known_brokers))
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"Unknown broker(s) in replica assignment for partition {partition}: {unknown}."
+            )

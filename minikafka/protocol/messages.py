@@ -1,0 +1,524 @@
+"""Request and response types, with Kafka's API keys and field names.
+
+Each message is a frozen dataclass; `schema.py` turns it into a msgpack array. Fields added
+later go at the end with a default, so older peers keep decoding (see `from_wire`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from minikafka.protocol.schema import Records, RecordsValue
+
+# Fetch / ListOffsets replica ids (Kafka's)
+CONSUMER_REPLICA_ID = -1
+DEBUG_REPLICA_ID = -2  # reads up to LEO without being a follower (tools)
+
+# ListOffsets timestamps
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+
+NO_LEADER_EPOCH = -1
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    CONTROLLED_SHUTDOWN = 7
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ALTER_ISR = 56
+    # minikafka's own admin APIs live above Kafka's range.
+    DESCRIBE_REPLICAS = 1000
+
+
+# --- ApiVersions --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApiVersionsRequest:
+    pass
+
+
+@dataclass(frozen=True)
+class ApiVersion:
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True)
+class ApiVersionsResponse:
+    error_code: int
+    api_keys: list[ApiVersion]
+
+
+# --- Metadata -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetadataRequest:
+    topics: list[str] | None = None  # None: all topics
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True)
+class MetadataPartition:
+    error_code: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+
+
+@dataclass(frozen=True)
+class MetadataTopic:
+    error_code: int
+    name: str
+    partitions: list[MetadataPartition]
+
+
+@dataclass(frozen=True)
+class MetadataResponse:
+    brokers: list[BrokerNode]
+    controller_id: int
+    topics: list[MetadataTopic]
+
+
+# --- Produce ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProducePartition:
+    partition: int
+    records: Records | RecordsValue | None
+
+
+@dataclass(frozen=True)
+class ProduceTopic:
+    name: str
+    partitions: list[ProducePartition]
+
+
+@dataclass(frozen=True)
+class ProduceRequest:
+    acks: int
+    timeout_ms: int
+    topics: list[ProduceTopic]
+
+
+@dataclass(frozen=True)
+class ProducePartitionResponse:
+    partition: int
+    error_code: int
+    base_offset: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class ProduceTopicResponse:
+    name: str
+    partitions: list[ProducePartitionResponse]
+
+
+@dataclass(frozen=True)
+class ProduceResponse:
+    topics: list[ProduceTopicResponse]
+
+
+# --- Fetch --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FetchPartition:
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = NO_LEADER_EPOCH
+    log_start_offset: int = -1  # the follower's, so the leader tracks it
+
+
+@dataclass(frozen=True)
+class FetchTopic:
+    name: str
+    partitions: list[FetchPartition]
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    topics: list[FetchTopic]
+    replica_epoch: int = -1  # the follower's broker epoch
+
+
+@dataclass(frozen=True)
+class FetchPartitionResponse:
+    partition: int
+    error_code: int
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    records: Records | RecordsValue | None
+
+
+@dataclass(frozen=True)
+class FetchTopicResponse:
+    name: str
+    partitions: list[FetchPartitionResponse]
+
+
+@dataclass(frozen=True)
+class FetchResponse:
+    error_code: int
+    topics: list[FetchTopicResponse]
+
+
+# --- ListOffsets --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListOffsetsPartition:
+    partition: int
+    timestamp: int  # LATEST_TIMESTAMP or EARLIEST_TIMESTAMP
+    current_leader_epoch: int = NO_LEADER_EPOCH
+
+
+@dataclass(frozen=True)
+class ListOffsetsTopic:
+    name: str
+    partitions: list[ListOffsetsPartition]
+
+
+@dataclass(frozen=True)
+class ListOffsetsRequest:
+    replica_id: int
+    topics: list[ListOffsetsTopic]
+
+
+@dataclass(frozen=True)
+class ListOffsetsPartitionResponse:
+    partition: int
+    error_code: int
+    offset: int = -1
+    leader_epoch: int = NO_LEADER_EPOCH
+
+
+@dataclass(frozen=True)
+class ListOffsetsTopicResponse:
+    name: str
+    partitions: list[ListOffsetsPartitionResponse]
+
+
+@dataclass(frozen=True)
+class ListOffsetsResponse:
+    topics: list[ListOffsetsTopicResponse]
+
+
+# --- OffsetsForLeaderEpoch ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderPartition:
+    partition: int
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderTopic:
+    name: str
+    partitions: list[OffsetForLeaderPartition]
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochRequest:
+    replica_id: int
+    topics: list[OffsetForLeaderTopic]
+
+
+@dataclass(frozen=True)
+class EpochEndOffset:
+    partition: int
+    error_code: int
+    leader_epoch: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderTopicResult:
+    name: str
+    partitions: list[EpochEndOffset]
+
+
+@dataclass(frozen=True)
+class OffsetForLeaderEpochResponse:
+    topics: list[OffsetForLeaderTopicResult]
+
+
+# --- CreateTopics / DeleteTopics ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatableTopic:
+    name: str
+    num_partitions: int  # -1: broker default (num.partitions)
+    replication_factor: int  # -1: broker default (default.replication.factor)
+    assignments: dict[int, list[int]] | None = None
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CreateTopicsRequest:
+    topics: list[CreatableTopic]
+    timeout_ms: int
+    validate_only: bool = False
+
+
+@dataclass(frozen=True)
+class TopicResult:
+    name: str
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateTopicsResponse:
+    topics: list[TopicResult]
+
+
+@dataclass(frozen=True)
+class DeleteTopicsRequest:
+    topic_names: list[str]
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
+class DeleteTopicsResponse:
+    topics: list[TopicResult]
+
+
+# --- Controller -> broker -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionRef:
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrPartitionState:
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    zk_version: int
+    replicas: list[int]
+    is_new: bool = False
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrRequest:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partition_states: list[LeaderAndIsrPartitionState]
+    live_leaders: list[BrokerNode]
+
+
+@dataclass(frozen=True)
+class PartitionError:
+    topic: str
+    partition: int
+    error_code: int
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponse:
+    error_code: int
+    partition_errors: list[PartitionError]
+
+
+@dataclass(frozen=True)
+class UpdateMetadataPartitionState:
+    topic: str
+    partition: int
+    controller_epoch: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    zk_version: int
+    replicas: list[int]
+    offline_replicas: list[int]
+
+
+@dataclass(frozen=True)
+class UpdateMetadataRequest:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partition_states: list[UpdateMetadataPartitionState]
+    live_brokers: list[BrokerNode]
+    deleted_topics: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UpdateMetadataResponse:
+    error_code: int
+
+
+@dataclass(frozen=True)
+class StopReplicaPartition:
+    topic: str
+    partition: int
+    delete_partition: bool
+    leader_epoch: int = NO_LEADER_EPOCH
+
+
+@dataclass(frozen=True)
+class StopReplicaRequest:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partitions: list[StopReplicaPartition]
+
+
+@dataclass(frozen=True)
+class StopReplicaResponse:
+    error_code: int
+    partition_errors: list[PartitionError]
+
+
+# --- Broker -> controller -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ControlledShutdownRequest:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True)
+class ControlledShutdownResponse:
+    error_code: int
+    remaining_partitions: list[PartitionRef]
+
+
+@dataclass(frozen=True)
+class AlterIsrPartition:
+    partition: int
+    leader_epoch: int
+    new_isr: list[int]
+    current_isr_version: int
+
+
+@dataclass(frozen=True)
+class AlterIsrTopic:
+    name: str
+    partitions: list[AlterIsrPartition]
+
+
+@dataclass(frozen=True)
+class AlterIsrRequest:
+    broker_id: int
+    broker_epoch: int
+    topics: list[AlterIsrTopic]
+
+
+@dataclass(frozen=True)
+class AlterIsrPartitionResponse:
+    partition: int
+    error_code: int
+    leader_id: int = -1
+    leader_epoch: int = NO_LEADER_EPOCH
+    isr: list[int] = field(default_factory=list)
+    current_isr_version: int = -1
+
+
+@dataclass(frozen=True)
+class AlterIsrTopicResponse:
+    name: str
+    partitions: list[AlterIsrPartitionResponse]
+
+
+@dataclass(frozen=True)
+class AlterIsrResponse:
+    error_code: int
+    topics: list[AlterIsrTopicResponse]
+
+
+# --- minikafka admin ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DescribeReplicasRequest:
+    topics: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    broker_id: int
+    log_end_offset: int
+    last_caught_up_ms_ago: int
+    in_isr: bool
+
+
+@dataclass(frozen=True)
+class PartitionReplicaStates:
+    topic: str
+    partition: int
+    error_code: int
+    leader: int
+    leader_epoch: int
+    high_watermark: int
+    log_end_offset: int
+    replicas: list[ReplicaState]
+
+
+@dataclass(frozen=True)
+class DescribeReplicasResponse:
+    partitions: list[PartitionReplicaStates]
+
+
+# api key -> (request type, response type, max version)
+API_TYPES: dict[ApiKey, tuple[type, type]] = {
+    ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
+    ApiKey.FETCH: (FetchRequest, FetchResponse),
+    ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
+    ApiKey.METADATA: (MetadataRequest, MetadataResponse),
+    ApiKey.LEADER_AND_ISR: (LeaderAndIsrRequest, LeaderAndIsrResponse),
+    ApiKey.STOP_REPLICA: (StopReplicaRequest, StopReplicaResponse),
+    ApiKey.UPDATE_METADATA: (UpdateMetadataRequest, UpdateMetadataResponse),
+    ApiKey.CONTROLLED_SHUTDOWN: (ControlledShutdownRequest, ControlledShutdownResponse),
+    ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
+    ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
+    ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.ALTER_ISR: (AlterIsrRequest, AlterIsrResponse),
+    ApiKey.DESCRIBE_REPLICAS: (DescribeReplicasRequest, DescribeReplicasResponse),
+}
+
+API_KEY_OF_REQUEST: dict[type, ApiKey] = {req: key for key, (req, _) in API_TYPES.items()}

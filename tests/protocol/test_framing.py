@@ -1,0 +1,197 @@
+import dataclasses
+import struct
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import ErrorCode, InvalidRequestError, NotLeaderOrFollowerError
+from minikafka.protocol.framing import (
+    FrameError,
+    RequestDecodeError,
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+from minikafka.storage.record_batch import build_batch
+
+
+def wire(chunks) -> bytes:
+    """Frame bytes after the 4-byte size field, as the receiver sees them."""
+    data = b"".join(bytes(c) for c in chunks)
+    (size,) = struct.unpack(">I", data[:4])
+    assert size == len(data) - 4
+    return data[4:]
+
+
+def roundtrip_request(req):
+    header = RequestHeader(int(m.API_KEY_OF_REQUEST[type(req)]), 0, 42, "test")
+    h, body = decode_request(wire(encode_request(header, req)))
+    assert h == header
+    return body
+
+
+def normalise(obj):
+    """memoryview records -> bytes, for comparison."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: normalise(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, list | tuple):
+        return [normalise(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: normalise(v) for k, v in obj.items()}
+    if isinstance(obj, memoryview | bytearray):
+        return bytes(obj)
+    return obj
+
+
+BATCH = build_batch([b"x", b"y"])
+
+SAMPLES = [
+    m.ApiVersionsRequest(),
+    m.MetadataRequest(None),
+    m.MetadataRequest(["a", "b"]),
+    m.ProduceRequest(
+        -1, 1000, [m.ProduceTopic("t", [m.ProducePartition(0, BATCH), m.ProducePartition(1, None)])]
+    ),
+    m.FetchRequest(
+        2, 500, 1, 10_000, [m.FetchTopic("t", [m.FetchPartition(0, 17, 4096, 3, 5)])], 99
+    ),
+    m.ListOffsetsRequest(
+        -1, [m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, m.EARLIEST_TIMESTAMP)])]
+    ),
+    m.OffsetForLeaderEpochRequest(
+        1, [m.OffsetForLeaderTopic("t", [m.OffsetForLeaderPartition(0, 4, 2)])]
+    ),
+    m.CreateTopicsRequest(
+        [
+            m.CreatableTopic("t", 3, 2, None, {"min.insync.replicas": "2"}),
+            m.CreatableTopic("u", -1, -1, {0: [1, 2], 1: [2, 1]}),
+        ],
+        30_000,
+    ),
+    m.DeleteTopicsRequest(["t"], 1000),
+    m.LeaderAndIsrRequest(
+        1,
+        5,
+        77,
+        [m.LeaderAndIsrPartitionState("t", 0, 5, 1, 3, [1, 2], 9, [1, 2, 3], True)],
+        [m.BrokerNode(1, "127.0.0.1", 9092, None)],
+    ),
+    m.UpdateMetadataRequest(
+        1,
+        5,
+        77,
+        [m.UpdateMetadataPartitionState("t", 0, 5, 1, 3, [1], 9, [1, 2], [2])],
+        [m.BrokerNode(1, "h", 1, "rack-a")],
+        ["gone"],
+    ),
+    m.StopReplicaRequest(1, 5, 77, [m.StopReplicaPartition("t", 0, True, 3)]),
+    m.ControlledShutdownRequest(2, 88),
+    m.AlterIsrRequest(1, 5, [m.AlterIsrTopic("t", [m.AlterIsrPartition(0, 3, [1, 2], 7)])]),
+    m.DescribeReplicasRequest(["t"]),
+]
+
+
+def test_every_api_key_has_a_sample():
+    assert {m.API_KEY_OF_REQUEST[type(s)] for s in SAMPLES} == set(m.API_TYPES)
+
+
+@pytest.mark.parametrize("req", SAMPLES, ids=lambda r: type(r).__name__)
+def test_request_round_trip(req):
+    assert normalise(roundtrip_request(req)) == normalise(req)
+
+
+def test_records_travel_outside_msgpack_as_zero_copy_views():
+    req = SAMPLES[3]
+    chunks = encode_request(RequestHeader(0, 0, 1, None), req)
+    assert BATCH in [bytes(c) for c in chunks[1:]]  # a data-section chunk, not packed
+    body = decode_request(wire(chunks))[1]
+    rec = body.topics[0].partitions[0].records
+    assert isinstance(rec, memoryview) and bytes(rec) == BATCH
+
+
+def test_fetch_response_round_trip_with_records():
+    resp = m.FetchResponse(
+        0,
+        [
+            m.FetchTopicResponse(
+                "t",
+                [
+                    m.FetchPartitionResponse(0, 0, 10, 0, 12, BATCH),
+                    m.FetchPartitionResponse(
+                        1, int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1, -1, -1, None
+                    ),
+                ],
+            )
+        ],
+    )
+    got = decode_response(wire(encode_response(9, resp)), m.FetchResponse)
+    assert got.correlation_id == 9 and got.error is None
+    assert normalise(got.body) == normalise(resp)
+
+
+def test_request_level_error_response_carries_code_and_message():
+    got = decode_response(
+        wire(encode_response(3, None, NotLeaderOrFollowerError("moved"))), m.ProduceResponse
+    )
+    assert got.body is None
+    assert isinstance(got.error, NotLeaderOrFollowerError) and got.error.message == "moved"
+
+
+@given(st.lists(st.binary(max_size=50), max_size=5), st.integers(-1, 5), st.integers(0, 2**31 - 1))
+def test_produce_round_trip_property(payloads, acks, timeout):
+    req = m.ProduceRequest(
+        acks,
+        timeout,
+        [m.ProduceTopic("t", [m.ProducePartition(i, p) for i, p in enumerate(payloads)])],
+    )
+    got = roundtrip_request(req)
+    assert [bytes(p.records) for p in got.topics[0].partitions] == payloads
+
+
+def meta_frame(meta, data=b""):
+    packed = msgpack.packb(meta, use_bin_type=True)
+    return struct.pack(">I", len(packed)) + packed + data
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"",
+        b"\x00\x00",
+        struct.pack(">I", 1000) + b"abc",  # meta longer than frame
+        struct.pack(">I", 3) + b"\xc1\xc1\xc1",  # not msgpack
+        meta_frame({"a": 1}),
+        meta_frame([[1, 0], None]),  # header too short
+        meta_frame([["x", 0, 1, None], None]),
+    ],
+)
+def test_undecodable_frames_raise_frame_error(frame):
+    with pytest.raises(FrameError):
+        decode_request(frame)
+
+
+@pytest.mark.parametrize(
+    ("meta", "data", "fragment"),
+    [
+        ([[9999, 0, 5, None], []], b"", "unknown api key 9999"),
+        ([[0, 0, 5, None], ["all", 1000, []]], b"", "expected an integer"),
+        (
+            [[0, 0, 5, None], [1, 1000, [["t", [[0, [0, 100]]]]]]],
+            b"abc",
+            "outside the data section",
+        ),
+        ([[0, 0, 5, None], [1]], b"", "lacks"),
+        ([[3, 0, 5, None], [[1, 2]]], b"", "expected str"),
+    ],
+)
+def test_bad_bodies_raise_request_decode_error_with_header(meta, data, fragment):
+    with pytest.raises(RequestDecodeError) as ei:
+        decode_request(meta_frame(meta, data))
+    assert ei.value.header.correlation_id == 5
+    assert isinstance(ei.value.error, InvalidRequestError)
+    assert fragment in str(ei.value.error)

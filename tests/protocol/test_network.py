@@ -1,0 +1,171 @@
+"""The TCP layer: pipelining, ordering, and bad frames that must not hurt other clients."""
+
+import asyncio
+import random
+import struct
+
+import msgpack
+import pytest
+
+from minikafka.client.connection import BrokerConnection, NetworkError
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import InvalidRequestError, NotLeaderOrFollowerError
+from minikafka.server.network import NO_RESPONSE, SocketServer
+
+
+async def handler(header, request):
+    if isinstance(request, m.ListOffsetsRequest):
+        # answer after a random delay: responses must still come back in request order
+        await asyncio.sleep(random.random() / 100)
+        p = request.topics[0].partitions[0]
+        return m.ListOffsetsResponse(
+            [
+                m.ListOffsetsTopicResponse(
+                    "t", [m.ListOffsetsPartitionResponse(p.partition, 0, p.timestamp)]
+                )
+            ]
+        )
+    if isinstance(request, m.ProduceRequest):
+        if request.acks == 0:
+            return NO_RESPONSE
+        raise NotLeaderOrFollowerError("not me")
+    if isinstance(request, m.MetadataRequest):
+        raise RuntimeError("handler bug")
+    return m.ApiVersionsResponse(0, [])
+
+
+@pytest.fixture
+async def server():
+    s = SocketServer(handler, "127.0.0.1", 0, max_frame_bytes=64 * 1024)
+    await s.start()
+    yield s
+    await s.stop()
+
+
+async def connect(server):
+    c = BrokerConnection("127.0.0.1", server.port)
+    await c.connect()
+    return c
+
+
+def offsets_request(i):
+    return m.ListOffsetsRequest(-1, [m.ListOffsetsTopic("t", [m.ListOffsetsPartition(i, i * 10)])])
+
+
+async def test_pipelined_requests_are_answered_in_order(server):
+    c = await connect(server)
+    results = await asyncio.gather(*(c.send(offsets_request(i)) for i in range(200)))
+    assert [r.topics[0].partitions[0].offset for r in results] == [i * 10 for i in range(200)]
+    await c.close()
+
+
+async def test_errors_come_back_as_exceptions_and_connection_survives(server):
+    c = await connect(server)
+    with pytest.raises(NotLeaderOrFollowerError, match="not me"):
+        await c.send(m.ProduceRequest(1, 1000, []))
+    with pytest.raises(Exception, match="handler bug"):
+        await c.send(m.MetadataRequest())
+    assert (await c.send(m.ApiVersionsRequest())).error_code == 0
+    await c.close()
+
+
+async def test_acks_zero_gets_no_response_and_later_requests_still_match(server):
+    c = await connect(server)
+    assert await c.send(m.ProduceRequest(0, 1000, []), expect_response=False) is None
+    r = await c.send(offsets_request(3))
+    assert r.topics[0].partitions[0].offset == 30
+    await c.close()
+
+
+async def raw_exchange(server, payload: bytes, read: bool = True) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(payload)
+    await writer.drain()
+    data = b""
+    if read:
+        data = await asyncio.wait_for(reader.read(), 5)  # until the server closes or answers+closes
+    writer.close()
+    return data
+
+
+def frame(meta, data=b""):
+    packed = msgpack.packb(meta, use_bin_type=True)
+    body = struct.pack(">I", len(packed)) + packed + data
+    return struct.pack(">I", len(body)) + body
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        struct.pack(">I", 10 * 1024 * 1024) + b"x" * 100,  # oversized frame
+        struct.pack(">I", 5) + b"\x00\x00\x00\x01\xc1",  # not msgpack
+        frame({"not": "a list"}),
+    ],
+    ids=["oversized", "not-msgpack", "bad-meta"],
+)
+async def test_untrustworthy_frames_close_only_that_connection(server, payload):
+    other = await connect(server)
+    assert await raw_exchange(server, payload) == b""  # closed without an answer
+    assert (await other.send(m.ApiVersionsRequest())).error_code == 0
+    fresh = await connect(server)
+    assert (await fresh.send(m.ApiVersionsRequest())).error_code == 0
+    await other.close()
+    await fresh.close()
+
+
+async def test_truncated_frame_then_disconnect_does_not_hurt_the_server(server):
+    await raw_exchange(server, struct.pack(">I", 1000) + b"partial", read=False)
+    c = await connect(server)
+    assert (await c.send(m.ApiVersionsRequest())).error_code == 0
+    await c.close()
+
+
+async def test_unknown_api_key_gets_invalid_request_and_connection_stays_open(server):
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(frame([[4242, 0, 7, "x"], []]) + frame([[18, 0, 8, "x"], []]))
+    await writer.drain()
+    answers = []
+    for _ in range(2):
+        (size,) = struct.unpack(">I", await reader.readexactly(4))
+        body = await reader.readexactly(size)
+        (meta_size,) = struct.unpack(">I", body[:4])
+        answers.append(msgpack.unpackb(body[4 : 4 + meta_size], raw=False))
+    assert answers[0][0][:2] == [7, int(InvalidRequestError.code)]
+    assert "unknown api key 4242" in answers[0][0][2]
+    assert answers[1][0] == [8, 0, None]
+    writer.close()
+
+
+async def test_connection_loss_fails_in_flight_requests():
+    async def slow(header, request):
+        await asyncio.sleep(10)
+
+    s = SocketServer(slow, "127.0.0.1", 0)
+    await s.start()
+    c = BrokerConnection("127.0.0.1", s.port)
+    await c.connect()
+    pending = asyncio.ensure_future(c.send(m.ApiVersionsRequest()))
+    await asyncio.sleep(0.05)
+    await s.stop()
+    with pytest.raises(NetworkError):
+        await asyncio.wait_for(pending, 5)
+    with pytest.raises(NetworkError):
+        await c.send(m.ApiVersionsRequest())
+
+
+async def test_requests_read_before_a_disconnect_still_run():
+    seen = asyncio.Event()
+
+    async def record(header, request):
+        await asyncio.sleep(0.05)
+        seen.set()
+        return NO_RESPONSE
+
+    s = SocketServer(record, "127.0.0.1", 0)
+    await s.start()
+    c = BrokerConnection("127.0.0.1", s.port)
+    await c.connect()
+    await c.send(m.ProduceRequest(0, 1000, []), expect_response=False)
+    await c.close()
+    await asyncio.wait_for(seen.wait(), 5)
+    await s.stop()
