@@ -1,0 +1,311 @@
+"""Kafka's znode JSON (DESIGN §3), as pure encode/decode functions.
+
+Encoders write exactly Kafka's field names and versions, compact, as UTF-8 bytes. Decoders
+accept what Kafka itself would read and raise `ValueError` naming the znode kind and the
+offending field on anything else, so a corrupt znode is reported, never half-parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from minikafka.common import LeaderAndIsr, TopicPartition
+
+PLAINTEXT = "PLAINTEXT"
+BROKER_INFO_VERSION = 4
+TOPIC_ASSIGNMENT_VERSION = 2
+PARTITION_STATE_VERSION = 1
+CONTROLLER_VERSION = 1
+ISR_CHANGE_NOTIFICATION_VERSION = 1
+PREFERRED_REPLICA_ELECTION_VERSION = 1
+TOPIC_CONFIG_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """A live broker as registered in `/brokers/ids/<id>`.
+
+    `epoch` is the registration znode's czxid (Kafka's broker epoch); it is not in the
+    JSON, so it is -1 until the client fills it in from the znode's stat.
+    """
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+    epoch: int = -1
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _dump(obj: Mapping[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _load_object(data: bytes | str | None, what: str) -> dict[str, Any]:
+    if data is None:
+        raise ValueError(f"{what}: znode has no data")
+    try:
+        obj = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{what}: not valid JSON ({e}): {data!r:.200}") from e
+    if not isinstance(obj, dict):
+        raise ValueError(f"{what}: expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _field(obj: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in obj:
+        raise ValueError(f"{what}: missing field {key!r}")
+    return obj[key]
+
+
+def _int(value: Any, what: str, key: str) -> int:
+    # bool is an int subclass in Python; JSON true is not a number for Kafka.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what}: field {key!r} must be an integer, got {value!r}")
+    return value
+
+
+def _int_field(obj: Mapping[str, Any], key: str, what: str) -> int:
+    return _int(_field(obj, key, what), what, key)
+
+
+def _str_field(obj: Mapping[str, Any], key: str, what: str) -> str:
+    value = _field(obj, key, what)
+    if not isinstance(value, str):
+        raise ValueError(f"{what}: field {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _int_list(value: Any, what: str, key: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise ValueError(f"{what}: field {key!r} must be a list of integers, got {value!r}")
+    return tuple(_int(v, what, key) for v in value)
+
+
+def _check_version(obj: Mapping[str, Any], what: str, supported: Iterable[int]) -> int:
+    version = _int_field(obj, "version", what)
+    allowed = tuple(supported)
+    if version not in allowed:
+        raise ValueError(f"{what}: unsupported version {version} (expected one of {allowed})")
+    return version
+
+
+# --- /brokers/ids/<id> ------------------------------------------------------------------
+
+
+def encode_broker_info(info: BrokerInfo, timestamp_ms: int | None = None) -> bytes:
+    obj: dict[str, Any] = {
+        "version": BROKER_INFO_VERSION,
+        "host": info.host,
+        "port": info.port,
+        "endpoints": [f"{PLAINTEXT}://{info.host}:{info.port}"],
+        "listener_security_protocol_map": {PLAINTEXT: PLAINTEXT},
+        "jmx_port": -1,
+        "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
+    }
+    if info.rack is not None:
+        obj["rack"] = info.rack
+    return _dump(obj)
+
+
+def _parse_endpoint(endpoint: Any, what: str) -> tuple[str, str, int]:
+    # "LISTENER://host:port"; host may be empty (bind all) or a bracketed IPv6 address.
+    if not isinstance(endpoint, str) or "://" not in endpoint:
+        raise ValueError(f"{what}: malformed endpoint {endpoint!r}")
+    listener, _, rest = endpoint.partition("://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"{what}: malformed endpoint {endpoint!r}")
+    return listener, host.strip("[]"), int(port)
+
+
+def decode_broker_info(broker_id: int, data: bytes | str | None, epoch: int = -1) -> BrokerInfo:
+    what = f"broker registration /brokers/ids/{broker_id}"
+    obj = _load_object(data, what)
+    _check_version(obj, what, range(1, 6))
+    rack = obj.get("rack")
+    if rack is not None and not isinstance(rack, str):
+        raise ValueError(f"{what}: field 'rack' must be a string, got {rack!r}")
+    host = obj.get("host")
+    port = obj.get("port")
+    # Kafka writes host/port only for a PLAINTEXT listener; otherwise they are null and the
+    # endpoints list is authoritative.
+    if isinstance(host, str) and host and port not in (None, -1):
+        return BrokerInfo(broker_id, host, _int(port, what, "port"), rack, epoch)
+    endpoints = _field(obj, "endpoints", what)
+    if not isinstance(endpoints, list) or not endpoints:
+        raise ValueError(f"{what}: no host/port and no endpoints")
+    parsed = [_parse_endpoint(e, what) for e in endpoints]
+    _, ep_host, ep_port = next((p for p in parsed if p[0] == PLAINTEXT), parsed[0])
+    return BrokerInfo(broker_id, ep_host, ep_port, rack, epoch)
+
+
+# --- /brokers/topics/<t> ----------------------------------------------------------------
+
+
+def encode_topic_assignment(assignment: Mapping[int, Iterable[int]]) -> bytes:
+    return _dump(
+        {
+            "version": TOPIC_ASSIGNMENT_VERSION,
+            "partitions": {str(p): list(assignment[p]) for p in sorted(assignment)},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
+
+
+def decode_topic_assignment(topic: str, data: bytes | str | None) -> dict[int, tuple[int, ...]]:
+    what = f"topic assignment /brokers/topics/{topic}"
+    obj = _load_object(data, what)
+    _check_version(obj, what, (1, 2))
+    parts = _field(obj, "partitions", what)
+    if not isinstance(parts, dict):
+        raise ValueError(f"{what}: field 'partitions' must be an object, got {parts!r}")
+    out: dict[int, tuple[int, ...]] = {}
+    for key, replicas in parts.items():
+        if not key.isdigit():
+            raise ValueError(f"{what}: partition id {key!r} is not a non-negative integer")
+        out[int(key)] = _int_list(replicas, what, f"partitions.{key}")
+    return dict(sorted(out.items()))
+
+
+# --- /brokers/topics/<t>/partitions/<p>/state ---------------------------------------------
+
+
+def encode_partition_state(state: LeaderAndIsr) -> bytes:
+    return _dump(
+        {
+            "version": PARTITION_STATE_VERSION,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "controller_epoch": state.controller_epoch,
+            "isr": list(state.isr),
+        }
+    )
+
+
+def decode_partition_state(
+    tp: TopicPartition | str, data: bytes | str | None, zk_version: int = -1
+) -> LeaderAndIsr:
+    what = f"partition state of {tp}"
+    obj = _load_object(data, what)
+    _check_version(obj, what, (1,))
+    return LeaderAndIsr(
+        leader=_int_field(obj, "leader", what),
+        leader_epoch=_int_field(obj, "leader_epoch", what),
+        isr=_int_list(_field(obj, "isr", what), what, "isr"),
+        controller_epoch=_int_field(obj, "controller_epoch", what),
+        zk_version=zk_version,
+    )
+
+
+# --- /controller, /controller_epoch ------------------------------------------------------
+
+
+def encode_controller(broker_id: int, timestamp_ms: int | None = None) -> bytes:
+    return _dump(
+        {
+            "version": CONTROLLER_VERSION,
+            "brokerid": broker_id,
+            "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
+        }
+    )
+
+
+def decode_controller(data: bytes | str | None) -> int:
+    what = "controller /controller"
+    obj = _load_object(data, what)
+    _check_version(obj, what, (1,))
+    return _int_field(obj, "brokerid", what)
+
+
+def encode_controller_epoch(epoch: int) -> bytes:
+    return str(int(epoch)).encode()
+
+
+def decode_controller_epoch(data: bytes | str | None) -> int:
+    what = "controller epoch /controller_epoch"
+    if data is None:
+        raise ValueError(f"{what}: znode has no data")
+    try:
+        text = data.decode() if isinstance(data, bytes) else data
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{what}: not UTF-8: {data!r:.100}") from e
+    text = text.strip()
+    if not text.lstrip("-").isdigit():
+        raise ValueError(f"{what}: not a decimal integer: {text!r:.100}")
+    return int(text)
+
+
+# --- partition lists: /isr_change_notification/..., /admin/preferred_replica_election ---
+
+
+def _encode_partition_list(version: int, tps: Iterable[TopicPartition]) -> bytes:
+    return _dump(
+        {
+            "version": version,
+            "partitions": [{"topic": tp.topic, "partition": tp.partition} for tp in tps],
+        }
+    )
+
+
+def _decode_partition_list(data: bytes | str | None, what: str) -> list[TopicPartition]:
+    obj = _load_object(data, what)
+    _check_version(obj, what, (1,))
+    entries = _field(obj, "partitions", what)
+    if not isinstance(entries, list):
+        raise ValueError(f"{what}: field 'partitions' must be a list, got {entries!r}")
+    out: list[TopicPartition] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError(f"{what}: partition entry must be an object, got {entry!r}")
+        out.append(
+            TopicPartition(_str_field(entry, "topic", what), _int_field(entry, "partition", what))
+        )
+    return out
+
+
+def encode_isr_change_notification(tps: Iterable[TopicPartition]) -> bytes:
+    return _encode_partition_list(ISR_CHANGE_NOTIFICATION_VERSION, tps)
+
+
+def decode_isr_change_notification(data: bytes | str | None) -> list[TopicPartition]:
+    return _decode_partition_list(data, "ISR change notification")
+
+
+def encode_preferred_replica_election(tps: Iterable[TopicPartition]) -> bytes:
+    return _encode_partition_list(PREFERRED_REPLICA_ELECTION_VERSION, tps)
+
+
+def decode_preferred_replica_election(data: bytes | str | None) -> list[TopicPartition]:
+    return _decode_partition_list(data, "preferred replica election")
+
+
+# --- /config/topics/<t> -----------------------------------------------------------------
+
+
+def encode_topic_config(config: Mapping[str, str]) -> bytes:
+    return _dump(
+        {"version": TOPIC_CONFIG_VERSION, "config": {k: str(v) for k, v in config.items()}}
+    )
+
+
+def decode_topic_config(topic: str, data: bytes | str | None) -> dict[str, str]:
+    what = f"topic config /config/topics/{topic}"
+    obj = _load_object(data, what)
+    _check_version(obj, what, (1,))
+    config = _field(obj, "config", what)
+    if not isinstance(config, dict):
+        raise ValueError(f"{what}: field 'config' must be an object, got {config!r}")
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{what}: value of {key!r} must be a string, got {value!r}")
+    return dict(config)

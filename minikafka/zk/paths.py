@@ -1,0 +1,110 @@
+"""Every znode path minikafka uses: Kafka's ZooKeeper layout (DESIGN §3, Kafka's `ZkData`).
+
+Paths are relative to the chroot, if any: the client prefixes it.
+"""
+
+from __future__ import annotations
+
+BROKERS = "/brokers"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
+ADMIN = "/admin"
+DELETE_TOPICS = "/admin/delete_topics"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+CONFIG = "/config"
+CONFIG_TOPICS = "/config/topics"
+
+# Kafka's ZkData.PersistentZkPaths: created at startup so that watches on them can be set
+# and children created without `makepath`. (Kafka also lists consumer, config/changes,
+# seqid and log-dir-event paths, which minikafka does not use.)
+PERSISTENT_PATHS: tuple[str, ...] = (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    CONFIG_TOPICS,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+)
+
+
+def _name(kind: str, name: str) -> str:
+    # A name with a slash (or "." / "..") would silently address another znode.
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"invalid {kind} name for a znode path: {name!r}")
+    return name
+
+
+def broker_ids() -> str:
+    return BROKER_IDS
+
+
+def broker(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{int(broker_id)}"
+
+
+def topics() -> str:
+    return BROKER_TOPICS
+
+
+def topic(t: str) -> str:
+    return f"{BROKER_TOPICS}/{_name('topic', t)}"
+
+
+def partitions(t: str) -> str:
+    return f"{topic(t)}/partitions"
+
+
+def partition(t: str, p: int) -> str:
+    return f"{partitions(t)}/{int(p)}"
+
+
+def partition_state(t: str, p: int) -> str:
+    return f"{partition(t, p)}/state"
+
+
+def controller() -> str:
+    return CONTROLLER
+
+
+def controller_epoch() -> str:
+    return CONTROLLER_EPOCH
+
+
+def isr_change_notifications() -> str:
+    return ISR_CHANGE_NOTIFICATION
+
+
+def isr_change_notification_prefix() -> str:
+    """Path given to a sequential create; ZooKeeper appends a 10-digit sequence number."""
+    return f"{ISR_CHANGE_NOTIFICATION}/{ISR_CHANGE_PREFIX}"
+
+
+def isr_change_notification(name: str) -> str:
+    return f"{ISR_CHANGE_NOTIFICATION}/{_name('notification', name)}"
+
+
+def delete_topics() -> str:
+    return DELETE_TOPICS
+
+
+def delete_topic(t: str) -> str:
+    return f"{DELETE_TOPICS}/{_name('topic', t)}"
+
+
+def preferred_replica_election() -> str:
+    return PREFERRED_REPLICA_ELECTION
+
+
+def topic_configs() -> str:
+    return CONFIG_TOPICS
+
+
+def topic_config(t: str) -> str:
+    return f"{CONFIG_TOPICS}/{_name('topic', t)}"
+
+
+def persistent_paths() -> tuple[str, ...]:
+    return PERSISTENT_PATHS
