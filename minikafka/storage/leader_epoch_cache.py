@@ -26,8 +26,7 @@ class LeaderEpochCache:
         self._log_end_offset = log_end_offset
         self._checkpoint = checkpoint
         self._entries: list[EpochEntry] = []
-        for e in entries or []:
-            self._assign(e.epoch, e.start_offset)
+        self.restore(entries or [])
 
     # --- queries -------------------------------------------------------------------------
 
@@ -72,6 +71,11 @@ class LeaderEpochCache:
         return self._entries[i - 1].epoch if i > 0 else UNDEFINED_EPOCH
 
     # --- updates -------------------------------------------------------------------------
+
+    def restore(self, entries: list[EpochEntry]) -> None:
+        """Load entries read from the checkpoint (no rewrite of the file it came from)."""
+        for e in entries:
+            self._assign(e.epoch, e.start_offset)
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Record that `epoch` starts at `start_offset` (called per appended batch and on

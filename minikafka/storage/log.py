@@ -145,8 +145,7 @@ class Log:
 
         checkpointed_epochs = self._read_epoch_checkpoint()
         cache = self.leader_epoch_cache
-        for e in checkpointed_epochs or []:
-            cache.assign(e.epoch, e.start_offset)
+        cache.restore(checkpointed_epochs or [])
 
         # Which segments to re-validate.
         report = self.load_report

@@ -16,7 +16,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from minikafka.clock import SYSTEM_CLOCK, Clock
@@ -161,11 +161,9 @@ class LogManager:
 
     # --- periodic work -------------------------------------------------------------------
 
-    def _by_dir(
-        self, logs: Iterable[tuple[TopicPartition, Log]] | None = None
-    ) -> dict[Path, dict[TopicPartition, Log]]:
+    def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
         out: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
-        for tp, lg in logs if logs is not None else self._logs.items():
+        for tp, lg in self._logs.items():
             out[self._dir_of[tp]][tp] = lg
         return out
 

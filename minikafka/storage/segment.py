@@ -212,13 +212,14 @@ class LogSegment:
             raise InvalidBatchError(InvalidBatchReason.BAD_MAGIC, pos)
         return base, length + LOG_OVERHEAD, base + last_delta
 
-    def translate_offset(self, offset: int) -> tuple[int, int, int] | None:
-        """(position, base offset, size) of the first batch whose last offset >= `offset`."""
+    def translate_offset(self, offset: int) -> tuple[int, int, int, int] | None:
+        """(position, base offset, size, last offset) of the first batch whose last offset
+        >= `offset`."""
         _, pos = self.index.lookup(offset)
         while pos < self.size:
             base, size, last = self._peek(pos)
             if last >= offset:
-                return pos, base, size
+                return pos, base, size, last
             pos += size
         return None
 
@@ -234,15 +235,17 @@ class LogSegment:
         found = self.translate_offset(start_offset)
         if found is None:
             return None
-        start_pos, first_base, _ = found
+        start_pos, first_base, size, last = found  # the first batch's header is read once
         pos = start_pos
-        while pos < self.size:
-            _base, size, last = self._peek(pos)
+        while True:
             if max_offset is not None and last >= max_offset:
                 break
             if pos + size - start_pos > max_size and not (min_one_batch and pos == start_pos):
                 break
             pos += size
+            if pos >= self.size:
+                break
+            _base, size, last = self._peek(pos)
         if pos == start_pos:
             return None
         return LogSlice(self, start_pos, pos - start_pos, first_base)

@@ -375,3 +375,15 @@ def test_leader_append_stamps_a_bytearray_in_place_and_never_mutates_bytes(open_
     lg.append_as_leader(mutable, 4)
     assert parse_header(mutable).base_offset == 5
     assert parse_header(mutable).partition_leader_epoch == 4
+
+
+def test_clean_reopen_does_not_rewrite_the_epoch_checkpoint(open_log, log_dir):
+    lg = open_log()
+    for e in range(5):
+        lg.append_as_leader(batch(2), e)
+    lg.close()
+    ck = log_dir / "leader-epoch-checkpoint"
+    inode = ck.stat().st_ino  # every write is tmp + rename: a rewrite changes the inode
+    again = open_log(had_clean_shutdown=True)
+    assert again.latest_epoch() == 4
+    assert ck.stat().st_ino == inode
