@@ -115,8 +115,8 @@ class LeaderEpochCache:
         if start_offset < 0:
             return
         removed = [e for e in self._entries if e.start_offset <= start_offset]
-        if not removed:
-            return
+        if not removed or (len(removed) == 1 and removed[0].start_offset == start_offset):
+            return  # nothing before the new start: no change to persist
         kept = [e for e in self._entries if e.start_offset > start_offset]
         self._entries = [EpochEntry(removed[-1].epoch, start_offset), *kept]
         self._flush()
