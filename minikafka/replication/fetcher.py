@@ -1,0 +1,361 @@
+"""Followers pull from leaders: one fetcher (one connection, one loop) per source broker.
+
+Each partition a fetcher serves first reconciles its log with the leader's by leader epoch
+(DESIGN §9, OffsetsForLeaderEpoch, iterating until the epochs agree), then fetches from its
+LEO. Fetched batches are appended as the bytes they arrived as. A partition removed while a
+request is in flight ignores the response: removal and response handling both run on the
+event loop, and nothing between the membership check and the append awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from minikafka.client.connection import BrokerConnection, NetworkError
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.messages import (
+    NO_LEADER_EPOCH,
+    BrokerNode,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from minikafka.replication.replica_manager import (
+    FetcherManagerLike,
+    FollowerAssignment,
+    ReplicaManager,
+)
+from minikafka.server.config import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+
+class FetchPhase(Enum):
+    TRUNCATING = "truncating"
+    FETCHING = "fetching"
+
+
+@dataclass
+class PartitionFetchState:
+    leader_epoch: int
+    phase: FetchPhase = FetchPhase.TRUNCATING
+    delayed_until: float = 0.0  # loop time; backoff after an error
+
+
+class ReplicaFetcher:
+    def __init__(
+        self,
+        source: BrokerNode,
+        replica_manager: ReplicaManager,
+        config: BrokerConfig,
+    ) -> None:
+        self.source = source
+        self._rm = replica_manager
+        self._config = config
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._conn: BrokerConnection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._backoff_s = config.replica_fetch_backoff_ms / 1000
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplicaFetcher(broker {self.source.node_id} at {self.source.host}:{self.source.port})"
+        )
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=repr(self))
+
+    def add_partitions(self, partitions: Mapping[TopicPartition, int]) -> None:
+        for tp, epoch in partitions.items():
+            self.partitions[tp] = PartitionFetchState(epoch)
+        self._wakeup.set()
+
+    def remove_partitions(self, tps: set[TopicPartition]) -> None:
+        for tp in tps:
+            self.partitions.pop(tp, None)
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._conn is not None:
+            await self._conn.close()
+
+    # --- loop ----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            ready = {tp: st for tp, st in self.partitions.items() if st.delayed_until <= now}
+            if not ready:
+                self._wakeup.clear()
+                delays = [st.delayed_until - now for st in self.partitions.values()]
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), min(delays, default=None))
+                continue
+            try:
+                conn = await self._connection()
+                truncating = {
+                    tp: st for tp, st in ready.items() if st.phase is FetchPhase.TRUNCATING
+                }
+                if truncating:
+                    await self._truncate(conn, truncating)
+                    continue
+                await self._fetch(conn, ready)
+            except (NetworkError, KafkaError, OSError) as e:
+                log.warning("%r: %s; backing off %.1fs", self, e, self._backoff_s)
+                await self._drop_connection()
+                for st in ready.values():
+                    st.delayed_until = loop.time() + self._backoff_s
+
+    async def _connection(self) -> BrokerConnection:
+        if self._conn is None or not self._conn.connected:
+            conn = BrokerConnection(
+                self.source.host,
+                self.source.port,
+                client_id=f"replica-fetcher-{self._rm.broker_id}",
+                connect_timeout_s=self._config.request_timeout_ms / 1000,
+            )
+            await conn.connect()
+            self._conn = conn
+        return self._conn
+
+    async def _drop_connection(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    def _delay(self, tp: TopicPartition, why: str) -> None:
+        st = self.partitions.get(tp)
+        if st is not None:
+            log.info("%r: %s: %s; retrying in %.1fs", self, tp, why, self._backoff_s)
+            st.delayed_until = asyncio.get_running_loop().time() + self._backoff_s
+
+    # --- truncation (§9) -----------------------------------------------------------------
+
+    async def _truncate(
+        self, conn: BrokerConnection, states: dict[TopicPartition, PartitionFetchState]
+    ) -> None:
+        asks: dict[str, list[OffsetForLeaderPartition]] = {}
+        asked: dict[TopicPartition, tuple[int, int]] = {}
+        for tp, st in states.items():
+            p = self._rm.partitions.get(tp)
+            if p is None:
+                continue
+            latest = p.log.latest_epoch()
+            if latest == NO_LEADER_EPOCH:
+                # Nothing to compare: only the HW is known to be committed.
+                p.log.truncate_to(max(p.high_watermark, p.log.log_start_offset))
+                st.phase = FetchPhase.FETCHING
+                continue
+            asked[tp] = (st.leader_epoch, latest)
+            asks.setdefault(tp.topic, []).append(
+                OffsetForLeaderPartition(tp.partition, st.leader_epoch, latest)
+            )
+        if not asks:
+            return
+        resp: OffsetForLeaderEpochResponse = await conn.send(
+            OffsetForLeaderEpochRequest(
+                self._rm.broker_id,
+                [OffsetForLeaderTopic(t, parts) for t, parts in asks.items()],
+            ),
+            timeout_s=self._config.request_timeout_ms / 1000,
+        )
+        for t in resp.topics:
+            for r in t.partitions:
+                tp = TopicPartition(t.name, r.partition)
+                cur = self.partitions.get(tp)
+                p = self._rm.partitions.get(tp)
+                if cur is None or p is None or tp not in asked or asked[tp][0] != cur.leader_epoch:
+                    continue  # removed or re-added in a newer epoch meanwhile
+                if r.error_code != ErrorCode.NONE:
+                    self._delay(tp, f"OffsetsForLeaderEpoch: {ErrorCode(r.error_code).name}")
+                    continue
+                self._apply_epoch_end_offset(tp, cur, r.leader_epoch, r.end_offset)
+
+    def _apply_epoch_end_offset(
+        self, tp: TopicPartition, st: PartitionFetchState, leader_epoch: int, leader_end: int
+    ) -> None:
+        p = self._rm.partitions[tp]
+        lg = p.log
+        leo = lg.log_end_offset
+        if leader_end < 0:
+            target, done = max(p.high_watermark, lg.log_start_offset), True
+        else:
+            my_epoch, my_end = lg.end_offset_for_epoch(leader_epoch)
+            if my_epoch == NO_LEADER_EPOCH:
+                target, done = min(leader_end, leo), True
+            elif my_epoch != leader_epoch:
+                # Our history diverges before the leader's epoch: cut back to where our
+                # epoch ends and ask again with what is left (§9).
+                target, done = min(my_end, leo), False
+            else:
+                target, done = min(leader_end, my_end, leo), True
+        if target < leo:
+            log.info(
+                "%s: truncating from %d to %d (leader epoch %d ends at %d)",
+                tp,
+                leo,
+                target,
+                leader_epoch,
+                leader_end,
+            )
+            lg.truncate_to(target)
+        if done:
+            st.phase = FetchPhase.FETCHING
+
+    # --- fetching ------------------------------------------------------------------------
+
+    async def _fetch(
+        self, conn: BrokerConnection, states: dict[TopicPartition, PartitionFetchState]
+    ) -> None:
+        by_topic: dict[str, list[FetchPartition]] = {}
+        sent: dict[TopicPartition, tuple[int, int]] = {}
+        for tp, st in states.items():
+            p = self._rm.partitions.get(tp)
+            if p is None:
+                continue
+            offset = p.log.log_end_offset
+            sent[tp] = (st.leader_epoch, offset)
+            by_topic.setdefault(tp.topic, []).append(
+                FetchPartition(
+                    tp.partition,
+                    offset,
+                    self._config.replica_fetch_max_bytes,
+                    st.leader_epoch,
+                    p.log.log_start_offset,
+                )
+            )
+        if not by_topic:
+            return
+        cfg = self._config
+        resp: FetchResponse = await conn.send(
+            FetchRequest(
+                self._rm.broker_id,
+                cfg.replica_fetch_wait_max_ms,
+                cfg.replica_fetch_min_bytes,
+                cfg.replica_fetch_response_max_bytes,
+                [FetchTopic(t, parts) for t, parts in by_topic.items()],
+                self._rm.broker_epoch,
+            ),
+            timeout_s=(cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms) / 1000,
+        )
+        for t in resp.topics:
+            for r in t.partitions:
+                tp = TopicPartition(t.name, r.partition)
+                cur = self.partitions.get(tp)
+                p = self._rm.partitions.get(tp)
+                if cur is None or p is None or tp not in sent:
+                    continue
+                epoch, offset = sent[tp]
+                if cur.leader_epoch != epoch or cur.phase is not FetchPhase.FETCHING:
+                    continue
+                if p.log.log_end_offset != offset:
+                    continue  # the log moved under us (truncated by a newer role change)
+                code = ErrorCode(r.error_code)
+                if code == ErrorCode.NONE:
+                    self._append(tp, r.records, r.high_watermark, r.log_start_offset)
+                elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    self._handle_out_of_range(tp, r.log_end_offset, r.log_start_offset)
+                else:
+                    # Fenced / unknown epoch / not leader: the controller's next
+                    # LeaderAndIsr re-points us; until then retry after a backoff.
+                    self._delay(tp, f"fetch: {code.name}")
+
+    def _append(
+        self,
+        tp: TopicPartition,
+        records: object,
+        leader_hw: int,
+        leader_log_start: int,
+    ) -> None:
+        p = self._rm.partitions[tp]
+        data = records if isinstance(records, bytes | bytearray | memoryview) else b""
+        if len(data):
+            try:
+                p.log.append_as_follower(data)
+            except KafkaError as e:
+                self._delay(tp, f"append of fetched data failed: {e}")
+                return
+        # §7.7: the follower's HW is the leader's, capped by what it has.
+        p.log.update_high_watermark(min(p.log.log_end_offset, leader_hw))
+        if leader_log_start > p.log.log_start_offset:
+            p.log.maybe_increment_log_start_offset(min(leader_log_start, p.high_watermark))
+
+    def _handle_out_of_range(
+        self, tp: TopicPartition, leader_leo: int, leader_log_start: int
+    ) -> None:
+        p = self._rm.partitions[tp]
+        lg = p.log
+        if leader_leo < 0:
+            self._delay(tp, "out of range without leader offsets")
+        elif leader_leo < lg.log_end_offset:
+            log.info("%s: leader LEO %d below ours, truncating", tp, leader_leo)
+            lg.truncate_to(leader_leo)
+        else:
+            start = max(leader_log_start, lg.log_end_offset)
+            log.info("%s: our LEO is below the leader's log start; restarting at %d", tp, start)
+            lg.truncate_fully_and_start_at(start)
+
+
+class ReplicaFetcherManager(FetcherManagerLike):
+    """`num.replica.fetchers` = 1: one fetcher per source broker."""
+
+    def __init__(self, replica_manager: ReplicaManager, config: BrokerConfig) -> None:
+        self._rm = replica_manager
+        self._config = config
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def add_partitions(self, partitions: Mapping[TopicPartition, FollowerAssignment]) -> None:
+        by_source: dict[int, dict[TopicPartition, int]] = {}
+        for tp, a in partitions.items():
+            fetcher = self.fetchers.get(a.leader.node_id)
+            if fetcher is not None and (
+                fetcher.source.host != a.leader.host or fetcher.source.port != a.leader.port
+            ):
+                # The leader moved to a new address: start over with a fresh connection.
+                self._retire(a.leader.node_id)
+                fetcher = None
+            if fetcher is None:
+                fetcher = ReplicaFetcher(a.leader, self._rm, self._config)
+                fetcher.start()
+                self.fetchers[a.leader.node_id] = fetcher
+            by_source.setdefault(a.leader.node_id, {})[tp] = a.leader_epoch
+        for source, parts in by_source.items():
+            self.fetchers[source].add_partitions(parts)
+
+    async def remove_partitions(self, tps: set[TopicPartition]) -> None:
+        for source, fetcher in list(self.fetchers.items()):
+            fetcher.remove_partitions(tps)
+            if not fetcher.partitions:
+                self._retire(source)
+
+    def _retire(self, source: int) -> None:
+        fetcher = self.fetchers.pop(source)
+        task = asyncio.create_task(fetcher.shutdown())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def partition_count(self) -> int:
+        return sum(len(f.partitions) for f in self.fetchers.values())
+
+    async def shutdown(self) -> None:
+        for source in list(self.fetchers):
+            self._retire(source)
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)

@@ -1,0 +1,200 @@
+"""One partition replica on this broker: its log, its role, and the leader's bookkeeping.
+
+The rules (HW, ISR membership, fetch state) are in `partition_state`; this adapter applies
+their answers to the log and reports what changed so the replica manager can wake waiting
+requests and write ISR changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+from minikafka.clock import Clock
+from minikafka.common import NO_LEADER, TopicPartition
+from minikafka.protocol.errors import (
+    FencedLeaderEpochError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    UnknownLeaderEpochError,
+)
+from minikafka.protocol.messages import NO_LEADER_EPOCH, LeaderAndIsrPartitionState
+from minikafka.replication.partition_state import LeaderReplicaState
+from minikafka.storage.log import FetchDataInfo, Log, LogAppendInfo
+
+log = logging.getLogger(__name__)
+
+
+class ReadResult(NamedTuple):
+    info: FetchDataInfo
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class Partition:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        local_broker_id: int,
+        log: Log,
+        clock: Clock,
+        replica_lag_time_max_ms: int,
+    ) -> None:
+        self.tp = tp
+        self.local_broker_id = local_broker_id
+        self.log = log
+        self._clock = clock
+        self.leader_id = NO_LEADER
+        self.leader_epoch = NO_LEADER_EPOCH
+        self.isr: frozenset[int] = frozenset()
+        self.assigned_replicas: tuple[int, ...] = ()
+        self.zk_version = -1
+        self.controller_epoch = -1
+        self.replica_state = LeaderReplicaState(local_broker_id, replica_lag_time_max_ms)
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition({self.tp}, leader={self.leader_id}, epoch={self.leader_epoch}, "
+            f"isr={sorted(self.isr)}, hw={self.log.high_watermark}, leo={self.log.log_end_offset})"
+        )
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    # --- role changes (LeaderAndIsr) ---------------------------------------------------
+
+    def _apply_state(self, st: LeaderAndIsrPartitionState) -> None:
+        self.controller_epoch = st.controller_epoch
+        self.leader_id = st.leader
+        self.leader_epoch = st.leader_epoch
+        self.isr = frozenset(st.isr)
+        self.assigned_replicas = tuple(st.replicas)
+        self.zk_version = st.zk_version
+
+    def make_leader(self, st: LeaderAndIsrPartitionState) -> bool:
+        """§7.5. Returns whether this broker was not the leader before."""
+        was_leader = self.is_leader
+        self._apply_state(st)
+        leo = self.log.log_end_offset
+        # The epoch starts at the current LEO; followers reconcile against it (§9).
+        self.log.leader_epoch_cache.assign(st.leader_epoch, leo)
+        self.replica_state.become_leader(st.replicas, st.isr, leo, self._clock.now_ms())
+        self.maybe_increment_high_watermark()
+        log.info(
+            "%s: leader in epoch %d, ISR %s, LEO %d, HW %d",
+            self.tp,
+            st.leader_epoch,
+            sorted(st.isr),
+            leo,
+            self.log.high_watermark,
+        )
+        return not was_leader
+
+    def make_follower(self, st: LeaderAndIsrPartitionState) -> None:
+        """§7.6. The fetcher then reconciles with the leader of this (new) epoch (§9)."""
+        self._apply_state(st)
+        self.replica_state.followers = {}
+        log.info("%s: follower of %d in epoch %d", self.tp, st.leader, st.leader_epoch)
+
+    def become_offline(self) -> None:
+        self.leader_id = NO_LEADER
+
+    # --- leader side ---------------------------------------------------------------------
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """§7.8 fencing for fetches, list offsets and epoch queries (-1 = not checked)."""
+        if current_leader_epoch == NO_LEADER_EPOCH:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"{self.tp}: request epoch {current_leader_epoch} < current {self.leader_epoch}"
+            )
+        if current_leader_epoch > self.leader_epoch:
+            raise UnknownLeaderEpochError(
+                f"{self.tp}: request epoch {current_leader_epoch} > current {self.leader_epoch}"
+            )
+
+    def _require_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderOrFollowerError(
+                f"broker {self.local_broker_id} is not the leader of {self.tp} "
+                f"(leader {self.leader_id}, epoch {self.leader_epoch})"
+            )
+
+    def append_records_to_leader(
+        self, records: bytes | bytearray | memoryview, required_acks: int, min_isr: int
+    ) -> LogAppendInfo:
+        self._require_leader()
+        if required_acks == -1 and len(self.isr) < min_isr:
+            raise NotEnoughReplicasError(
+                f"the ISR of {self.tp} is {sorted(self.isr)}, below min.insync.replicas {min_isr}"
+            )
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_increment_high_watermark()
+        return info
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """§7.2; the HW only moves forward while this broker leads."""
+        candidate = self.replica_state.high_watermark_candidate(
+            self.log.log_end_offset, set(self.isr), self._clock.now_ms()
+        )
+        if candidate > self.log.high_watermark:
+            self.log.update_high_watermark(candidate)
+            return True
+        return False
+
+    def read_records(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int,
+        *,
+        fetch_only_from_leader: bool,
+        up_to_high_watermark: bool,
+        min_one_batch: bool,
+    ) -> ReadResult:
+        if fetch_only_from_leader:
+            self._require_leader()
+        self.check_leader_epoch(current_leader_epoch)
+        # Capture both ends before reading: the follower fetch state needs the LEO as of now.
+        hw = self.log.high_watermark
+        leo = self.log.log_end_offset
+        info = self.log.read(
+            fetch_offset,
+            max_bytes,
+            max_offset=hw if up_to_high_watermark else None,
+            min_one_batch=min_one_batch,
+        )
+        return ReadResult(info, hw, self.log.log_start_offset, leo)
+
+    def update_follower_fetch_state(
+        self,
+        follower_id: int,
+        fetch_offset: int,
+        follower_log_start_offset: int,
+        leader_end_offset: int,
+    ) -> bool:
+        """A follower fetched; returns whether the HW moved."""
+        st = self.replica_state.follower(follower_id)
+        if st is None:
+            return False
+        st.update_fetch_state(
+            fetch_offset, follower_log_start_offset, leader_end_offset, self._clock.now_ms()
+        )
+        return self.maybe_increment_high_watermark()
+
+    def update_isr(self, isr: frozenset[int], zk_version: int) -> bool:
+        """A new ISR was written (by us, §8.5); returns whether the HW moved."""
+        self.isr = isr
+        self.zk_version = zk_version
+        return self.maybe_increment_high_watermark()

@@ -1,0 +1,129 @@
+"""The leader's view of its followers, and the rules that follow from it (DESIGN §7).
+
+Sans-IO: no logs, sockets or ZooKeeper here. The partition adapter feeds in what happened
+(a follower fetched, the leader appended, time passed) with `now_ms` from its clock and
+performs the effects the answers imply (move the HW, write a new ISR).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+UNKNOWN_OFFSET = -1
+
+
+@dataclass
+class FollowerState:
+    """What a leader knows about one follower (Kafka's Replica on the leader)."""
+
+    broker_id: int
+    log_end_offset: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: int = 0
+    last_caught_up_time_ms: int = 0
+
+    def reset(self, leader_log_end_offset: int, now_ms: int, in_isr: bool) -> None:
+        """On becoming leader (§7.5): LEO unknown; an ISR member counts as caught up now, so
+        it is not expelled before it had a chance to fetch."""
+        self.log_end_offset = UNKNOWN_OFFSET
+        self.log_start_offset = UNKNOWN_OFFSET
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_time_ms = now_ms
+        self.last_caught_up_time_ms = now_ms if in_isr else 0
+
+    def update_fetch_state(
+        self,
+        fetch_offset: int,
+        follower_log_start_offset: int,
+        leader_end_offset: int,
+        now_ms: int,
+    ) -> None:
+        """§7.1. `leader_end_offset` is the leader's LEO captured before the read."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
+        self.log_end_offset = fetch_offset
+        self.log_start_offset = follower_log_start_offset
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_time_ms = now_ms
+
+
+class LeaderReplicaState:
+    """Follower states of one partition led by `local_broker_id`, with the HW, shrink and
+    expand rules of DESIGN §7.2–7.4."""
+
+    def __init__(self, local_broker_id: int, replica_lag_time_max_ms: int) -> None:
+        self.local_broker_id = local_broker_id
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.followers: dict[int, FollowerState] = {}
+        self.leader_epoch_start_offset = UNKNOWN_OFFSET
+
+    def become_leader(
+        self,
+        replicas: Iterable[int],
+        isr: Iterable[int],
+        leader_log_end_offset: int,
+        now_ms: int,
+    ) -> None:
+        isr_set = set(isr)
+        self.leader_epoch_start_offset = leader_log_end_offset
+        self.followers = {}
+        for r in replicas:
+            if r == self.local_broker_id:
+                continue
+            st = FollowerState(r)
+            st.reset(leader_log_end_offset, now_ms, r in isr_set)
+            self.followers[r] = st
+
+    def update_assignment(self, replicas: Iterable[int]) -> None:
+        """Keep states of replicas still assigned; add new ones (a reassignment)."""
+        wanted = [r for r in replicas if r != self.local_broker_id]
+        self.followers = {r: self.followers.get(r) or FollowerState(r) for r in wanted}
+
+    def follower(self, broker_id: int) -> FollowerState | None:
+        return self.followers.get(broker_id)
+
+    def high_watermark_candidate(
+        self, leader_log_end_offset: int, isr: set[int], now_ms: int
+    ) -> int:
+        """§7.2: min LEO over the leader, ISR members and recently caught-up followers.
+
+        The caller applies it only if it is larger than the current HW.
+        """
+        new_hw = leader_log_end_offset
+        for st in self.followers.values():
+            if st.log_end_offset >= new_hw:
+                continue
+            if st.broker_id in isr or self._caught_up_recently(st, now_ms):
+                # An unknown LEO (-1) right after becoming leader holds the HW back.
+                new_hw = st.log_end_offset
+        return new_hw
+
+    def _caught_up_recently(self, st: FollowerState, now_ms: int) -> bool:
+        return now_ms - st.last_caught_up_time_ms <= self.replica_lag_time_max_ms
+
+    def out_of_sync_replicas(
+        self, leader_log_end_offset: int, isr: set[int], now_ms: int
+    ) -> set[int]:
+        """§7.3: ISR followers that are behind and have not caught up for too long. The
+        leader is never among them."""
+        return {
+            st.broker_id
+            for st in self.followers.values()
+            if st.broker_id in isr
+            and st.log_end_offset != leader_log_end_offset
+            and now_ms - st.last_caught_up_time_ms > self.replica_lag_time_max_ms
+        }
+
+    def can_join_isr(self, broker_id: int, high_watermark: int, isr: set[int]) -> bool:
+        """§7.4: a follower outside the ISR that reached the HW and this epoch's start."""
+        st = self.followers.get(broker_id)
+        return (
+            st is not None
+            and broker_id not in isr
+            and st.log_end_offset >= high_watermark
+            and st.log_end_offset >= self.leader_epoch_start_offset
+        )

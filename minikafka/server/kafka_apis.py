@@ -1,0 +1,362 @@
+"""Request dispatch: one method per API, each a thin translation to the component that owns
+the rule (replica manager, metadata cache, controller, ZooKeeper admin path)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from minikafka.common import TopicPartition
+from minikafka.controller.assignment import (
+    assign_replicas,
+    random_start_index,
+    validate_manual_assignment,
+)
+from minikafka.protocol.errors import (
+    ErrorCode,
+    InvalidPartitionsError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    InvalidTopicError,
+    KafkaError,
+    NotControllerError,
+    RequestTimedOutError,
+    TopicDeletionDisabledError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+)
+from minikafka.protocol.framing import RequestHeader
+from minikafka.protocol.messages import (
+    API_TYPES,
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    FetchRequest,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsRequest,
+    MetadataRequest,
+    MetadataResponse,
+    OffsetForLeaderEpochRequest,
+    PartitionRef,
+    PartitionReplicaStates,
+    ProduceRequest,
+    ProduceResponse,
+    ProduceTopicResponse,
+    ReplicaState,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    TopicResult,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.server.config import BrokerConfig
+from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.network import NO_RESPONSE
+from minikafka.zk.client import ZkClient
+
+log = logging.getLogger(__name__)
+
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate."""
+    if name in (".", ".."):
+        raise InvalidTopicError(f"Topic name cannot be '{name}'")
+    if not _LEGAL_TOPIC.match(name):
+        raise InvalidTopicError(
+            f"Topic name '{name}' is illegal: it must be 1-249 characters of "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+class ControllerLike:
+    """The part of the controller the request handlers use."""
+
+    is_active: bool
+
+    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
+        raise NotImplementedError
+
+
+class KafkaApis:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        zk: ZkClient,
+        controller: ControllerLike | None,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.rm = replica_manager
+        self.cache = metadata_cache
+        self.zk = zk
+        self.controller = controller
+        self._now_ms = now_ms
+        self._handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
+            ApiVersionsRequest: self.handle_api_versions,
+            MetadataRequest: self.handle_metadata,
+            ProduceRequest: self.handle_produce,
+            FetchRequest: self.handle_fetch,
+            ListOffsetsRequest: self.handle_list_offsets,
+            OffsetForLeaderEpochRequest: self.handle_offsets_for_leader_epoch,
+            LeaderAndIsrRequest: self.handle_leader_and_isr,
+            UpdateMetadataRequest: self.handle_update_metadata,
+            StopReplicaRequest: self.handle_stop_replica,
+            ControlledShutdownRequest: self.handle_controlled_shutdown,
+            CreateTopicsRequest: self.handle_create_topics,
+            DeleteTopicsRequest: self.handle_delete_topics,
+            DescribeReplicasRequest: self.handle_describe_replicas,
+        }
+
+    async def handle(self, header: RequestHeader, request: Any) -> Any:
+        handler = self._handlers.get(type(request))
+        if handler is None:
+            raise UnsupportedVersionError(f"{type(request).__name__} is not supported")
+        return await handler(request)
+
+    # --- client APIs ---------------------------------------------------------------------
+
+    async def handle_api_versions(self, req: ApiVersionsRequest) -> ApiVersionsResponse:
+        keys = [
+            ApiVersion(int(key), 0, 0)
+            for key, (req_type, _) in API_TYPES.items()
+            if req_type in self._handlers
+        ]
+        return ApiVersionsResponse(int(ErrorCode.NONE), keys)
+
+    async def handle_metadata(self, req: MetadataRequest) -> MetadataResponse:
+        return MetadataResponse(
+            sorted(self.cache.live_brokers.values(), key=lambda b: b.node_id),
+            self.cache.controller_id,
+            self.cache.get_topic_metadata(req.topics),
+        )
+
+    async def handle_produce(self, req: ProduceRequest) -> Any:
+        # Decoded requests carry records as a memoryview of the received frame.
+        entries = {
+            TopicPartition(t.name, p.partition): (
+                p.records if isinstance(p.records, bytes | bytearray | memoryview) else None
+            )
+            for t in req.topics
+            for p in t.partitions
+        }
+        results = await self.rm.append_records(req.acks, req.timeout_ms, entries)
+        if req.acks == 0:
+            return NO_RESPONSE
+        return ProduceResponse(
+            [
+                ProduceTopicResponse(
+                    t.name, [results[TopicPartition(t.name, p.partition)] for p in t.partitions]
+                )
+                for t in req.topics
+            ]
+        )
+
+    async def handle_fetch(self, req: FetchRequest) -> Any:
+        return await self.rm.fetch_messages(req)
+
+    async def handle_list_offsets(self, req: ListOffsetsRequest) -> Any:
+        return self.rm.list_offsets(req)
+
+    async def handle_offsets_for_leader_epoch(self, req: OffsetForLeaderEpochRequest) -> Any:
+        return self.rm.offsets_for_leader_epoch(req)
+
+    # --- controller -> broker ------------------------------------------------------------
+
+    async def handle_leader_and_isr(self, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        try:
+            return await self.rm.become_leader_or_follower(req)
+        except KafkaError as e:
+            log.warning("rejected LeaderAndIsr from controller %d: %s", req.controller_id, e)
+            return LeaderAndIsrResponse(int(e.code), [])
+
+    async def handle_update_metadata(self, req: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        try:
+            self.rm.check_controller_request(req.controller_epoch, req.broker_epoch)
+        except KafkaError as e:
+            log.warning("rejected UpdateMetadata from controller %d: %s", req.controller_id, e)
+            return UpdateMetadataResponse(int(e.code))
+        self.rm.controller_epoch = req.controller_epoch
+        self.cache.update(req)
+        return UpdateMetadataResponse(int(ErrorCode.NONE))
+
+    async def handle_stop_replica(self, req: StopReplicaRequest) -> StopReplicaResponse:
+        try:
+            return await self.rm.stop_replicas(req)
+        except KafkaError as e:
+            log.warning("rejected StopReplica from controller %d: %s", req.controller_id, e)
+            return StopReplicaResponse(int(e.code), [])
+
+    async def handle_controlled_shutdown(
+        self, req: ControlledShutdownRequest
+    ) -> ControlledShutdownResponse:
+        try:
+            if self.controller is None or not self.controller.is_active:
+                raise NotControllerError(f"broker {self.config.broker_id} is not the controller")
+            remaining = await self.controller.controlled_shutdown(req.broker_id, req.broker_epoch)
+        except KafkaError as e:
+            return ControlledShutdownResponse(int(e.code), [])
+        return ControlledShutdownResponse(
+            int(ErrorCode.NONE), [PartitionRef(tp.topic, tp.partition) for tp in remaining]
+        )
+
+    # --- admin ---------------------------------------------------------------------------
+
+    async def handle_create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
+        results: dict[str, TopicResult] = {}
+        created: dict[str, int] = {}
+        seen: set[str] = set()
+        for t in req.topics:
+            if t.name in seen:
+                results[t.name] = TopicResult(
+                    t.name, int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
+                )
+                continue
+            seen.add(t.name)
+            try:
+                partitions = await self._create_topic(t, validate_only=req.validate_only)
+                results[t.name] = TopicResult(t.name, int(ErrorCode.NONE))
+                if not req.validate_only:
+                    created[t.name] = partitions
+            except KafkaError as e:
+                results[t.name] = TopicResult(t.name, int(e.code), e.message)
+        if created and req.timeout_ms > 0:
+            # Kafka's DelayedCreatePartitions: answer once every new partition has a leader
+            # in this broker's metadata, or REQUEST_TIMED_OUT (the topic still gets created).
+            done = await self._wait_for_metadata(
+                lambda: all(
+                    self.cache.all_partitions_have_leaders(name, n) for name, n in created.items()
+                ),
+                req.timeout_ms,
+            )
+            if not done:
+                for name, n in created.items():
+                    if not self.cache.all_partitions_have_leaders(name, n):
+                        err = RequestTimedOutError(
+                            f"topic {name} was created but not all {n} partitions have "
+                            f"leaders after {req.timeout_ms} ms"
+                        )
+                        results[name] = TopicResult(name, int(err.code), err.message)
+        return CreateTopicsResponse([results[t.name] for t in req.topics if t.name in results])
+
+    async def _create_topic(self, t: CreatableTopic, *, validate_only: bool) -> int:
+        validate_topic_name(t.name)
+        live = await asyncio.to_thread(self.zk.get_broker_ids)
+        self.config.log_config().with_overrides(t.configs).validate()
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                raise InvalidRequestError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set."
+                )
+            assignment = {p: tuple(r) for p, r in t.assignments.items()}
+            validate_manual_assignment(assignment, live)
+        else:
+            partitions = self.config.num_partitions if t.num_partitions == -1 else t.num_partitions
+            rf = (
+                self.config.default_replication_factor
+                if t.replication_factor == -1
+                else t.replication_factor
+            )
+            if partitions <= 0:
+                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+            if rf <= 0:
+                raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+            if rf > len(live):
+                raise InvalidReplicationFactorError(
+                    f"Replication factor: {rf} larger than available brokers: {len(live)}."
+                )
+            assignment = assign_replicas(
+                live, partitions, rf, start_index=random_start_index(len(live), None)
+            )
+        if not validate_only:
+            await asyncio.to_thread(self.zk.create_topic, t.name, assignment, dict(t.configs))
+            log.info("created topic %s with assignment %s", t.name, assignment)
+        return len(assignment)
+
+    async def handle_delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        results: dict[str, TopicResult] = {}
+        requested: list[str] = []
+        for name in req.topic_names:
+            try:
+                if not self.config.delete_topic_enable:
+                    raise TopicDeletionDisabledError(
+                        "Topic deletion is disabled (delete.topic.enable=false)."
+                    )
+                if not await asyncio.to_thread(self.zk.topic_exists, name):
+                    raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+                await asyncio.to_thread(self.zk.request_topic_deletion, name)
+                requested.append(name)
+                results[name] = TopicResult(name, int(ErrorCode.NONE))
+            except KafkaError as e:
+                results[name] = TopicResult(name, int(e.code), e.message)
+        if requested and req.timeout_ms > 0:
+            done = await self._wait_for_metadata(
+                lambda: not any(self.cache.contains_topic(n) for n in requested), req.timeout_ms
+            )
+            if not done:
+                for name in requested:
+                    if self.cache.contains_topic(name):
+                        err = RequestTimedOutError(
+                            f"deletion of {name} was requested but has not completed "
+                            f"after {req.timeout_ms} ms"
+                        )
+                        results[name] = TopicResult(name, int(err.code), err.message)
+        return DeleteTopicsResponse([results[n] for n in req.topic_names if n in results])
+
+    async def _wait_for_metadata(self, condition: Callable[[], bool], timeout_ms: int) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        while not condition():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await self.cache.wait_for_change(remaining)
+        return True
+
+    async def handle_describe_replicas(self, req: DescribeReplicasRequest) -> Any:
+        """minikafka's own: the leader's view of each replica (LEO, lag, caught-up age)."""
+        now = self._now_ms()
+        out: list[PartitionReplicaStates] = []
+        for tp, p in sorted(self.rm.partitions.items()):
+            if not p.is_leader or (req.topics is not None and tp.topic not in req.topics):
+                continue
+            replicas = [ReplicaState(p.local_broker_id, p.log_end_offset, 0, True)]
+            for st in p.replica_state.followers.values():
+                replicas.append(
+                    ReplicaState(
+                        st.broker_id,
+                        st.log_end_offset,
+                        now - st.last_caught_up_time_ms if st.last_caught_up_time_ms else -1,
+                        st.broker_id in p.isr,
+                    )
+                )
+            out.append(
+                PartitionReplicaStates(
+                    tp.topic,
+                    tp.partition,
+                    int(ErrorCode.NONE),
+                    p.leader_id,
+                    p.leader_epoch,
+                    p.high_watermark,
+                    p.log_end_offset,
+                    replicas,
+                )
+            )
+        return DescribeReplicasResponse(out)

@@ -1,0 +1,103 @@
+"""The broker's copy of cluster metadata, fed only by the controller's UpdateMetadata.
+
+Every broker answers Metadata requests from here, so clients see the same picture whichever
+broker they ask (eventually: each broker applies updates when they arrive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from minikafka.common import NO_LEADER, TopicPartition
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import (
+    BrokerNode,
+    MetadataPartition,
+    MetadataTopic,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+
+
+class MetadataCache:
+    def __init__(self, local_broker_id: int) -> None:
+        self.local_broker_id = local_broker_id
+        self.controller_id = -1
+        self.live_brokers: dict[int, BrokerNode] = {}
+        self._partitions: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
+        self._changed = asyncio.Event()
+        self._generation = 0
+
+    def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
+        """Apply an UpdateMetadata; returns the partitions of deleted topics."""
+        self.controller_id = req.controller_id
+        self.live_brokers = {b.node_id: b for b in req.live_brokers}
+        deleted: list[TopicPartition] = []
+        for topic in req.deleted_topics:
+            for p in self._partitions.pop(topic, {}):
+                deleted.append(TopicPartition(topic, p))
+        for st in req.partition_states:
+            self._partitions.setdefault(st.topic, {})[st.partition] = st
+        self._generation += 1
+        # Wake everyone waiting for a change (CreateTopics / DeleteTopics completion).
+        self._changed.set()
+        self._changed = asyncio.Event()
+        return deleted
+
+    async def wait_for_change(self, timeout_s: float) -> bool:
+        try:
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            return True
+        except TimeoutError:
+            return False
+
+    def topics(self) -> list[str]:
+        return sorted(self._partitions)
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self._partitions
+
+    def partition_state(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
+        return self._partitions.get(tp.topic, {}).get(tp.partition)
+
+    def partition_count(self, topic: str) -> int:
+        return len(self._partitions.get(topic, {}))
+
+    def all_partitions_have_leaders(self, topic: str, expected_partitions: int) -> bool:
+        parts = self._partitions.get(topic)
+        if parts is None or len(parts) < expected_partitions:
+            return False
+        return all(
+            st.leader != NO_LEADER and st.leader in self.live_brokers for st in parts.values()
+        )
+
+    def get_topic_metadata(self, topics: Iterable[str] | None) -> list[MetadataTopic]:
+        names = self.topics() if topics is None else list(topics)
+        out: list[MetadataTopic] = []
+        for name in names:
+            parts = self._partitions.get(name)
+            if parts is None:
+                out.append(MetadataTopic(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name, []))
+                continue
+            out.append(
+                MetadataTopic(
+                    int(ErrorCode.NONE),
+                    name,
+                    [self._partition_metadata(st) for _, st in sorted(parts.items())],
+                )
+            )
+        return out
+
+    def _partition_metadata(self, st: UpdateMetadataPartitionState) -> MetadataPartition:
+        leader_alive = st.leader != NO_LEADER and st.leader in self.live_brokers
+        error = ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE
+        return MetadataPartition(
+            int(error),
+            st.partition,
+            st.leader if leader_alive else NO_LEADER,
+            st.leader_epoch,
+            list(st.replicas),
+            list(st.isr),
+            list(st.offline_replicas),
+        )

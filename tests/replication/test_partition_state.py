@@ -1,0 +1,123 @@
+"""The leader-side replication rules of DESIGN §7, driven step by step with explicit times."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minikafka.replication.partition_state import UNKNOWN_OFFSET, LeaderReplicaState
+
+LAG_MS = 10_000
+
+
+def leader(
+    replicas: tuple[int, ...] = (1, 2, 3),
+    isr: tuple[int, ...] = (1, 2, 3),
+    leo: int = 0,
+    now: int = 1_000,
+) -> LeaderReplicaState:
+    s = LeaderReplicaState(local_broker_id=1, replica_lag_time_max_ms=LAG_MS)
+    s.become_leader(replicas, isr, leo, now)
+    return s
+
+
+def test_becoming_leader_resets_followers_and_holds_the_hw_back() -> None:
+    s = leader(leo=10, isr=(1, 2), now=5_000)
+    f2, f3 = s.followers[2], s.followers[3]
+    assert (f2.log_end_offset, f3.log_end_offset) == (UNKNOWN_OFFSET, UNKNOWN_OFFSET)
+    assert f2.last_caught_up_time_ms == 5_000  # ISR member: counts as caught up now
+    assert f3.last_caught_up_time_ms == 0  # outside the ISR
+    assert f2.last_fetch_leader_log_end_offset == 10
+    assert s.leader_epoch_start_offset == 10
+    # §7.5: nothing is known about the ISR follower yet, so the HW cannot advance.
+    assert s.high_watermark_candidate(10, {1, 2}, 5_000) == UNKNOWN_OFFSET
+    assert 1 not in s.followers
+
+
+def test_fetch_at_leader_end_marks_caught_up_now() -> None:
+    s = leader(leo=10)
+    s.followers[2].update_fetch_state(10, 0, leader_end_offset=10, now_ms=7_000)
+    assert s.followers[2].last_caught_up_time_ms == 7_000
+    assert s.followers[2].log_end_offset == 10
+
+
+def test_fetch_reaching_previous_leader_end_marks_caught_up_at_previous_fetch() -> None:
+    s = leader(leo=10, now=1_000)
+    f = s.followers[2]
+    f.update_fetch_state(4, 0, leader_end_offset=10, now_ms=2_000)  # behind
+    f.update_fetch_state(10, 0, leader_end_offset=15, now_ms=3_000)  # reached what was the end
+    assert f.last_caught_up_time_ms == 2_000
+    assert f.last_fetch_leader_log_end_offset == 15 and f.last_fetch_time_ms == 3_000
+
+
+def test_fetch_still_behind_does_not_move_caught_up_time() -> None:
+    s = leader(leo=10, isr=(1,), now=1_000)
+    f = s.followers[3]
+    f.update_fetch_state(2, 0, leader_end_offset=10, now_ms=2_000)
+    f.update_fetch_state(5, 0, leader_end_offset=20, now_ms=3_000)
+    assert f.last_caught_up_time_ms == 0
+
+
+def test_hw_is_min_leo_of_isr_and_recently_caught_up_followers() -> None:
+    t = 100_000
+    s = leader(leo=10, isr=(1, 2), now=t)
+    s.followers[2].update_fetch_state(8, 0, leader_end_offset=10, now_ms=t + 100)
+    s.followers[3].update_fetch_state(3, 0, leader_end_offset=10, now_ms=t + 100)
+    # Follower 3 is outside the ISR and has never caught up: it does not hold the HW.
+    assert s.high_watermark_candidate(10, {1, 2}, t + 200) == 8
+    # Once it has caught up recently, it counts even outside the ISR.
+    s.followers[3].update_fetch_state(10, 0, leader_end_offset=10, now_ms=t + 300)
+    s.followers[3].update_fetch_state(5, 0, leader_end_offset=12, now_ms=t + 400)
+    assert s.high_watermark_candidate(12, {1, 2}, t + 500) == 5
+    # ... until replica.lag.time.max.ms has passed since it was last caught up.
+    assert s.high_watermark_candidate(12, {1, 2}, t + 300 + LAG_MS + 1) == 8
+
+
+def test_single_replica_hw_is_leo() -> None:
+    s = leader(replicas=(1,), isr=(1,))
+    assert s.high_watermark_candidate(42, {1}, 0) == 42
+
+
+def test_shrink_selects_lagging_isr_followers_only() -> None:
+    s = leader(leo=0, now=0)
+    s.followers[2].update_fetch_state(10, 0, leader_end_offset=10, now_ms=100)
+    # 3 never fetched: its caught-up time is the become-leader time (0).
+    assert s.out_of_sync_replicas(10, {1, 2, 3}, LAG_MS) == set()
+    assert s.out_of_sync_replicas(10, {1, 2, 3}, LAG_MS + 1) == {3}
+    # A follower at the leader's LEO is never out of sync, however long ago it caught up.
+    assert s.out_of_sync_replicas(10, {1, 2}, 10 * LAG_MS) == set()
+    # A follower outside the ISR cannot be removed from it.
+    assert s.out_of_sync_replicas(10, {1, 2}, LAG_MS + 1) == set()
+
+
+def test_expand_needs_hw_and_epoch_start() -> None:
+    s = leader(leo=20, isr=(1, 2), now=0)
+    s.followers[3].update_fetch_state(15, 0, leader_end_offset=20, now_ms=10)
+    assert not s.can_join_isr(3, high_watermark=18, isr={1, 2})  # below HW
+    assert not s.can_join_isr(3, high_watermark=12, isr={1, 2})  # below the epoch start (20)
+    s.followers[3].update_fetch_state(20, 0, leader_end_offset=25, now_ms=20)
+    assert s.can_join_isr(3, high_watermark=18, isr={1, 2})
+    assert not s.can_join_isr(3, high_watermark=18, isr={1, 2, 3})  # already in
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([2, 3]), st.integers(0, 5), st.integers(0, 3_000)),
+        max_size=40,
+    )
+)
+def test_hw_candidate_never_exceeds_an_isr_member_leo(steps: list[tuple[int, int, int]]) -> None:
+    """Whatever the fetch history, the HW candidate is at most every known ISR LEO and at most
+    the leader's LEO."""
+    s = leader(leo=0, now=0)
+    leo, now = 0, 0
+    isr = {1, 2, 3}
+    for follower, appended, dt in steps:
+        leo += appended
+        now += dt
+        f = s.followers[follower]
+        fetch = min(leo, max(f.log_end_offset, 0) + appended)
+        f.update_fetch_state(fetch, 0, leader_end_offset=leo, now_ms=now)
+        cand = s.high_watermark_candidate(leo, isr, now)
+        assert cand <= leo
+        assert all(cand <= s.followers[r].log_end_offset for r in (2, 3) if r in isr) or cand == -1
