@@ -47,7 +47,8 @@ class Partition:
         self._clock = clock
         self.leader_id = NO_LEADER
         self.leader_epoch = NO_LEADER_EPOCH
-        self.isr: frozenset[int] = frozenset()
+        self.isr: tuple[int, ...] = ()
+        self.isr_write_in_flight = False
         self.assigned_replicas: tuple[int, ...] = ()
         self.zk_version = -1
         self.controller_epoch = -1
@@ -77,7 +78,7 @@ class Partition:
         self.controller_epoch = st.controller_epoch
         self.leader_id = st.leader
         self.leader_epoch = st.leader_epoch
-        self.isr = frozenset(st.isr)
+        self.isr = tuple(st.isr)
         self.assigned_replicas = tuple(st.replicas)
         self.zk_version = st.zk_version
 
@@ -193,7 +194,7 @@ class Partition:
         )
         return self.maybe_increment_high_watermark()
 
-    def update_isr(self, isr: frozenset[int], zk_version: int) -> bool:
+    def update_isr(self, isr: tuple[int, ...], zk_version: int) -> bool:
         """A new ISR was written (by us, §8.5); returns whether the HW moved."""
         self.isr = isr
         self.zk_version = zk_version

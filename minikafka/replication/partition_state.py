@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from minikafka.common import TopicPartition
+
 UNKNOWN_OFFSET = -1
 
 
@@ -127,3 +129,46 @@ class LeaderReplicaState:
             and st.log_end_offset >= high_watermark
             and st.log_end_offset >= self.leader_epoch_start_offset
         )
+
+
+class IsrChangePropagation:
+    """When a broker tells the controller about its ISR changes (DESIGN §8.5).
+
+    Changes are batched: checked every `check_interval_ms` (2500); propagated once no change
+    happened for `blackout_ms` (5000), or at the latest `max_delay_ms` (60000) after the
+    previous propagation, so a steady trickle of changes cannot postpone it forever.
+    """
+
+    def __init__(
+        self,
+        blackout_ms: int = 5000,
+        max_delay_ms: int = 60000,
+        now_ms: int = 0,
+    ) -> None:
+        self.blackout_ms = blackout_ms
+        self.max_delay_ms = max_delay_ms
+        self.changed: set[TopicPartition] = set()
+        self.last_change_ms = now_ms
+        self.last_propagation_ms = now_ms
+
+    def record_change(self, tp: TopicPartition, now_ms: int) -> None:
+        self.changed.add(tp)
+        self.last_change_ms = now_ms
+
+    def take_if_due(self, now_ms: int) -> list[TopicPartition]:
+        """The partitions to announce now (and forget), or [] if it is not time yet."""
+        if not self.changed:
+            return []
+        if (
+            self.last_change_ms + self.blackout_ms < now_ms
+            or self.last_propagation_ms + self.max_delay_ms < now_ms
+        ):
+            out = sorted(self.changed)
+            self.changed.clear()
+            self.last_propagation_ms = now_ms
+            return out
+        return []
+
+    def put_back(self, tps: Iterable[TopicPartition]) -> None:
+        """A notification write failed: announce these with the next batch."""
+        self.changed.update(tps)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from minikafka.clock import Clock
-from minikafka.common import NO_LEADER, TopicPartition
+from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import (
     ErrorCode,
     InvalidRequiredAcksError,
@@ -57,6 +57,7 @@ from minikafka.protocol.messages import (
     StopReplicaResponse,
 )
 from minikafka.replication.partition import Partition
+from minikafka.replication.partition_state import IsrChangePropagation
 from minikafka.replication.purgatory import Purgatory
 from minikafka.server.config import BrokerConfig
 from minikafka.storage.log_config import LogConfig
@@ -65,6 +66,9 @@ from minikafka.storage.log_manager import LogManager
 log = logging.getLogger(__name__)
 
 TopicConfigLoader = Callable[[list[str]], Awaitable[dict[str, LogConfig]]]
+# (partition, new state, expected zk version) -> new zk version, or None if it moved on (§8.5)
+IsrWriter = Callable[[TopicPartition, LeaderAndIsr, int], Awaitable[int | None]]
+IsrChangeNotifier = Callable[[list[TopicPartition]], Awaitable[object]]
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ class ReplicaManager:
         log_manager: LogManager,
         clock: Clock,
         load_topic_configs: TopicConfigLoader,
+        *,
+        isr_writer: IsrWriter | None = None,
+        isr_change_notifier: IsrChangeNotifier | None = None,
     ) -> None:
         self.config = config
         self.broker_id = config.broker_id
@@ -104,7 +111,15 @@ class ReplicaManager:
         self.purgatory = Purgatory()
         self.fetcher_manager: FetcherManagerLike | None = None
         self._state_change_lock = asyncio.Lock()
-        self._offline_dirs_error: str | None = None
+        self._isr_writer = isr_writer
+        self._isr_change_notifier = isr_change_notifier
+        self.isr_propagation = IsrChangePropagation(
+            config.isr_change_propagation_blackout_ms,
+            config.isr_change_propagation_max_delay_ms,
+            clock.now_ms(),
+        )
+        self.failed_isr_updates = 0  # Kafka's FailedIsrUpdatesPerSec, as a count
+        self._isr_tasks: set[asyncio.Task[None]] = set()
 
     # --- controller requests -------------------------------------------------------------
 
@@ -411,6 +426,8 @@ class ReplicaManager:
             )
         ):
             self.purgatory.notify(tp)  # the HW moved: acks=all producers may be done
+        if replica_id >= 0 and update_follower_state:
+            self.maybe_expand_isr(p, replica_id)
         # The HW as of now: it may just have moved with this very fetch.
         return FetchPartitionResponse(
             tp.partition,
@@ -475,12 +492,91 @@ class ReplicaManager:
             topics.append(OffsetForLeaderTopicResult(t.name, parts))
         return OffsetForLeaderEpochResponse(topics)
 
+    # --- ISR changes, written by the leader itself (§7.3, §7.4, §8.5) ------------------
+
+    def maybe_expand_isr(self, p: Partition, follower_id: int) -> None:
+        if (
+            self._isr_writer is None
+            or not p.is_leader
+            or p.isr_write_in_flight
+            or not p.replica_state.can_join_isr(follower_id, p.high_watermark, set(p.isr))
+        ):
+            return
+        log.info(
+            "%s: expanding ISR from %s to %s (follower LEO %d, HW %d)",
+            p.tp,
+            list(p.isr),
+            [*p.isr, follower_id],
+            p.replica_state.followers[follower_id].log_end_offset,
+            p.high_watermark,
+        )
+        task = asyncio.create_task(self._write_isr(p, (*p.isr, follower_id)))
+        self._isr_tasks.add(task)
+        task.add_done_callback(self._isr_tasks.discard)
+
+    async def shrink_isrs(self) -> None:
+        """The `isr-expiration` task (every replica.lag.time.max.ms / 2)."""
+        if self._isr_writer is None:
+            return
+        now = self._clock.now_ms()
+        for p in self.leader_partitions():
+            if p.isr_write_in_flight:
+                continue
+            out = p.replica_state.out_of_sync_replicas(p.log_end_offset, set(p.isr), now)
+            if not out:
+                continue
+            log.info(
+                "%s: shrinking ISR from %s to %s; leader LEO %d, HW %d; out of sync: %s",
+                p.tp,
+                list(p.isr),
+                [r for r in p.isr if r not in out],
+                p.log_end_offset,
+                p.high_watermark,
+                {r: p.replica_state.followers[r].log_end_offset for r in sorted(out)},
+            )
+            await self._write_isr(p, tuple(r for r in p.isr if r not in out))
+
+    async def _write_isr(self, p: Partition, new_isr: tuple[int, ...]) -> None:
+        assert self._isr_writer is not None
+        epoch, expected = p.leader_epoch, p.zk_version
+        new = LeaderAndIsr(self.broker_id, epoch, new_isr, p.controller_epoch, expected)
+        p.isr_write_in_flight = True
+        try:
+            version = await self._isr_writer(p.tp, new, expected)
+        except Exception as e:  # ZooKeeper unreachable: keep the old ISR, retry later
+            log.warning("%s: ISR update to %s failed: %s", p.tp, list(new_isr), e)
+            version = None
+        finally:
+            p.isr_write_in_flight = False
+        if version is None:
+            # The controller changed the state meanwhile; its LeaderAndIsr will follow.
+            self.failed_isr_updates += 1
+            return
+        if self.partitions.get(p.tp) is not p or not p.is_leader or p.leader_epoch != epoch:
+            return  # superseded by a newer LeaderAndIsr while we wrote
+        p.update_isr(new_isr, version)
+        self.purgatory.notify(p.tp)
+        self.isr_propagation.record_change(p.tp, self._clock.now_ms())
+
+    async def propagate_isr_changes(self) -> None:
+        """The `isr-change-propagation` task: tell the controller via ZooKeeper."""
+        tps = self.isr_propagation.take_if_due(self._clock.now_ms())
+        if not tps or self._isr_change_notifier is None:
+            return
+        try:
+            await self._isr_change_notifier(tps)
+        except Exception as e:
+            log.warning("ISR change notification failed: %s; will retry", e)
+            self.isr_propagation.put_back(tps)
+
     # --- housekeeping --------------------------------------------------------------------
 
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
     async def shutdown(self) -> None:
+        for t in list(self._isr_tasks):
+            t.cancel()
         if self.fetcher_manager is not None:
             await self.fetcher_manager.remove_partitions(set(self.partitions))
         # Wake every waiting request so it answers before the sockets close.

@@ -94,6 +94,10 @@ class BrokerConfig:
     request_timeout_ms: int = 30000
     socket_request_max_bytes: int = 100 * 1024 * 1024
     controller_socket_timeout_ms: int = 30000
+    # Kafka hard-codes these three ISR propagation timings (§8.5); tests shorten them.
+    isr_change_propagation_check_interval_ms: int = 2500
+    isr_change_propagation_blackout_ms: int = 5000
+    isr_change_propagation_max_delay_ms: int = 60000
     broker_rack: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.replication.partition_state import UNKNOWN_OFFSET, LeaderReplicaState
+from minikafka.common import TopicPartition
+from minikafka.replication.partition_state import (
+    UNKNOWN_OFFSET,
+    IsrChangePropagation,
+    LeaderReplicaState,
+)
 
 LAG_MS = 10_000
 
@@ -121,3 +126,32 @@ def test_hw_candidate_never_exceeds_an_isr_member_leo(steps: list[tuple[int, int
         cand = s.high_watermark_candidate(leo, isr, now)
         assert cand <= leo
         assert all(cand <= s.followers[r].log_end_offset for r in (2, 3) if r in isr) or cand == -1
+
+
+def test_isr_change_propagation_waits_for_quiet_or_max_delay() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    prop = IsrChangePropagation(blackout_ms=5000, max_delay_ms=60000, now_ms=0)
+    assert prop.take_if_due(100_000) == []  # nothing changed
+    prop.record_change(a, 1_000)
+    assert prop.take_if_due(6_000) == []  # exactly 5 s of quiet is not yet "more than"
+    assert prop.take_if_due(6_001) == [a]
+    assert prop.take_if_due(20_000) == []  # forgotten once announced
+    # A change every 4 s never leaves 5 s of quiet; the 60 s cap forces propagation.
+    t = 6_001
+    announced: list[int] = []
+    while t < 6_001 + 70_000:
+        t += 4_000
+        prop.record_change(b, t)
+        if prop.take_if_due(t):
+            announced.append(t)
+    assert announced and announced[0] - 6_001 > 60_000 and announced[0] - 6_001 <= 64_000
+
+
+def test_failed_propagation_is_retried_with_the_next_batch() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    prop = IsrChangePropagation(blackout_ms=10, max_delay_ms=100, now_ms=0)
+    prop.record_change(a, 0)
+    taken = prop.take_if_due(11)
+    prop.put_back(taken)
+    prop.record_change(b, 20)
+    assert prop.take_if_due(31) == [a, b]

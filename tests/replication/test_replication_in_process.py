@@ -14,8 +14,8 @@ from typing import Any, cast
 import pytest
 
 from minikafka.client.connection import BrokerConnection
-from minikafka.clock import SYSTEM_CLOCK
-from minikafka.common import TopicPartition
+from minikafka.clock import SYSTEM_CLOCK, Clock, ManualClock
+from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import (
     BrokerNode,
@@ -45,21 +45,52 @@ from minikafka.zk.client import ZkClient
 TP = TopicPartition("t", 0)
 
 
+class FakeStateZnodes:
+    """Stands in for the state znodes' conditional writes (the real ones are tested against
+    ZooKeeper in tests/zk): a version per partition, bumped on each accepted write."""
+
+    def __init__(self) -> None:
+        self.version: dict[TopicPartition, int] = {}
+        self.writes: list[tuple[int, ...]] = []
+        self.notified: list[list[TopicPartition]] = []
+
+    async def write(self, tp: TopicPartition, new: LeaderAndIsr, expected: int) -> int | None:
+        if self.version.get(tp, 0) != expected:
+            return None
+        self.version[tp] = expected + 1
+        self.writes.append(new.isr)
+        return expected + 1
+
+    async def notify(self, tps: list[TopicPartition]) -> None:
+        self.notified.append(tps)
+
+
 class Broker:
-    def __init__(self, broker_id: int, data: Path) -> None:
+    def __init__(
+        self, broker_id: int, data: Path, clock: Clock = SYSTEM_CLOCK, **overrides: Any
+    ) -> None:
         self.config = BrokerConfig(
             broker_id=broker_id,
             log_dirs=(str(data / f"b{broker_id}"),),
             replica_fetch_wait_max_ms=100,
             replica_fetch_backoff_ms=50,
+            **overrides,
         )
+        self.znodes = FakeStateZnodes()
         self.log_manager = LogManager([Path(d) for d in self.config.log_dirs], LogConfig())
         self.log_manager.startup()
 
         async def no_overrides(topics: list[str]) -> dict[str, LogConfig]:
             return {}
 
-        self.rm = ReplicaManager(self.config, self.log_manager, SYSTEM_CLOCK, no_overrides)
+        self.rm = ReplicaManager(
+            self.config,
+            self.log_manager,
+            clock,
+            no_overrides,
+            isr_writer=self.znodes.write,
+            isr_change_notifier=self.znodes.notify,
+        )
         self.fetchers = ReplicaFetcherManager(self.rm, self.config)
         self.rm.fetcher_manager = self.fetchers
         self.apis = KafkaApis(
@@ -92,12 +123,12 @@ class Broker:
 
 
 @pytest.fixture
-async def brokers(tmp_path: Path) -> AsyncIterator[Callable[[int], Broker]]:
+async def brokers(tmp_path: Path) -> AsyncIterator[Callable[..., Broker]]:
     made: dict[int, Broker] = {}
 
-    def get(broker_id: int) -> Broker:
+    def get(broker_id: int, **kwargs: Any) -> Broker:
         if broker_id not in made:
-            made[broker_id] = Broker(broker_id, tmp_path)
+            made[broker_id] = Broker(broker_id, tmp_path, **kwargs)
         return made[broker_id]
 
     yield get
@@ -284,3 +315,60 @@ async def test_diverged_follower_truncates_by_leader_epoch(
         (0, 0),
         (1, 1),
     ]
+
+
+async def test_caught_up_follower_joins_the_isr_and_the_change_is_propagated(
+    brokers: Callable[..., Broker],
+) -> None:
+    clock = ManualClock(1_000_000)
+    leader = brokers(1, clock=clock, isr_change_propagation_blackout_ms=5000)
+    follower = brokers(2)
+    await leader.start()
+    await follower.start()
+    await leader_and_isr(leader, state(1, 0, [1], [1, 2]), [leader.node])
+    await send(leader, produce([b"a", b"b"], acks=1))
+    assert leader.rm.partitions[TP].high_watermark == 2  # ISR is only the leader
+    await leader_and_isr(follower, state(1, 0, [1], [1, 2]), [leader.node])
+    # §7.4: once the follower's LEO reaches the HW (and the epoch start) it is added.
+    await wait_for(lambda: leader.rm.partitions[TP].isr == (1, 2))
+    assert leader.znodes.writes == [(1, 2)]
+    assert leader.rm.partitions[TP].zk_version == 1
+    # Propagation waits for 5 s without changes (§8.5), then writes one notification.
+    await leader.rm.propagate_isr_changes()
+    assert leader.znodes.notified == []
+    clock.advance(5001)
+    await leader.rm.propagate_isr_changes()
+    assert leader.znodes.notified == [[TP]]
+
+
+async def test_lagging_follower_is_removed_from_the_isr_after_the_lag_time(
+    brokers: Callable[..., Broker],
+) -> None:
+    clock = ManualClock(1_000_000)
+    leader = brokers(1, clock=clock, replica_lag_time_max_ms=10_000)
+    await leader.start()
+    await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
+    await send(leader, produce([b"a"], acks=1))
+    assert leader.rm.partitions[TP].high_watermark == 0  # held back by follower 2
+    await leader.rm.shrink_isrs()
+    assert leader.rm.partitions[TP].isr == (1, 2)  # not lagging long enough yet
+    clock.advance(10_001)
+    await leader.rm.shrink_isrs()
+    p = leader.rm.partitions[TP]
+    assert p.isr == (1,)
+    assert p.high_watermark == 1  # §7.3: HW recomputed without the removed follower
+    assert leader.znodes.writes == [(1,)]
+
+
+async def test_isr_write_rejected_by_zookeeper_keeps_the_old_isr(
+    brokers: Callable[..., Broker],
+) -> None:
+    clock = ManualClock(1_000_000)
+    leader = brokers(1, clock=clock, replica_lag_time_max_ms=10_000)
+    await leader.start()
+    await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
+    leader.znodes.version[TP] = 7  # the controller wrote the znode meanwhile
+    clock.advance(10_001)
+    await leader.rm.shrink_isrs()
+    assert leader.rm.partitions[TP].isr == (1, 2)
+    assert leader.rm.failed_isr_updates == 1
