@@ -7,8 +7,13 @@ import logging
 import click
 
 from minikafka import __version__
+from minikafka.cli.broker import broker
+from minikafka.cli.cluster import cluster
+from minikafka.cli.consume import consume
 from minikafka.cli.dump_log import dump_log
+from minikafka.cli.produce import produce
 from minikafka.cli.storage_demo import storage
+from minikafka.cli.topics import topics
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,8 +25,13 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+cli.add_command(broker)
+cli.add_command(cluster)
 cli.add_command(dump_log)
 cli.add_command(storage)
+cli.add_command(topics)
+cli.add_command(produce)
+cli.add_command(consume)
 
 
 def main() -> None:

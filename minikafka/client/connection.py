@@ -65,9 +65,10 @@ class BrokerConnection:
 
     async def connect(self) -> None:
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 20), self._connect_timeout
-            )
+            async with asyncio.timeout(self._connect_timeout):
+                self._reader, self._writer = await asyncio.open_connection(
+                    self.host, self.port, limit=1 << 20
+                )
         except (OSError, TimeoutError) as e:
             raise NetworkError(f"cannot connect to {self.host}:{self.port}: {e}") from e
         self._closed_error = None
@@ -100,7 +101,8 @@ class BrokerConnection:
         if fut is None:
             return None
         try:
-            return await asyncio.wait_for(fut, timeout_s)
+            async with asyncio.timeout(timeout_s):
+                return await fut
         except TimeoutError:
             self._fail_all(
                 RequestTimedOutError(f"no response from {self.host}:{self.port} in {timeout_s}s")

@@ -68,6 +68,7 @@ class ReplicaFetcher:
         self._conn: BrokerConnection | None = None
         self._task: asyncio.Task[None] | None = None
         self._backoff_s = config.replica_fetch_backoff_ms / 1000
+        self._stopped = False
 
     def __repr__(self) -> str:
         return (
@@ -87,6 +88,8 @@ class ReplicaFetcher:
             self.partitions.pop(tp, None)
 
     async def shutdown(self) -> None:
+        self._stopped = True
+        self._wakeup.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -98,14 +101,17 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopped:
             now = loop.time()
             ready = {tp: st for tp, st in self.partitions.items() if st.delayed_until <= now}
             if not ready:
                 self._wakeup.clear()
                 delays = [st.delayed_until - now for st in self.partitions.values()]
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
+                # that races with the event being set, leaving shutdown waiting forever.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup.wait(), min(delays, default=None))
+                    async with asyncio.timeout(min(delays, default=None)):
+                        await self._wakeup.wait()
                 continue
             try:
                 conn = await self._connection()

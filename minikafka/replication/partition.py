@@ -49,6 +49,10 @@ class Partition:
         self.leader_epoch = NO_LEADER_EPOCH
         self.isr: tuple[int, ...] = ()
         self.isr_write_in_flight = False
+        # Bumped whenever this broker stops leading; a waiting acks=all request compares it,
+        # so a leader epoch bump that keeps us leader (an ISR change by the controller)
+        # does not fail it, as in Kafka.
+        self.leadership_losses = 0
         self.assigned_replicas: tuple[int, ...] = ()
         self.zk_version = -1
         self.controller_epoch = -1
@@ -103,11 +107,13 @@ class Partition:
 
     def make_follower(self, st: LeaderAndIsrPartitionState) -> None:
         """§7.6. The fetcher then reconciles with the leader of this (new) epoch (§9)."""
+        self.leadership_losses += 1
         self._apply_state(st)
         self.replica_state.followers = {}
         log.info("%s: follower of %d in epoch %d", self.tp, st.leader, st.leader_epoch)
 
     def become_offline(self) -> None:
+        self.leadership_losses += 1
         self.leader_id = NO_LEADER
 
     # --- leader side ---------------------------------------------------------------------

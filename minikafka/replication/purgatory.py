@@ -57,7 +57,8 @@ class Purgatory:
             for k in keys:
                 self._watchers[k].add(fut)
             try:
-                await asyncio.wait_for(fut, remaining)
+                async with asyncio.timeout(remaining):
+                    await fut
             except TimeoutError:
                 pass
             finally:

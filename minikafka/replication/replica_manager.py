@@ -266,7 +266,7 @@ class ReplicaManager:
         if required_acks not in (-1, 0, 1):
             raise InvalidRequiredAcksError(f"acks must be -1, 0 or 1, got {required_acks}")
         results: dict[TopicPartition, ProducePartitionResponse] = {}
-        # (partition, offset the HW must reach, leader epoch at append time)
+        # (partition, offset the HW must reach, its leadership_losses at append time)
         waiting: dict[TopicPartition, tuple[Partition, int, int]] = {}
         for tp, records in entries.items():
             try:
@@ -288,7 +288,7 @@ class ReplicaManager:
                 tp.partition, int(ErrorCode.NONE), info.first_offset, p.log.log_start_offset
             )
             if required_acks == -1:
-                waiting[tp] = (p, info.last_offset + 1, p.leader_epoch)
+                waiting[tp] = (p, info.last_offset + 1, p.leadership_losses)
         if waiting:
             await self._await_replication(waiting, timeout_ms, results)
         return results
@@ -303,10 +303,10 @@ class ReplicaManager:
         or it lost leadership; REQUEST_TIMED_OUT for the rest at the deadline."""
 
         def settled(tp: TopicPartition) -> bool:
-            p, required, epoch = waiting[tp]
+            p, required, losses = waiting[tp]
             return (
                 not p.is_leader
-                or p.leader_epoch != epoch
+                or p.leadership_losses != losses
                 or self.partitions.get(tp) is not p
                 or p.high_watermark >= required
             )
@@ -314,10 +314,10 @@ class ReplicaManager:
         await self.purgatory.wait_until(
             waiting, lambda: all(settled(tp) for tp in waiting), timeout_ms / 1000
         )
-        for tp, (p, required, epoch) in waiting.items():
+        for tp, (p, required, losses) in waiting.items():
             base = results[tp]
             error: KafkaError | None = None
-            if self.partitions.get(tp) is not p or not p.is_leader or p.leader_epoch != epoch:
+            if self.partitions.get(tp) is not p or not p.is_leader or p.leadership_losses != losses:
                 error = NotLeaderOrFollowerError(f"leadership of {tp} changed while waiting")
             elif p.high_watermark >= required:
                 min_isr = p.log.config.min_insync_replicas

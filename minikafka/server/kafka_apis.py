@@ -7,7 +7,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from minikafka.common import TopicPartition
 from minikafka.controller.assignment import (
@@ -84,13 +84,15 @@ def validate_topic_name(name: str) -> None:
         )
 
 
-class ControllerLike:
+class ControllerLike(Protocol):
     """The part of the controller the request handlers use."""
 
-    is_active: bool
+    @property
+    def is_active(self) -> bool: ...
 
-    async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
-        raise NotImplementedError
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> list[TopicPartition]: ...
 
 
 class KafkaApis:

@@ -47,7 +47,8 @@ class MetadataCache:
 
     async def wait_for_change(self, timeout_s: float) -> bool:
         try:
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._changed.wait()
             return True
         except TimeoutError:
             return False

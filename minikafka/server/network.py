@@ -56,6 +56,7 @@ class SocketServer:
         self._max_in_flight = max_in_flight_per_connection
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Future[list[Chunk]]] = set()
 
     @property
@@ -74,11 +75,14 @@ class SocketServer:
             self._server.close()
         for h in list(self._handlers):
             h.cancel()
-        for t in list(self._connections):
-            t.cancel()
-        for t in list(self._connections):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        # Closing the sockets ends each connection's read loop normally; cancelling the
+        # connection tasks instead makes asyncio's stream callback log a CancelledError.
+        for w in list(self._writers):
+            w.transport.abort()
+        if self._connections:
+            _, stuck = await asyncio.wait(list(self._connections), timeout=2)
+            for t in stuck:
+                t.cancel()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
@@ -89,6 +93,7 @@ class SocketServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self._writers.add(writer)
         peer = writer.get_extra_info("peername")
         # Responses leave in request order: each request appends a future here.
         pending: asyncio.Queue[asyncio.Future[list[Chunk]]] = asyncio.Queue(self._max_in_flight)
@@ -124,6 +129,7 @@ class SocketServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             self._connections.discard(task)
+            self._writers.discard(writer)
 
     async def _handle(self, header: RequestHeader, request: Any) -> list[Chunk]:
         try:

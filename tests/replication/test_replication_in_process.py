@@ -372,3 +372,32 @@ async def test_isr_write_rejected_by_zookeeper_keeps_the_old_isr(
     await leader.rm.shrink_isrs()
     assert leader.rm.partitions[TP].isr == (1, 2)
     assert leader.rm.failed_isr_updates == 1
+
+
+async def test_acks_all_survives_an_epoch_bump_that_keeps_the_leader(
+    brokers: Callable[..., Broker],
+) -> None:
+    """The controller removing a dead follower bumps the leader epoch but keeps the leader;
+    a waiting acks=all produce then completes instead of failing (Kafka's DelayedProduce
+    only fails when leadership is lost)."""
+    leader = brokers(1)
+    await leader.start()
+    await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
+    waiting = asyncio.create_task(send(leader, produce([b"x"], timeout_ms=10_000)))
+    await wait_for(lambda: leader.rm.partitions[TP].log_end_offset == 1)
+    await leader_and_isr(leader, state(1, 1, [1], [1, 2]), [leader.node])
+    resp: ProduceResponse = await waiting
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.NONE
+
+
+async def test_acks_all_fails_when_the_leader_becomes_a_follower(
+    brokers: Callable[..., Broker],
+) -> None:
+    leader = brokers(1)
+    await leader.start()
+    await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
+    waiting = asyncio.create_task(send(leader, produce([b"x"], timeout_ms=10_000)))
+    await wait_for(lambda: leader.rm.partitions[TP].log_end_offset == 1)
+    await leader_and_isr(leader, state(2, 1, [2], [1, 2]), [])
+    resp: ProduceResponse = await waiting
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -1,0 +1,85 @@
+"""`minikafka broker`: run one broker process in the foreground (Kafka's kafka-server-start)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+import uvloop
+
+from minikafka.protocol.errors import KafkaError
+from minikafka.server.config import BrokerConfig
+
+log = logging.getLogger(__name__)
+
+
+def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def dump_tasks() -> None:
+    """SIGUSR1: log every asyncio task's stack (what a stuck broker is waiting for)."""
+    out = io.StringIO()
+    for task in asyncio.all_tasks():
+        out.write(f"--- {task!r}\n")
+        task.print_stack(file=out)
+    log.warning("asyncio tasks:\n%s", out.getvalue())
+
+
+async def run_broker(config: BrokerConfig) -> None:
+    # Imported here so that `minikafka` subcommands that are not the broker start fast.
+    from minikafka.server.broker import KafkaServer
+
+    server = KafkaServer(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
+    try:
+        await server.startup()
+    except BaseException:
+        log.exception("broker %d failed to start", config.broker_id)
+        await server.shutdown()
+        raise
+    await stop.wait()
+    await server.shutdown()
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="server.properties (Kafka property names).",
+)
+@click.option("--override", "overrides", multiple=True, help="key=value, wins over the file.")
+def broker(config_path: Path | None, overrides: tuple[str, ...]) -> None:
+    """Run a broker until SIGTERM / Ctrl-C (then a controlled shutdown and a clean close)."""
+    # A broker logs its lifecycle at INFO unless -v asked for more.
+    root = logging.getLogger()
+    if root.level > logging.INFO or root.level == logging.NOTSET:
+        root.setLevel(logging.INFO)
+    for noisy in ("kazoo", "kazoo.client", "kazoo.protocol.connection"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        config = BrokerConfig.load(config_path, parse_overrides(overrides))
+    except KafkaError as e:
+        raise click.ClickException(str(e)) from e
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(run_broker(config))
+    except Exception as e:  # startup failed; the traceback is in the log above
+        click.echo(f"broker {config.broker_id} failed: {e}", err=True)
+        sys.exit(1)

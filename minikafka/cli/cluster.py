@@ -1,0 +1,318 @@
+"""`minikafka cluster`: a local dev cluster (ZooKeeper + N brokers) and faults to inject.
+
+`up` runs in the foreground (Ctrl-C or SIGTERM stops everything) or, with `--detach`, leaves
+the processes running; every other subcommand finds them through `<data-dir>/cluster.json`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+from click.core import ParameterSource
+from rich.console import Console
+from rich.table import Table
+
+from minikafka.cluster.local import STATE_FILE, ClusterError, LocalCluster, parse_overrides
+from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
+
+DEFAULT_DATA_DIR = Path("minikafka-data")
+
+_FAILURES = (ClusterError, ZooKeeperNotInstalledError, ZooKeeperStartError)
+
+
+def data_dir_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_DATA_DIR,
+        show_default=True,
+        help="The cluster's directory (ZooKeeper, brokers' logs, cluster.json).",
+    )(f)
+
+
+def broker_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--broker", "broker_id", type=int, required=True, help="Broker id.")(f)
+
+
+def _open(data_dir: Path) -> LocalCluster:
+    """The cluster saved in `data_dir`, or a clear error if there is none."""
+    if not (data_dir / STATE_FILE).is_file():
+        raise click.ClickException(
+            f"no cluster in {data_dir} (no {STATE_FILE}); start one with "
+            f"`minikafka cluster up --data-dir {data_dir}`"
+        )
+    try:
+        return LocalCluster(data_dir)
+    except (ClusterError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+
+
+@contextlib.contextmanager
+def _failures_as_click_errors() -> Iterator[None]:
+    try:
+        yield
+    except _FAILURES as e:
+        raise click.ClickException(str(e)) from e
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (from `kill`, systemd, docker) stops the foreground cluster like Ctrl-C."""
+
+    def interrupt(_sig: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (an embedding caller): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def print_status(console: Console, status: dict[str, Any]) -> None:
+    """ZooKeeper's line, the brokers' table, the bootstrap servers."""
+    zk = status["zookeeper"]
+    zk_state = f"pid {zk['pid']}" if zk["alive"] else "[red]not running[/]"
+    line = f"[bold]ZooKeeper[/] {zk['connect']} ({zk_state})"
+    ctrl = status["controller"]
+    if ctrl is not None:
+        line += f"; controller: broker {ctrl['id']}, controller epoch {ctrl['epoch']}"
+    console.print(line)
+    table = Table(title=f"minikafka cluster in {status['data_dir']}")
+    for column in ("broker", "address", "pid", "process", "registered", "epoch", "role"):
+        table.add_column(column, no_wrap=True)
+    for b in status["brokers"]:
+        if b["paused"]:
+            process = "[yellow]paused[/]"
+        elif b["alive"]:
+            process = "[green]running[/]"
+        else:
+            process = "[red]stopped[/]"
+        table.add_row(
+            str(b["id"]),
+            f"{b['host']}:{b['port']}",
+            "" if b["pid"] is None else str(b["pid"]),
+            process,
+            "[green]yes[/]" if b["registered"] else "[red]no[/]",
+            "" if b["epoch"] is None else str(b["epoch"]),
+            "[bold]controller[/]" if b["controller"] else "",
+        )
+    console.print(table)
+    console.print(f"[bold]bootstrap servers:[/] {status['bootstrap_servers']}")
+
+
+@click.group()
+def cluster() -> None:
+    """A local dev cluster: a real ZooKeeper and broker processes on loopback."""
+
+
+@cluster.command("up")
+@click.option("--brokers", type=click.IntRange(min=1), default=3, show_default=True)
+@data_dir_option
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=9092,
+    show_default=True,
+    help="Port of broker 1; broker N listens on port+N-1 (0: free ports). A data dir that "
+    "has run before keeps its ports.",
+)
+@click.option("--zookeeper-port", type=click.IntRange(0, 65535), default=2181, show_default=True)
+@click.option(
+    "--broker-config",
+    multiple=True,
+    metavar="[ID:]KEY=VALUE",
+    help="Broker property for every broker, or for broker ID only (repeatable); kept in "
+    "cluster.json for later runs, e.g. zookeeper.session.timeout.ms=6000.",
+)
+@click.option("--detach", is_flag=True, help="Return once the cluster is up; it keeps running.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to start.")
+@click.pass_context
+def up(
+    ctx: click.Context,
+    brokers: int,
+    data_dir: Path,
+    port: int,
+    zookeeper_port: int,
+    broker_config: tuple[str, ...],
+    detach: bool,
+    timeout: float,
+) -> None:
+    """Start ZooKeeper and the brokers; wait for every registration and a controller."""
+    console = Console()
+    try:
+        common, per_broker = parse_overrides(broker_config)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--broker-config") from e
+    # Without an explicit --brokers, a data dir that has run before keeps its broker count.
+    explicit = ctx.get_parameter_source("brokers") != ParameterSource.DEFAULT
+    try:
+        lc = LocalCluster(
+            data_dir,
+            brokers if explicit else None,
+            base_port=port,
+            zookeeper_port=zookeeper_port,
+            overrides=common,
+            broker_overrides=per_broker,
+        )
+    except (ClusterError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+    with _sigterm_as_interrupt():
+        try:
+            with (
+                console.status(f"starting ZooKeeper and {len(lc.broker_ids)} brokers…"),
+                _failures_as_click_errors(),
+            ):
+                lc.start(timeout=timeout)
+        except KeyboardInterrupt:
+            # start() has already stopped whatever it had started.
+            console.print("[yellow]interrupted; the cluster is stopped[/]")
+            ctx.exit(130)
+        print_status(console, lc.status())
+        if detach:
+            lc.close_zk_client()
+            console.print(
+                f"running in the background; stop it with "
+                f"`minikafka cluster down --data-dir {data_dir}`"
+            )
+            return
+        console.print("Press Ctrl-C to stop the cluster.")
+        with contextlib.suppress(KeyboardInterrupt):
+            _watch(lc, console)
+        _stop(lc, console)
+
+
+def _watch(lc: LocalCluster, console: Console) -> None:
+    """Report broker exits and restarts (faults injected from another terminal) until
+    interrupted, or until `cluster down` from elsewhere has stopped everything."""
+    pids = {bid: lc.pid(bid) for bid in lc.broker_ids}
+    while True:
+        time.sleep(0.5)  # a monitor, not a wait for a condition: it runs until Ctrl-C
+        for bid in lc.broker_ids:
+            pid = lc.pid(bid)
+            if pid == pids[bid]:
+                continue
+            if pid is None:
+                code = lc.returncode(bid)
+                how = "" if code is None else f" with code {code}"
+                console.print(f"[red]broker {bid} (pid {pids[bid]}) exited{how}[/]")
+            else:
+                console.print(f"[green]broker {bid} is running (pid {pid})[/]")
+            pids[bid] = pid
+        if not lc.zookeeper.is_running() and not any(pids.values()):
+            console.print("the cluster was stopped by another command")
+            return
+
+
+def _stop(lc: LocalCluster, console: Console) -> None:
+    try:
+        with console.status("stopping the brokers (controlled shutdown) and ZooKeeper…"):
+            lc.stop()
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted again: killing every process[/]")
+        lc.kill_all()
+    console.print("cluster stopped")
+
+
+@cluster.command("down")
+@data_dir_option
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per phase.")
+def down(data_dir: Path, timeout: float) -> None:
+    """Stop a detached cluster: brokers (SIGTERM, then SIGKILL after the timeout), ZooKeeper."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.stop(timeout=timeout)
+    Console().print(f"cluster in {lc.data_dir} stopped")
+
+
+@cluster.command("status")
+@data_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(data_dir: Path, as_json: bool) -> None:
+    """ZooKeeper and each broker: port, pid, process state, registration, controller."""
+    lc = _open(data_dir)
+    try:
+        st = lc.status()
+    finally:
+        lc.close_zk_client()
+    if as_json:
+        click.echo(json.dumps(st, indent=2))
+    else:
+        print_status(Console(), st)
+
+
+@cluster.command("kill")
+@broker_option
+@data_dir_option
+def kill(broker_id: int, data_dir: Path) -> None:
+    """SIGKILL a broker, as a crash would."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        pid = lc.pid(broker_id)
+        lc.kill(broker_id)
+    click.echo(f"killed broker {broker_id} (pid {pid})")
+
+
+@cluster.command("pause")
+@broker_option
+@data_dir_option
+def pause(broker_id: int, data_dir: Path) -> None:
+    """SIGSTOP a broker (past zookeeper.session.timeout.ms its session expires)."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.pause(broker_id)
+    click.echo(f"paused broker {broker_id} (pid {lc.pid(broker_id)})")
+
+
+@cluster.command("resume")
+@broker_option
+@data_dir_option
+def resume(broker_id: int, data_dir: Path) -> None:
+    """SIGCONT a paused broker."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.resume(broker_id)
+    click.echo(f"resumed broker {broker_id} (pid {lc.pid(broker_id)})")
+
+
+@cluster.command("restart")
+@broker_option
+@data_dir_option
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+def restart(broker_id: int, data_dir: Path, timeout: float) -> None:
+    """Stop a broker if it runs (SIGTERM), start it again, wait until it is registered."""
+    lc = _open(data_dir)
+    try:
+        with _failures_as_click_errors():
+            info = lc.restart(broker_id, timeout=timeout)
+    finally:
+        lc.close_zk_client()
+    click.echo(
+        f"broker {broker_id} is running (pid {lc.pid(broker_id)}), registered with broker "
+        f"epoch {info.epoch}"
+    )
+
+
+@cluster.command("stop-broker")
+@broker_option
+@data_dir_option
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+def stop_broker(broker_id: int, data_dir: Path, timeout: float) -> None:
+    """SIGTERM a broker (controlled shutdown) and wait until it has exited."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        pid = lc.pid(broker_id)
+        lc.terminate(broker_id, timeout=timeout)
+    click.echo(f"broker {broker_id} (pid {pid}) stopped")

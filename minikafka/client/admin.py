@@ -1,0 +1,295 @@
+"""The async admin client: create, delete, list and describe topics; describe the cluster.
+
+CreateTopics and DeleteTopics go to the controller, as Kafka's admin client sends them;
+NOT_CONTROLLER (the controller moved) refreshes metadata and retries the topics it concerned
+until the call's timeout. Each topic succeeds or fails on its own: a call raises the failed
+topic's KafkaError, or an ExceptionGroup of them when several failed (`except*` handles both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from minikafka.client.cluster import DEFAULT_BOOTSTRAP, ClusterClient, now_ms
+from minikafka.client.errors import KafkaTimeoutError
+from minikafka.client.metadata import ClusterMetadata, PartitionMetadata
+from minikafka.protocol.errors import (
+    ErrorCode,
+    KafkaError,
+    NotControllerError,
+    error_for_code,
+)
+from minikafka.protocol.messages import (
+    BrokerNode,
+    CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    TopicResult,
+)
+
+log = logging.getLogger(__name__)
+
+_client_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create. -1 partitions / replication factor: the broker's num.partitions /
+    default.replication.factor. `replica_assignment` (partition -> brokers) replaces both."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+    replica_assignment: Mapping[int, Sequence[int]] | None = None
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    partitions: list[PartitionMetadata]
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    brokers: list[BrokerNode]
+    controller_id: int  # -1: no controller right now
+
+    @property
+    def controller(self) -> BrokerNode | None:
+        return next((b for b in self.brokers if b.node_id == self.controller_id), None)
+
+
+def _topic_error(name: str, code: int, message: str | None) -> KafkaError:
+    if message:
+        return error_for_code(code, message)
+    if code == ErrorCode.TOPIC_ALREADY_EXISTS:
+        return error_for_code(code, f"Topic '{name}' already exists.")
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        return error_for_code(code, f"Topic '{name}' does not exist.")
+    return error_for_code(code, f"topic '{name}'")
+
+
+def _raise_collected(errors: list[KafkaError], what: str) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ExceptionGroup(f"{len(errors)} topics failed to {what}", errors)
+
+
+class Admin:
+    """Kafka's AdminClient for topics and the cluster description."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP,
+        *,
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        default_api_timeout_ms: int = 60000,
+        client_id: str | None = None,
+    ) -> None:
+        self.client_id = client_id or f"adminclient-{next(_client_ids)}"
+        self._request_timeout_ms = request_timeout_ms
+        self._retry_backoff_ms = retry_backoff_ms
+        self._default_api_timeout_ms = default_api_timeout_ms
+        self._cluster = ClusterClient(
+            bootstrap_servers,
+            client_id=self.client_id,
+            request_timeout_ms=request_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+        )
+        self._cluster.track_all_topics()
+
+    @property
+    def cluster(self) -> ClusterClient:
+        return self._cluster
+
+    async def __aenter__(self) -> Admin:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # --- topics -----------------------------------------------------------------------------
+
+    async def create_topics(
+        self,
+        new_topics: Sequence[NewTopic],
+        timeout_ms: int | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Create topics; returns once the controller has answered for each of them.
+
+        `timeout_ms` (default.api.timeout.ms) bounds how long the controller waits for the
+        topics' metadata to spread, and the whole call including retries. A topic the
+        controller timed out on (REQUEST_TIMED_OUT) may still be created.
+        """
+        timeout = self._default_api_timeout_ms if timeout_ms is None else timeout_ms
+        by_name = {t.name: t for t in new_topics}
+
+        def request(names: list[str]) -> CreateTopicsRequest:
+            return CreateTopicsRequest(
+                [
+                    CreatableTopic(
+                        t.name,
+                        t.num_partitions if t.replica_assignment is None else -1,
+                        t.replication_factor if t.replica_assignment is None else -1,
+                        None
+                        if t.replica_assignment is None
+                        else {p: list(r) for p, r in t.replica_assignment.items()},
+                        dict(t.configs),
+                    )
+                    for t in (by_name[n] for n in names)
+                ],
+                timeout,
+                validate_only,
+            )
+
+        def results(response: Any) -> list[TopicResult]:
+            assert isinstance(response, CreateTopicsResponse)
+            return response.topics
+
+        errors = await self._controller_call(list(by_name), request, results, timeout)
+        _raise_collected(errors, "create")
+
+    async def delete_topics(self, names: Sequence[str], timeout_ms: int | None = None) -> None:
+        """Delete topics (the controller marks them for deletion and removes them)."""
+        timeout = self._default_api_timeout_ms if timeout_ms is None else timeout_ms
+
+        def request(pending: list[str]) -> DeleteTopicsRequest:
+            return DeleteTopicsRequest(pending, timeout)
+
+        def results(response: Any) -> list[TopicResult]:
+            assert isinstance(response, DeleteTopicsResponse)
+            return response.topics
+
+        errors = await self._controller_call(list(dict.fromkeys(names)), request, results, timeout)
+        _raise_collected(errors, "delete")
+
+    async def _controller_call(
+        self,
+        names: list[str],
+        make_request: Callable[[list[str]], Any],
+        results_of: Callable[[Any], list[TopicResult]],
+        timeout_ms: int,
+    ) -> list[KafkaError]:
+        """Send to the controller until every topic has an answer other than NOT_CONTROLLER
+        (or the deadline passes); returns the failures in the order of `names`."""
+        deadline = now_ms() + timeout_ms
+        answers: dict[str, KafkaError | None] = {}
+        pending = list(names)
+        last_error: KafkaError | None = None
+        md = self._cluster.metadata
+        while pending:
+            if md.controller() is None or last_error is not None:
+                try:
+                    md = await self._cluster.refresh_metadata(topics=[])
+                except KafkaError as e:
+                    if not e.retriable:
+                        raise
+                    last_error = e
+            controller = md.controller()
+            if controller is None:
+                if last_error is None or isinstance(last_error, NotControllerError):
+                    last_error = NotControllerError("no controller is known")
+            else:
+                try:
+                    response = await self._cluster.send(
+                        controller.node_id,
+                        make_request(pending),
+                        timeout_ms=timeout_ms + self._request_timeout_ms,
+                    )
+                except KafkaError as e:
+                    if not e.retriable:
+                        raise
+                    last_error = e
+                else:
+                    last_error = None
+                    for r in results_of(response):
+                        if r.error_code == ErrorCode.NOT_CONTROLLER:
+                            last_error = NotControllerError(f"broker {controller.node_id}")
+                        elif r.name in pending:
+                            answers[r.name] = (
+                                None
+                                if r.error_code == ErrorCode.NONE
+                                else _topic_error(r.name, r.error_code, r.error_message)
+                            )
+                    pending = [n for n in pending if n not in answers]
+                    if pending and last_error is None:
+                        last_error = KafkaError(f"no answer for topics {pending}")
+            if not pending:
+                break
+            remaining = deadline - now_ms()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"Timed out after {timeout_ms} ms waiting for the controller "
+                    f"(topics {', '.join(pending)}; last error: {last_error})"
+                )
+            log.info("admin call to the controller will be retried: %s", last_error)
+            await asyncio.sleep(min(self._retry_backoff_ms, remaining) / 1000.0)
+        return [e for e in (answers.get(n) for n in names) if e is not None]
+
+    async def list_topics(self) -> list[str]:
+        md = await self._refresh(None)
+        return sorted(md.topics)
+
+    async def describe_topics(self, names: Sequence[str] | None = None) -> list[TopicDescription]:
+        """Partitions with leader, leader epoch, replicas, ISR and offline replicas, per topic
+        (all topics when `names` is None), in the order asked (sorted for all). A topic that
+        does not exist raises UnknownTopicOrPartitionError."""
+        deadline = now_ms() + self._default_api_timeout_ms
+        wanted = None if names is None else list(dict.fromkeys(names))
+        while True:
+            md = await self._refresh(wanted)
+            order = sorted(md.topics) if wanted is None else wanted
+            errors: list[KafkaError] = []
+            retry = False
+            out: list[TopicDescription] = []
+            for name in order:
+                t = md.topics.get(name)
+                if t is None:
+                    errors.append(_topic_error(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None))
+                elif t.error_code != ErrorCode.NONE:
+                    err = _topic_error(name, t.error_code, None)
+                    retry = retry or err.retriable
+                    errors.append(err)
+                else:
+                    parts = [t.partitions[p] for p in sorted(t.partitions)]
+                    out.append(TopicDescription(name, parts))
+            if not retry or now_ms() >= deadline:
+                _raise_collected(errors, "describe")
+                return out
+            # A topic being created answers LEADER_NOT_AVAILABLE for a moment.
+            await asyncio.sleep(self._retry_backoff_ms / 1000.0)
+
+    async def describe_cluster(self) -> ClusterDescription:
+        md = await self._refresh([])
+        brokers = sorted(md.brokers.values(), key=lambda b: b.node_id)
+        return ClusterDescription(brokers, md.controller_id)
+
+    async def _refresh(self, topics: list[str] | None) -> ClusterMetadata:
+        if topics is None:
+            return await self._cluster.refresh_metadata(all_topics=True)
+        return await self._cluster.refresh_metadata(topics)
+
+    async def close(self) -> None:
+        await self._cluster.close()

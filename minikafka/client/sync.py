@@ -1,0 +1,249 @@
+"""Blocking wrappers for scripts: each object runs its async client on a private event loop
+in a background thread, so it works from plain code and from inside another event loop's
+callbacks alike (but not from its own loop's thread, which would deadlock: that is refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from minikafka.client.accumulator import RecordMetadata
+from minikafka.client.admin import Admin, ClusterDescription, NewTopic, TopicDescription
+from minikafka.client.cluster import DEFAULT_BOOTSTRAP
+from minikafka.client.consumer import Consumer, ConsumerRecord
+from minikafka.client.errors import IllegalStateError
+from minikafka.client.producer import BytesLike, Producer
+from minikafka.common import TopicPartition
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+        self._stopped = False
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        if self._stopped:
+            coro.close()
+            raise IllegalStateError("the client is closed")
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a sync client cannot be called from its own event loop thread")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """Run a plain function on the loop thread (the async clients are not thread-safe)."""
+
+        async def wrapper() -> T:
+            return fn()
+
+        return self.run(wrapper())
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+class _SyncBase:
+    _runner: _LoopThread
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SyncProducer(_SyncBase):
+    """`Producer` for blocking code: `send` returns a concurrent.futures.Future."""
+
+    def __init__(self, bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP, **config: Any):
+        self._runner = _LoopThread("minikafka-sync-producer")
+
+        async def create() -> Producer:
+            return Producer(bootstrap_servers, **config)
+
+        try:
+            self._producer = self._runner.run(create())
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def send(
+        self,
+        topic: str,
+        value: BytesLike | None = None,
+        key: BytesLike | None = None,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, BytesLike]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> concurrent.futures.Future[RecordMetadata]:
+        out: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
+
+        def copy(fut: asyncio.Future[RecordMetadata]) -> None:
+            if fut.cancelled():
+                out.cancel()
+            elif (error := fut.exception()) is not None:
+                out.set_exception(error)
+            else:
+                out.set_result(fut.result())
+
+        async def send() -> None:
+            fut = await self._producer.send(topic, value, key, partition, headers, timestamp_ms)
+            fut.add_done_callback(copy)
+
+        self._runner.run(send())
+        return out
+
+    def send_and_wait(
+        self,
+        topic: str,
+        value: BytesLike | None = None,
+        key: BytesLike | None = None,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, BytesLike]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> RecordMetadata:
+        return self.send(topic, value, key, partition, headers, timestamp_ms).result()
+
+    def partitions_for(self, topic: str) -> list[int]:
+        return self._runner.run(self._producer.partitions_for(topic))
+
+    def flush(self) -> None:
+        self._runner.run(self._producer.flush())
+
+    def close(self, timeout_ms: float | None = None) -> None:
+        try:
+            self._runner.run(self._producer.close(timeout_ms))
+        except IllegalStateError:
+            pass  # already closed
+        finally:
+            self._runner.stop()
+
+
+class SyncConsumer(_SyncBase):
+    def __init__(self, bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP, **config: Any):
+        self._runner = _LoopThread("minikafka-sync-consumer")
+
+        async def create() -> Consumer:
+            return Consumer(bootstrap_servers, **config)
+
+        try:
+            self._consumer = self._runner.run(create())
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        tps = list(partitions)
+        self._runner.call(lambda: self._consumer.assign(tps))
+
+    def assign_topic(self, topic: str, timeout_ms: float | None = None) -> list[TopicPartition]:
+        return self._runner.run(self._consumer.assign_topic(topic, timeout_ms))
+
+    def partitions_for(self, topic: str, timeout_ms: float | None = None) -> list[int]:
+        return self._runner.run(self._consumer.partitions_for(topic, timeout_ms))
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._runner.call(self._consumer.assignment)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._runner.call(lambda: self._consumer.seek(tp, offset))
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        self._runner.call(lambda: self._consumer.seek_to_beginning(*partitions))
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        self._runner.call(lambda: self._consumer.seek_to_end(*partitions))
+
+    def position(self, tp: TopicPartition, timeout_ms: float | None = None) -> int:
+        return self._runner.run(self._consumer.position(tp, timeout_ms))
+
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return self._runner.call(lambda: self._consumer.highwater(tp))
+
+    def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        return self._runner.run(self._consumer.beginning_offsets(list(partitions), timeout_ms))
+
+    def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        return self._runner.run(self._consumer.end_offsets(list(partitions), timeout_ms))
+
+    def poll(self, timeout_ms: float) -> list[ConsumerRecord]:
+        return self._runner.run(self._consumer.poll(timeout_ms))
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._consumer.close())
+        except IllegalStateError:
+            pass
+        finally:
+            self._runner.stop()
+
+
+class SyncAdmin(_SyncBase):
+    def __init__(self, bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP, **config: Any):
+        self._runner = _LoopThread("minikafka-sync-admin")
+
+        async def create() -> Admin:
+            return Admin(bootstrap_servers, **config)
+
+        try:
+            self._admin = self._runner.run(create())
+        except BaseException:
+            self._runner.stop()
+            raise
+
+    def create_topics(
+        self,
+        new_topics: Sequence[NewTopic],
+        timeout_ms: int | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        self._runner.run(
+            self._admin.create_topics(new_topics, timeout_ms, validate_only=validate_only)
+        )
+
+    def delete_topics(self, names: Sequence[str], timeout_ms: int | None = None) -> None:
+        self._runner.run(self._admin.delete_topics(names, timeout_ms))
+
+    def list_topics(self) -> list[str]:
+        return self._runner.run(self._admin.list_topics())
+
+    def describe_topics(self, names: Sequence[str] | None = None) -> list[TopicDescription]:
+        return self._runner.run(self._admin.describe_topics(names))
+
+    def describe_cluster(self) -> ClusterDescription:
+        return self._runner.run(self._admin.describe_cluster())
+
+    def close(self) -> None:
+        try:
+            self._runner.run(self._admin.close())
+        except IllegalStateError:
+            pass
+        finally:
+            self._runner.stop()

@@ -1,0 +1,825 @@
+"""`LocalCluster`: a real ZooKeeper and N broker processes on loopback, in one data dir.
+
+Layout of the data dir:
+
+    cluster.json                 state: ports, pids, config overrides (see `_save_state`)
+    zookeeper/                   LocalZooKeeper's config, data and log
+    broker-<id>/server.properties
+    broker-<id>/logs/            the broker's log.dirs
+    broker-<id>/broker.log       the broker process's stdout and stderr
+
+Everything another process needs (`minikafka cluster status`/`down`/`kill`, a later `up`)
+is in `cluster.json`, so a `LocalCluster` built on an existing data dir picks up the ports,
+pids and overrides saved there. Pids read from the file are only trusted (and signalled)
+when `/proc/<pid>/cmdline` still names this broker's config file, so a recycled pid is
+never hit. Each broker runs in its own session: a Ctrl-C in the terminal reaches only us,
+and a signal we send reaches only that broker.
+
+All waiting polls a condition against a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
+from minikafka.zk.server import (
+    DEFAULT_INSTALL_DIR,
+    LocalZooKeeper,
+    ZooKeeperNotInstalledError,
+    pick_free_port,
+)
+
+log = logging.getLogger(__name__)
+
+STATE_FILE = "cluster.json"
+STATE_VERSION = 1
+DEFAULT_BROKERS = 3
+DEFAULT_HOST = "127.0.0.1"
+POLL_INTERVAL_S = 0.05
+
+# The cluster sets these per broker; an override would make cluster.json (ports, dirs) lie.
+MANAGED_KEYS = frozenset({"broker.id", "listeners", "log.dirs", "log.dir", "zookeeper.connect"})
+
+INSTALL_HINT = "apt-get install -y zookeeper"
+
+
+class ClusterError(RuntimeError):
+    """A cluster operation failed; the message says why (with log tails where useful)."""
+
+
+class BrokerStartError(ClusterError):
+    """A broker exited or did not register in time; the message has the tail of its log."""
+
+
+def default_broker_command() -> list[str]:
+    """The broker's command line without `--config`: the same Python that runs us."""
+    return [sys.executable, "-m", "minikafka", "broker"]
+
+
+def parse_overrides(items: Iterable[str]) -> tuple[dict[str, str], dict[int, dict[str, str]]]:
+    """`key=value` (every broker) and `ID:key=value` (broker ID only) -> (all, per broker).
+
+    Raises ValueError for malformed items and for keys the cluster manages itself.
+    """
+    common: dict[str, str] = {}
+    per_broker: dict[int, dict[str, str]] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"expected key=value or ID:key=value, got {item!r}")
+        target, colon, name = key.partition(":")
+        if colon:
+            # Java property names never contain ':', so a prefix can only be a broker id.
+            if not target.strip().isdigit():
+                raise ValueError(f"expected ID:key=value with a numeric broker id, got {item!r}")
+            per_broker.setdefault(int(target), {})[name.strip()] = value.strip()
+        else:
+            common[key.strip()] = value.strip()
+    check_overrides(common)
+    for overrides in per_broker.values():
+        check_overrides(overrides)
+    return common, per_broker
+
+
+def check_overrides(overrides: Mapping[str, str]) -> None:
+    managed = sorted(MANAGED_KEYS.intersection(overrides))
+    if managed:
+        raise ValueError(
+            f"{', '.join(managed)} cannot be overridden: the cluster sets them per broker"
+        )
+
+
+def _port_accepts(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def _port_bindable(host: str, port: int) -> bool:
+    # SO_REUSEADDR as asyncio's servers set it: a TIME_WAIT left by our previous broker on
+    # this port must not count as "in use", only a listener does.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def _proc_state(pid: int) -> str | None:
+    """The state letter in /proc/<pid>/stat (R, S, T, Z, ...), None if there is no such pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name is in parentheses and may itself contain spaces and parentheses.
+    fields = stat.rpartition(")")[2].split()
+    return fields[0] if fields else None
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+    except FileNotFoundError:
+        return f"(no {path})"
+    return f"--- last lines of {path} ---\n" + "\n".join(text)
+
+
+@dataclass
+class _Broker:
+    id: int
+    port: int
+    pid: int | None = None  # the last pid we started or read from cluster.json
+    proc: subprocess.Popen[bytes] | None = None  # set when the process is our child
+
+
+class LocalCluster:
+    """ZooKeeper plus `brokers` broker processes (ids 1..n) under `data_dir`.
+
+    On a data dir that already holds a `cluster.json`, the saved ports, overrides and broker
+    command are kept; `brokers=None` means the saved broker count (else 3), and `overrides`
+    given here are applied over the saved ones. `base_port=0` / `zookeeper_port=0` pick free
+    ports on the first start; brokers otherwise listen on base_port, base_port+1, ...
+    `broker_overrides` maps a broker id to properties for that broker only.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        brokers: int | None = None,
+        *,
+        base_port: int = 0,
+        zookeeper_port: int = 0,
+        overrides: Mapping[str, str] | None = None,
+        broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
+        host: str = DEFAULT_HOST,
+        zookeeper_fsync: bool = True,
+        zookeeper_install_dir: str | os.PathLike[str] = DEFAULT_INSTALL_DIR,
+        broker_command: Sequence[str] | None = None,
+    ) -> None:
+        # Resolved: the config paths we match against /proc/<pid>/cmdline must be the same
+        # whichever (relative, symlinked) spelling of the data dir a later command uses.
+        self.data_dir = Path(data_dir).resolve()
+        saved = self._load_state()
+        self.host: str = saved.get("host", host)
+        self.base_port = base_port
+        self.overrides: dict[str, str] = dict(saved.get("overrides", {}))
+        self.overrides.update(overrides or {})
+        self.broker_overrides: dict[int, dict[str, str]] = {
+            int(k): dict(v) for k, v in saved.get("broker_overrides", {}).items()
+        }
+        for bid, props in (broker_overrides or {}).items():
+            self.broker_overrides.setdefault(bid, {}).update(props)
+        check_overrides(self.overrides)
+        for props in self.broker_overrides.values():
+            check_overrides(props)
+        self.broker_command: list[str] = list(
+            broker_command or saved.get("broker_command") or default_broker_command()
+        )
+        saved_brokers = {int(b["id"]): b for b in saved.get("brokers", [])}
+        count = brokers if brokers is not None else (len(saved_brokers) or DEFAULT_BROKERS)
+        if count < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self._brokers: dict[int, _Broker] = {}
+        for bid in range(1, count + 1):
+            b = saved_brokers.get(bid, {})
+            self._brokers[bid] = _Broker(bid, int(b.get("port", 0)), b.get("pid"))
+        saved_zk_port = int(saved.get("zookeeper", {}).get("port", 0))
+        self.zookeeper = LocalZooKeeper(
+            self.data_dir / "zookeeper",
+            port=saved_zk_port or zookeeper_port,
+            host=self.host,
+            fsync=zookeeper_fsync,
+            install_dir=zookeeper_install_dir,
+        )
+        self._zk: ZkClient | None = None
+
+    # --- paths and simple properties ---------------------------------------------------
+
+    @property
+    def state_path(self) -> Path:
+        return self.data_dir / STATE_FILE
+
+    def broker_dir(self, broker_id: int) -> Path:
+        return self.data_dir / f"broker-{broker_id}"
+
+    def config_path(self, broker_id: int) -> Path:
+        return self.broker_dir(broker_id) / "server.properties"
+
+    def log_dir(self, broker_id: int) -> Path:
+        return self.broker_dir(broker_id) / "logs"
+
+    def broker_log_path(self, broker_id: int) -> Path:
+        return self.broker_dir(broker_id) / "broker.log"
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(self._brokers)
+
+    @property
+    def broker_ports(self) -> dict[int, int]:
+        """Port of each broker (0 for one that has never been started with a picked port)."""
+        return {bid: b.port for bid, b in sorted(self._brokers.items())}
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.broker_ports.values())
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.zookeeper.connect_string
+
+    def broker_properties(self, broker_id: int) -> dict[str, str]:
+        """What `server.properties` of this broker says: ours, then the overrides."""
+        b = self._broker(broker_id)
+        props = {
+            "broker.id": str(broker_id),
+            "listeners": f"PLAINTEXT://{self.host}:{b.port}",
+            "log.dirs": str(self.log_dir(broker_id)),
+            "zookeeper.connect": self.zookeeper.connect_string,
+        }
+        props.update(self.overrides)
+        props.update(self.broker_overrides.get(broker_id, {}))
+        return props
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start ZooKeeper, then every broker; return once all are registered and a
+        controller is elected. On failure everything started is stopped again."""
+        deadline = time.monotonic() + timeout
+        self.check_installed()
+        running = self._saved_running()
+        if running:
+            raise ClusterError(
+                f"the cluster in {self.data_dir} is already running ({', '.join(running)}); "
+                "`minikafka cluster status` shows it, `minikafka cluster down` stops it"
+            )
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._save_state()  # from here on, `cluster down` finds whatever we start
+            self.zookeeper.start(timeout=max(1.0, deadline - time.monotonic()))
+            # After ZooKeeper, so that a port it picked is not also given to a broker.
+            self._assign_ports()
+            self._save_state()
+            zk = self.zk_client()
+            zk.ensure_persistent_paths()
+            # Registrations and a /controller left by a crashed run survive in ZooKeeper's
+            # data until their sessions expire: only newer ones count as this start's.
+            before = {bid: info.epoch for bid, info in zk.get_all_brokers().items()}
+            epoch = zk.get_controller_epoch()
+            for bid in self.broker_ids:
+                self._spawn(self._brokers[bid])
+            self._save_state()
+            self.wait_for_registered(self.broker_ids, self._left(deadline), newer_than=before)
+            self.wait_for_controller(self._left(deadline), min_epoch=(epoch[0] if epoch else 0) + 1)
+        except BaseException:
+            # Includes KeyboardInterrupt: a Ctrl-C during `cluster up` leaves nothing behind.
+            with contextlib.suppress(Exception):
+                self.stop(timeout=10.0)
+            raise
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """SIGTERM every broker (the controller last, so the others' controlled shutdowns
+        go to a live controller and no election runs), SIGKILL any still running after
+        `timeout` seconds, then stop ZooKeeper."""
+        alive = [b for b in self._brokers.values() if self._live_pid(b) is not None]
+        controller = self._current_controller() if alive else None
+        first = [b for b in alive if b.id != controller]
+        last = [b for b in alive if b.id == controller]
+        for group in (first, last):
+            self._terminate_all(group, timeout)
+        self.close_zk_client()
+        self.zookeeper.stop()
+        self._save_state()
+
+    def kill_all(self) -> None:
+        """SIGKILL every broker and ZooKeeper (when a clean stop is not wanted or hangs)."""
+        for b in self._brokers.values():
+            pid = self._live_pid(b)
+            if pid is not None:
+                _signal(pid, signal.SIGKILL)
+                self._wait_exit(b, pid, 10.0)
+        self.close_zk_client()
+        self.zookeeper.kill()
+        self._save_state()
+
+    def __enter__(self) -> LocalCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def check_installed(self) -> None:
+        """Raise ZooKeeperNotInstalledError, with the install command, if Debian's
+        ZooKeeper is missing."""
+        script = self.zookeeper.install_dir / "bin" / "zkServer.sh"
+        if not script.is_file():
+            raise ZooKeeperNotInstalledError(
+                f"ZooKeeper is not installed ({script} not found). minikafka runs Debian's "
+                f"ZooKeeper; install it with `{INSTALL_HINT}` (as root)."
+            )
+
+    # --- single brokers ----------------------------------------------------------------
+
+    def start_broker(
+        self, broker_id: int, *, wait: bool = True, timeout: float = 60.0
+    ) -> BrokerInfo | None:
+        """Start a stopped broker (an id beyond the current ones adds a broker) with its
+        saved port and config; with `wait`, return its registration once it is ready."""
+        if broker_id not in self._brokers:
+            if broker_id < 1:
+                raise ValueError(f"broker ids start at 1, got {broker_id}")
+            self._brokers[broker_id] = _Broker(broker_id, 0)
+            self._assign_ports()
+        b = self._brokers[broker_id]
+        pid = self._live_pid(b)
+        if pid is not None:
+            raise ClusterError(f"broker {broker_id} is already running (pid {pid})")
+        if not self.zookeeper.is_running():
+            raise ClusterError(f"ZooKeeper of {self.data_dir} is not running")
+        # A registration left by a killed process stays until its session expires; the new
+        # one has a larger czxid (the broker epoch).
+        old = self._registration(broker_id)
+        self._spawn(b)
+        self._save_state()
+        if not wait:
+            return None
+        newer = {broker_id: old.epoch} if old is not None else None
+        return self.wait_for_registered([broker_id], timeout, newer_than=newer)[broker_id]
+
+    def restart(self, broker_id: int, timeout: float = 60.0) -> BrokerInfo:
+        """Stop the broker if it runs (SIGTERM), start it again with the same config and
+        port, and return its new registration (with a larger broker epoch)."""
+        deadline = time.monotonic() + timeout
+        if self.is_alive(broker_id):
+            self.terminate(broker_id, timeout=timeout)
+        info = self.start_broker(broker_id, timeout=self._left(deadline))
+        assert info is not None
+        return info
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL, as a crash would; returns once the process is gone."""
+        b, pid = self._running(broker_id)
+        _signal(pid, signal.SIGKILL)
+        if not self._wait_exit(b, pid, 10.0):
+            raise ClusterError(f"broker {broker_id} (pid {pid}) survived SIGKILL for 10s")
+        self._save_state()
+
+    def terminate(self, broker_id: int, timeout: float = 30.0) -> int | None:
+        """SIGTERM (controlled shutdown) and wait for the exit; returns the exit code (None
+        if the process is not our child). After `timeout` it is killed and ClusterError
+        raised: a broker that cannot shut down is a bug worth seeing."""
+        b, pid = self._running(broker_id)
+        _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)  # a paused broker would never see the SIGTERM
+        if not self._wait_exit(b, pid, timeout):
+            _signal(pid, signal.SIGKILL)
+            self._wait_exit(b, pid, 10.0)
+            self._save_state()
+            raise ClusterError(
+                f"broker {broker_id} (pid {pid}) did not exit within {timeout}s of SIGTERM; "
+                f"killed it.\n{self.log_tail(broker_id)}"
+            )
+        self._save_state()
+        return self.returncode(broker_id)
+
+    def pause(self, broker_id: int) -> None:
+        """SIGSTOP: the process freezes (its ZooKeeper session expires after the timeout)."""
+        _, pid = self._running(broker_id)
+        _signal(pid, signal.SIGSTOP)
+        self._await(lambda: self.is_paused(broker_id), 5.0, f"broker {broker_id} to stop")
+
+    def resume(self, broker_id: int) -> None:
+        """SIGCONT after `pause`."""
+        _, pid = self._running(broker_id)
+        _signal(pid, signal.SIGCONT)
+        self._await(lambda: not self.is_paused(broker_id), 5.0, f"broker {broker_id} to resume")
+
+    def pid(self, broker_id: int) -> int | None:
+        """Pid of the running broker process, None if it is not running."""
+        return self._live_pid(self._broker(broker_id))
+
+    def is_alive(self, broker_id: int) -> bool:
+        """The process exists (it may be paused)."""
+        return self.pid(broker_id) is not None
+
+    def is_paused(self, broker_id: int) -> bool:
+        pid = self.pid(broker_id)
+        return pid is not None and _proc_state(pid) in ("T", "t")
+
+    def returncode(self, broker_id: int) -> int | None:
+        """Exit code of the last process we started for this broker (negative: killed by
+        that signal); None while it runs or if it was started by another process."""
+        proc = self._broker(broker_id).proc
+        return None if proc is None else proc.poll()
+
+    def log_tail(self, broker_id: int, lines: int = 40) -> str:
+        return _tail(self.broker_log_path(broker_id), lines)
+
+    def log_tails(self, lines: int = 40) -> str:
+        """Tails of every broker's log and of ZooKeeper's, for failure reports."""
+        parts = [self.log_tail(bid, lines) for bid in self.broker_ids]
+        parts.append(_tail(self.zookeeper.log_path, lines))
+        return "\n".join(parts)
+
+    # --- ZooKeeper view ----------------------------------------------------------------
+
+    def zk_client(self) -> ZkClient:
+        """A started client on this cluster's ZooKeeper (closed by `stop`)."""
+        if self._zk is None:
+            if not self.zookeeper.is_running():
+                raise ClusterError(f"ZooKeeper of {self.data_dir} is not running")
+            client = ZkClient(
+                self.zookeeper.connect_string,
+                session_timeout_ms=10000,
+                connection_timeout_ms=5000,
+                request_timeout_ms=5000,
+            )
+            client.start()
+            self._zk = client
+        return self._zk
+
+    def close_zk_client(self) -> None:
+        if self._zk is not None:
+            self._zk.close()
+            self._zk = None
+
+    def wait_for_registered(
+        self,
+        broker_ids: Iterable[int],
+        timeout: float = 60.0,
+        *,
+        newer_than: Mapping[int, int] | None = None,
+    ) -> dict[int, BrokerInfo]:
+        """Wait until each broker is registered in ZooKeeper with its port (and an epoch
+        above `newer_than[id]`, if given) and its port accepts connections. Raises
+        BrokerStartError, with the log tail, if one exits or the deadline passes."""
+        ids = sorted(set(broker_ids))
+        newer = dict(newer_than or {})
+        deadline = time.monotonic() + timeout
+        while True:
+            for bid in ids:
+                b = self._broker(bid)
+                if b.proc is not None and self._live_pid(b) is None:
+                    raise BrokerStartError(
+                        f"broker {bid} (pid {b.proc.pid}) exited with code "
+                        f"{b.proc.returncode} before it was ready.\n{self.log_tail(bid)}"
+                    )
+            regs = self._registrations()
+            ready = {
+                bid: regs[bid]
+                for bid in ids
+                if bid in regs
+                and regs[bid].port == self._brokers[bid].port
+                and regs[bid].epoch > newer.get(bid, -1)
+                and _port_accepts(self.host, self._brokers[bid].port)
+            }
+            if len(ready) == len(ids):
+                return ready
+            if time.monotonic() >= deadline:
+                missing = [bid for bid in ids if bid not in ready]
+                tails = "\n".join(self.log_tail(bid) for bid in missing)
+                raise BrokerStartError(
+                    f"broker(s) {missing} not registered in ZooKeeper and listening after "
+                    f"{timeout:.1f}s.\n{tails}"
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+    def wait_for_unregistered(self, broker_ids: Iterable[int], timeout: float = 60.0) -> None:
+        """Wait until none of these brokers is registered (e.g. a killed broker's session
+        has expired)."""
+        ids = set(broker_ids)
+
+        def gone() -> bool:
+            regs = self._read_registrations()
+            return regs is not None and not ids.intersection(regs)
+
+        self._await(
+            gone,
+            timeout,
+            f"broker(s) {sorted(ids)} to leave /brokers/ids",
+        )
+
+    def wait_for_controller(
+        self, timeout: float = 60.0, exclude: Collection[int] = (), min_epoch: int = 0
+    ) -> tuple[int, int]:
+        """Wait for a controller that is a registered broker, not in `exclude`, with a
+        controller epoch >= `min_epoch`; returns (controller id, controller epoch)."""
+        found: list[tuple[int, int]] = []
+
+        def elected() -> bool:
+            got = self.controller()
+            if got is None or got[0] in exclude or got[1] < min_epoch:
+                return False
+            if got[0] not in self._registrations():
+                return False
+            found.append(got)
+            return True
+
+        what = "a controller" + (f" other than {sorted(exclude)}" if exclude else "")
+        self._await(elected, timeout, what)
+        return found[-1]
+
+    def controller(self) -> tuple[int, int] | None:
+        """(controller id, controller epoch) as ZooKeeper has them now, or None."""
+        try:
+            zk = self.zk_client()
+            cid = zk.get_controller_id()
+            epoch = zk.get_controller_epoch()
+            # Two reads: make sure /controller did not change between them.
+            if cid is None or epoch is None or zk.get_controller_id() != cid:
+                return None
+        except (ZkError, ValueError):
+            return None
+        return cid, epoch[0]
+
+    def registrations(self) -> dict[int, BrokerInfo]:
+        """Live registrations in `/brokers/ids` (any id), empty if ZooKeeper is down."""
+        return self._registrations()
+
+    # --- status ------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """ZooKeeper and every broker: id, port, pid, alive, paused, registered, broker
+        epoch, controller; plus the controller and its epoch. JSON-serialisable."""
+        zk_alive = self.zookeeper.is_running()
+        regs: dict[int, BrokerInfo] = {}
+        ctrl: tuple[int, int] | None = None
+        if zk_alive:
+            regs = self.registrations()
+            ctrl = self.controller()
+        brokers = []
+        for bid in self.broker_ids:
+            pid = self.pid(bid)
+            reg = regs.get(bid)
+            brokers.append(
+                {
+                    "id": bid,
+                    "host": self.host,
+                    "port": self._brokers[bid].port,
+                    "pid": pid,
+                    "alive": pid is not None,
+                    "paused": self.is_paused(bid),
+                    "registered": reg is not None,
+                    "epoch": None if reg is None else reg.epoch,
+                    "controller": ctrl is not None and ctrl[0] == bid,
+                    "log": str(self.broker_log_path(bid)),
+                }
+            )
+        return {
+            "data_dir": str(self.data_dir),
+            "bootstrap_servers": self.bootstrap_servers,
+            "zookeeper": {
+                "connect": self.zookeeper.connect_string,
+                "port": self.zookeeper.port,
+                "pid": self.zookeeper.pid if zk_alive else None,
+                "alive": zk_alive,
+            },
+            "controller": None if ctrl is None else {"id": ctrl[0], "epoch": ctrl[1]},
+            "brokers": brokers,
+        }
+
+    # --- internals: processes ----------------------------------------------------------
+
+    def _broker(self, broker_id: int) -> _Broker:
+        try:
+            return self._brokers[broker_id]
+        except KeyError:
+            raise ClusterError(
+                f"no broker {broker_id} in this cluster (brokers: {self.broker_ids})"
+            ) from None
+
+    def _running(self, broker_id: int) -> tuple[_Broker, int]:
+        b = self._broker(broker_id)
+        pid = self._live_pid(b)
+        if pid is None:
+            raise ClusterError(f"broker {broker_id} is not running")
+        return b, pid
+
+    def _is_our_broker(self, b: _Broker, pid: int) -> bool:
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False  # gone; a zombie has an empty cmdline and fails below too
+        return str(self.config_path(b.id)).encode() in args
+
+    def _live_pid(self, b: _Broker) -> int | None:
+        if b.proc is not None and b.proc.poll() is None:
+            return b.proc.pid
+        # Not (or no longer) our child: another `minikafka cluster` command may have
+        # started it, and cluster.json then has its pid.
+        for pid in (b.pid, self._saved_pid(b.id)):
+            ours_dead = b.proc is not None and pid == b.proc.pid
+            if pid is not None and not ours_dead and self._is_our_broker(b, pid):
+                return pid
+        return None
+
+    def _spawn(self, b: _Broker) -> None:
+        self.log_dir(b.id).mkdir(parents=True, exist_ok=True)
+        if not _port_bindable(self.host, b.port):
+            raise BrokerStartError(
+                f"port {b.port} of broker {b.id} is in use by another process "
+                f"(another Kafka or minikafka?); see `ss -ltnp 'sport = :{b.port}'`"
+            )
+        props = self.broker_properties(b.id)
+        self.config_path(b.id).write_text(
+            "# Written by `minikafka cluster` at every start; edit the cluster's overrides "
+            "instead.\n" + "".join(f"{k}={v}\n" for k, v in props.items())
+        )
+        cmd = [*self.broker_command, "--config", str(self.config_path(b.id))]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")  # broker.log must be current on a crash
+        with open(self.broker_log_path(b.id), "ab") as out:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+            out.write(f"\n=== {stamp} minikafka cluster: {' '.join(cmd)}\n".encode())
+            out.flush()
+            try:
+                b.proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=os.getcwd(),
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as e:
+                raise BrokerStartError(f"cannot run broker {b.id} ({' '.join(cmd)}): {e}") from e
+        b.pid = b.proc.pid
+        log.info("started broker %d pid %d on %s:%d", b.id, b.pid, self.host, b.port)
+
+    def _wait_exit(self, b: _Broker, pid: int, timeout: float) -> bool:
+        """Wait for this pid (not for the broker: another command may start it again)."""
+        if b.proc is not None and b.proc.pid == pid:
+            try:
+                b.proc.wait(timeout=timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+        # Not our child: gone, or a zombie its parent has not reaped yet (empty cmdline).
+        return self._poll(lambda: not self._is_our_broker(b, pid), timeout)
+
+    def _terminate_all(self, group: list[_Broker], timeout: float) -> None:
+        pids = [(b, pid) for b in group if (pid := self._live_pid(b)) is not None]
+        for _, pid in pids:
+            _signal(pid, signal.SIGTERM)
+            _signal(pid, signal.SIGCONT)  # a paused broker would never see the SIGTERM
+        deadline = time.monotonic() + timeout
+        for b, pid in pids:
+            if not self._wait_exit(b, pid, self._left(deadline)):
+                log.warning(
+                    "broker %d (pid %d) ignored SIGTERM for %.0fs; killing it", b.id, pid, timeout
+                )
+                _signal(pid, signal.SIGKILL)
+                self._wait_exit(b, pid, 10.0)
+
+    def _assign_ports(self) -> None:
+        taken = {b.port for b in self._brokers.values() if b.port}
+        taken.add(self.zookeeper.port)
+        for bid in self.broker_ids:
+            b = self._brokers[bid]
+            if b.port:
+                continue
+            if self.base_port:
+                b.port = self.base_port + bid - 1
+            else:
+                # Kernel-chosen ports are handed out in turn, so repeats are rare; skip them.
+                port = pick_free_port(self.host)
+                while port in taken:
+                    port = pick_free_port(self.host)
+                b.port = port
+            taken.add(b.port)
+
+    def _saved_running(self) -> list[str]:
+        """What the saved state says runs and still does (ZooKeeper, broker ids)."""
+        running = [f"ZooKeeper pid {self.zookeeper.pid}"] if self.zookeeper.is_running() else []
+        state = self._load_state()
+        for entry in state.get("brokers", []):
+            b = _Broker(int(entry["id"]), int(entry.get("port", 0)), entry.get("pid"))
+            if b.pid is not None and self._is_our_broker(b, b.pid):
+                running.append(f"broker {b.id} pid {b.pid}")
+        return running
+
+    # --- internals: ZooKeeper ----------------------------------------------------------
+
+    def _read_registrations(self) -> dict[int, BrokerInfo] | None:
+        """None when ZooKeeper cannot be read (down, or not answering right now)."""
+        try:
+            return self.zk_client().get_all_brokers()
+        except (ZkError, ClusterError, ValueError):
+            return None
+
+    def _registrations(self) -> dict[int, BrokerInfo]:
+        return self._read_registrations() or {}
+
+    def _registration(self, broker_id: int) -> BrokerInfo | None:
+        return self._registrations().get(broker_id)
+
+    def _current_controller(self) -> int | None:
+        if not self.zookeeper.is_running():
+            return None
+        got = self.controller()
+        return None if got is None else got[0]
+
+    # --- internals: state file ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        # Several `minikafka cluster` commands may update cluster.json at once (a fault
+        # command while `up` runs in the foreground).
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.data_dir / ".cluster.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _load_state(self) -> dict[str, Any]:
+        try:
+            state: dict[str, Any] = json.loads(self.state_path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            raise ClusterError(f"cannot read {self.state_path}: {e}") from e
+        if state.get("version") != STATE_VERSION:
+            raise ClusterError(
+                f"{self.state_path} has version {state.get('version')!r}, expected {STATE_VERSION}"
+            )
+        return state
+
+    def _saved_pid(self, broker_id: int) -> int | None:
+        with contextlib.suppress(ClusterError):
+            for entry in self._load_state().get("brokers", []):
+                if int(entry["id"]) == broker_id:
+                    pid = entry.get("pid")
+                    return None if pid is None else int(pid)
+        return None
+
+    def _save_state(self) -> None:
+        """Write cluster.json atomically. Pids are the live ones, so a broker another
+        command restarted (and saved) is not forgotten by our stale view."""
+        with self._locked():
+            brokers = []
+            for bid in self.broker_ids:
+                b = self._brokers[bid]
+                pid = self._live_pid(b)
+                brokers.append({"id": bid, "port": b.port, "pid": pid})
+            state = {
+                "version": STATE_VERSION,
+                "host": self.host,
+                "zookeeper": {
+                    "port": self.zookeeper.port,
+                    "pid": self.zookeeper.pid if self.zookeeper.is_running() else None,
+                },
+                "brokers": brokers,
+                "overrides": self.overrides,
+                "broker_overrides": {str(k): v for k, v in sorted(self.broker_overrides.items())},
+                "broker_command": self.broker_command,
+            }
+            tmp = self.state_path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(state, indent=2) + "\n")
+            os.replace(tmp, self.state_path)
+
+    # --- internals: waiting ------------------------------------------------------------
+
+    @staticmethod
+    def _left(deadline: float) -> float:
+        return max(0.0, deadline - time.monotonic())
+
+    @staticmethod
+    def _poll(condition: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_INTERVAL_S)
+        return True
+
+    def _await(self, condition: Callable[[], bool], timeout: float, what: str) -> None:
+        if not self._poll(condition, timeout):
+            raise ClusterError(f"timed out after {timeout:.1f}s waiting for {what}")

@@ -1,0 +1,328 @@
+"""A broker process: wires storage, replication, the controller and the network together,
+and owns the lifecycle (startup order, ZooKeeper session loss, controlled shutdown).
+
+Startup, as Kafka's KafkaServer: recover logs, connect to ZooKeeper, start serving, then
+register `/brokers/ids/<id>` (its czxid is our broker epoch) and start the controller
+election. Shutdown reverses it after a controlled shutdown (§8.7) has moved leadership away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from minikafka.client.connection import BrokerConnection, NetworkError
+from minikafka.clock import SYSTEM_CLOCK, Clock
+from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.controller.controller import KafkaController
+from minikafka.controller.zk_store import KazooControllerZkStore
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from minikafka.replication.fetcher import ReplicaFetcherManager
+from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.server.config import BrokerConfig
+from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.network import SocketServer
+from minikafka.storage.log_config import LONG_MAX, LogConfig
+from minikafka.storage.log_manager import LogManager
+from minikafka.zk.bridge import LoopBridge
+from minikafka.zk.client import ZkClient, ZkError, ZkState
+from minikafka.zk.codecs import BrokerInfo
+
+log = logging.getLogger(__name__)
+
+# Kafka's log.flush.offset.checkpoint.interval.ms default.
+RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
+
+
+def parse_listener(listener: str) -> tuple[str, int]:
+    """`PLAINTEXT://host:port` → (host, port); the first listener is the one we serve."""
+    first = listener.split(",")[0].strip()
+    parts = urlsplit(first)
+    if parts.scheme.upper() != "PLAINTEXT" or parts.port is None:
+        raise ValueError(f"unsupported listener {first!r}: expected PLAINTEXT://host:port")
+    return parts.hostname or "", parts.port
+
+
+class KafkaServer:
+    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.config = config
+        self.clock = clock
+        self.broker_id = config.broker_id
+        self.log_manager = LogManager(
+            [Path(d) for d in config.log_dirs],
+            config.log_config(),
+            clock=clock,
+            config_for_topic=self._cached_topic_config,
+        )
+        self._topic_configs: dict[str, LogConfig] = {}
+        self.metadata_cache = MetadataCache(config.broker_id)
+        self.zk = ZkClient(
+            config.zookeeper_connect,
+            session_timeout_ms=config.zookeeper_session_timeout_ms,
+            connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+        )
+        self.replica_manager = ReplicaManager(
+            config,
+            self.log_manager,
+            clock,
+            self._load_topic_configs,
+            isr_writer=self._write_isr,
+            isr_change_notifier=self._notify_isr_changes,
+        )
+        self.fetcher_manager = ReplicaFetcherManager(self.replica_manager, config)
+        self.replica_manager.fetcher_manager = self.fetcher_manager
+        self.controller: KafkaController | None = None
+        self.apis: KafkaApis | None = None
+        self.socket_server: SocketServer | None = None
+        self.broker_epoch = -1
+        self.advertised: tuple[str, int] = ("", 0)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._session_lost = False
+        self._reregistering: asyncio.Task[None] | None = None
+        self._stopped = asyncio.Event()
+        self._shutting_down = False
+
+    # --- topic configs -------------------------------------------------------------------
+
+    def _cached_topic_config(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.config.log_config())
+
+    async def _load_topic_configs(self, topics: list[str]) -> dict[str, LogConfig]:
+        """Topic overrides from `/config/topics/<t>` over the broker's defaults."""
+
+        def read() -> dict[str, dict[str, str]]:
+            return {t: self.zk.get_topic_config(t) for t in topics}
+
+        overrides = await asyncio.to_thread(read)
+        base = self.config.log_config()
+        for t, o in overrides.items():
+            try:
+                self._topic_configs[t] = base.with_overrides(o)
+            except KafkaError as e:
+                log.error("topic %s has an invalid config %s (%s); using defaults", t, o, e)
+                self._topic_configs[t] = base
+        return {t: self._topic_configs[t] for t in topics}
+
+    async def _write_isr(self, tp: TopicPartition, new: LeaderAndIsr, expected: int) -> int | None:
+        return await asyncio.to_thread(self.zk.update_partition_state_as_leader, tp, new, expected)
+
+    async def _notify_isr_changes(self, tps: list[TopicPartition]) -> None:
+        await asyncio.to_thread(self.zk.create_isr_change_notification, tps)
+
+    # --- startup -------------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        log.info("broker %d starting", self.broker_id)
+        await asyncio.to_thread(self.log_manager.startup)
+        logs = self.log_manager.all_logs()
+        # Logs found on disk: configs for their topics come from ZooKeeper once connected.
+        await asyncio.to_thread(self.zk.start)
+        await asyncio.to_thread(self.zk.ensure_persistent_paths)
+        if logs:
+            await self._load_topic_configs(sorted({tp.topic for tp in logs}))
+            for tp, lg in logs.items():
+                lg.config = self._cached_topic_config(tp.topic)
+
+        bridge = LoopBridge(loop)
+        self.zk.add_connection_listener(bridge.wrap(self._on_zk_state))
+        self.controller = KafkaController(
+            self.config, KazooControllerZkStore(self.zk, loop), clock=self.clock
+        )
+        self.apis = KafkaApis(
+            self.config,
+            self.replica_manager,
+            self.metadata_cache,
+            self.zk,
+            self.controller,
+            self.clock.now_ms,
+        )
+        host, port = parse_listener(self.config.listeners)
+        self.socket_server = SocketServer(
+            self.apis.handle,
+            host or "0.0.0.0",
+            port,
+            max_frame_bytes=self.config.socket_request_max_bytes,
+        )
+        await self.socket_server.start()
+        self.advertised = self._advertised_endpoint(host, self.socket_server.port)
+        await self._register()
+        await self.controller.startup()
+        self._start_periodic_tasks()
+        log.info(
+            "broker %d started in %.2fs: serving %s:%d, broker epoch %d, %d logs",
+            self.broker_id,
+            time.monotonic() - started,
+            *self.advertised,
+            self.broker_epoch,
+            len(logs),
+        )
+
+    def _advertised_endpoint(self, bind_host: str, bound_port: int) -> tuple[str, int]:
+        if self.config.advertised_listeners:
+            host, port = parse_listener(self.config.advertised_listeners)
+        else:
+            host, port = bind_host, bound_port
+        # Port 0 means "any free port": advertise the one we got.
+        return (host or socket.getfqdn(), port or bound_port)
+
+    async def _register(self) -> None:
+        host, port = self.advertised
+        info = BrokerInfo(self.broker_id, host, port, self.config.broker_rack)
+        # A restart within the session timeout finds our old registration still there.
+        self.broker_epoch = await asyncio.to_thread(
+            self.zk.register_broker, info, self.config.zookeeper_session_timeout_ms + 5000
+        )
+        self.replica_manager.broker_epoch = self.broker_epoch
+        log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
+
+    def _on_zk_state(self, state: ZkState) -> None:
+        if state is ZkState.LOST:
+            log.warning("ZooKeeper session lost; will re-register when a new one is established")
+            self._session_lost = True
+            if self.controller is not None:
+                self.controller.on_zk_session_expired()
+        elif state is ZkState.CONNECTED and self._session_lost and not self._shutting_down:
+            self._session_lost = False
+            if self._reregistering is None or self._reregistering.done():
+                self._reregistering = asyncio.create_task(self._reregister())
+
+    async def _reregister(self) -> None:
+        while not self._shutting_down:
+            try:
+                await self._register()
+                if self.controller is not None:
+                    self.controller.on_zk_session_reestablished()
+                return
+            except (ZkError, KafkaError) as e:
+                log.warning("re-registration failed: %s; retrying", e)
+                await asyncio.sleep(1.0)  # backoff between attempts, not synchronisation
+
+    # --- periodic work -------------------------------------------------------------------
+
+    def _start_periodic_tasks(self) -> None:
+        cfg = self.config
+
+        def every(name: str, interval_ms: int, fn: Callable[[], object]) -> None:
+            if interval_ms <= 0 or interval_ms >= LONG_MAX:
+                return
+
+            async def run() -> None:
+                while True:
+                    await asyncio.sleep(interval_ms / 1000)
+                    try:
+                        result = fn()
+                        if isinstance(result, Awaitable):
+                            await result
+                    except Exception:
+                        log.exception("periodic task %s failed", name)
+
+            self._tasks.append(asyncio.create_task(run(), name=name))
+
+        every(
+            "highwatermark-checkpoint",
+            cfg.replica_high_watermark_checkpoint_interval_ms,
+            self.log_manager.checkpoint_high_watermarks,
+        )
+        every(
+            "recovery-point-checkpoint",
+            RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
+            self.log_manager.checkpoint_recovery_points_and_log_starts,
+        )
+        rm = self.replica_manager
+        every("isr-expiration", cfg.replica_lag_time_max_ms // 2, rm.shrink_isrs)
+        every(
+            "isr-change-propagation",
+            cfg.isr_change_propagation_check_interval_ms,
+            rm.propagate_isr_changes,
+        )
+        every("log-retention", cfg.log_retention_check_interval_ms, self.log_manager.cleanup_logs)
+        every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
+
+    # --- shutdown ------------------------------------------------------------------------
+
+    async def controlled_shutdown(self) -> bool:
+        """§8.7: ask the controller to move leadership off this broker. Returns success."""
+        cfg = self.config
+        for attempt in range(1, cfg.controlled_shutdown_max_retries + 1):
+            try:
+                remaining = await self._send_controlled_shutdown()
+                if not remaining:
+                    log.info("controlled shutdown succeeded (attempt %d)", attempt)
+                    return True
+                log.info(
+                    "controlled shutdown attempt %d: still leading %d partitions",
+                    attempt,
+                    len(remaining),
+                )
+            except (KafkaError, ZkError, OSError) as e:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt, e)
+            if attempt < cfg.controlled_shutdown_max_retries:
+                await asyncio.sleep(cfg.controlled_shutdown_retry_backoff_ms / 1000)
+        log.warning("controlled shutdown did not complete; shutting down anyway")
+        return False
+
+    async def _send_controlled_shutdown(self) -> list[object]:
+        controller_id = await asyncio.to_thread(self.zk.get_controller_id)
+        if controller_id is None:
+            raise NetworkError("no controller is elected")
+        info = await asyncio.to_thread(self.zk.get_broker, controller_id)
+        if info is None:
+            raise NetworkError(f"controller {controller_id} is not registered")
+        conn = BrokerConnection(info.host, info.port, client_id=f"broker-{self.broker_id}")
+        await conn.connect()
+        try:
+            resp: ControlledShutdownResponse = await conn.send(
+                ControlledShutdownRequest(self.broker_id, self.broker_epoch),
+                timeout_s=self.config.request_timeout_ms / 1000,
+            )
+        finally:
+            await conn.close()
+        if resp.error_code != ErrorCode.NONE:
+            raise KafkaError(f"controller answered {ErrorCode(resp.error_code).name}")
+        return list(resp.remaining_partitions)
+
+    async def _stop_socket_server(self) -> None:
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+
+    async def _stop_controller(self) -> None:
+        if self.controller is not None:
+            await self.controller.shutdown()
+
+    async def shutdown(self) -> None:
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        log.info("broker %d shutting down", self.broker_id)
+        if self.config.controlled_shutdown_enable and self.broker_epoch != -1:
+            await self.controlled_shutdown()
+        for t in self._tasks:
+            t.cancel()
+        if self._reregistering is not None:
+            self._reregistering.cancel()
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("replica manager", self.replica_manager.shutdown),
+            ("replica fetchers", self.fetcher_manager.shutdown),
+            ("socket server", self._stop_socket_server),
+            ("controller", self._stop_controller),
+            ("log manager", lambda: asyncio.to_thread(self.log_manager.shutdown)),
+            ("ZooKeeper client", lambda: asyncio.to_thread(self.zk.close)),
+        ]
+        for name, step in steps:
+            log.debug("shutting down the %s", name)
+            try:
+                await step()
+            except Exception:
+                # Keep going: the log manager's clean close matters most.
+                log.exception("shutting down the %s failed", name)
+        log.info("broker %d shut down cleanly", self.broker_id)
+        self._stopped.set()

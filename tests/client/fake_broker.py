@@ -1,0 +1,401 @@
+"""A tiny in-process cluster for client tests: real SocketServers (the broker's TCP front end)
+with a handler that keeps partitions in memory and answers like a broker would.
+
+Tests steer it directly: move a leader, stop a broker, or `inject` a canned answer (or an
+exception) for the next requests of some type to some broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.framing import RequestHeader
+from minikafka.server.network import NO_RESPONSE, SocketServer
+from minikafka.storage.record_batch import (
+    build_batch,
+    iter_batches,
+    stamp,
+)
+
+T = TypeVar("T")
+
+
+@dataclass
+class FakePartition:
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    batches: list[tuple[int, bytes]] = field(default_factory=list)  # (base offset, bytes)
+    log_end_offset: int = 0
+    log_start_offset: int = 0
+
+    def append(self, batch: bytes) -> int:
+        base = self.log_end_offset
+        buf = bytearray(batch)
+        count = 0
+        for pos, h in iter_batches(buf):
+            stamp(buf, pos, base + count, self.leader_epoch)
+            count += h.record_count
+        self.batches.append((base, bytes(buf)))
+        self.log_end_offset += count
+        return base
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding `offset`; at least one, then up to max_bytes."""
+        out = bytearray()
+        for base, data in self.batches:
+            last = base + _count(data) - 1
+            if last < offset:
+                continue
+            if out and len(out) + len(data) > max_bytes:
+                break
+            out += data
+        return bytes(out)
+
+
+def _count(data: bytes) -> int:
+    return sum(h.record_count for _, h in iter_batches(data))
+
+
+Injected = Callable[[int, Any], Any]
+
+
+class FakeCluster:
+    def __init__(self, num_brokers: int = 3) -> None:
+        self.broker_ids = list(range(1, num_brokers + 1))
+        self.servers: dict[int, SocketServer] = {}
+        self.ports: dict[int, int] = {}
+        self.alive: set[int] = set()
+        self.controller_id = 1
+        self.topics: dict[str, dict[int, FakePartition]] = {}
+        self.requests: list[tuple[int, Any]] = []  # (broker id, request), in arrival order
+        self._injections: list[tuple[type, int | None, Injected, list[int]]] = []
+        self._data = asyncio.Condition()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for b in self.broker_ids:
+            await self.start_broker(b)
+
+    async def start_broker(self, broker_id: int) -> None:
+        async def handler(header: RequestHeader, request: Any) -> Any:
+            return await self._handle(broker_id, request)
+
+        server = SocketServer(handler, "127.0.0.1", self.ports.get(broker_id, 0))
+        await server.start()
+        self.servers[broker_id] = server
+        self.ports[broker_id] = server.port
+        self.alive.add(broker_id)
+
+    async def stop_broker(self, broker_id: int) -> None:
+        """Kill a broker: its connections drop and metadata stops listing it."""
+        self.alive.discard(broker_id)
+        await self.servers.pop(broker_id).stop()
+
+    async def stop(self) -> None:
+        for b in list(self.servers):
+            await self.stop_broker(b)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{self.ports[b]}" for b in self.broker_ids)
+
+    # --- steering -------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int = 3, leader: int | None = None
+    ) -> None:
+        n = len(self.broker_ids)
+        parts = {}
+        for p in range(partitions):
+            replicas = [self.broker_ids[(p + j) % n] for j in range(replication_factor)]
+            lead = replicas[0] if leader is None else leader
+            parts[p] = FakePartition(lead, 0, replicas, list(replicas))
+        self.topics[name] = parts
+
+    def partition(self, topic: str, partition: int) -> FakePartition:
+        return self.topics[topic][partition]
+
+    def move_leader(self, topic: str, partition: int, new_leader: int) -> None:
+        p = self.topics[topic][partition]
+        p.leader = new_leader
+        p.leader_epoch += 1
+
+    async def append(
+        self, topic: str, partition: int, values: list[bytes], keys: list[bytes] | None = None
+    ) -> int:
+        base = self.topics[topic][partition].append(build_batch(values, keys=keys, timestamp=5))
+        async with self._data:
+            self._data.notify_all()
+        return base
+
+    def inject(
+        self, request_type: type, fn: Injected, *, broker: int | None = None, times: int = 1
+    ) -> None:
+        """The next `times` requests of `request_type` (to `broker`, or any) are answered by
+        `fn(broker_id, request)` instead: it returns a response, or raises."""
+        self._injections.append((request_type, broker, fn, [times]))
+
+    def requests_of(self, request_type: type) -> list[tuple[int, Any]]:
+        return [(b, r) for b, r in self.requests if isinstance(r, request_type)]
+
+    def values(self, topic: str, partition: int) -> list[bytes | None]:
+        from minikafka.storage.record_batch import decode_all
+
+        data = b"".join(d for _, d in self.topics[topic][partition].batches)
+        return [r.value for r in decode_all(data)]
+
+    # --- the handler ----------------------------------------------------------------------
+
+    async def _handle(self, broker_id: int, request: Any) -> Any:
+        self.requests.append((broker_id, request))
+        for i, (rtype, broker, fn, left) in enumerate(self._injections):
+            if isinstance(request, rtype) and broker in (None, broker_id):
+                left[0] -= 1
+                if left[0] <= 0:
+                    del self._injections[i]
+                result = fn(broker_id, request)
+                if asyncio.iscoroutine(result):
+                    result = await result
+                return result
+        handler = getattr(self, f"_on_{type(request).__name__}")
+        return await handler(broker_id, request)
+
+    async def _on_MetadataRequest(self, broker_id: int, r: m.MetadataRequest) -> Any:
+        brokers = [m.BrokerNode(b, "127.0.0.1", self.ports[b]) for b in sorted(self.alive)]
+        names = sorted(self.topics) if r.topics is None else r.topics
+        topics = []
+        for name in names:
+            parts = self.topics.get(name)
+            if parts is None:
+                topics.append(m.MetadataTopic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, []))
+                continue
+            topics.append(
+                m.MetadataTopic(
+                    0,
+                    name,
+                    [
+                        m.MetadataPartition(
+                            0 if p.leader in self.alive else ErrorCode.LEADER_NOT_AVAILABLE,
+                            i,
+                            p.leader if p.leader in self.alive else -1,
+                            p.leader_epoch,
+                            p.replicas,
+                            [b for b in p.isr if b in self.alive],
+                            [b for b in p.replicas if b not in self.alive],
+                        )
+                        for i, p in sorted(parts.items())
+                    ],
+                )
+            )
+        return m.MetadataResponse(brokers, self.controller_id, topics)
+
+    def _lookup(self, broker_id: int, topic: str, partition: int) -> FakePartition | int:
+        p = self.topics.get(topic, {}).get(partition)
+        if p is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if p.leader != broker_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return p
+
+    async def _on_ProduceRequest(self, broker_id: int, r: m.ProduceRequest) -> Any:
+        topics = []
+        for t in r.topics:
+            results = []
+            for pp in t.partitions:
+                p = self._lookup(broker_id, t.name, pp.partition)
+                if isinstance(p, int):
+                    results.append(m.ProducePartitionResponse(pp.partition, p))
+                    continue
+                assert isinstance(pp.records, memoryview)
+                base = p.append(bytes(pp.records))
+                results.append(m.ProducePartitionResponse(pp.partition, 0, base))
+            topics.append(m.ProduceTopicResponse(t.name, results))
+        async with self._data:
+            self._data.notify_all()
+        return NO_RESPONSE if r.acks == 0 else m.ProduceResponse(topics)
+
+    def _fetch_partition(self, broker_id: int, topic: str, fp: m.FetchPartition) -> Any:
+        p = self._lookup(broker_id, topic, fp.partition)
+        if isinstance(p, int):
+            return m.FetchPartitionResponse(fp.partition, p, -1, -1, -1, None)
+        code = ErrorCode.NONE
+        if fp.current_leader_epoch >= 0 and fp.current_leader_epoch < p.leader_epoch:
+            code = ErrorCode.FENCED_LEADER_EPOCH
+        elif fp.current_leader_epoch > p.leader_epoch:
+            code = ErrorCode.UNKNOWN_LEADER_EPOCH
+        elif not p.log_start_offset <= fp.fetch_offset <= p.log_end_offset:
+            code = ErrorCode.OFFSET_OUT_OF_RANGE
+        if code != ErrorCode.NONE:
+            return m.FetchPartitionResponse(fp.partition, code, -1, -1, -1, None)
+        data = p.read(fp.fetch_offset, fp.partition_max_bytes)
+        return m.FetchPartitionResponse(
+            fp.partition,
+            0,
+            p.log_end_offset,
+            p.log_start_offset,
+            p.log_end_offset,
+            data or None,
+        )
+
+    async def _on_FetchRequest(self, broker_id: int, r: m.FetchRequest) -> Any:
+        def build() -> tuple[m.FetchResponse, int]:
+            size = 0
+            topics = []
+            for t in r.topics:
+                parts = [self._fetch_partition(broker_id, t.name, fp) for fp in t.partitions]
+                size += sum(len(p.records or b"") + (p.error_code != 0) for p in parts)
+                topics.append(m.FetchTopicResponse(t.name, parts))
+            return m.FetchResponse(0, topics), size
+
+        response, size = build()
+        if size >= r.min_bytes or r.max_wait_ms <= 0:
+            return response
+        # Long poll, as DelayedFetch does: answer when data arrives or max wait passes.
+        async with self._data:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._data.wait_for(lambda: build()[1] >= r.min_bytes), r.max_wait_ms / 1000
+                )
+        return build()[0]
+
+    async def _on_ListOffsetsRequest(self, broker_id: int, r: m.ListOffsetsRequest) -> Any:
+        topics = []
+        for t in r.topics:
+            results = []
+            for lp in t.partitions:
+                p = self._lookup(broker_id, t.name, lp.partition)
+                if isinstance(p, int):
+                    results.append(m.ListOffsetsPartitionResponse(lp.partition, p))
+                    continue
+                offset = (
+                    p.log_start_offset if lp.timestamp == m.EARLIEST_TIMESTAMP else p.log_end_offset
+                )
+                results.append(
+                    m.ListOffsetsPartitionResponse(lp.partition, 0, offset, p.leader_epoch)
+                )
+            topics.append(m.ListOffsetsTopicResponse(t.name, results))
+        return m.ListOffsetsResponse(topics)
+
+    async def _on_CreateTopicsRequest(self, broker_id: int, r: m.CreateTopicsRequest) -> Any:
+        results = []
+        for t in r.topics:
+            if broker_id != self.controller_id:
+                results.append(m.TopicResult(t.name, ErrorCode.NOT_CONTROLLER))
+            elif t.name in self.topics:
+                results.append(
+                    m.TopicResult(
+                        t.name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
+                    )
+                )
+            elif t.replication_factor > len(self.alive):
+                results.append(
+                    m.TopicResult(
+                        t.name,
+                        ErrorCode.INVALID_REPLICATION_FACTOR,
+                        f"Replication factor: {t.replication_factor} larger than available "
+                        f"brokers: {len(self.alive)}.",
+                    )
+                )
+            else:
+                if not r.validate_only:
+                    if t.assignments:
+                        self.topics[t.name] = {
+                            p: FakePartition(reps[0], 0, list(reps), list(reps))
+                            for p, reps in t.assignments.items()
+                        }
+                    else:
+                        self.create_topic(
+                            t.name,
+                            max(t.num_partitions, 1),
+                            t.replication_factor if t.replication_factor > 0 else 1,
+                        )
+                results.append(m.TopicResult(t.name, 0))
+        return m.CreateTopicsResponse(results)
+
+    async def _on_DeleteTopicsRequest(self, broker_id: int, r: m.DeleteTopicsRequest) -> Any:
+        results = []
+        for name in r.topic_names:
+            if broker_id != self.controller_id:
+                results.append(m.TopicResult(name, ErrorCode.NOT_CONTROLLER))
+            elif name not in self.topics:
+                results.append(m.TopicResult(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                del self.topics[name]
+                results.append(m.TopicResult(name, 0))
+        return m.DeleteTopicsResponse(results)
+
+
+def produce_error(code: int) -> Injected:
+    """An injection answering every partition of a ProduceRequest with `code`."""
+
+    def answer(broker_id: int, r: m.ProduceRequest) -> m.ProduceResponse:
+        return m.ProduceResponse(
+            [
+                m.ProduceTopicResponse(
+                    t.name, [m.ProducePartitionResponse(p.partition, code) for p in t.partitions]
+                )
+                for t in r.topics
+            ]
+        )
+
+    return answer
+
+
+def fetch_error(code: int) -> Injected:
+    def answer(broker_id: int, r: m.FetchRequest) -> m.FetchResponse:
+        return m.FetchResponse(
+            0,
+            [
+                m.FetchTopicResponse(
+                    t.name,
+                    [
+                        m.FetchPartitionResponse(p.partition, code, -1, -1, -1, None)
+                        for p in t.partitions
+                    ],
+                )
+                for t in r.topics
+            ],
+        )
+
+    return answer
+
+
+class ThreadedCluster:
+    """A FakeCluster on its own event loop thread, for code that runs its own loop (the CLI
+    and the sync clients)."""
+
+    def __init__(self, num_brokers: int = 3) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.cluster: FakeCluster = self.run(self._make(num_brokers))
+
+    async def _make(self, num_brokers: int) -> FakeCluster:
+        cluster = FakeCluster(num_brokers)
+        await cluster.start()
+        return cluster
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(30)
+
+    def call(self, fn: Callable[[], T]) -> T:
+        async def wrapper() -> T:
+            return fn()
+
+        return self.run(wrapper())
+
+    def close(self) -> None:
+        self.run(self.cluster.stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()

@@ -1,0 +1,292 @@
+"""The producer against an in-process fake cluster (real TCP, canned broker behaviour)."""
+
+import asyncio
+
+import pytest
+
+from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
+from minikafka.client.partitioner import partition_for_key
+from minikafka.client.producer import Producer, parse_acks
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import (
+    ErrorCode,
+    InvalidRequiredAcksError,
+    MessageTooLargeError,
+    NotEnoughReplicasError,
+)
+from tests.client.fake_broker import produce_error
+
+
+def fast_producer(cluster, **kw):
+    kw.setdefault("retry_backoff_ms", 10)
+    kw.setdefault("request_timeout_ms", 2000)
+    kw.setdefault("delivery_timeout_ms", 5000 + kw.get("linger_ms", 0))
+    return Producer(cluster.bootstrap, **kw)
+
+
+@pytest.mark.parametrize(("given", "wire"), [("all", -1), ("-1", -1), (-1, -1), ("0", 0), (1, 1)])
+def test_acks_accepts_kafkas_spellings(given, wire):
+    assert parse_acks(given) == wire
+
+
+def test_acks_rejects_anything_else():
+    with pytest.raises(ValueError):
+        parse_acks("2")
+
+
+def test_delivery_timeout_must_cover_linger_and_request_timeout():
+    with pytest.raises(ValueError, match=r"delivery\.timeout\.ms"):
+        Producer("localhost:9092", delivery_timeout_ms=1000, request_timeout_ms=2000)
+
+
+async def test_send_and_wait_returns_the_offsets_the_leader_assigned(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster) as producer:
+        first = await producer.send_and_wait("t", b"a", timestamp_ms=1234)
+        second = await producer.send_and_wait("t", "b")
+    assert (first.topic, first.partition, first.offset, first.timestamp) == ("t", 0, 0, 1234)
+    assert second.offset == 1
+    assert cluster.values("t", 0) == [b"a", b"b"]
+
+
+async def test_records_sent_together_travel_in_one_batch_and_one_request(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster, linger_ms=10_000) as producer:
+        futures = [await producer.send("t", f"v{i}".encode()) for i in range(10)]
+        await producer.flush()
+        offsets = [f.result().offset for f in futures]
+    assert offsets == list(range(10))
+    produces = cluster.requests_of(m.ProduceRequest)
+    assert len(produces) == 1
+    assert len(produces[0][1].topics[0].partitions) == 1
+
+
+async def test_one_request_per_leader_carries_batches_for_many_partitions(cluster):
+    # Partitions 0 and 3 are both led by broker 1 (replicas rotate over 3 brokers).
+    cluster.create_topic("t", partitions=4)
+    async with fast_producer(cluster, linger_ms=10_000) as producer:
+        for p in range(4):
+            await producer.send("t", b"x", partition=p)
+        await producer.flush()
+    per_broker = {}
+    for broker, req in cluster.requests_of(m.ProduceRequest):
+        per_broker.setdefault(broker, []).append(
+            sorted(p.partition for t in req.topics for p in t.partitions)
+        )
+    assert per_broker == {1: [[0, 3]], 2: [[1]], 3: [[2]]}
+
+
+async def test_keyed_records_go_to_the_murmur2_partition(cluster):
+    cluster.create_topic("t", partitions=5)
+    async with fast_producer(cluster) as producer:
+        for key in (b"foobar", b"21", b"abc", b"k"):
+            md = await producer.send_and_wait("t", b"v", key=key)
+            assert md.partition == partition_for_key(key, 5)
+
+
+async def test_keyless_records_stick_to_a_partition_for_a_batch(cluster):
+    cluster.create_topic("t", partitions=3)
+    async with fast_producer(cluster, linger_ms=10_000) as producer:
+        futures = [await producer.send("t", b"v") for _ in range(5)]
+        await producer.flush()
+    assert len({f.result().partition for f in futures}) == 1
+
+
+async def test_acks_zero_resolves_without_a_response_and_offset_minus_one(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster, acks=0) as producer:
+        md = await producer.send_and_wait("t", b"fire-and-forget")
+    assert md.offset == -1
+    assert cluster.requests_of(m.ProduceRequest)[0][1].acks == 0
+
+
+async def test_acks_all_goes_on_the_wire_as_minus_one(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster, acks="all") as producer:
+        await producer.send_and_wait("t", b"v")
+    assert cluster.requests_of(m.ProduceRequest)[0][1].acks == -1
+
+
+async def test_not_leader_refreshes_metadata_and_delivers_to_the_new_leader(cluster):
+    cluster.create_topic("t", partitions=1)  # leader 1
+    async with fast_producer(cluster) as producer:
+        await producer.send_and_wait("t", b"before")
+        cluster.move_leader("t", 0, 2)  # broker 1 now answers NOT_LEADER_OR_FOLLOWER
+        md = await producer.send_and_wait("t", b"after")
+    assert md.offset == 1
+    produced_to = [b for b, _ in cluster.requests_of(m.ProduceRequest)]
+    assert produced_to == [1, 1, 2]
+    assert cluster.values("t", 0) == [b"before", b"after"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+    ],
+)
+async def test_retriable_errors_are_retried_until_success(cluster, code):
+    cluster.create_topic("t", partitions=1)
+    cluster.inject(m.ProduceRequest, produce_error(code), times=2)
+    async with fast_producer(cluster) as producer:
+        md = await producer.send_and_wait("t", b"v")
+    assert md.offset == 0
+    assert len(cluster.requests_of(m.ProduceRequest)) == 3
+
+
+async def test_a_lost_connection_is_retried_on_a_new_one(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster) as producer:
+        await producer.send_and_wait("t", b"first")
+
+        async def drop(broker_id, request):
+            # Close the broker's side of every connection before answering.
+            server = cluster.servers[broker_id]
+            for task in list(server._connections):
+                task.cancel()
+            await asyncio.Event().wait()
+
+        cluster.inject(m.ProduceRequest, drop)
+        md = await producer.send_and_wait("t", b"second")
+    assert md.offset == 1
+    assert cluster.values("t", 0) == [b"first", b"second"]
+
+
+async def test_a_dead_leader_is_replaced_after_a_metadata_refresh(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster) as producer:
+        await producer.send_and_wait("t", b"a")
+        await cluster.stop_broker(1)
+        cluster.move_leader("t", 0, 3)
+        md = await producer.send_and_wait("t", b"b")
+    assert md.offset == 1
+
+
+async def test_non_retriable_errors_fail_the_records_with_the_brokers_error(cluster):
+    cluster.create_topic("t", partitions=1)
+    cluster.inject(m.ProduceRequest, produce_error(ErrorCode.INVALID_REQUIRED_ACKS))
+    async with fast_producer(cluster, linger_ms=10_000) as producer:
+        futures = [await producer.send("t", b"v") for _ in range(3)]
+        await producer.flush()
+        for f in futures:
+            with pytest.raises(InvalidRequiredAcksError):
+                f.result()
+        # The partition is usable again afterwards.
+        ok = await producer.send("t", b"ok")
+        await producer.flush()
+        assert ok.result().offset == 0
+    assert len(cluster.requests_of(m.ProduceRequest)) == 2
+
+
+async def test_retries_zero_fails_on_the_first_retriable_error(cluster):
+    cluster.create_topic("t", partitions=1)
+    cluster.inject(m.ProduceRequest, produce_error(ErrorCode.NOT_ENOUGH_REPLICAS))
+    async with fast_producer(cluster, retries=0) as producer:
+        with pytest.raises(NotEnoughReplicasError):
+            await producer.send_and_wait("t", b"v")
+
+
+async def test_delivery_timeout_fails_records_that_keep_failing(cluster):
+    cluster.create_topic("t", partitions=1)
+    cluster.inject(m.ProduceRequest, produce_error(ErrorCode.NOT_LEADER_OR_FOLLOWER), times=10**6)
+    async with fast_producer(
+        cluster, delivery_timeout_ms=300, request_timeout_ms=200, retry_backoff_ms=20
+    ) as producer:
+        with pytest.raises(KafkaTimeoutError, match="NOT_LEADER_OR_FOLLOWER"):
+            await producer.send_and_wait("t", b"v")
+    assert len(cluster.requests_of(m.ProduceRequest)) > 1
+
+
+async def test_records_for_a_leaderless_partition_expire_after_delivery_timeout(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(
+        cluster, delivery_timeout_ms=300, request_timeout_ms=200, retry_backoff_ms=20
+    ) as producer:
+        await producer.partitions_for("t")
+        await cluster.stop_broker(1)  # the leader; nobody takes over
+        with pytest.raises(KafkaTimeoutError, match="since batch creation"):
+            await producer.send_and_wait("t", b"v", partition=0)
+
+
+async def test_order_per_partition_survives_retries(cluster):
+    cluster.create_topic("t", partitions=1)
+    cluster.inject(m.ProduceRequest, produce_error(ErrorCode.NOT_ENOUGH_REPLICAS), times=3)
+    async with fast_producer(cluster, batch_size=64) as producer:
+        futures = [await producer.send("t", f"{i:03d}".encode()) for i in range(30)]
+        await producer.flush()
+    assert [f.result().offset for f in futures] == list(range(30))
+    assert cluster.values("t", 0) == [f"{i:03d}".encode() for i in range(30)]
+
+
+async def test_a_record_larger_than_max_request_size_fails_without_being_sent(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster, max_request_size=1000) as producer:
+        with pytest.raises(MessageTooLargeError, match=r"max\.request\.size"):
+            await producer.send_and_wait("t", b"x" * 2000)
+    assert cluster.requests_of(m.ProduceRequest) == []
+
+
+async def test_an_unknown_topic_fails_after_max_block_ms(cluster):
+    async with fast_producer(cluster, max_block_ms=200) as producer:
+        fut = await producer.send("missing", b"v")
+        with pytest.raises(KafkaTimeoutError, match="not present in metadata"):
+            await fut
+
+
+async def test_an_invalid_partition_fails_the_record(cluster):
+    cluster.create_topic("t", partitions=2)
+    async with fast_producer(cluster) as producer:
+        with pytest.raises(Exception, match="Partition 5 of topic t"):
+            await producer.send_and_wait("t", b"v", partition=5)
+
+
+async def test_close_delivers_what_is_queued(cluster):
+    cluster.create_topic("t", partitions=1)
+    producer = fast_producer(cluster, linger_ms=60_000, delivery_timeout_ms=70_000)
+    futures = [await producer.send("t", b"v") for _ in range(3)]
+    await producer.close()
+    assert [f.result().offset for f in futures] == [0, 1, 2]
+
+
+async def test_send_after_close_is_refused(cluster):
+    cluster.create_topic("t", partitions=1)
+    producer = fast_producer(cluster)
+    await producer.close()
+    with pytest.raises(IllegalStateError):
+        await producer.send("t", b"v")
+
+
+async def test_forced_close_fails_what_cannot_be_delivered(cluster):
+    cluster.create_topic("t", partitions=1)
+    never = asyncio.Event()
+
+    async def hang(broker_id, request):
+        await never.wait()
+
+    cluster.inject(m.ProduceRequest, hang)
+    producer = fast_producer(cluster)
+    fut = await producer.send("t", b"v")
+    await producer.close(timeout_ms=50)
+    with pytest.raises(KafkaTimeoutError, match="closed forcefully"):
+        fut.result()
+
+
+async def test_buffer_memory_blocks_send_until_max_block_ms(cluster):
+    cluster.create_topic("t", partitions=1)
+    never = asyncio.Event()
+
+    async def hang(broker_id, request):
+        await never.wait()
+
+    cluster.inject(m.ProduceRequest, hang)
+    producer = fast_producer(cluster, buffer_memory=2000, max_block_ms=100)
+    stuck = await producer.send("t", b"x" * 1500)
+    fut = await producer.send("t", b"y" * 1500)
+    with pytest.raises(KafkaTimeoutError, match="allocate memory"):
+        fut.result()
+    await producer.close(timeout_ms=0)
+    with pytest.raises(KafkaTimeoutError, match="closed forcefully"):
+        stuck.result()
