@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Cluster-core figures (issue 3), measured on a real local cluster.
+
+1. kill -9 of a partition leader → first successful acks=all produce on the new leader
+   (median of N, zookeeper.session.timeout.ms=6000 as the issue asks);
+2. controlled shutdown (SIGTERM → process exit) of a broker leading 100 partitions;
+3. creation of a 1,000-partition RF=3 topic until every partition has a leader.
+
+Usage: .venv/bin/python scripts/bench_cluster.py [--runs 5] [--data-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from minikafka.client import Admin, NewTopic, Producer
+from minikafka.cluster import LocalCluster
+from minikafka.common import TopicPartition
+
+SESSION_TIMEOUT_MS = 6000
+
+
+def leader_of(cluster: LocalCluster, tp: TopicPartition) -> int:
+    st = cluster.zk_client().get_partition_state(tp)
+    return -1 if st is None else st.leader
+
+
+def wait(cond: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+async def create(cluster: LocalCluster, topic: NewTopic, timeout_ms: int = 120_000) -> None:
+    admin = Admin(cluster.bootstrap_servers)
+    try:
+        await admin.create_topics([topic], timeout_ms=timeout_ms)
+    finally:
+        await admin.close()
+
+
+async def failover_runs(cluster: LocalCluster, runs: int) -> list[float]:
+    tp = TopicPartition("failover", 0)
+    await create(cluster, NewTopic("failover", 1, 3))
+    times: list[float] = []
+    for i in range(runs):
+        wait(
+            lambda: len(cluster.zk_client().get_partition_state(tp).isr) == 3,  # type: ignore[union-attr]
+            60,
+            "a full ISR",
+        )
+        async with Producer(
+            cluster.bootstrap_servers, acks="all", request_timeout_ms=2000, retry_backoff_ms=50
+        ) as producer:
+            await producer.send_and_wait("failover", b"warm-up")  # metadata known, connected
+            old = leader_of(cluster, tp)
+            started = time.monotonic()
+            cluster.kill(old)
+            md = await producer.send_and_wait("failover", f"after-kill-{i}".encode())
+            elapsed = time.monotonic() - started
+        new = leader_of(cluster, tp)
+        assert new != old, "the produce succeeded but the leader did not change"
+        times.append(elapsed)
+        print(
+            f"  run {i + 1}: killed leader {old}; new leader {new}; acked offset "
+            f"{md.offset} after {elapsed:.2f}s"
+        )
+        cluster.restart(old)
+    return times
+
+
+async def controlled_shutdown(cluster: LocalCluster, partitions: int) -> tuple[float, float]:
+    victim = cluster.broker_ids[0]
+    others = [b for b in cluster.broker_ids if b != victim]
+    assignment = {p: [victim, *others] for p in range(partitions)}
+    await create(cluster, NewTopic("led", replica_assignment=assignment))
+    tps = [TopicPartition("led", p) for p in range(partitions)]
+    zk = cluster.zk_client()
+    wait(
+        lambda: all(st.leader == victim for st in zk.get_partition_states(tps).values()),
+        60,
+        f"broker {victim} to lead all {partitions} partitions",
+    )
+    started = time.monotonic()
+    code = cluster.terminate(victim, timeout=120)
+    exited = time.monotonic() - started
+    assert code == 0, f"broker {victim} exited with {code}"
+    moved = all(st.leader != victim for st in zk.get_partition_states(tps).values())
+    assert moved, "leadership had not moved when the broker exited"
+    cluster.restart(victim)
+    return exited, partitions
+
+
+async def create_big_topic(cluster: LocalCluster, partitions: int) -> float:
+    tps = [TopicPartition("big", p) for p in range(partitions)]
+    started = time.monotonic()
+    await create(cluster, NewTopic("big", partitions, 3), timeout_ms=300_000)
+    zk = cluster.zk_client()
+    wait(
+        lambda: (
+            len(states := zk.get_partition_states(tps)) == partitions
+            and all(st.leader >= 0 for st in states.values())
+        ),
+        300,
+        "leaders for every partition",
+    )
+    return time.monotonic() - started
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--data-dir", type=Path)
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    # The producer logs every retry while the leader is down; the figures are what matters.
+    logging.getLogger("minikafka.client").setLevel(logging.ERROR)
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    cluster = LocalCluster(
+        data_dir,
+        3,
+        overrides={
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            # No automatic rebalance in the middle of a measurement.
+            "auto.leader.rebalance.enable": "false",
+        },
+    )
+    console = Console()
+    cluster.start(timeout=120)
+    try:
+        console.print(f"cluster up in {data_dir}: {cluster.bootstrap_servers}")
+        console.print(f"kill -9 of the leader, {args.runs} runs:")
+        failover = await failover_runs(cluster, args.runs)
+        shutdown_s, n = await controlled_shutdown(cluster, 100)
+        big_s = await create_big_topic(cluster, 1000)
+    finally:
+        cluster.stop(timeout=120)
+    figures = {
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "cluster": "3 brokers + ZooKeeper on loopback, zookeeper.session.timeout.ms=6000",
+        "failover_seconds": failover,
+        "failover_median_seconds": statistics.median(failover),
+        "controlled_shutdown_100_leaders_seconds": shutdown_s,
+        "create_1000_partitions_rf3_seconds": big_s,
+    }
+    table = Table(title="minikafka cluster core")
+    table.add_column("measure")
+    table.add_column("result", justify="right")
+    table.add_row(
+        f"kill -9 leader → first acks=all produce on new leader (median of {args.runs})",
+        f"{statistics.median(failover):.2f} s  (runs: "
+        + ", ".join(f"{t:.2f}" for t in failover)
+        + ")",
+    )
+    table.add_row(f"controlled shutdown, broker leading {n} partitions", f"{shutdown_s:.2f} s")
+    table.add_row("create topic 1,000 partitions RF=3, all leaders elected", f"{big_s:.2f} s")
+    console.print(table)
+    console.print(f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
