@@ -12,20 +12,11 @@ from pathlib import Path
 import click
 import uvloop
 
+from minikafka.cli.client_options import parse_key_values
 from minikafka.protocol.errors import KafkaError
 from minikafka.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
-
-
-def parse_overrides(pairs: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected key=value, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 def dump_tasks() -> None:
@@ -74,7 +65,7 @@ def broker(config_path: Path | None, overrides: tuple[str, ...]) -> None:
     for noisy in ("kazoo", "kazoo.client", "kazoo.protocol.connection"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        config = BrokerConfig.load(config_path, parse_overrides(overrides))
+        config = BrokerConfig.load(config_path, parse_key_values(overrides, "--override"))
     except KafkaError as e:
         raise click.ClickException(str(e)) from e
     try:

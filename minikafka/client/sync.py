@@ -21,6 +21,7 @@ from minikafka.client.producer import BytesLike, Producer
 from minikafka.common import TopicPartition
 
 T = TypeVar("T")
+_ClientT = TypeVar("_ClientT")
 
 
 class _LoopThread:
@@ -73,21 +74,28 @@ class _SyncBase:
     def close(self) -> None:
         raise NotImplementedError
 
+    def _start_loop(self, name: str, make: Callable[[], _ClientT]) -> _ClientT:
+        """Start this object's loop thread and build the async client on it (asyncio objects
+        belong to the loop they are created on); the thread stops again if that fails."""
+        self._runner = _LoopThread(name)
+
+        async def create() -> _ClientT:
+            return make()
+
+        try:
+            return self._runner.run(create())
+        except BaseException:
+            self._runner.stop()
+            raise
+
 
 class SyncProducer(_SyncBase):
     """`Producer` for blocking code: `send` returns a concurrent.futures.Future."""
 
     def __init__(self, bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP, **config: Any):
-        self._runner = _LoopThread("minikafka-sync-producer")
-
-        async def create() -> Producer:
-            return Producer(bootstrap_servers, **config)
-
-        try:
-            self._producer = self._runner.run(create())
-        except BaseException:
-            self._runner.stop()
-            raise
+        self._producer = self._start_loop(
+            "minikafka-sync-producer", lambda: Producer(bootstrap_servers, **config)
+        )
 
     def send(
         self,
@@ -143,16 +151,9 @@ class SyncProducer(_SyncBase):
 
 class SyncConsumer(_SyncBase):
     def __init__(self, bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP, **config: Any):
-        self._runner = _LoopThread("minikafka-sync-consumer")
-
-        async def create() -> Consumer:
-            return Consumer(bootstrap_servers, **config)
-
-        try:
-            self._consumer = self._runner.run(create())
-        except BaseException:
-            self._runner.stop()
-            raise
+        self._consumer = self._start_loop(
+            "minikafka-sync-consumer", lambda: Consumer(bootstrap_servers, **config)
+        )
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         tps = list(partitions)
@@ -206,16 +207,9 @@ class SyncConsumer(_SyncBase):
 
 class SyncAdmin(_SyncBase):
     def __init__(self, bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP, **config: Any):
-        self._runner = _LoopThread("minikafka-sync-admin")
-
-        async def create() -> Admin:
-            return Admin(bootstrap_servers, **config)
-
-        try:
-            self._admin = self._runner.run(create())
-        except BaseException:
-            self._runner.stop()
-            raise
+        self._admin = self._start_loop(
+            "minikafka-sync-admin", lambda: Admin(bootstrap_servers, **config)
+        )
 
     def create_topics(
         self,

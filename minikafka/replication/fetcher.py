@@ -31,11 +31,7 @@ from minikafka.protocol.messages import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from minikafka.replication.replica_manager import (
-    FetcherManagerLike,
-    FollowerAssignment,
-    ReplicaManager,
-)
+from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
 from minikafka.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
@@ -318,7 +314,7 @@ class ReplicaFetcher:
             lg.truncate_fully_and_start_at(start)
 
 
-class ReplicaFetcherManager(FetcherManagerLike):
+class ReplicaFetcherManager:
     """`num.replica.fetchers` = 1: one fetcher per source broker."""
 
     def __init__(self, replica_manager: ReplicaManager, config: BrokerConfig) -> None:

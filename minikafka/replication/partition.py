@@ -86,9 +86,8 @@ class Partition:
         self.assigned_replicas = tuple(st.replicas)
         self.zk_version = st.zk_version
 
-    def make_leader(self, st: LeaderAndIsrPartitionState) -> bool:
-        """§7.5. Returns whether this broker was not the leader before."""
-        was_leader = self.is_leader
+    def make_leader(self, st: LeaderAndIsrPartitionState) -> None:
+        """§7.5."""
         self._apply_state(st)
         leo = self.log.log_end_offset
         # The epoch starts at the current LEO; followers reconcile against it (§9).
@@ -103,7 +102,6 @@ class Partition:
             leo,
             self.log.high_watermark,
         )
-        return not was_leader
 
     def make_follower(self, st: LeaderAndIsrPartitionState) -> None:
         """§7.6. The fetcher then reconciles with the leader of this (new) epoch (§9)."""

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from minikafka.clock import Clock
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
@@ -79,14 +80,12 @@ class FollowerAssignment:
     leader_epoch: int
 
 
-class FetcherManagerLike:
+class FetcherManagerLike(Protocol):
     """What the replica manager needs from the replica fetchers (see `fetcher.py`)."""
 
-    def add_partitions(self, partitions: Mapping[TopicPartition, FollowerAssignment]) -> None:
-        raise NotImplementedError
+    def add_partitions(self, partitions: Mapping[TopicPartition, FollowerAssignment]) -> None: ...
 
-    async def remove_partitions(self, tps: set[TopicPartition]) -> None:
-        raise NotImplementedError
+    async def remove_partitions(self, tps: set[TopicPartition]) -> None: ...
 
 
 class ReplicaManager:

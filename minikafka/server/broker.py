@@ -59,9 +59,7 @@ class KafkaServer:
             [Path(d) for d in config.log_dirs],
             config.log_config(),
             clock=clock,
-            config_for_topic=self._cached_topic_config,
         )
-        self._topic_configs: dict[str, LogConfig] = {}
         self.metadata_cache = MetadataCache(config.broker_id)
         self.zk = ZkClient(
             config.zookeeper_connect,
@@ -91,9 +89,6 @@ class KafkaServer:
 
     # --- topic configs -------------------------------------------------------------------
 
-    def _cached_topic_config(self, topic: str) -> LogConfig:
-        return self._topic_configs.get(topic, self.config.log_config())
-
     async def _load_topic_configs(self, topics: list[str]) -> dict[str, LogConfig]:
         """Topic overrides from `/config/topics/<t>` over the broker's defaults."""
 
@@ -102,13 +97,14 @@ class KafkaServer:
 
         overrides = await asyncio.to_thread(read)
         base = self.config.log_config()
+        configs: dict[str, LogConfig] = {}
         for t, o in overrides.items():
             try:
-                self._topic_configs[t] = base.with_overrides(o)
+                configs[t] = base.with_overrides(o)
             except KafkaError as e:
                 log.error("topic %s has an invalid config %s (%s); using defaults", t, o, e)
-                self._topic_configs[t] = base
-        return {t: self._topic_configs[t] for t in topics}
+                configs[t] = base
+        return configs
 
     async def _write_isr(self, tp: TopicPartition, new: LeaderAndIsr, expected: int) -> int | None:
         return await asyncio.to_thread(self.zk.update_partition_state_as_leader, tp, new, expected)
@@ -124,13 +120,14 @@ class KafkaServer:
         log.info("broker %d starting", self.broker_id)
         await asyncio.to_thread(self.log_manager.startup)
         logs = self.log_manager.all_logs()
-        # Logs found on disk: configs for their topics come from ZooKeeper once connected.
+        # Logs found on disk were opened with the broker's defaults; their topics' overrides
+        # come from ZooKeeper once connected.
         await asyncio.to_thread(self.zk.start)
         await asyncio.to_thread(self.zk.ensure_persistent_paths)
         if logs:
-            await self._load_topic_configs(sorted({tp.topic for tp in logs}))
+            configs = await self._load_topic_configs(sorted({tp.topic for tp in logs}))
             for tp, lg in logs.items():
-                lg.config = self._cached_topic_config(tp.topic)
+                lg.config = configs[tp.topic]
 
         bridge = LoopBridge(loop)
         self.zk.add_connection_listener(bridge.wrap(self._on_zk_state))
