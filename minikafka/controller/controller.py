@@ -464,9 +464,21 @@ class KafkaController:
             self._batch.add_leader_and_isr_request_for_brokers(online, tp, leadership, replicas)
         self._batch.send_requests_to_brokers(ctx.epoch)
 
-        # Kafka's partitionStateMachine.startup(): leaders for new and offline partitions.
+        # Kafka's partitionStateMachine.startup(): leaders for new and offline partitions;
+        # and the end of replicaStateMachine.startup(): replicas on brokers that died while
+        # there was no controller (typically the previous controller itself) leave the ISRs,
+        # as a broker failure would have made them.
+        dead = {r for tp in ctx.all_partitions() for r in ctx.partition_replicas(tp)}
+        dead -= set(ctx.live_brokers)
         self._batch.new_batch()
         await self._trigger_online_partition_state_change()
+        await self._offline_replicas(
+            [
+                r
+                for r in ctx.replicas_on_brokers(dead)
+                if not ctx.is_topic_queued_for_deletion(r.tp.topic)
+            ]
+        )
         self._batch.send_requests_to_brokers(ctx.epoch)
 
         log.info("controller %d ready, epoch %d", self.broker_id, ctx.epoch)

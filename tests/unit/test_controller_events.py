@@ -503,6 +503,20 @@ async def test_failover_loads_the_cluster_and_acts_on_it(
     assert um[T1].offline_replicas == [4] and um[T1].leader == 3
 
 
+async def test_failover_removes_followers_that_died_without_a_controller(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """The previous controller (broker 4) dies; it followed t-0. Nobody was controller to
+    handle its failure, so the new one does at failover (Kafka's replica state machine
+    startup: replicas on dead brokers go offline and leave the ISR with a new epoch)."""
+    brokers(zk, 1, 2, 3)
+    existing_topic(zk, {0: (2, 3, 4), 1: (2, 4)}, p0=state(2, 3, (2, 3, 4)), p1=state(2, 1, (2,)))
+    await start(1)
+    assert lai(zk.states[T0]) == (2, 4, (2, 3))
+    assert sender.leader_and_isr(2)[T0].leader_epoch == 4
+    assert lai(zk.states[T1]) == (2, 1, (2,))  # 4 was not in its ISR: unchanged
+
+
 async def test_failover_deletes_stale_isr_notifications(
     zk: FakeZk, sender: CapturingSender, start: Starter
 ) -> None:
