@@ -215,8 +215,10 @@ async def test_a_restarted_broker_rejoins_the_isr(cluster: LocalCluster) -> None
 
 
 async def test_a_paused_controller_is_deposed_and_fenced_when_it_resumes(
-    cluster: LocalCluster,
+    make_cluster: ClusterFactory,
 ) -> None:
+    # No automatic preferred-leader rebalance: the only epoch changes are the failover's.
+    cluster = make_cluster(overrides={"auto.leader.rebalance.enable": "false"})
     await create_topic(cluster, "t", 3, 3)
     zombie, old_epoch = cluster.controller() or (-1, -1)
     cluster.pause(zombie)
@@ -224,6 +226,15 @@ async def test_a_paused_controller_is_deposed_and_fenced_when_it_resumes(
         timeout=SESSION_TIMEOUT_MS / 1000 + 15, exclude=[zombie]
     )
     assert new_epoch > old_epoch
+    # The new controller handles the zombie as a dead broker: out of every ISR.
+    wait_until(
+        lambda: all(
+            zombie not in st.isr  # type: ignore[attr-defined]
+            for st in partition_states(cluster, "t", 3).values()
+        ),
+        30,
+        "the paused controller to leave every ISR",
+    )
     states_before = partition_states(cluster, "t", 3)
     cluster.resume(zombie)
     # It comes back as a plain broker: re-registered, and the controller did not change.
