@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from minikafka.clock import Clock
@@ -63,6 +63,7 @@ from minikafka.replication.purgatory import Purgatory
 from minikafka.server.config import BrokerConfig
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_manager import LogManager
+from minikafka.storage.segment import LogSlice
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +341,10 @@ class ReplicaManager:
 
     async def fetch_messages(self, req: FetchRequest) -> FetchResponse:
         keys = [TopicPartition(t.name, p.partition) for t in req.topics for p in t.partitions]
+        # Responses without their data, and the file slices to fill them with: a delayed
+        # fetch re-checks sizes each time a partition moves, but reads the bytes only once.
         responses: dict[TopicPartition, FetchPartitionResponse] = {}
+        slices: dict[TopicPartition, LogSlice | None] = {}
 
         def read_all(first_read: bool) -> int:
             total = 0
@@ -348,7 +352,7 @@ class ReplicaManager:
             for t in req.topics:
                 for fp in t.partitions:
                     tp = TopicPartition(t.name, fp.partition)
-                    r = self._read_partition(
+                    r, data = self._read_partition(
                         req.replica_id,
                         tp,
                         fp,
@@ -358,8 +362,8 @@ class ReplicaManager:
                         # arrives, not again when a delayed fetch re-reads.
                         update_follower_state=first_read,
                     )
-                    responses[tp] = r
-                    size = len(r.records) if isinstance(r.records, bytes) else 0
+                    responses[tp], slices[tp] = r, data
+                    size = 0 if data is None else data.size
                     total += size
                     budget = max(0, budget - size)
             return total
@@ -377,9 +381,13 @@ class ReplicaManager:
             await self.purgatory.wait_until(keys, enough, req.max_wait_ms / 1000)
         by_topic: dict[str, list[FetchPartitionResponse]] = {}
         for t in req.topics:
-            by_topic[t.name] = [
-                responses[TopicPartition(t.name, fp.partition)] for fp in t.partitions
-            ]
+            by_topic[t.name] = []
+            for fp in t.partitions:
+                tp = TopicPartition(t.name, fp.partition)
+                r, data = responses[tp], slices[tp]
+                if data is not None:
+                    r = replace(r, records=data.read())
+                by_topic[t.name].append(r)
         return FetchResponse(
             int(ErrorCode.NONE),
             [FetchTopicResponse(name, parts) for name, parts in by_topic.items()],
@@ -394,7 +402,8 @@ class ReplicaManager:
         *,
         min_one_batch: bool,
         update_follower_state: bool,
-    ) -> FetchPartitionResponse:
+    ) -> tuple[FetchPartitionResponse, LogSlice | None]:
+        """The partition's response with empty records, and the slice that holds them."""
         try:
             p = self._partition_or_error(tp)
             result = p.read_records(
@@ -415,8 +424,7 @@ class ReplicaManager:
                     known.log.log_start_offset,
                     known.log_end_offset,
                 )
-            return FetchPartitionResponse(tp.partition, int(e.code), hw, lso, leo, None)
-        data = result.info.read() if result.info.slice is not None else b""
+            return FetchPartitionResponse(tp.partition, int(e.code), hw, lso, leo, None), None
         if (
             replica_id >= 0
             and update_follower_state
@@ -428,14 +436,15 @@ class ReplicaManager:
         if replica_id >= 0 and update_follower_state:
             self.maybe_expand_isr(p, replica_id)
         # The HW as of now: it may just have moved with this very fetch.
-        return FetchPartitionResponse(
+        response = FetchPartitionResponse(
             tp.partition,
             int(ErrorCode.NONE),
             p.high_watermark,
             p.log.log_start_offset,
             p.log_end_offset,
-            data,
+            b"",
         )
+        return response, result.info.slice
 
     # --- offsets -------------------------------------------------------------------------
 
