@@ -559,6 +559,13 @@ class ReplicaManager:
         if version is None:
             # The controller changed the state meanwhile; its LeaderAndIsr will follow.
             self.failed_isr_updates += 1
+            log.warning(
+                "%s: ISR not updated to %s, keeping %s (failed ISR updates: %d)",
+                p.tp,
+                list(new_isr),
+                list(p.isr),
+                self.failed_isr_updates,
+            )
             return
         if self.partitions.get(p.tp) is not p or not p.is_leader or p.leader_epoch != epoch:
             return  # superseded by a newer LeaderAndIsr while we wrote

@@ -119,6 +119,16 @@ class LogManager:
             lg.update_high_watermark(hws.get(tp, 0))
             self._logs[tp] = lg
             self._dir_of[tp] = d
+        if not clean:
+            reports = [self._logs[tp].load_report for tp, dd in self._dir_of.items() if dd == d]
+            log.info(
+                "%s: no clean shutdown marker; recovered %d segments of %d logs "
+                "(%d invalid bytes truncated)",
+                d,
+                sum(r.recovered_segments for r in reports),
+                len(reports),
+                sum(r.truncated_bytes for r in reports),
+            )
         # From now on a crash must be treated as unclean.
         marker.unlink(missing_ok=True)
 

@@ -289,6 +289,15 @@ class ZkClient:
         """Sorted child names; [] if the znode does not exist."""
         return sorted(self._children(path, missing_ok=True))
 
+    def stat(self, path: str) -> Any:
+        """The znode's kazoo ZnodeStat (version, cversion, mtime, ...); None if missing."""
+        return self._stat(path)
+
+    def set_data(self, path: str, data: bytes, version: int = -1) -> int:
+        """Overwrite a znode (conditionally when `version` >= 0); returns its new version."""
+        stat = self._call(f"set {path}", self._kazoo().set_async(path, data, version))
+        return int(stat.version)
+
     # --- brokers -----------------------------------------------------------------------
 
     def register_broker(self, info: BrokerInfo, wait_for_previous_session_ms: int = 0) -> int:

@@ -7,19 +7,15 @@ controller, controlled shutdown, topic deletion, and a broker that survives bad 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import struct
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import msgpack
 import pytest
 
-from minikafka.client import Admin, Consumer, NewTopic, Producer
+from minikafka.client import Admin
 from minikafka.client.connection import BrokerConnection
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
@@ -28,59 +24,21 @@ from minikafka.protocol.messages import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    MetadataRequest,
-    MetadataResponse,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
 from minikafka.zk.client import ControllerMovedError
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until
+from tests.cluster.helpers import (
+    consume_all,
+    create_topic,
+    metadata,
+    partition_states,
+    produce_values,
+    run_cli,
+)
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "minikafka", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-async def create_topic(cluster: LocalCluster, name: str, partitions: int, rf: int) -> None:
-    admin = Admin(cluster.bootstrap_servers)
-    try:
-        await admin.create_topics([NewTopic(name, partitions, rf)], timeout_ms=30_000)
-    finally:
-        await admin.close()
-
-
-async def produce_values(
-    cluster: LocalCluster, topic: str, values: list[bytes], acks: int | str = "all"
-) -> list[tuple[int, int]]:
-    """(partition, offset) of each value; fails the test if any send fails."""
-    async with Producer(cluster.bootstrap_servers, acks=acks, linger_ms=5) as producer:
-        futures = [await producer.send(topic, v) for v in values]
-        return [(md.partition, md.offset) for md in await asyncio.gather(*futures)]
-
-
-async def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
-    async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
-        await consumer.assign_topic(topic)
-        consumer.seek_to_beginning()
-        got: list[bytes] = []
-        deadline = time.monotonic() + 30
-        while len(got) < expected and time.monotonic() < deadline:
-            got += [r.value or b"" for r in await consumer.poll(500)]
-        return got
-
-
-def partition_states(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, object]:
-    zk = cluster.zk_client()
-    states = zk.get_partition_states([TopicPartition(topic, p) for p in range(partitions)])
-    return {tp.partition: st for tp, st in states.items()}
 
 
 # --- topics, produce, consume ----------------------------------------------------------
@@ -129,9 +87,9 @@ def test_cli_creates_produces_consumes_and_describes_like_kafka(cluster: LocalCl
     for p in range(3):
         st = states[p]
         expected = (
-            f"Topic: cli\tPartition: {p}\tLeader: {st.leader}\t"  # type: ignore[attr-defined]
+            f"Topic: cli\tPartition: {p}\tLeader: {st.leader}\t"
             f"Replicas: {','.join(map(str, assignment[p]))}\t"
-            f"Isr: {','.join(map(str, st.isr))}"  # type: ignore[attr-defined]
+            f"Isr: {','.join(map(str, st.isr))}"
         )
         assert rows[p] == expected
 
@@ -174,18 +132,18 @@ async def test_kill_9_of_a_leader_moves_leadership_within_the_isr_and_clients_fo
     before = partition_states(cluster, "t", 1)[0]
     first = [f"before-{i}".encode() for i in range(100)]
     await produce_values(cluster, "t", first)
-    old_leader = before.leader  # type: ignore[attr-defined]
+    old_leader = before.leader
     cluster.kill(old_leader)
 
     def new_leader() -> bool:
         st = partition_states(cluster, "t", 1)[0]
-        return st.leader not in (old_leader, -1)  # type: ignore[attr-defined]
+        return st.leader not in (old_leader, -1)
 
     wait_until(new_leader, SESSION_TIMEOUT_MS / 1000 + 15, "a new leader for t-0")
     after = partition_states(cluster, "t", 1)[0]
-    assert after.leader in before.isr  # type: ignore[attr-defined]
-    assert after.leader_epoch > before.leader_epoch  # type: ignore[attr-defined]
-    assert old_leader not in after.isr  # type: ignore[attr-defined]
+    assert after.leader in before.isr
+    assert after.leader_epoch > before.leader_epoch
+    assert old_leader not in after.isr
     # Producers and consumers find the new leader; nothing acknowledged was lost.
     second = [f"after-{i}".encode() for i in range(100)]
     await produce_values(cluster, "t", second)
@@ -195,17 +153,17 @@ async def test_kill_9_of_a_leader_moves_leadership_within_the_isr_and_clients_fo
 async def test_a_restarted_broker_rejoins_the_isr(cluster: LocalCluster) -> None:
     await create_topic(cluster, "t", 1, 3)
     await produce_values(cluster, "t", [b"x"] * 10)
-    victim = partition_states(cluster, "t", 1)[0].isr[-1]  # type: ignore[attr-defined]
+    victim = partition_states(cluster, "t", 1)[0].isr[-1]
     cluster.kill(victim)
     wait_until(
-        lambda: victim not in partition_states(cluster, "t", 1)[0].isr,  # type: ignore[attr-defined]
+        lambda: victim not in partition_states(cluster, "t", 1)[0].isr,
         SESSION_TIMEOUT_MS / 1000 + 15,
         "the killed follower to leave the ISR",
     )
     await produce_values(cluster, "t", [b"y"] * 10)  # it misses these
     cluster.restart(victim)
     wait_until(
-        lambda: victim in partition_states(cluster, "t", 1)[0].isr,  # type: ignore[attr-defined]
+        lambda: victim in partition_states(cluster, "t", 1)[0].isr,
         30,
         "the restarted follower to catch up and rejoin the ISR",
     )
@@ -228,10 +186,7 @@ async def test_a_paused_controller_is_deposed_and_fenced_when_it_resumes(
     assert new_epoch > old_epoch
     # The new controller handles the zombie as a dead broker: out of every ISR.
     wait_until(
-        lambda: all(
-            zombie not in st.isr  # type: ignore[attr-defined]
-            for st in partition_states(cluster, "t", 3).values()
-        ),
+        lambda: all(zombie not in st.isr for st in partition_states(cluster, "t", 3).values()),
         30,
         "the paused controller to leave every ISR",
     )
@@ -249,8 +204,8 @@ async def test_a_paused_controller_is_deposed_and_fenced_when_it_resumes(
     with pytest.raises(ControllerMovedError):
         zk.update_partition_state_as_controller(
             TopicPartition("t", 0),
-            st.new_leader_and_isr(st.leader, st.isr),  # type: ignore[attr-defined]
-            st.zk_version,  # type: ignore[attr-defined]
+            st.new_leader_and_isr(st.leader, st.isr),
+            st.zk_version,
             epoch_now[1] - 1,
         )
     # ... and every broker refuses requests stamped with the old controller epoch.
@@ -277,21 +232,10 @@ async def test_a_paused_controller_is_deposed_and_fenced_when_it_resumes(
     # Nothing the zombie (or we, posing as it) sent changed the partitions.
     after = partition_states(cluster, "t", 3)
     for p in range(3):
-        assert after[p].leader_epoch == states_before[p].leader_epoch  # type: ignore[attr-defined]
+        assert after[p].leader_epoch == states_before[p].leader_epoch
     meta = await metadata(cluster)
     assert meta.controller_id == new_id
     assert all(p.leader_epoch < 99 for t in meta.topics for p in t.partitions)
-
-
-async def metadata(cluster: LocalCluster) -> MetadataResponse:
-    port = next(iter(cluster.broker_ports.values()))
-    conn = BrokerConnection("127.0.0.1", port)
-    await conn.connect()
-    try:
-        resp: MetadataResponse = await conn.send(MetadataRequest(None))
-        return resp
-    finally:
-        await conn.close()
 
 
 # --- controlled shutdown, deletion --------------------------------------------------------
@@ -301,14 +245,14 @@ async def test_controlled_shutdown_moves_leadership_before_the_process_exits(
     cluster: LocalCluster,
 ) -> None:
     await create_topic(cluster, "t", 6, 3)
-    leaders = {p: st.leader for p, st in partition_states(cluster, "t", 6).items()}  # type: ignore[attr-defined]
+    leaders = {p: st.leader for p, st in partition_states(cluster, "t", 6).items()}
     victim = max(set(leaders.values()), key=lambda b: sum(1 for v in leaders.values() if v == b))
     assert cluster.terminate(victim) == 0
     # Read right after the exit: without a controlled shutdown the leaders would still be
     # the victim until its ZooKeeper session expired (seconds later).
     after = partition_states(cluster, "t", 6)
-    assert all(st.leader != victim for st in after.values())  # type: ignore[attr-defined]
-    assert all(victim not in st.isr for st in after.values())  # type: ignore[attr-defined]
+    assert all(st.leader != victim for st in after.values())
+    assert all(victim not in st.isr for st in after.values())
     # The broker left its logs cleanly.
     assert (cluster.log_dir(victim) / ".kafka_cleanshutdown").exists()
 

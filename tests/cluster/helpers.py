@@ -1,0 +1,148 @@
+"""What cluster tests do again and again: create topics, produce, consume, read state.
+
+Everything here goes through the real client, the real CLI, real ZooKeeper or the
+brokers' files on disk, never through a broker's internals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from minikafka.client import Admin, Consumer, NewTopic, Producer
+from minikafka.client.connection import BrokerConnection
+from minikafka.client.consumer import ConsumerRecord
+from minikafka.cluster import LocalCluster
+from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.storage.record_batch import (
+    BatchHeader,
+    InvalidBatchError,
+    decode_records,
+    iter_batches,
+)
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "minikafka", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def create_topic(
+    cluster: LocalCluster,
+    name: str,
+    partitions: int,
+    rf: int,
+    configs: Mapping[str, str] | None = None,
+) -> None:
+    admin = Admin(cluster.bootstrap_servers)
+    try:
+        await admin.create_topics(
+            [NewTopic(name, partitions, rf, dict(configs or {}))], timeout_ms=30_000
+        )
+    finally:
+        await admin.close()
+
+
+def bootstrap(cluster: LocalCluster, exclude: Collection[int] = ()) -> str:
+    """Bootstrap servers without `exclude`: a client that bootstraps from a paused broker
+    waits a whole request timeout for its answer, as Kafka's does."""
+    return ",".join(
+        f"{cluster.host}:{port}" for b, port in cluster.broker_ports.items() if b not in exclude
+    )
+
+
+async def produce_values(
+    cluster: LocalCluster,
+    topic: str,
+    values: list[bytes],
+    acks: int | str = "all",
+    *,
+    exclude: Collection[int] = (),
+) -> list[tuple[int, int]]:
+    """(partition, offset) of each value, bootstrapping from brokers not in `exclude`;
+    fails the test if any send fails."""
+    async with Producer(bootstrap(cluster, exclude), acks=acks, linger_ms=5) as producer:
+        futures = [await producer.send(topic, v) for v in values]
+        return [(md.partition, md.offset) for md in await asyncio.gather(*futures)]
+
+
+async def consume_records(
+    cluster: LocalCluster, topic: str, expected: int | None = None, timeout: float = 30.0
+) -> list[ConsumerRecord]:
+    """Records from the start, until `expected` of them (None: until the end offsets as of
+    the call) or `timeout`."""
+    async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        await consumer.assign_topic(topic)
+        consumer.seek_to_beginning()
+        ends = await consumer.end_offsets(consumer.assignment())
+
+        async def done() -> bool:
+            if expected is not None:
+                return len(got) >= expected
+            return all([await consumer.position(tp) >= end for tp, end in ends.items()])
+
+        got: list[ConsumerRecord] = []
+        deadline = time.monotonic() + timeout
+        while not await done() and time.monotonic() < deadline:
+            got += await consumer.poll(500)
+        return got
+
+
+async def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
+    return [r.value or b"" for r in await consume_records(cluster, topic, expected)]
+
+
+def partition_states(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, LeaderAndIsr]:
+    zk = cluster.zk_client()
+    states = zk.get_partition_states([TopicPartition(topic, p) for p in range(partitions)])
+    return {tp.partition: st for tp, st in states.items()}
+
+
+async def metadata(cluster: LocalCluster, broker_id: int | None = None) -> MetadataResponse:
+    """One broker's Metadata answer (any broker's when `broker_id` is None)."""
+    port = (
+        cluster.broker_ports[broker_id]
+        if broker_id is not None
+        else next(iter(cluster.broker_ports.values()))
+    )
+    conn = BrokerConnection("127.0.0.1", port)
+    await conn.connect()
+    try:
+        resp: MetadataResponse = await conn.send(MetadataRequest(None), timeout_s=10)
+        return resp
+    finally:
+        await conn.close()
+
+
+def replica_batches(log_dir: Path, tp: TopicPartition) -> list[tuple[BatchHeader, bytes]]:
+    """(header, bytes) of every batch in a replica's segment files, read from disk the way a
+    recovering broker would (a torn last batch ends the segment)."""
+    batches: list[tuple[BatchHeader, bytes]] = []
+    for segment in sorted((log_dir / f"{tp.topic}-{tp.partition}").glob("*.log")):
+        data = segment.read_bytes()
+        try:
+            for pos, header in iter_batches(data):
+                batches.append((header, data[pos : pos + header.size_in_bytes]))
+        except InvalidBatchError:
+            pass  # the unflushed tail of a killed broker
+    return batches
+
+
+def replica_records(log_dir: Path, tp: TopicPartition, end_offset: int) -> dict[int, bytes | None]:
+    """offset -> value of every record below `end_offset` in a replica's segment files."""
+    out: dict[int, bytes | None] = {}
+    for _, batch in replica_batches(log_dir, tp):
+        for r in decode_records(batch):
+            if r.offset < end_offset:
+                out[r.offset] = r.value
+    return out
