@@ -10,7 +10,7 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from minikafka.client import Admin, Consumer, NewTopic, Producer
@@ -43,11 +43,14 @@ async def create_topic(
     partitions: int,
     rf: int,
     configs: Mapping[str, str] | None = None,
+    assignment: Mapping[int, Sequence[int]] | None = None,
 ) -> None:
+    """A topic with `partitions` x `rf` replicas, or exactly `assignment` (partition ->
+    brokers, then give -1 for both)."""
     admin = Admin(cluster.bootstrap_servers)
     try:
         await admin.create_topics(
-            [NewTopic(name, partitions, rf, dict(configs or {}))], timeout_ms=30_000
+            [NewTopic(name, partitions, rf, dict(configs or {}), assignment)], timeout_ms=30_000
         )
     finally:
         await admin.close()
@@ -77,11 +80,16 @@ async def produce_values(
 
 
 async def consume_records(
-    cluster: LocalCluster, topic: str, expected: int | None = None, timeout: float = 30.0
+    cluster: LocalCluster,
+    topic: str,
+    expected: int | None = None,
+    timeout: float = 30.0,
+    *,
+    exclude: Collection[int] = (),
 ) -> list[ConsumerRecord]:
     """Records from the start, until `expected` of them (None: until the end offsets as of
-    the call) or `timeout`."""
-    async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+    the call) or `timeout`, bootstrapping from brokers not in `exclude`."""
+    async with Consumer(bootstrap(cluster, exclude), auto_offset_reset="earliest") as consumer:
         await consumer.assign_topic(topic)
         consumer.seek_to_beginning()
         ends = await consumer.end_offsets(consumer.assignment())

@@ -374,3 +374,77 @@ async def test_a_leaders_isr_write_after_a_version_conflict_fails_and_the_partit
     assert rejoined.leader_epoch == removed.leader_epoch  # the leader's write, not an election
     await wait_for_metadata_isr(cluster, cluster.broker_ids, [1, 2, 3])
     await produce_values(cluster, "t", [b"y"] * 5, acks="all")
+
+
+# --- offline election: only from the ISR, unless unclean election is enabled --------------
+
+
+async def test_an_offline_partition_waits_for_an_isr_member_unless_unclean_election_is_on(
+    make_cluster: ClusterFactory,
+) -> None:
+    cluster = make_cluster(overrides=REPLICATION_OVERRIDES)
+    leader, follower = 1, 2
+    topics = ("clean", "unclean")
+    for topic, enabled in (("clean", "false"), ("unclean", "true")):
+        await create_topic(
+            cluster,
+            topic,
+            -1,
+            -1,
+            {"unclean.leader.election.enable": enabled},
+            assignment={0: [leader, follower]},
+        )
+    first = [b"seen-by-both"] * 5
+    for topic in topics:
+        await produce_values(cluster, topic, first, acks="all")
+    # The follower dies and misses what comes next; the ISR becomes the leader alone.
+    cluster.kill(follower)
+    for topic in topics:
+        await produce_values(cluster, topic, [b"only-on-the-leader"] * 5, exclude=[follower])
+    wait_until(
+        lambda: all(state(cluster, TopicPartition(t, 0)).isr == (leader,) for t in topics),
+        SESSION_TIMEOUT_MS / 1000 + 15,
+        "both ISRs to shrink to the leader",
+    )
+    # Then the leader dies too, and the follower, which is not in the ISR, comes back.
+    cluster.kill(leader)
+    wait_until(
+        lambda: state(cluster, TopicPartition("clean", 0)).leader == -1,
+        SESSION_TIMEOUT_MS / 1000 + 15,
+        "clean-0 to go offline",
+    )
+    cluster.restart(follower)
+    wait_until(
+        lambda: state(cluster, TopicPartition("unclean", 0)).leader == follower,
+        30,
+        "the unclean election of the out-of-sync follower",
+    )
+    unclean = state(cluster, TopicPartition("unclean", 0))
+    assert unclean.isr == (follower,)
+    # Without unclean election the partition stays offline, its last ISR kept, so that the
+    # replica holding every acked record can lead when it returns.
+    clean = state(cluster, TopicPartition("clean", 0))
+    assert clean.leader == -1 and clean.isr == (leader,)
+    # What the unclean election cost: the records only the old leader had are gone.
+    got = [r.value for r in await consume_records(cluster, "unclean", exclude=[leader])]
+    assert got == first
+
+    cluster.restart(leader)
+    wait_until(
+        lambda: state(cluster, TopicPartition("clean", 0)).leader == leader,
+        30,
+        "clean-0 to come back with its ISR member as leader",
+    )
+    got = [r.value for r in await consume_records(cluster, "clean")]
+    assert got == [*first, *[b"only-on-the-leader"] * 5]  # nothing acked was lost
+    # The old leader follows the unclean leader's history: its extra records are truncated
+    # by leader epoch, so the two replicas agree offset by offset.
+    wait_until(
+        lambda: len(state(cluster, TopicPartition("unclean", 0)).isr) == 2,
+        30,
+        "the old leader to rejoin unclean-0",
+    )
+    tp = TopicPartition("unclean", 0)
+    assert replica_records(cluster.log_dir(leader), tp, 1 << 62) == replica_records(
+        cluster.log_dir(follower), tp, 1 << 62
+    )
