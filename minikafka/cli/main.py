@@ -12,6 +12,7 @@ from minikafka.cli.cluster import cluster
 from minikafka.cli.consume import consume
 from minikafka.cli.dump_log import dump_log
 from minikafka.cli.produce import produce
+from minikafka.cli.replicas import replicas
 from minikafka.cli.storage_demo import storage
 from minikafka.cli.topics import topics
 
@@ -32,6 +33,7 @@ cli.add_command(storage)
 cli.add_command(topics)
 cli.add_command(produce)
 cli.add_command(consume)
+cli.add_command(replicas)
 
 
 def main() -> None:

@@ -1,7 +1,14 @@
 """Client library: producer, consumer, admin client, metadata cache."""
 
 from minikafka.client.accumulator import RecordMetadata
-from minikafka.client.admin import Admin, ClusterDescription, NewTopic, TopicDescription
+from minikafka.client.admin import (
+    Admin,
+    ClusterDescription,
+    NewTopic,
+    PartitionReplicas,
+    ReplicaDescription,
+    TopicDescription,
+)
 from minikafka.client.cluster import ClusterClient
 from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.client.consumer import Consumer, ConsumerRecord
@@ -31,8 +38,10 @@ __all__ = [
     "NewTopic",
     "NoOffsetForPartitionError",
     "PartitionMetadata",
+    "PartitionReplicas",
     "Producer",
     "RecordMetadata",
+    "ReplicaDescription",
     "SyncAdmin",
     "SyncConsumer",
     "SyncProducer",

@@ -19,10 +19,13 @@ from typing import Any
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, ClusterClient, now_ms
 from minikafka.client.errors import KafkaTimeoutError
 from minikafka.client.metadata import ClusterMetadata, PartitionMetadata
+from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.protocol.errors import (
     ErrorCode,
     KafkaError,
+    LeaderNotAvailableError,
     NotControllerError,
+    NotLeaderOrFollowerError,
     error_for_code,
 )
 from minikafka.protocol.messages import (
@@ -32,6 +35,9 @@ from minikafka.protocol.messages import (
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeReplicasRequest,
+    DescribeReplicasResponse,
+    PartitionReplicaStates,
     TopicResult,
 )
 
@@ -70,6 +76,70 @@ class ClusterDescription:
     @property
     def controller(self) -> BrokerNode | None:
         return next((b for b in self.brokers if b.node_id == self.controller_id), None)
+
+
+@dataclass(frozen=True)
+class ReplicaDescription:
+    """One replica of a partition as the partition's leader sees it (DESIGN §7)."""
+
+    broker_id: int
+    is_leader: bool
+    in_isr: bool
+    log_end_offset: int  # -1: unknown, it has not fetched from this leader yet
+    # now - lastCaughtUpTimeMs on the leader; 0 for the leader itself; -1: the follower has
+    # not caught up since this leader took over (and was not in the ISR then).
+    last_caught_up_ms_ago: int
+    lag: int | None  # leader LEO - replica LEO, in messages; None while its LEO is unknown
+
+
+@dataclass(frozen=True)
+class PartitionReplicas:
+    """A partition's replicas from its leader's view (minikafka's DescribeReplicas), or the
+    error that kept the leader from answering (then `replicas` is empty)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    high_watermark: int
+    log_end_offset: int
+    replicas: list[ReplicaDescription]  # in assignment order
+    error: KafkaError | None = None
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+def partition_replicas(
+    state: PartitionReplicaStates, assignment: Sequence[int] = ()
+) -> PartitionReplicas:
+    """A leader's DescribeReplicas entry -> PartitionReplicas: replicas in `assignment`
+    order (any the leader reports beyond it follow in its order), lag against its LEO."""
+    order = {b: i for i, b in enumerate(assignment)}
+    # sorted() is stable: replicas outside `assignment` keep the leader's order.
+    states = sorted(state.replicas, key=lambda r: order.get(r.broker_id, len(order)))
+    leo = state.log_end_offset
+    replicas = [
+        ReplicaDescription(
+            broker_id=r.broker_id,
+            is_leader=r.broker_id == state.leader,
+            in_isr=r.in_isr,
+            log_end_offset=r.log_end_offset,
+            last_caught_up_ms_ago=0 if r.broker_id == state.leader else r.last_caught_up_ms_ago,
+            lag=None if r.log_end_offset < 0 else leo - r.log_end_offset,
+        )
+        for r in states
+    ]
+    return PartitionReplicas(
+        state.topic,
+        state.partition,
+        state.leader,
+        state.leader_epoch,
+        state.high_watermark,
+        leo,
+        replicas,
+    )
 
 
 def _topic_error(name: str, code: int, message: str | None) -> KafkaError:
@@ -285,6 +355,78 @@ class Admin:
         md = await self._refresh([])
         brokers = sorted(md.brokers.values(), key=lambda b: b.node_id)
         return ClusterDescription(brokers, md.controller_id)
+
+    # --- replicas (minikafka's own DescribeReplicas) ----------------------------------------
+
+    async def describe_replicas(
+        self, topics: Sequence[str] | None = None, timeout_ms: int | None = None
+    ) -> list[PartitionReplicas]:
+        """Each partition's replicas as its leader sees them: LEO, lag, ISR membership, time
+        since each follower last caught up, and the partition's HW (all topics when `topics`
+        is None). Sorted by topic and partition for all topics, else in the order asked.
+
+        Each leader is found through metadata and asked; a partition whose leader cannot
+        answer right now (no leader, leadership moved, broker unreachable) is asked again
+        after a metadata refresh until `timeout_ms` (default.api.timeout.ms), and then comes
+        back with its `error` set. A topic that does not exist raises
+        UnknownTopicOrPartitionError.
+        """
+        timeout = self._default_api_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = now_ms() + timeout
+        done: dict[TopicPartition, PartitionReplicas] = {}
+        while True:
+            parts = [p for d in await self.describe_topics(topics) for p in d.partitions]
+            failed: dict[TopicPartition, KafkaError] = {}
+            by_leader: dict[int, list[PartitionMetadata]] = {}
+            for p in parts:
+                if p.tp in done:
+                    continue
+                if p.leader == NO_LEADER:
+                    failed[p.tp] = LeaderNotAvailableError(f"{p.tp} has no leader")
+                else:
+                    by_leader.setdefault(p.leader, []).append(p)
+            remaining = max(1.0, min(self._request_timeout_ms, deadline - now_ms()))
+            answers = await asyncio.gather(
+                *(
+                    self._cluster.send(
+                        leader,
+                        DescribeReplicasRequest(sorted({p.topic for p in ps})),
+                        timeout_ms=remaining,
+                    )
+                    for leader, ps in by_leader.items()
+                ),
+                return_exceptions=True,
+            )
+            for (leader, ps), answer in zip(by_leader.items(), answers, strict=True):
+                if isinstance(answer, KafkaError):
+                    for p in ps:
+                        failed[p.tp] = answer
+                    continue
+                if isinstance(answer, BaseException):
+                    raise answer
+                assert isinstance(answer, DescribeReplicasResponse)
+                states = {(s.topic, s.partition): s for s in answer.partitions}
+                for p in ps:
+                    st = states.get((p.topic, p.partition))
+                    if st is None:
+                        failed[p.tp] = NotLeaderOrFollowerError(
+                            f"broker {leader} does not lead {p.tp} (any more)"
+                        )
+                    elif st.error_code != ErrorCode.NONE:
+                        failed[p.tp] = error_for_code(st.error_code, f"{p.tp} on broker {leader}")
+                    else:
+                        done[p.tp] = partition_replicas(st, p.replicas)
+            retry = any(e.retriable for e in failed.values())
+            if not retry or now_ms() >= deadline:
+                return [
+                    done.get(p.tp)
+                    or PartitionReplicas(
+                        p.topic, p.partition, p.leader, p.leader_epoch, -1, -1, [], failed[p.tp]
+                    )
+                    for p in parts
+                ]
+            log.info("describe replicas will be retried for %d partitions", len(failed))
+            await asyncio.sleep(min(self._retry_backoff_ms, max(0.0, deadline - now_ms())) / 1000.0)
 
     async def _refresh(self, topics: list[str] | None) -> ClusterMetadata:
         if topics is None:

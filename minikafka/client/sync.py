@@ -13,7 +13,13 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from minikafka.client.accumulator import RecordMetadata
-from minikafka.client.admin import Admin, ClusterDescription, NewTopic, TopicDescription
+from minikafka.client.admin import (
+    Admin,
+    ClusterDescription,
+    NewTopic,
+    PartitionReplicas,
+    TopicDescription,
+)
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP
 from minikafka.client.consumer import Consumer, ConsumerRecord
 from minikafka.client.errors import IllegalStateError
@@ -233,6 +239,11 @@ class SyncAdmin(_SyncBase):
 
     def describe_cluster(self) -> ClusterDescription:
         return self._runner.run(self._admin.describe_cluster())
+
+    def describe_replicas(
+        self, topics: Sequence[str] | None = None, timeout_ms: int | None = None
+    ) -> list[PartitionReplicas]:
+        return self._runner.run(self._admin.describe_replicas(topics, timeout_ms))
 
     def close(self) -> None:
         try:
