@@ -65,6 +65,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         self._backoff_s = config.replica_fetch_backoff_ms / 1000
         self._stopped = False
+        self.failed_requests = 0  # fetch or truncation round trips that failed (backoff)
 
     def __repr__(self) -> str:
         return (
@@ -73,6 +74,11 @@ class ReplicaFetcher:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=repr(self))
+
+    @property
+    def stopped(self) -> bool:
+        """Its fetch loop has ended (after shutdown)."""
+        return self._task is not None and self._task.done()
 
     def add_partitions(self, partitions: Mapping[TopicPartition, int]) -> None:
         for tp, epoch in partitions.items():
@@ -119,6 +125,7 @@ class ReplicaFetcher:
                     continue
                 await self._fetch(conn, ready)
             except (NetworkError, KafkaError, OSError) as e:
+                self.failed_requests += 1
                 log.warning("%r: %s; backing off %.1fs", self, e, self._backoff_s)
                 await self._drop_connection()
                 for st in ready.values():
@@ -216,7 +223,9 @@ class ReplicaFetcher:
                 leader_epoch,
                 leader_end,
             )
-            lg.truncate_to(target)
+        # Even at the LEO: this drops an epoch we led without writing in it (Kafka's
+        # truncateTo), which would otherwise reject the leader's batches of older epochs.
+        lg.truncate_to(target)
         if done:
             st.phase = FetchPhase.FETCHING
 

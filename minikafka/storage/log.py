@@ -450,6 +450,10 @@ class Log:
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            # As Kafka: still drop epochs starting at the LEO. This broker may have led an
+            # epoch without writing in it; left in place, that entry would be "newer" than
+            # the batches the new leader sends from there on.
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset <= self._segments[0].base_offset:
             self._truncate_fully(offset)

@@ -119,8 +119,8 @@ class LogManager:
             lg.update_high_watermark(hws.get(tp, 0))
             self._logs[tp] = lg
             self._dir_of[tp] = d
-        if not clean:
-            reports = [self._logs[tp].load_report for tp, dd in self._dir_of.items() if dd == d]
+        reports = [self._logs[tp].load_report for tp, dd in self._dir_of.items() if dd == d]
+        if not clean and reports:
             log.info(
                 "%s: no clean shutdown marker; recovered %d segments of %d logs "
                 "(%d invalid bytes truncated)",

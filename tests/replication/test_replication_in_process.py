@@ -1,181 +1,32 @@
 """Leader and follower replica managers talking over real TCP inside one event loop.
 
 No ZooKeeper and no controller: the test plays the controller by sending LeaderAndIsr
-itself, which is exactly what these components see in a cluster.
+itself, which is exactly what these components see in a cluster. The brokers and helpers
+are in conftest.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Callable
+from typing import cast
 
-import pytest
-
-from minikafka.client.connection import BrokerConnection
-from minikafka.clock import SYSTEM_CLOCK, Clock, ManualClock
-from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.clock import ManualClock
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
-    BrokerNode,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-    FetchTopic,
-    LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
-    LeaderAndIsrResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceTopic,
-)
-from minikafka.replication.fetcher import ReplicaFetcherManager
-from minikafka.replication.replica_manager import ReplicaManager
-from minikafka.server.config import BrokerConfig
-from minikafka.server.kafka_apis import KafkaApis
-from minikafka.server.metadata_cache import MetadataCache
-from minikafka.server.network import SocketServer
+from minikafka.protocol.messages import FetchResponse, LeaderAndIsrRequest, ProduceResponse
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.log_manager import LogManager
-from minikafka.storage.record_batch import build_batch, decode_all
-from minikafka.zk.client import ZkClient
+from minikafka.storage.record_batch import decode_all
 
-TP = TopicPartition("t", 0)
-
-
-class FakeStateZnodes:
-    """Stands in for the state znodes' conditional writes (the real ones are tested against
-    ZooKeeper in tests/zk): a version per partition, bumped on each accepted write."""
-
-    def __init__(self) -> None:
-        self.version: dict[TopicPartition, int] = {}
-        self.writes: list[tuple[int, ...]] = []
-        self.notified: list[list[TopicPartition]] = []
-
-    async def write(self, tp: TopicPartition, new: LeaderAndIsr, expected: int) -> int | None:
-        if self.version.get(tp, 0) != expected:
-            return None
-        self.version[tp] = expected + 1
-        self.writes.append(new.isr)
-        return expected + 1
-
-    async def notify(self, tps: list[TopicPartition]) -> None:
-        self.notified.append(tps)
-
-
-class Broker:
-    def __init__(
-        self, broker_id: int, data: Path, clock: Clock = SYSTEM_CLOCK, **overrides: Any
-    ) -> None:
-        self.config = BrokerConfig(
-            broker_id=broker_id,
-            log_dirs=(str(data / f"b{broker_id}"),),
-            replica_fetch_wait_max_ms=100,
-            replica_fetch_backoff_ms=50,
-            **overrides,
-        )
-        self.znodes = FakeStateZnodes()
-        self.log_manager = LogManager([Path(d) for d in self.config.log_dirs], LogConfig())
-        self.log_manager.startup()
-
-        async def no_overrides(topics: list[str]) -> dict[str, LogConfig]:
-            return {}
-
-        self.rm = ReplicaManager(
-            self.config,
-            self.log_manager,
-            clock,
-            no_overrides,
-            isr_writer=self.znodes.write,
-            isr_change_notifier=self.znodes.notify,
-        )
-        self.fetchers = ReplicaFetcherManager(self.rm, self.config)
-        self.rm.fetcher_manager = self.fetchers
-        self.apis = KafkaApis(
-            self.config,
-            self.rm,
-            MetadataCache(broker_id),
-            cast(ZkClient, None),  # the admin paths are not used here
-            None,
-            SYSTEM_CLOCK.now_ms,
-        )
-        self.server = SocketServer(self.apis.handle, "127.0.0.1", 0)
-
-    @property
-    def node(self) -> BrokerNode:
-        return BrokerNode(self.config.broker_id, "127.0.0.1", self.server.port)
-
-    async def start(self) -> None:
-        await self.server.start()
-
-    async def stop(self) -> None:
-        await self.rm.shutdown()
-        await self.fetchers.shutdown()
-        await self.server.stop()
-        self.log_manager.shutdown()
-
-    def log_values(self) -> list[bytes | None]:
-        lg = self.rm.partitions[TP].log
-        info = lg.read(lg.log_start_offset, 1 << 20)
-        return [] if info.slice is None else [r.value for r in decode_all(info.read())]
-
-
-@pytest.fixture
-async def brokers(tmp_path: Path) -> AsyncIterator[Callable[..., Broker]]:
-    made: dict[int, Broker] = {}
-
-    def get(broker_id: int, **kwargs: Any) -> Broker:
-        if broker_id not in made:
-            made[broker_id] = Broker(broker_id, tmp_path, **kwargs)
-        return made[broker_id]
-
-    yield get
-    for b in made.values():
-        await b.stop()
-
-
-def state(
-    leader: int, epoch: int, isr: list[int], replicas: list[int]
-) -> LeaderAndIsrPartitionState:
-    return LeaderAndIsrPartitionState("t", 0, 1, leader, epoch, isr, 0, replicas)
-
-
-async def leader_and_isr(
-    b: Broker, st: LeaderAndIsrPartitionState, leaders: list[BrokerNode], controller_epoch: int = 1
-) -> LeaderAndIsrResponse:
-    return await b.rm.become_leader_or_follower(
-        LeaderAndIsrRequest(0, controller_epoch, -1, [st], leaders)
-    )
-
-
-async def send(b: Broker, request: Any) -> Any:
-    conn = BrokerConnection("127.0.0.1", b.server.port)
-    await conn.connect()
-    try:
-        return await conn.send(request, timeout_s=10)
-    finally:
-        await conn.close()
-
-
-def produce(values: list[bytes], acks: int = -1, timeout_ms: int = 5_000) -> ProduceRequest:
-    batch = build_batch(values, base_offset=0, partition_leader_epoch=0)
-    return ProduceRequest(acks, timeout_ms, [ProduceTopic("t", [ProducePartition(0, batch)])])
-
-
-def consumer_fetch(offset: int, epoch: int = -1) -> FetchRequest:
-    return FetchRequest(
-        -1, 0, 1, 1 << 20, [FetchTopic("t", [FetchPartition(0, offset, 1 << 20, epoch)])]
-    )
-
-
-async def wait_for(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            pytest.fail("condition not met in time")
-        await asyncio.sleep(0.01)
+from .conftest import (
+    TP,
+    Broker,
+    consumer_fetch,
+    leader_and_isr,
+    produce,
+    send,
+    state,
+    wait_for,
+)
 
 
 async def test_acks_all_is_answered_once_the_follower_has_the_records(
@@ -280,41 +131,6 @@ async def test_fetch_with_old_or_future_leader_epoch_is_fenced(
     new: FetchResponse = await send(b, consumer_fetch(0, epoch=4))
     assert old.topics[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert new.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
-
-
-async def test_diverged_follower_truncates_by_leader_epoch(
-    brokers: Callable[[int], Broker],
-) -> None:
-    """KIP-101 scenario 2 (DESIGN §9): A has m1, m2 in epoch 0; B has only m1, becomes leader
-    in epoch 1 and writes m3 at offset 1. A must drop m2 and take m3, not keep m2 at 1."""
-    a, b = brokers(1), brokers(2)
-    await a.start()
-    await b.start()
-    # Epoch 0: A leads alone and writes m1, m2; B got m1 only.
-    await leader_and_isr(a, state(1, 0, [1], [1, 2]), [a.node])
-    await send(a, produce([b"m1"], acks=1))
-    await send(a, produce([b"m2"], acks=1))
-    await leader_and_isr(b, state(3, 0, [1], [1, 2]), [])  # B is a follower with no leader yet
-    b_log = b.rm.partitions[TP].log
-    first = a.rm.partitions[TP].log.read(0, 1 << 20, max_offset=1)
-    assert first.slice is not None
-    b_log.append_as_follower(first.read())
-    assert b.log_values() == [b"m1"]
-    # Epoch 1: B leads (A is down) and writes m3 at offset 1.
-    await leader_and_isr(b, state(2, 1, [2], [1, 2]), [b.node])
-    await send(b, produce([b"m3"], acks=1))
-    # A comes back as follower of B in epoch 2.
-    st = state(2, 2, [2, 1], [1, 2])
-    await leader_and_isr(b, st, [b.node])
-    await leader_and_isr(a, st, [b.node])
-    await wait_for(lambda: a.log_values() == [b"m1", b"m3"])
-    # A's epoch history now matches the leader's data: m1 in epoch 0, m3 in epoch 1.
-    assert [
-        (e.epoch, e.start_offset) for e in a.rm.partitions[TP].log.leader_epoch_cache.entries
-    ] == [
-        (0, 0),
-        (1, 1),
-    ]
 
 
 async def test_caught_up_follower_joins_the_isr_and_the_change_is_propagated(
