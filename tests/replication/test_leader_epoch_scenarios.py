@@ -149,7 +149,7 @@ async def test_restarted_follower_keeps_acked_record_above_its_hw(
     assert fetched_from[0] == 2, f"A truncated below m2 after restarting: fetched {fetched_from}"
     assert a.log_values() == [b"m1", b"m2"]
 
-    # B dies; the controller elects A, the only ISR member left, in epoch 2.
+    # B dies; the controller elects A, the only live ISR member, in epoch 2.
     await b.crash()
     await leader_and_isr(a, state(1, 2, [1], REPLICAS), [a.node])
     assert await consume(a, epoch=2) == (2, [b"m1", b"m2"])
