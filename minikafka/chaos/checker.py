@@ -1,0 +1,711 @@
+"""The chaos checker: judge a `History` as Jepsen's Kafka analysis and Kafka's system tests
+count (DESIGN §12.5, issue 5). Pure logic over recorded events; nothing here does I/O.
+
+Counting, for the topic of the history. A position is (partition, offset). A position is
+*covered* when some read returned a record of that partition at that offset or a later one,
+or a `DrainedPartition` range contains it: the reads provably went past it, so whatever the
+log holds there was seen.
+
+Produce attempts (every attempt is exactly one of):
+- acknowledged: outcome OK, with the (partition, offset) the broker acknowledged;
+- failed: outcome FAIL, definitely not written;
+- in doubt: outcome INFO, may or may not have been written. Never counted lost; one that is
+  read anyway is counted as *recovered*.
+
+Acknowledged values (every one is exactly one of):
+- ok: read at its acknowledged position;
+- lost: never read anywhere, and its acknowledged position is covered;
+- moved: read, but never at its acknowledged position, and that position is covered (the
+  log provably holds something else there);
+- unseen: its acknowledged position is not covered and it was not read there: not provably
+  lost (it lies beyond the last offset read, e.g. a drain that did not finish).
+
+Reads:
+- duplicate: a value read at two or more different positions (a producer retry after an
+  in-doubt attempt writes the value twice; reading one position twice is not a duplicate);
+- unexpected: a value read that no attempt produced (garbage, a null, an unknown integer);
+- failed but read: a value whose attempt definitely FAILED, read anyway;
+- read divergence: one position read with two different values;
+- non-monotonic: within one consumer's read sequence (history order), an offset of a
+  partition at or below the previous one read from that partition;
+- skipped: within one sequence, an offset more than one past the previous one
+  (informational: offsets are contiguous in a log without compaction, so a gap means the
+  consumer jumped, e.g. an offset reset).
+
+Replicas and cluster state:
+- conflicting acks: one position acknowledged for two different values;
+- replica divergence: one position below the high watermark of two replicas (offset <
+  min(HW_a, HW_b), compared pairwise) holding different values on them;
+- leader epoch violations, per partition, over observation time: a *regression* is an
+  epoch below the largest one observed before; a *conflict* is an epoch observed with two
+  different leaders (-1, no leader, conflicts with nothing);
+- controller epoch violations: the same over (controller epoch, controller id);
+- leader changes: consecutive observations of a partition where the leader differs and
+  the new one is a broker (not -1); controller changes: observations where the controller
+  epoch went up;
+- ISR shrinks / expands: consecutive ISR observations of a partition where a member
+  disappeared / appeared (one step can be both).
+
+Unavailability of a fault window [start, end] (end None: the produce phase's end): take
+the produce phase [S, E] (`History.bounds()`) and the completion times of every
+acknowledged attempt inside it, sorted, t1 <= ... <= tn; the gaps are the intervals between
+consecutive points of S, t1, ..., tn, E. The window's unavailability is the length in
+seconds of the longest gap that overlaps it (gap (a, b) with a <= end and b >= start): the
+longest time, around the fault, that the whole topic went without a single acknowledged
+produce. It includes the fault's after-effects (a gap that starts during the window and
+ends after it) but not a gap that starts after the window ended. A window entirely outside
+[S, E] has no value (None). Per fault type (op): the number of windows, and the max and
+median of the values.
+
+`CheckResult.valid` is False iff a safety invariant is broken: anything lost, moved,
+unexpected or failed-but-read, any conflicting ack, read or replica divergence,
+non-monotonic read, or epoch violation. Unseen, duplicates, in-doubt, skipped reads and
+every availability figure are reported but never make a run invalid.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from minikafka.chaos.history import (
+    History,
+    JsonDict,
+    Outcome,
+    Position,
+    ProduceAttempt,
+    RecordValue,
+)
+
+
+def _value_key(v: RecordValue) -> tuple[int, str]:
+    # Mixed int / str / None values need a total order for stable reports.
+    if v is None:
+        return (0, "")
+    if isinstance(v, int):
+        return (1, f"{v:+021d}")  # zero-padded so that numeric order is string order
+    return (2, v)
+
+
+def _sorted_values(values: Iterable[RecordValue]) -> tuple[RecordValue, ...]:
+    return tuple(sorted(set(values), key=_value_key))
+
+
+def _pos(p: Position) -> list[int]:
+    return [p[0], p[1]]
+
+
+@dataclass(frozen=True, slots=True)
+class MovedValue:
+    """An acknowledged value read only at positions other than the acknowledged one."""
+
+    value: int
+    acked: Position
+    read_at: tuple[Position, ...]
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "value": self.value,
+            "acked": _pos(self.acked),
+            "read_at": [_pos(p) for p in self.read_at],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateValue:
+    """A value read at more than one position."""
+
+    value: int
+    positions: tuple[Position, ...]
+
+    def to_dict(self) -> JsonDict:
+        return {"value": self.value, "positions": [_pos(p) for p in self.positions]}
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetConflict:
+    """One position with several values: acknowledged for several (conflicting acks) or
+    read with several (read divergence)."""
+
+    partition: int
+    offset: int
+    values: tuple[RecordValue, ...]
+
+    def to_dict(self) -> JsonDict:
+        return {"partition": self.partition, "offset": self.offset, "values": list(self.values)}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDivergence:
+    """One position below the HW of several replicas whose values differ: broker -> value
+    for every replica that has the offset below its own HW."""
+
+    partition: int
+    offset: int
+    values: tuple[tuple[int, RecordValue], ...]
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "values": {str(b): v for b, v in self.values},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOrderViolation:
+    """Two consecutive reads of a partition by one consumer, out of order (non-monotonic)
+    or with offsets missing between them (skipped)."""
+
+    consumer: int
+    partition: int
+    previous_offset: int
+    offset: int
+    time: float
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "consumer": self.consumer,
+            "partition": self.partition,
+            "previous_offset": self.previous_offset,
+            "offset": self.offset,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class UnexpectedRead:
+    """A record read whose value no produce attempt wrote."""
+
+    partition: int
+    offset: int
+    value: RecordValue
+    time: float
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "value": self.value,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EpochViolation:
+    """An epoch observation that breaks monotonicity: `kind` "regression" (epoch below the
+    largest one seen before, `previous_epoch`) or "conflict" (an epoch seen before with
+    another holder, `previous_holder`). `partition` is None for the controller epoch;
+    holders are leaders (broker ids) or controller ids."""
+
+    kind: str
+    time: float
+    partition: int | None
+    previous_epoch: int
+    previous_holder: int
+    epoch: int
+    holder: int
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "kind": self.kind,
+            "time": self.time,
+            "partition": self.partition,
+            "previous_epoch": self.previous_epoch,
+            "previous_holder": self.previous_holder,
+            "epoch": self.epoch,
+            "holder": self.holder,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FaultUnavailability:
+    """One fault window and its unavailability: the longest gap without an acknowledged
+    produce that overlaps it, [gap_start, gap_end]; all None when the window lies outside
+    the produce phase."""
+
+    op: str
+    target: str
+    start: float
+    end: float
+    unavailable_s: float | None
+    gap_start: float | None
+    gap_end: float | None
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "op": self.op,
+            "target": self.target,
+            "start": self.start,
+            "end": self.end,
+            "unavailable_s": self.unavailable_s,
+            "gap_start": self.gap_start,
+            "gap_end": self.gap_end,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FaultTypeAvailability:
+    """Unavailability aggregated over every window of one fault type (op) that has a
+    value: how many windows, and the max and median seconds."""
+
+    op: str
+    windows: int
+    max_s: float
+    median_s: float
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "op": self.op,
+            "windows": self.windows,
+            "max_s": self.max_s,
+            "median_s": self.median_s,
+        }
+
+
+@dataclass(slots=True)
+class CheckResult:
+    """Every count of the module docstring; value lists are sorted."""
+
+    valid: bool
+    attempted: int
+    acknowledged: int
+    failed: int
+    in_doubt: int
+    recovered: list[int]  # in doubt, but read
+    ok: int  # acknowledged and read at the acknowledged position
+    lost: list[int]
+    unseen: list[int]
+    moved: list[MovedValue]
+    duplicates: list[DuplicateValue]
+    unexpected: list[UnexpectedRead]
+    failed_but_read: list[int]
+    conflicting_acks: list[OffsetConflict]
+    read_divergence: list[OffsetConflict]
+    replica_divergence: list[ReplicaDivergence]
+    nonmonotonic_reads: list[ReadOrderViolation]
+    skipped_reads: list[ReadOrderViolation]
+    leader_epoch_violations: list[EpochViolation]
+    controller_epoch_violations: list[EpochViolation]
+    leader_changes: int
+    controller_changes: int
+    isr_shrinks: int
+    isr_expands: int
+    unavailability: list[FaultUnavailability]
+    unavailability_by_fault: dict[str, FaultTypeAvailability]
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "valid": self.valid,
+            "problems": list(self.problems),
+            "attempted": self.attempted,
+            "acknowledged": self.acknowledged,
+            "failed": self.failed,
+            "in_doubt": self.in_doubt,
+            "recovered": list(self.recovered),
+            "ok": self.ok,
+            "lost": list(self.lost),
+            "unseen": list(self.unseen),
+            "moved": [m.to_dict() for m in self.moved],
+            "duplicates": [d.to_dict() for d in self.duplicates],
+            "unexpected": [u.to_dict() for u in self.unexpected],
+            "failed_but_read": list(self.failed_but_read),
+            "conflicting_acks": [c.to_dict() for c in self.conflicting_acks],
+            "read_divergence": [c.to_dict() for c in self.read_divergence],
+            "replica_divergence": [d.to_dict() for d in self.replica_divergence],
+            "nonmonotonic_reads": [r.to_dict() for r in self.nonmonotonic_reads],
+            "skipped_reads": [r.to_dict() for r in self.skipped_reads],
+            "leader_epoch_violations": [v.to_dict() for v in self.leader_epoch_violations],
+            "controller_epoch_violations": [v.to_dict() for v in self.controller_epoch_violations],
+            "leader_changes": self.leader_changes,
+            "controller_changes": self.controller_changes,
+            "isr_shrinks": self.isr_shrinks,
+            "isr_expands": self.isr_expands,
+            "unavailability": [u.to_dict() for u in self.unavailability],
+            "unavailability_by_fault": {
+                op: a.to_dict() for op, a in sorted(self.unavailability_by_fault.items())
+            },
+        }
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        """(metric, value) rows for the summary table, safety first, then availability."""
+        rows: list[tuple[str, str]] = [
+            ("valid", "yes" if self.valid else "NO"),
+            ("produce attempts", str(self.attempted)),
+            ("acknowledged", str(self.acknowledged)),
+            ("acknowledged and read at their offset", str(self.ok)),
+            ("failed (definitely not written)", str(self.failed)),
+            ("in doubt (never counted lost)", str(self.in_doubt)),
+            ("in doubt but read (recovered)", str(len(self.recovered))),
+            ("lost", str(len(self.lost))),
+            ("unseen at end", str(len(self.unseen))),
+            ("moved (read at another offset than acked)", str(len(self.moved))),
+            ("duplicates", str(len(self.duplicates))),
+            ("unexpected values read", str(len(self.unexpected))),
+            ("failed but read", str(len(self.failed_but_read))),
+            ("conflicting acks (one offset, two values)", str(len(self.conflicting_acks))),
+            ("divergent offsets in reads", str(len(self.read_divergence))),
+            ("divergent offsets across replicas", str(len(self.replica_divergence))),
+            ("non-monotonic reads", str(len(self.nonmonotonic_reads))),
+            ("skipped offsets in reads", str(len(self.skipped_reads))),
+            ("leader epoch violations", str(len(self.leader_epoch_violations))),
+            ("controller epoch violations", str(len(self.controller_epoch_violations))),
+            ("leader changes", str(self.leader_changes)),
+            ("controller changes", str(self.controller_changes)),
+            ("ISR shrinks", str(self.isr_shrinks)),
+            ("ISR expands", str(self.isr_expands)),
+        ]
+        for op, a in sorted(self.unavailability_by_fault.items()):
+            rows.append(
+                (
+                    f"unavailable after {op}: max / median s",
+                    f"{a.max_s:.2f} / {a.median_s:.2f} ({a.windows} faults)",
+                )
+            )
+        return rows
+
+
+def check(history: History) -> CheckResult:
+    """Judge `history` (see the module docstring for every definition)."""
+    history.validate()
+    attempts = {a.value: a for a in history.attempts}
+    acked = {v: a for v, a in attempts.items() if a.outcome is Outcome.OK}
+    failed = {v for v, a in attempts.items() if a.outcome is Outcome.FAIL}
+    in_doubt = {v for v, a in attempts.items() if a.outcome is Outcome.INFO}
+
+    read_at: dict[int, set[Position]] = defaultdict(set)  # attempted value -> positions
+    values_at: dict[Position, set[RecordValue]] = defaultdict(set)
+    max_read: dict[int, int] = {}  # partition -> highest offset any read returned
+    unexpected: dict[tuple[Position, RecordValue], UnexpectedRead] = {}
+    for r in history.reads:
+        values_at[r.position].add(r.value)
+        max_read[r.partition] = max(max_read.get(r.partition, -1), r.offset)
+        if isinstance(r.value, int) and r.value in attempts:
+            read_at[r.value].add(r.position)
+        else:
+            # Reported once per (position, value): consumers re-read the same garbage.
+            unexpected.setdefault(
+                (r.position, r.value), UnexpectedRead(r.partition, r.offset, r.value, r.time)
+            )
+
+    drained: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for d in history.drained:
+        drained[d.partition].append((d.start_offset, d.end_offset))
+
+    def covered(pos: Position) -> bool:
+        partition, offset = pos
+        if offset <= max_read.get(partition, -1):
+            return True
+        return any(lo <= offset < hi for lo, hi in drained.get(partition, ()))
+
+    ok = 0
+    lost: list[int] = []
+    unseen: list[int] = []
+    moved: list[MovedValue] = []
+    for value, attempt in acked.items():
+        pos = attempt.position
+        assert pos is not None  # ProduceAttempt guarantees it for OK
+        reads = read_at.get(value, set())
+        if pos in reads:
+            ok += 1
+        elif not covered(pos):
+            unseen.append(value)
+        elif reads:
+            moved.append(MovedValue(value, pos, tuple(sorted(reads))))
+        else:
+            lost.append(value)
+
+    duplicates = [
+        DuplicateValue(v, tuple(sorted(ps))) for v, ps in sorted(read_at.items()) if len(ps) > 1
+    ]
+    read_divergence = [
+        OffsetConflict(p, o, _sorted_values(vs))
+        for (p, o), vs in sorted(values_at.items())
+        if len(vs) > 1
+    ]
+    acked_at: dict[Position, set[RecordValue]] = defaultdict(set)
+    for value, attempt in acked.items():
+        assert attempt.position is not None
+        acked_at[attempt.position].add(value)
+    conflicting_acks = [
+        OffsetConflict(p, o, _sorted_values(vs))
+        for (p, o), vs in sorted(acked_at.items())
+        if len(vs) > 1
+    ]
+
+    nonmonotonic, skipped = _read_order(history)
+    leader_violations, leader_changes = _leader_epochs(history)
+    controller_violations, controller_changes = _controller_epochs(history)
+    isr_shrinks, isr_expands = _isr_changes(history)
+    unavailability = _unavailability(history, acked.values())
+
+    result = CheckResult(
+        valid=True,
+        attempted=len(attempts),
+        acknowledged=len(acked),
+        failed=len(failed),
+        in_doubt=len(in_doubt),
+        recovered=sorted(v for v in in_doubt if v in read_at),
+        ok=ok,
+        lost=sorted(lost),
+        unseen=sorted(unseen),
+        moved=sorted(moved, key=lambda m: m.value),
+        duplicates=duplicates,
+        unexpected=sorted(
+            unexpected.values(), key=lambda u: (u.partition, u.offset, _value_key(u.value))
+        ),
+        failed_but_read=sorted(v for v in failed if v in read_at),
+        conflicting_acks=conflicting_acks,
+        read_divergence=read_divergence,
+        replica_divergence=_replica_divergence(history),
+        nonmonotonic_reads=nonmonotonic,
+        skipped_reads=skipped,
+        leader_epoch_violations=leader_violations,
+        controller_epoch_violations=controller_violations,
+        leader_changes=leader_changes,
+        controller_changes=controller_changes,
+        isr_shrinks=isr_shrinks,
+        isr_expands=isr_expands,
+        unavailability=unavailability,
+        unavailability_by_fault=_by_fault_type(unavailability),
+    )
+    result.problems = _problems(result)
+    result.valid = not result.problems
+    return result
+
+
+def _problems(r: CheckResult) -> list[str]:
+    """One line per broken safety invariant; empty iff the history is valid."""
+
+    def some(xs: Sequence[object], limit: int = 10) -> str:
+        shown = ", ".join(str(x) for x in xs[:limit])
+        return shown + (f", ... ({len(xs) - limit} more)" if len(xs) > limit else "")
+
+    out: list[str] = []
+    if r.lost:
+        out.append(f"{len(r.lost)} acknowledged values lost: {some(r.lost)}")
+    if r.moved:
+        out.append(
+            f"{len(r.moved)} acknowledged values read only at another offset than acked: "
+            + some([f"{m.value}@{m.acked}->{list(m.read_at)}" for m in r.moved])
+        )
+    if r.unexpected:
+        out.append(
+            f"{len(r.unexpected)} values read that no producer wrote: "
+            + some([f"{u.value!r}@{(u.partition, u.offset)}" for u in r.unexpected])
+        )
+    if r.failed_but_read:
+        out.append(
+            f"{len(r.failed_but_read)} definitely failed values read: {some(r.failed_but_read)}"
+        )
+    if r.conflicting_acks:
+        out.append(
+            f"{len(r.conflicting_acks)} offsets acknowledged for two values: "
+            + some([f"{(c.partition, c.offset)}={list(c.values)}" for c in r.conflicting_acks])
+        )
+    if r.read_divergence:
+        out.append(
+            f"{len(r.read_divergence)} offsets read with two values: "
+            + some([f"{(c.partition, c.offset)}={list(c.values)}" for c in r.read_divergence])
+        )
+    if r.replica_divergence:
+        out.append(
+            f"{len(r.replica_divergence)} offsets differ across replicas below the HW: "
+            + some([f"{(d.partition, d.offset)}={dict(d.values)}" for d in r.replica_divergence])
+        )
+    if r.nonmonotonic_reads:
+        out.append(
+            f"{len(r.nonmonotonic_reads)} non-monotonic reads: "
+            + some(
+                [
+                    f"consumer {n.consumer} partition {n.partition}: "
+                    f"{n.previous_offset} then {n.offset}"
+                    for n in r.nonmonotonic_reads
+                ]
+            )
+        )
+    for name, violations in (
+        ("leader", r.leader_epoch_violations),
+        ("controller", r.controller_epoch_violations),
+    ):
+        if violations:
+            out.append(
+                f"{len(violations)} {name} epoch violations: "
+                + some(
+                    [
+                        f"{v.kind} at {v.time:.3f}s"
+                        + (f" partition {v.partition}" if v.partition is not None else "")
+                        + f": epoch {v.previous_epoch} ({v.previous_holder}) then "
+                        f"{v.epoch} ({v.holder})"
+                        for v in violations
+                    ]
+                )
+            )
+    return out
+
+
+def _read_order(history: History) -> tuple[list[ReadOrderViolation], list[ReadOrderViolation]]:
+    """Non-monotonic and skipped reads per (consumer, partition), in history order (the
+    order poll returned records; times can tie)."""
+    last: dict[tuple[int, int], int] = {}
+    nonmonotonic: list[ReadOrderViolation] = []
+    skipped: list[ReadOrderViolation] = []
+    for r in history.reads:
+        key = (r.consumer, r.partition)
+        prev = last.get(key)
+        if prev is not None:
+            if r.offset <= prev:
+                nonmonotonic.append(
+                    ReadOrderViolation(r.consumer, r.partition, prev, r.offset, r.time)
+                )
+            elif r.offset > prev + 1:
+                skipped.append(ReadOrderViolation(r.consumer, r.partition, prev, r.offset, r.time))
+        # Follow the sequence from where it is now, so one jump back is reported once.
+        last[key] = r.offset
+    return nonmonotonic, skipped
+
+
+def _epoch_violations(
+    observations: Iterable[tuple[float, int | None, int, int]],
+) -> tuple[list[EpochViolation], int]:
+    """(violations, increases) over (time, partition or None, holder, epoch) observations,
+    taken in time order (ties in recorded order). Increases counts observations whose
+    epoch is above every earlier one of the same key (the first is not an increase)."""
+    max_epoch: dict[int | None, tuple[int, int]] = {}  # key -> (epoch, its holder)
+    holder_at: dict[tuple[int | None, int], int] = {}  # (key, epoch) -> first live holder
+    violations: list[EpochViolation] = []
+    reported: set[tuple[str, int | None, int, int, int]] = set()
+    increases = 0
+    for time, key, holder, epoch in sorted(observations, key=lambda o: o[0]):
+        top = max_epoch.get(key)
+        if top is not None and epoch < top[0]:
+            # A stale observation: the epoch went back. Report each distinct one once.
+            sig = ("regression", key, top[0], epoch, holder)
+            if sig not in reported:
+                reported.add(sig)
+                violations.append(
+                    EpochViolation("regression", time, key, top[0], top[1], epoch, holder)
+                )
+            continue
+        if top is not None and epoch > top[0]:
+            increases += 1
+        if top is None or epoch > top[0]:
+            max_epoch[key] = (epoch, holder)
+        if holder < 0:
+            continue  # "nobody" is compatible with any holder of the epoch
+        first = holder_at.setdefault((key, epoch), holder)
+        if first != holder:
+            # Two holders in one epoch: the epoch no longer fences one from the other.
+            sig = ("conflict", key, epoch, first, holder)
+            if sig not in reported:
+                reported.add(sig)
+                violations.append(
+                    EpochViolation("conflict", time, key, epoch, first, epoch, holder)
+                )
+    return violations, increases
+
+
+def _leader_epochs(history: History) -> tuple[list[EpochViolation], int]:
+    violations, _ = _epoch_violations(
+        (o.time, o.partition, o.leader, o.leader_epoch) for o in history.leaders
+    )
+    changes = 0
+    previous: dict[int, int] = {}
+    for o in sorted(history.leaders, key=lambda o: o.time):
+        prev = previous.get(o.partition)
+        if prev is not None and o.leader != prev and o.leader >= 0:
+            changes += 1
+        previous[o.partition] = o.leader
+    return violations, changes
+
+
+def _controller_epochs(history: History) -> tuple[list[EpochViolation], int]:
+    return _epoch_violations(
+        (o.time, None, o.controller_id, o.controller_epoch) for o in history.controllers
+    )
+
+
+def _isr_changes(history: History) -> tuple[int, int]:
+    shrinks = expands = 0
+    previous: dict[int, frozenset[int]] = {}
+    for o in sorted(history.isr, key=lambda o: o.time):
+        isr = frozenset(o.isr)
+        prev = previous.get(o.partition)
+        if prev is not None:
+            shrinks += bool(prev - isr)
+            expands += bool(isr - prev)
+        previous[o.partition] = isr
+    return shrinks, expands
+
+
+def _replica_divergence(history: History) -> list[ReplicaDivergence]:
+    """Offsets where replicas that both hold them below their own HW disagree. Comparing
+    each pair below min(HW_a, HW_b) is the same as, per offset, comparing every replica
+    whose HW is above it: committed data must be identical wherever it is committed."""
+    by_partition: dict[int, list[tuple[int, int, dict[int, RecordValue]]]] = defaultdict(list)
+    for log in history.replica_logs:
+        by_partition[log.partition].append((log.broker_id, log.high_watermark, dict(log.records)))
+    out: list[ReplicaDivergence] = []
+    for partition, replicas in sorted(by_partition.items()):
+        offsets = sorted({o for _, hw, recs in replicas for o in recs if o < hw})
+        for offset in offsets:
+            values = tuple(
+                sorted(
+                    (broker, recs[offset])
+                    for broker, hw, recs in replicas
+                    if offset < hw and offset in recs
+                )
+            )
+            if len({v for _, v in values}) > 1:
+                out.append(ReplicaDivergence(partition, offset, values))
+    return out
+
+
+def _unavailability(history: History, acked: Iterable[ProduceAttempt]) -> list[FaultUnavailability]:
+    """Per fault window, the longest ack gap overlapping it (module docstring)."""
+    start, end = history.bounds()
+    acks = sorted(
+        a.complete_time
+        for a in acked
+        if a.complete_time is not None and start <= a.complete_time <= end
+    )
+    points = [start, *acks, end]  # gap i is (points[i], points[i + 1])
+    out: list[FaultUnavailability] = []
+    for f in history.faults:
+        f_end = f.end if f.end is not None else end
+        # Gaps overlapping [f.start, f_end] are a contiguous run: from the first whose end
+        # is >= f.start to the last whose start is <= f_end.
+        first = max(bisect.bisect_left(points, f.start) - 1, 0)
+        last = min(bisect.bisect_right(points, f_end) - 1, len(points) - 2)
+        best: tuple[float, float] | None = None
+        for i in range(first, last + 1):
+            a, b = points[i], points[i + 1]
+            if a <= f_end and b >= f.start and (best is None or b - a > best[1] - best[0]):
+                best = (a, b)
+        out.append(
+            FaultUnavailability(
+                f.op,
+                f.target,
+                f.start,
+                f_end,
+                None if best is None else best[1] - best[0],
+                None if best is None else best[0],
+                None if best is None else best[1],
+            )
+        )
+    return out
+
+
+def _by_fault_type(windows: Iterable[FaultUnavailability]) -> dict[str, FaultTypeAvailability]:
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for w in windows:
+        if w.unavailable_s is not None:
+            seconds[w.op].append(w.unavailable_s)
+    return {
+        op: FaultTypeAvailability(op, len(xs), max(xs), statistics.median(xs))
+        for op, xs in sorted(seconds.items())
+    }

@@ -1,0 +1,428 @@
+"""What a chaos run records: the history the checker judges (DESIGN §12.4–§12.5, issue 5).
+
+A history is plain data. The workload appends events while it runs and the checker reads
+them afterwards; nothing here talks to a broker. Every event is a frozen dataclass with
+`to_dict` / `from_dict` so a history can be written as JSON next to the report and checked
+again later (`History.dump` / `History.load`).
+
+Times are float seconds on one monotonic clock shared by every recorder in the run
+(`time.monotonic() - t0` is the natural choice): the checker compares times across
+producers, consumers, the nemesis and the observers, so they must come from the same clock.
+
+Values are unique integers, one per produce attempt (Jepsen's rule: a value is written at
+most once by the workload, so every read can be traced back to exactly one attempt). Records
+read back or found in a replica's log are `RecordValue`s: the workload's integer, `None` for
+a null value, or a string (say the hex of the bytes) for anything that does not decode as
+one of the workload's integers, so that garbage still compares unequal to other garbage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+RecordValue = int | str | None
+"""A record's value as read: the workload's integer, None (null value) or an undecodable
+value as a string."""
+
+Position = tuple[int, int]
+"""(partition, offset): where a record is, or where an acknowledgement said it is."""
+
+JsonDict = dict[str, Any]
+
+
+class Outcome(StrEnum):
+    """How a produce attempt ended, in Jepsen's three-valued terms."""
+
+    OK = "ok"
+    """Acknowledged: the broker answered with no error and gave the record's offset."""
+    FAIL = "fail"
+    """Definitely not written, by any attempt of the send (for example NOT_ENOUGH_REPLICAS,
+    which the leader checks before it appends, with producer retries off)."""
+    INFO = "info"
+    """In doubt: the write may or may not have happened (timeouts, network errors,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, a send still pending when the run stopped, and any
+    failure after which a retry may have landed)."""
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _record_value(v: Any) -> RecordValue:
+    # JSON keeps int and str apart, so a decoded value comes back as the type it was.
+    if v is None or isinstance(v, int | str):
+        return v
+    raise ValueError(f"a record value must be an int, a string or null, not {v!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceAttempt:
+    """One `send` of one unique value, from invocation to its outcome.
+
+    `complete_time` is when the outcome became known (the future resolved); None when the
+    run ended with the send still pending, which is in doubt. `partition` and `offset` are
+    the acknowledgement's RecordMetadata and are set exactly when the outcome is OK.
+    `error` names what failed (an error code name or the exception's text), for the report.
+    """
+
+    value: int
+    invoke_time: float
+    outcome: Outcome
+    complete_time: float | None = None
+    partition: int | None = None
+    offset: int | None = None
+    producer: int = 0
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        # Accept "ok"/"fail"/"info" from callers and JSON alike; the checks below use `is`.
+        object.__setattr__(self, "outcome", Outcome(self.outcome))
+        if self.outcome is Outcome.OK:
+            if self.partition is None or self.offset is None:
+                raise ValueError(f"acknowledged value {self.value} needs its partition and offset")
+            if self.partition < 0 or self.offset < 0:
+                # acks=0 answers offset -1: nothing a checker could hold the cluster to.
+                raise ValueError(
+                    f"acknowledged value {self.value} has no real position "
+                    f"({self.partition}, {self.offset}); chaos runs produce with acks=all"
+                )
+            if self.complete_time is None:
+                raise ValueError(f"acknowledged value {self.value} needs its completion time")
+        elif self.partition is not None or self.offset is not None:
+            raise ValueError(
+                f"value {self.value} was not acknowledged ({self.outcome}), "
+                "so it has no partition and offset"
+            )
+
+    @property
+    def position(self) -> Position | None:
+        if self.partition is None or self.offset is None:
+            return None
+        return (self.partition, self.offset)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "value": self.value,
+            "invoke_time": self.invoke_time,
+            "outcome": self.outcome.value,
+            "complete_time": self.complete_time,
+            "partition": self.partition,
+            "offset": self.offset,
+            "producer": self.producer,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ProduceAttempt:
+        return cls(
+            value=int(d["value"]),
+            invoke_time=float(d["invoke_time"]),
+            outcome=Outcome(d["outcome"]),
+            complete_time=_opt_float(d.get("complete_time")),
+            partition=_opt_int(d.get("partition")),
+            offset=_opt_int(d.get("offset")),
+            producer=int(d.get("producer", 0)),
+            error=d.get("error"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRead:
+    """One record a consumer returned from poll, in the order poll returned it.
+
+    `consumer` identifies one read sequence: a consumer that only ever polls forward. The
+    recorder must start a new id whenever it seeks (the final drain from the beginning,
+    an offset reset), or the seek back shows up as a non-monotonic read.
+    """
+
+    time: float
+    partition: int
+    offset: int
+    value: RecordValue
+    consumer: int = 0
+
+    @property
+    def position(self) -> Position:
+        return (self.partition, self.offset)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "time": self.time,
+            "partition": self.partition,
+            "offset": self.offset,
+            "value": self.value,
+            "consumer": self.consumer,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ConsumerRead:
+        return cls(
+            time=float(d["time"]),
+            partition=int(d["partition"]),
+            offset=int(d["offset"]),
+            value=_record_value(d.get("value")),
+            consumer=int(d.get("consumer", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DrainedPartition:
+    """The final drain consumed `partition` contiguously from `start_offset` up to its
+    position `end_offset` (the high watermark it was asked to reach): every offset in
+    [start_offset, end_offset) that exists was returned to it, and is in the reads.
+
+    Record it only when the consumer really got there by polling, never from a seek, since
+    the checker counts an acknowledged value in that range that no read returned as lost.
+    """
+
+    partition: int
+    start_offset: int
+    end_offset: int
+    time: float
+
+    def covers(self, offset: int) -> bool:
+        return self.start_offset <= offset < self.end_offset
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "partition": self.partition,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "time": self.time,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DrainedPartition:
+        return cls(
+            partition=int(d["partition"]),
+            start_offset=int(d["start_offset"]),
+            end_offset=int(d["end_offset"]),
+            time=float(d["time"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FaultWindow:
+    """One nemesis operation: `op` (kill, pause, partition, partition-from-brokers,
+    zk-expire, restart, controller, ...) against `target` (e.g. "broker-2", "zookeeper"),
+    from `start` (fault injected) to `end` (healed). An instantaneous fault (a restart, a
+    session expiry) has end == start; end None means it was never healed before the history
+    ended, and the checker takes the history's end instead."""
+
+    op: str
+    target: str
+    start: float
+    end: float | None = None
+
+    def to_dict(self) -> JsonDict:
+        return {"op": self.op, "target": self.target, "start": self.start, "end": self.end}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> FaultWindow:
+        return cls(
+            op=str(d["op"]),
+            target=str(d["target"]),
+            start=float(d["start"]),
+            end=_opt_float(d.get("end")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderObservation:
+    """A partition's leader and leader epoch as seen at `time` (-1: no leader).
+
+    Observe from one linearizable source (the partition state znode, read through one
+    ZooKeeper session), not from brokers' metadata caches: a cache that has not yet had its
+    UpdateMetadata legitimately shows an older epoch, which would read as a regression."""
+
+    time: float
+    partition: int
+    leader: int
+    leader_epoch: int
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "time": self.time,
+            "partition": self.partition,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LeaderObservation:
+        return cls(
+            time=float(d["time"]),
+            partition=int(d["partition"]),
+            leader=int(d["leader"]),
+            leader_epoch=int(d["leader_epoch"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerObservation:
+    """The active controller (/controller, -1 when the znode is absent) and the controller
+    epoch (/controller_epoch) as seen at `time`, through one ZooKeeper session."""
+
+    time: float
+    controller_id: int
+    controller_epoch: int
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "time": self.time,
+            "controller_id": self.controller_id,
+            "controller_epoch": self.controller_epoch,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ControllerObservation:
+        return cls(
+            time=float(d["time"]),
+            controller_id=int(d["controller_id"]),
+            controller_epoch=int(d["controller_epoch"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IsrObservation:
+    """A partition's ISR as seen at `time`. The checker counts a shrink when a member
+    disappears between two consecutive observations of the partition and an expand when
+    one appears, so observe every change (a znode watch) or the counts are lower bounds."""
+
+    time: float
+    partition: int
+    isr: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isr", tuple(self.isr))  # a list from a caller compares too
+
+    def to_dict(self) -> JsonDict:
+        return {"time": self.time, "partition": self.partition, "isr": list(self.isr)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> IsrObservation:
+        return cls(
+            time=float(d["time"]),
+            partition=int(d["partition"]),
+            isr=tuple(int(b) for b in d["isr"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLog:
+    """One replica's records at the end of the run: broker `broker_id`'s copy of
+    `partition`, offset -> value, with its high watermark. Give the HW the broker itself
+    would use (the checkpoint clamped to the log end offset), so that offsets below it are
+    really present; records at or above it are ignored."""
+
+    broker_id: int
+    partition: int
+    high_watermark: int
+    records: Mapping[int, RecordValue]
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "broker_id": self.broker_id,
+            "partition": self.partition,
+            "high_watermark": self.high_watermark,
+            # JSON object keys are strings; from_dict turns them back into offsets.
+            "records": {str(o): v for o, v in sorted(self.records.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ReplicaLog:
+        return cls(
+            broker_id=int(d["broker_id"]),
+            partition=int(d["partition"]),
+            high_watermark=int(d["high_watermark"]),
+            records={int(o): _record_value(v) for o, v in d["records"].items()},
+        )
+
+
+@dataclass(slots=True)
+class History:
+    """Everything one chaos run observed, for one topic.
+
+    `start` and `end` bound the produce phase (first invocation possible, last invocation
+    done); unavailability is measured inside them. When left None they are taken from the
+    attempts' earliest invocation and latest invocation or completion. `meta` is free-form
+    JSON for the report (seed, nemesis, cluster shape, settings)."""
+
+    topic: str
+    attempts: list[ProduceAttempt] = field(default_factory=list)
+    reads: list[ConsumerRead] = field(default_factory=list)
+    drained: list[DrainedPartition] = field(default_factory=list)
+    faults: list[FaultWindow] = field(default_factory=list)
+    leaders: list[LeaderObservation] = field(default_factory=list)
+    controllers: list[ControllerObservation] = field(default_factory=list)
+    isr: list[IsrObservation] = field(default_factory=list)
+    replica_logs: list[ReplicaLog] = field(default_factory=list)
+    start: float | None = None
+    end: float | None = None
+    meta: JsonDict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raise ValueError if the history breaks the recording contract (a value attempted
+        twice), which would make every count built on it meaningless."""
+        seen: set[int] = set()
+        for a in self.attempts:
+            if a.value in seen:
+                raise ValueError(f"value {a.value} was attempted twice; values must be unique")
+            seen.add(a.value)
+
+    def bounds(self) -> tuple[float, float]:
+        """(start, end) of the produce phase, from the fields or else from the attempts."""
+        times = [a.invoke_time for a in self.attempts]
+        times += [a.complete_time for a in self.attempts if a.complete_time is not None]
+        start = self.start if self.start is not None else min(times, default=0.0)
+        end = self.end if self.end is not None else max(times, default=start)
+        return start, max(start, end)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "topic": self.topic,
+            "start": self.start,
+            "end": self.end,
+            "meta": self.meta,
+            "attempts": [a.to_dict() for a in self.attempts],
+            "reads": [r.to_dict() for r in self.reads],
+            "drained": [d.to_dict() for d in self.drained],
+            "faults": [f.to_dict() for f in self.faults],
+            "leaders": [o.to_dict() for o in self.leaders],
+            "controllers": [o.to_dict() for o in self.controllers],
+            "isr": [o.to_dict() for o in self.isr],
+            "replica_logs": [r.to_dict() for r in self.replica_logs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> History:
+        return cls(
+            topic=str(d["topic"]),
+            start=_opt_float(d.get("start")),
+            end=_opt_float(d.get("end")),
+            meta=dict(d.get("meta") or {}),
+            attempts=[ProduceAttempt.from_dict(x) for x in d.get("attempts", ())],
+            reads=[ConsumerRead.from_dict(x) for x in d.get("reads", ())],
+            drained=[DrainedPartition.from_dict(x) for x in d.get("drained", ())],
+            faults=[FaultWindow.from_dict(x) for x in d.get("faults", ())],
+            leaders=[LeaderObservation.from_dict(x) for x in d.get("leaders", ())],
+            controllers=[ControllerObservation.from_dict(x) for x in d.get("controllers", ())],
+            isr=[IsrObservation.from_dict(x) for x in d.get("isr", ())],
+            replica_logs=[ReplicaLog.from_dict(x) for x in d.get("replica_logs", ())],
+        )
+
+    def dump(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> History:
+        return cls.from_dict(json.loads(path.read_text()))
