@@ -29,6 +29,7 @@ from minikafka.storage.record_batch import build_batch
 from minikafka.zk import paths
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until, wait_until_async
 from tests.cluster.helpers import (
+    bootstrap,
     consume_records,
     create_topic,
     metadata,
@@ -36,6 +37,7 @@ from tests.cluster.helpers import (
     produce_values,
     replica_batches,
     replica_records,
+    run_cli,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -60,6 +62,12 @@ def state(cluster: LocalCluster, tp: TopicPartition = TP) -> LeaderAndIsr:
     got = cluster.zk_client().get_partition_state(tp)
     assert got is not None, f"no state znode for {tp}"
     return got
+
+
+def assignment(cluster: LocalCluster, tp: TopicPartition = TP) -> tuple[int, ...]:
+    got = cluster.zk_client().get_assignment(tp.topic)
+    assert got is not None
+    return got[tp.partition]
 
 
 def follower_not_controller(cluster: LocalCluster, st: LeaderAndIsr) -> int:
@@ -175,6 +183,20 @@ async def test_a_paused_follower_leaves_the_isr_by_the_lag_rule_and_rejoins_afte
     # ... and sends UpdateMetadata: every running broker answers Metadata with the new ISR.
     live = [b for b in cluster.broker_ids if b != follower]
     await wait_for_metadata_isr(cluster, live, list(shrunk.isr))
+    # Kafka's tool lists it as under-replicated: fewer in sync than assigned.
+    under = run_cli(
+        "topics",
+        "--bootstrap-server",
+        bootstrap(cluster, exclude=[follower]),
+        "--describe",
+        "--under-replicated-partitions",
+    )
+    isr_text = ",".join(map(str, shrunk.isr))
+    assert under.returncode == 0, under.stderr
+    assert under.stdout.splitlines() == [
+        f"\tTopic: t\tPartition: 0\tLeader: {shrunk.leader}\tReplicas: "
+        f"{','.join(map(str, assignment(cluster)))}\tIsr: {isr_text}"
+    ]
     # acks=all goes on with two of three in sync (min.insync.replicas=2).
     during = [f"during-{i}".encode() for i in range(20)]
     await produce_values(cluster, "t", during, acks="all", exclude=[follower])
@@ -184,6 +206,14 @@ async def test_a_paused_follower_leaves_the_isr_by_the_lag_rule_and_rejoins_afte
     wait_until(lambda: follower in state(cluster).isr, 30, "the follower to rejoin", 0.01)
     print(f"shrink after {shrink_s:.2f}s, rejoin after {time.monotonic() - resumed_at:.2f}s")
     await wait_for_metadata_isr(cluster, cluster.broker_ids, [1, 2, 3])
+    under = run_cli(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap_servers,
+        "--describe",
+        "--under-replicated-partitions",
+    )
+    assert under.returncode == 0 and under.stdout == ""
     # It rejoined because it caught up: it holds what was acked while it was stopped.
     end = state(cluster)
     assert end.leader_epoch == before.leader_epoch  # no election: the leader did it all
