@@ -8,6 +8,7 @@ import click
 
 from minikafka import __version__
 from minikafka.cli.broker import broker
+from minikafka.cli.chaos import chaos
 from minikafka.cli.cluster import cluster
 from minikafka.cli.consume import consume
 from minikafka.cli.dump_log import dump_log
@@ -34,6 +35,7 @@ cli.add_command(topics)
 cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(replicas)
+cli.add_command(chaos)
 
 
 def main() -> None:

@@ -19,12 +19,8 @@ from minikafka.client.consumer import ConsumerRecord
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.messages import MetadataRequest, MetadataResponse
-from minikafka.storage.record_batch import (
-    BatchHeader,
-    InvalidBatchError,
-    decode_records,
-    iter_batches,
-)
+from minikafka.storage.log_files import read_batches, read_records
+from minikafka.storage.record_batch import BatchHeader
 
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -135,22 +131,9 @@ async def metadata(cluster: LocalCluster, broker_id: int | None = None) -> Metad
 def replica_batches(log_dir: Path, tp: TopicPartition) -> list[tuple[BatchHeader, bytes]]:
     """(header, bytes) of every batch in a replica's segment files, read from disk the way a
     recovering broker would (a torn last batch ends the segment)."""
-    batches: list[tuple[BatchHeader, bytes]] = []
-    for segment in sorted((log_dir / f"{tp.topic}-{tp.partition}").glob("*.log")):
-        data = segment.read_bytes()
-        try:
-            for pos, header in iter_batches(data):
-                batches.append((header, data[pos : pos + header.size_in_bytes]))
-        except InvalidBatchError:
-            pass  # the unflushed tail of a killed broker
-    return batches
+    return read_batches(log_dir, tp)
 
 
 def replica_records(log_dir: Path, tp: TopicPartition, end_offset: int) -> dict[int, bytes | None]:
     """offset -> value of every record below `end_offset` in a replica's segment files."""
-    out: dict[int, bytes | None] = {}
-    for _, batch in replica_batches(log_dir, tp):
-        for r in decode_records(batch):
-            if r.offset < end_offset:
-                out[r.offset] = r.value
-    return out
+    return read_records(log_dir, tp, end_offset)

@@ -1,0 +1,143 @@
+"""The nemesis: which fault, when, on whom, and how it is healed (issue 5).
+
+A schedule is a pure function of (ops, interval, time limit, seed): the same seed gives the
+same sequence of fault kinds and target choices, so a failing run can be replayed. Targets
+are chosen when the fault starts from what the cluster looks like then ("the leader of
+partition k", "the controller", "broker at index k"), which is what makes faults bite.
+
+Faults alternate with quiet periods of the same length, as Jepsen's nemesis does: start a
+fault, wait `interval`, heal it, wait `interval`. Instantaneous faults (a clean restart,
+a session expiry) heal themselves; their window is the time the operation took.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+NEMESIS_OPS = (
+    "kill",  # kill -9 a partition leader; healed by starting it again
+    "pause",  # SIGSTOP a partition leader; healed by SIGCONT
+    "partition",  # cut a partition leader off from everything (ZooKeeper included)
+    "partition-from-brokers",  # cut it off from the other brokers only (Jepsen 2013)
+    "zk-expire",  # expire a partition leader's ZooKeeper session
+    "restart",  # clean restart (SIGTERM, controlled shutdown) of a broker
+    "controller",  # kill -9 the controller; healed by starting it again
+)
+INSTANT_OPS = frozenset({"zk-expire", "restart"})
+
+
+class FaultableCluster(Protocol):
+    """What the nemesis needs from a cluster (LocalCluster has all of it)."""
+
+    @property
+    def network(self) -> str: ...  # "loopback" or "netns": network faults need "netns"
+
+    @property
+    def broker_ids(self) -> list[int]: ...
+
+    def kill(self, broker_id: int) -> None: ...
+    def start_broker(
+        self, broker_id: int, *, wait: bool = True, timeout: float = 60.0
+    ) -> object: ...
+    def restart(self, broker_id: int, timeout: float = 60.0) -> object: ...
+    def pause(self, broker_id: int) -> None: ...
+    def resume(self, broker_id: int) -> None: ...
+    def is_alive(self, broker_id: int) -> bool: ...
+    def is_paused(self, broker_id: int) -> bool: ...
+    def partition_from_brokers(self, broker_id: int) -> None: ...
+    def isolate(self, broker_id: int) -> None: ...
+    def heal(self, broker_id: int | None = None) -> None: ...
+    def expire_session(self, broker_id: int, timeout: float = 10.0) -> int: ...
+    def controller(self) -> tuple[int, int] | None: ...
+
+
+@dataclass(frozen=True)
+class PlannedFault:
+    """The k-th fault of a schedule: its kind and the random pick that chooses its target
+    (a partition index for leader targets, a broker index for `restart`)."""
+
+    op: str
+    pick: int
+
+
+NETWORK_OPS = frozenset({"partition", "partition-from-brokers"})
+
+
+def plan(ops: Sequence[str], count: int, seed: int) -> list[PlannedFault]:
+    """`count` faults drawn from `ops` with a seeded generator: reproducible by seed."""
+    unknown = [op for op in ops if op not in NEMESIS_OPS]
+    if unknown or not ops:
+        raise ValueError(
+            f"unknown nemesis {', '.join(unknown) or '(none)'}; "
+            f"choose from {', '.join(NEMESIS_OPS)}"
+        )
+    rng = random.Random(seed)
+    return [PlannedFault(rng.choice(list(ops)), rng.randrange(1 << 30)) for _ in range(count)]
+
+
+@dataclass
+class ActiveFault:
+    op: str
+    target: int
+    heal: Callable[[], None]
+
+
+def start_fault(
+    cluster: FaultableCluster,
+    fault: PlannedFault,
+    leader_of: Callable[[int], int | None],
+    partitions: int,
+) -> ActiveFault | None:
+    """Inject `fault`; returns how to heal it, or None if it had no target right now (no
+    leader, no controller) and was skipped. Blocking: call it off the event loop."""
+    op = fault.op
+    if op == "controller":
+        current = cluster.controller()
+        if current is None:
+            return None
+        target = current[0]
+    elif op == "restart":
+        brokers = cluster.broker_ids
+        target = brokers[fault.pick % len(brokers)]
+    else:
+        leader = leader_of(fault.pick % partitions)
+        if leader is None or leader < 0:
+            return None
+        target = leader
+    if op in ("kill", "controller"):
+        cluster.kill(target)
+        return ActiveFault(op, target, lambda: _start_if_dead(cluster, target))
+    if op == "pause":
+        cluster.pause(target)
+        return ActiveFault(op, target, lambda: cluster.resume(target))
+    if op == "partition":
+        cluster.isolate(target)
+        return ActiveFault(op, target, lambda: cluster.heal(target))
+    if op == "partition-from-brokers":
+        cluster.partition_from_brokers(target)
+        return ActiveFault(op, target, lambda: cluster.heal(target))
+    if op == "zk-expire":
+        cluster.expire_session(target)
+        return ActiveFault(op, target, lambda: None)
+    assert op == "restart"
+    cluster.restart(target)
+    return ActiveFault(op, target, lambda: None)
+
+
+def _start_if_dead(cluster: FaultableCluster, broker_id: int) -> None:
+    if not cluster.is_alive(broker_id):
+        cluster.start_broker(broker_id)
+
+
+def heal_everything(cluster: FaultableCluster) -> None:
+    """After the run: every broker running, none paused, no network fault left."""
+    if cluster.network == "netns":
+        cluster.heal(None)
+    for b in cluster.broker_ids:
+        if cluster.is_alive(b) and cluster.is_paused(b):
+            cluster.resume(b)
+        if not cluster.is_alive(b):
+            cluster.start_broker(b)

@@ -1,0 +1,267 @@
+"""One chaos run against a local cluster: workload + nemesis, then heal, drain, check,
+report (issue 5). `minikafka chaos` is the command-line face of `run_chaos`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from minikafka.chaos.checker import CheckResult, check
+from minikafka.chaos.history import (
+    ConsumerRead,
+    DrainedPartition,
+    FaultWindow,
+    History,
+    ReplicaLog,
+)
+from minikafka.chaos.nemesis import (
+    INSTANT_OPS,
+    NETWORK_OPS,
+    ActiveFault,
+    PlannedFault,
+    heal_everything,
+    plan,
+    start_fault,
+)
+from minikafka.chaos.workload import StateObserver, Workload, decode_value
+from minikafka.client import Admin, Consumer, NewTopic
+from minikafka.client.consumer import ConsumerRecord
+from minikafka.cluster import LocalCluster
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import TopicAlreadyExistsError
+from minikafka.storage.log_files import read_records
+
+
+@dataclass
+class ChaosOptions:
+    topic: str = "chaos"
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    producers: int = 3
+    rate: float = 100.0  # per producer, sends per second
+    nemesis: tuple[str, ...] = ("kill", "pause")
+    interval_s: float = 10.0
+    time_limit_s: float = 60.0
+    seed: int = 0
+    recovery_timeout_s: float = 90.0
+    topic_configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ChaosReport:
+    history: History
+    result: CheckResult
+    recovered: bool  # every replica back in every ISR before the drain
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"result": self.result.to_dict(), "history": self.history.to_dict()}
+
+
+async def run_chaos(cluster: LocalCluster, opts: ChaosOptions, log: Any = print) -> ChaosReport:
+    if any(op in NETWORK_OPS for op in opts.nemesis) and cluster.network != "netns":
+        raise ValueError("network partitions need a cluster started with --network netns (as root)")
+    t0 = time.monotonic()
+
+    def clock() -> float:
+        return round(time.monotonic() - t0, 6)
+
+    history = History(opts.topic, meta=_meta(cluster, opts))
+    await _create_topic(cluster, opts)
+    zk = cluster.zk_client()
+    stop_observing = asyncio.Event()
+    observer = StateObserver(zk, opts.topic, opts.partitions, history, clock)
+    await asyncio.to_thread(observer.poll_once)
+    observing = asyncio.create_task(observer.run(stop_observing))
+    workload = Workload(
+        cluster.bootstrap_servers,
+        opts.topic,
+        history,
+        clock,
+        producers=opts.producers,
+        rate_per_producer=opts.rate,
+    )
+    tasks = [asyncio.create_task(workload.run_producer(i)) for i in range(opts.producers)]
+    tasks.append(asyncio.create_task(workload.run_consumer()))
+    history.start = clock()
+
+    schedule = plan(
+        opts.nemesis, max(1, int(opts.time_limit_s // (2 * opts.interval_s))), opts.seed
+    )
+    await _nemesis(cluster, opts, schedule, history, observer, clock, t0, log)
+
+    # Heal, let the cluster recover, then stop writing and read everything back.
+    await asyncio.to_thread(heal_everything, cluster)
+    recovered = await _wait_for_full_isrs(cluster, opts, observer)
+    log(f"healed; {'every replica in sync' if recovered else 'NOT fully recovered'}")
+    await asyncio.sleep(2.0)  # writes after recovery show availability came back
+    history.end = clock()
+    workload.stop()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    stop_observing.set()
+    await observing
+    await asyncio.to_thread(observer.poll_once)
+    await _drain(cluster, opts, history, clock)
+    await _collect_replica_logs(cluster, opts, history)
+    history.meta["consumer_resets"] = workload.consumer_resets
+    history.meta["recovered"] = recovered
+    result = check(history)
+    return ChaosReport(history, result, recovered)
+
+
+def _meta(cluster: LocalCluster, opts: ChaosOptions) -> dict[str, Any]:
+    return {
+        "brokers": cluster.broker_ids,
+        "network": cluster.network,
+        "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(opts).items()},
+    }
+
+
+async def _create_topic(cluster: LocalCluster, opts: ChaosOptions) -> None:
+    configs = {
+        "min.insync.replicas": str(opts.min_insync_replicas),
+        "unclean.leader.election.enable": str(opts.unclean_leader_election).lower(),
+        **opts.topic_configs,
+    }
+    admin = Admin(cluster.bootstrap_servers)
+    try:
+        await admin.create_topics(
+            [NewTopic(opts.topic, opts.partitions, opts.replication_factor, configs)],
+            timeout_ms=60_000,
+        )
+    except TopicAlreadyExistsError as e:
+        raise ValueError(f"topic {opts.topic} exists; chaos runs need a fresh topic") from e
+    finally:
+        await admin.close()
+
+
+async def _nemesis(
+    cluster: LocalCluster,
+    opts: ChaosOptions,
+    schedule: list[PlannedFault],
+    history: History,
+    observer: StateObserver,
+    clock: Any,
+    t0: float,
+    log: Any,
+) -> None:
+    deadline = t0 + opts.time_limit_s
+
+    def leader_of(p: int) -> int | None:
+        return observer.leaders.get(p)
+
+    for fault in schedule:
+        await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
+        if time.monotonic() >= deadline:
+            break
+        start = clock()
+        active: ActiveFault | None = await asyncio.to_thread(
+            start_fault, cluster, fault, leader_of, opts.partitions
+        )
+        if active is None:
+            log(f"{start:7.1f}s {fault.op}: no target now, skipped")
+            continue
+        log(f"{start:7.1f}s {fault.op} broker {active.target}")
+        if fault.op not in INSTANT_OPS:
+            await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
+            await asyncio.to_thread(active.heal)
+        end = clock()
+        log(f"{end:7.1f}s healed {fault.op} of broker {active.target}")
+        history.faults.append(FaultWindow(fault.op, str(active.target), start, end))
+    await _sleep_until(deadline)
+
+
+async def _sleep_until(when: float) -> None:
+    delay = when - time.monotonic()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def _wait_for_full_isrs(
+    cluster: LocalCluster, opts: ChaosOptions, observer: StateObserver
+) -> bool:
+    await asyncio.to_thread(
+        cluster.wait_for_registered, cluster.broker_ids, opts.recovery_timeout_s
+    )
+    tps = [TopicPartition(opts.topic, p) for p in range(opts.partitions)]
+    deadline = time.monotonic() + opts.recovery_timeout_s
+    zk = cluster.zk_client()
+    while time.monotonic() < deadline:
+        states = await asyncio.to_thread(zk.get_partition_states, tps)
+        if len(states) == len(tps) and all(
+            len(st.isr) == opts.replication_factor and st.leader >= 0 for st in states.values()
+        ):
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
+async def _drain(cluster: LocalCluster, opts: ChaosOptions, history: History, clock: Any) -> None:
+    """A fresh consumer reads every partition from its log start to its HW."""
+    drain_consumer = 1_000_000  # its own read sequence, apart from the live consumer's
+    async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        await consumer.assign_topic(opts.topic)
+        tps = sorted(consumer.assignment())
+        starts = await consumer.beginning_offsets(tps)
+        ends = await consumer.end_offsets(tps)
+        consumer.seek_to_beginning()
+        deadline = time.monotonic() + 120
+        reached: dict[TopicPartition, int] = dict(starts)
+        while time.monotonic() < deadline and any(reached[tp] < ends[tp] for tp in tps):
+            batch: list[ConsumerRecord] = await consumer.poll(500)
+            for r in batch:
+                history.reads.append(_read(clock(), r, drain_consumer))
+                reached[r.tp] = max(reached[r.tp], r.offset + 1)
+        for tp in tps:
+            # Only what was really read through counts as drained (the checker relies on it).
+            end = min(reached[tp], ends[tp])
+            history.drained.append(DrainedPartition(tp.partition, starts[tp], end, clock()))
+
+
+def _read(now: float, r: ConsumerRecord, consumer_id: int) -> ConsumerRead:
+    return ConsumerRead(now, r.partition, r.offset, decode_value(r.value), consumer_id)
+
+
+async def _collect_replica_logs(
+    cluster: LocalCluster, opts: ChaosOptions, history: History
+) -> None:
+    """Every replica's records below what it knows to be committed: min(leader HW, its LEO)."""
+    admin = Admin(cluster.bootstrap_servers)
+    try:
+        described = await admin.describe_replicas([opts.topic], timeout_ms=30_000)
+    finally:
+        await admin.close()
+    for pr in described:
+        if pr.error is not None:
+            continue
+        for rep in pr.replicas:
+            if rep.log_end_offset < 0:
+                continue
+            hw = min(pr.high_watermark, rep.log_end_offset)
+            records = await asyncio.to_thread(
+                read_records, cluster.log_dir(rep.broker_id), pr.tp, hw
+            )
+            history.replica_logs.append(
+                ReplicaLog(
+                    rep.broker_id,
+                    pr.partition,
+                    hw,
+                    {o: decode_value(v) for o, v in records.items()},
+                )
+            )
+
+
+def write_report(report: ChaosReport, out_dir: Path) -> dict[str, Path]:
+    """report.json (result + history) and timeline.png; returns their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out_dir / "report.json", "plot": out_dir / "timeline.png"}
+    paths["json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    from minikafka.chaos.plot import plot_timeline
+
+    plot_timeline(report.history, paths["plot"])
+    return paths
