@@ -145,6 +145,9 @@ class BrokerConnection:
             _, (fut, _) = self._in_flight.popitem(last=False)
             if not fut.done():
                 fut.set_exception(error)
+                # Whoever still awaits it gets the error; a sender that already gave up
+                # (timed out, failed to write) will not, and that is no leak to log.
+                fut.exception()
         if self._writer is not None:
             self._writer.close()
 
