@@ -13,8 +13,10 @@ Produce attempts (every attempt is exactly one of):
   read anyway is counted as *recovered*.
 
 Acknowledged values (every one is exactly one of):
-- ok: read at its acknowledged position;
-- lost: never read anywhere, and its acknowledged position is covered;
+- lost: never read anywhere, and its acknowledged position is covered; or gone from the
+  final log: its position lies in a drained range whose reads (`DrainedPartition.consumer`)
+  found something else there, or nothing (a leader served it, then lost it);
+- ok: read at its acknowledged position (and not lost from the final log);
 - moved: read, but never at its acknowledged position, and that position is covered (the
   log provably holds something else there);
 - unseen: its acknowledged position is not covered and it was not read there: not provably
@@ -369,6 +371,9 @@ class CheckResult:
         return rows
 
 
+_MISSING = object()
+
+
 def check(history: History) -> CheckResult:
     """Judge `history` (see the module docstring for every definition)."""
     history.validate()
@@ -396,6 +401,21 @@ def check(history: History) -> CheckResult:
     for d in history.drained:
         drained[d.partition].append((d.start_offset, d.end_offset))
 
+    # The final log, as the drain consumers read it: position -> value.
+    drain_consumers = {d.consumer for d in history.drained if d.consumer is not None}
+    final_at: dict[Position, RecordValue] = {
+        r.position: r.value for r in history.reads if r.consumer in drain_consumers
+    }
+    final_ranges: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for d in history.drained:
+        if d.consumer is not None:
+            final_ranges[d.partition].append((d.start_offset, d.end_offset))
+
+    def gone_from_final_log(value: int, pos: Position) -> bool:
+        partition, offset = pos
+        in_final = any(lo <= offset < hi for lo, hi in final_ranges.get(partition, ()))
+        return in_final and final_at.get(pos, _MISSING) != value
+
     def covered(pos: Position) -> bool:
         partition, offset = pos
         if offset <= max_read.get(partition, -1):
@@ -410,7 +430,9 @@ def check(history: History) -> CheckResult:
         pos = attempt.position
         assert pos is not None  # ProduceAttempt guarantees it for OK
         reads = read_at.get(value, set())
-        if pos in reads:
+        if gone_from_final_log(value, pos):
+            lost.append(value)
+        elif pos in reads:
             ok += 1
         elif not covered(pos):
             unseen.append(value)

@@ -182,12 +182,16 @@ class DrainedPartition:
 
     Record it only when the consumer really got there by polling, never from a seek, since
     the checker counts an acknowledged value in that range that no read returned as lost.
+    `consumer` is the id of the drain's reads, when they have one of their own: then what
+    that consumer read in the range is the final log, and an acknowledged value missing
+    from it is lost even if another consumer saw it earlier (from a leader that lost it).
     """
 
     partition: int
     start_offset: int
     end_offset: int
     time: float
+    consumer: int | None = None
 
     def covers(self, offset: int) -> bool:
         return self.start_offset <= offset < self.end_offset
@@ -198,6 +202,7 @@ class DrainedPartition:
             "start_offset": self.start_offset,
             "end_offset": self.end_offset,
             "time": self.time,
+            "consumer": self.consumer,
         }
 
     @classmethod
@@ -207,6 +212,7 @@ class DrainedPartition:
             start_offset=int(d["start_offset"]),
             end_offset=int(d["end_offset"]),
             time=float(d["time"]),
+            consumer=_opt_int(d.get("consumer")),
         )
 
 

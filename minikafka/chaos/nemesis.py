@@ -25,6 +25,10 @@ NEMESIS_OPS = (
     "zk-expire",  # expire a partition leader's ZooKeeper session
     "restart",  # clean restart (SIGTERM, controlled shutdown) of a broker
     "controller",  # kill -9 the controller; healed by starting it again
+    # Jepsen 2013: cut a leader off from the other brokers (its ISR shrinks to itself and,
+    # with min.insync.replicas=1, it acks alone), then halfway from ZooKeeper too, so the
+    # controller has to choose a new leader while the old one holds writes no one else has.
+    "partition-2013",
 )
 INSTANT_OPS = frozenset({"zk-expire", "restart"})
 
@@ -63,7 +67,7 @@ class PlannedFault:
     pick: int
 
 
-NETWORK_OPS = frozenset({"partition", "partition-from-brokers"})
+NETWORK_OPS = frozenset({"partition", "partition-from-brokers", "partition-2013"})
 
 
 def plan(ops: Sequence[str], count: int, seed: int) -> list[PlannedFault]:
@@ -83,6 +87,7 @@ class ActiveFault:
     op: str
     target: int
     heal: Callable[[], None]
+    midway: Callable[[], None] | None = None  # the second step, halfway through the fault
 
 
 def start_fault(
@@ -119,6 +124,11 @@ def start_fault(
     if op == "partition-from-brokers":
         cluster.partition_from_brokers(target)
         return ActiveFault(op, target, lambda: cluster.heal(target))
+    if op == "partition-2013":
+        cluster.partition_from_brokers(target)
+        return ActiveFault(
+            op, target, lambda: cluster.heal(target), midway=lambda: cluster.isolate(target)
+        )
     if op == "zk-expire":
         cluster.expire_session(target)
         return ActiveFault(op, target, lambda: None)

@@ -168,7 +168,12 @@ async def _nemesis(
             continue
         log(f"{start:7.1f}s {fault.op} broker {active.target}")
         if fault.op not in INSTANT_OPS:
-            await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
+            until = min(time.monotonic() + opts.interval_s, deadline)
+            if active.midway is not None:
+                await _sleep_until(time.monotonic() + (until - time.monotonic()) / 2)
+                await asyncio.to_thread(active.midway)
+                log(f"{clock():7.1f}s {fault.op}: second step on broker {active.target}")
+            await _sleep_until(until)
             await asyncio.to_thread(active.heal)
         end = clock()
         log(f"{end:7.1f}s healed {fault.op} of broker {active.target}")
@@ -220,7 +225,9 @@ async def _drain(cluster: LocalCluster, opts: ChaosOptions, history: History, cl
         for tp in tps:
             # Only what was really read through counts as drained (the checker relies on it).
             end = min(reached[tp], ends[tp])
-            history.drained.append(DrainedPartition(tp.partition, starts[tp], end, clock()))
+            history.drained.append(
+                DrainedPartition(tp.partition, starts[tp], end, clock(), drain_consumer)
+            )
 
 
 def _read(now: float, r: ConsumerRecord, consumer_id: int) -> ConsumerRead:

@@ -108,6 +108,22 @@ def test_final_drain_past_the_offset_makes_it_lost() -> None:
     assert not with_drain.valid
 
 
+def test_acked_value_read_live_but_missing_from_the_final_drain_is_lost() -> None:
+    """A zombie leader served value 11 at offset 1, then the log it was in was truncated:
+    the live consumer saw it, the final drain (its own consumer) finds 99 there."""
+    attempts = [ack(10, 0, 0), ack(11, 0, 1), ack(99, 0, 1, t=2.0)]
+    live = [read(0, 0, 10), read(0, 1, 11)]
+    drain = [read(0, 0, 10, consumer=7), read(0, 1, 99, consumer=7)]
+    final = [DrainedPartition(0, 0, 2, 20.0, consumer=7)]
+    r = check(History("t", attempts, live + drain, drained=final))
+    assert r.lost == [11]
+    assert r.ok == 2  # 10, and 99 which the final log holds where it was acked
+    assert not r.valid
+    # Without knowing which reads were the drain's, the live read counts: not lost.
+    anonymous = [DrainedPartition(0, 0, 2, 20.0)]
+    assert check(History("t", attempts, live + drain, drained=anonymous)).lost == []
+
+
 def test_drain_of_another_partition_or_range_does_not_cover() -> None:
     attempts = [ack(10, 0, 0), ack(11, 1, 5)]
     reads = [read(0, 0, 10)]
