@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Health check of a minikafka broker container (installed as `minikafka-healthcheck`).
+
+Reads the server.properties the entrypoint wrote, sends a Metadata request (no topics) to
+this broker's own listener, and exits 0 only if the broker lists itself among the live
+brokers: then it serves requests, is registered in ZooKeeper, and the controller has sent
+it UpdateMetadata. A broker that is up but cut off from ZooKeeper or the controller, or
+still recovering its logs, is reported unhealthy, with the reason on stdout (shown by
+`docker inspect --format '{{json .State.Health}}' CONTAINER`).
+
+Usage: minikafka-healthcheck [SERVER_PROPERTIES]  (default: $SERVER_PROPERTIES, then
+/etc/minikafka/server.properties)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from minikafka.client.connection import BrokerConnection
+from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.server.broker import parse_listener
+from minikafka.server.config import BrokerConfig
+
+DEFAULT_CONFIG = "/etc/minikafka/server.properties"
+TIMEOUT_S = 3.0
+
+
+def local_address(config: BrokerConfig) -> tuple[str, int]:
+    """Where to reach this broker from inside its container: its bind address, or loopback
+    when it binds every interface."""
+    host, port = parse_listener(config.listeners)
+    return (host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"), port
+
+
+async def check(host: str, port: int, broker_id: int, timeout_s: float = TIMEOUT_S) -> str | None:
+    """None if healthy, else why not."""
+    conn = BrokerConnection(host, port, client_id="healthcheck", connect_timeout_s=timeout_s)
+    try:
+        await conn.connect()
+        response: MetadataResponse = await conn.send(MetadataRequest(topics=[]), timeout_s)
+    except Exception as e:
+        return f"no Metadata response from {host}:{port}: {e}"
+    finally:
+        await conn.close()
+    live = sorted(b.node_id for b in response.brokers)
+    if broker_id not in live:
+        return (
+            f"broker {broker_id} answers on {host}:{port} but is not among the live "
+            f"brokers it knows {live} (not registered, or no UpdateMetadata from a controller)"
+        )
+    return None
+
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[1] if len(argv) > 1 else os.environ.get("SERVER_PROPERTIES", DEFAULT_CONFIG))
+    try:
+        config = BrokerConfig.load(path)
+    except Exception as e:
+        print(f"cannot read the broker's config {path}: {e}")
+        return 1
+    host, port = local_address(config)
+    problem = asyncio.run(check(host, port, config.broker_id))
+    if problem is not None:
+        print(problem)
+        return 1
+    print(f"broker {config.broker_id} is live on {host}:{port}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

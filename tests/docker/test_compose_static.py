@@ -1,0 +1,805 @@
+"""Static checks of the container setup (docker-compose.yml, docker/, scripts/docker-*.sh).
+
+There is no Docker engine where the tests run, so nothing is built or started: the files are
+parsed and checked against each other and against the code: service names, broker ids,
+listeners and published ports, volumes, healthchecks, start order, the Debian packages the
+images install, every `minikafka ...` command they run (resolved through the click group),
+and the entrypoint's environment → server.properties mapping (run with bash, the properties
+loaded with BrokerConfig).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from minikafka.cli.main import cli
+from minikafka.server.broker import parse_listener
+from minikafka.server.config import BrokerConfig, parse_properties
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+BROKER_DOCKERFILE = ROOT / "docker" / "Dockerfile"
+ZOOKEEPER_DOCKERFILE = ROOT / "docker" / "zookeeper.Dockerfile"
+DOCKERFILES = (BROKER_DOCKERFILE, ZOOKEEPER_DOCKERFILE)
+ENTRYPOINT = ROOT / "docker" / "broker-entrypoint.sh"
+ZOO_CFG = ROOT / "docker" / "zookeeper" / "zoo.cfg"
+SCRIPTS = (ENTRYPOINT, ROOT / "scripts" / "docker-fault.sh")
+BROKERS = ("broker1", "broker2", "broker3")
+
+# The Debian packages the Dockerfiles may `apt-get install` (and python3-matplotlib, left
+# out on purpose), with the candidate version `apt-cache policy` showed on Debian 12.11
+# (bookworm, with bookworm-security and bookworm-updates).
+BOOKWORM_PACKAGES = {
+    "python3": "3.11.2-1+b1",
+    "python3-kazoo": "2.8.0-2",
+    "python3-msgpack": "1.0.3-2+b1",
+    "python3-aiohttp": "3.8.4-1+deb12u2",
+    "python3-uvloop": "0.17.0+ds1-2+b2",
+    "python3-click": "8.1.3-2",
+    "python3-rich": "13.3.1-1",
+    "python3-crc32c": "2.3-1.1+b1",
+    "python3-pip": "23.0.1+dfsg-1",
+    "python3-matplotlib": "3.6.3-1+b1",
+    "zookeeper": "3.8.0-11+deb12u2",
+}
+# pyproject's runtime dependencies → the Debian package the broker image takes each from.
+DEBIAN_PACKAGE_FOR = {
+    "kazoo": "python3-kazoo",
+    "msgpack": "python3-msgpack",
+    "uvloop": "python3-uvloop",
+    "aiohttp": "python3-aiohttp",
+    "click": "python3-click",
+    "rich": "python3-rich",
+    "crc32c": "python3-crc32c",
+    "matplotlib": "python3-matplotlib",
+}
+# Dependencies the broker image leaves out, and why. Each must be imported lazily (inside a
+# function), so that the `minikafka` command works without it.
+NOT_IN_BROKER_IMAGE = {
+    # It brings numpy, pillow, fonts and tk, only for the timeline PNG of `minikafka chaos`,
+    # which runs on the host (it drives the cluster from outside), never in a broker.
+    "matplotlib": "python3-matplotlib",
+}
+# Options a script may use that the CLI does not have yet; none may be pending.
+PENDING: dict[str, set[str]] = {}
+
+SHELL_OPERATORS = {";", "&", "&&", "|", "||", "(", ")", ";;"}
+
+
+# --- parsing helpers -----------------------------------------------------------------------
+
+
+def load_compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE_FILE.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def services() -> dict[str, Any]:
+    s = load_compose()["services"]
+    assert isinstance(s, dict)
+    return s
+
+
+def environment(service: dict[str, Any]) -> dict[str, str]:
+    """A service's `environment` (mapping or KEY=VALUE list) as strings."""
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        return dict(item.split("=", 1) for item in env)
+    return {k: "" if v is None else str(v) for k, v in env.items()}
+
+
+@dataclass(frozen=True)
+class Port:
+    host_ip: str
+    published: int
+    target: int
+
+
+def ports(service: dict[str, Any]) -> list[Port]:
+    out = []
+    for p in service.get("ports") or []:
+        if isinstance(p, dict):
+            out.append(Port(p.get("host_ip", ""), int(p["published"]), int(p["target"])))
+            continue
+        parts = str(p).removesuffix("/tcp").split(":")
+        assert "/" not in parts[-1], f"only TCP ports expected: {p}"
+        if len(parts) == 3:
+            out.append(Port(parts[0], int(parts[1]), int(parts[2])))
+        elif len(parts) == 2:
+            out.append(Port("", int(parts[0]), int(parts[1])))
+        else:
+            raise AssertionError(f"port {p!r} is not published on the host")
+    return out
+
+
+def volume_mounts(service: dict[str, Any]) -> dict[str, str]:
+    """target → source of the service's volumes (short or long syntax)."""
+    out = {}
+    for v in service.get("volumes") or []:
+        if isinstance(v, dict):
+            out[v["target"]] = v["source"]
+        else:
+            source, target = str(v).split(":")[:2]
+            out[target] = source
+    return out
+
+
+def healthcheck_command(service: dict[str, Any]) -> list[str]:
+    test = service["healthcheck"]["test"]
+    if isinstance(test, str):
+        return ["CMD-SHELL", test]
+    return [str(t) for t in test]
+
+
+def logical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, line) with backslash-newline continuations joined; comment lines
+    (also inside a continuation, as Docker reads them) dropped."""
+    start, parts = 0, list[str]()
+    for n, raw in enumerate(text.splitlines(), 1):
+        if raw.lstrip().startswith("#"):
+            continue
+        if not parts:
+            start = n
+        if raw.rstrip().endswith("\\"):
+            parts.append(raw.rstrip()[:-1])
+            continue
+        parts.append(raw)
+        yield start, " ".join(parts)
+        parts = []
+    if parts:
+        yield start, " ".join(parts)
+
+
+def dockerfile_instructions_at(path: Path) -> list[tuple[int, str, str]]:
+    """(line number, KEYWORD, arguments) of each instruction."""
+    out = []
+    for n, line in logical_lines(path.read_text()):
+        if line.strip():
+            keyword, _, rest = line.strip().partition(" ")
+            out.append((n, keyword.upper(), rest.strip()))
+    return out
+
+
+def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
+    return [(keyword, rest) for _, keyword, rest in dockerfile_instructions_at(path)]
+
+
+def shell_words(text: str) -> list[str]:
+    lex = shlex.shlex(text, posix=True, punctuation_chars=";&|()")
+    lex.whitespace_split = True
+    lex.commenters = ""
+    return list(lex)
+
+
+def shell_commands(text: str) -> Iterator[list[str]]:
+    """The simple commands of a shell line, split at ;, &&, ||, | ..."""
+    words: list[str] = []
+    for w in shell_words(text):
+        if w in SHELL_OPERATORS:
+            if words:
+                yield words
+            words = []
+        else:
+            words.append(w)
+    if words:
+        yield words
+
+
+def apt_installed(path: Path) -> list[str]:
+    packages = []
+    for keyword, rest in dockerfile_instructions(path):
+        if keyword != "RUN":
+            continue
+        for words in shell_commands(rest):
+            args = [w for w in words if "=" not in w or w.startswith("-")]  # drop VAR=x
+            if args[:2] in (["apt-get", "install"], ["apt", "install"]):
+                packages += [a for a in args[2:] if not a.startswith("-")]
+    return packages
+
+
+def pip_installs(path: Path) -> list[list[str]]:
+    return [
+        words
+        for keyword, rest in dockerfile_instructions(path)
+        if keyword == "RUN"
+        for words in shell_commands(rest)
+        if words[:2] == ["pip", "install"] or words[1:4] == ["-m", "pip", "install"]
+    ]
+
+
+# --- `minikafka ...` commands ----------------------------------------------------------------
+
+# Words that may stand before a command's name in a simple command.
+_COMMAND_PREFIXES = {"exec", "command", "time", "then", "else", "do", "!", "{", "env", "CMD"}
+
+
+@dataclass(frozen=True)
+class Invocation:
+    where: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.where}: minikafka {shlex.join(self.args)}"
+
+
+def minikafka_args(words: list[str]) -> tuple[str, ...] | None:
+    """The arguments if this simple command runs `minikafka` (or a path ending in it)."""
+    i = 0
+    while i < len(words) and (
+        words[i] in _COMMAND_PREFIXES or re.fullmatch(r"[A-Za-z_]\w*=.*", words[i])
+    ):
+        i += 1
+    if i < len(words) and (words[i] == "minikafka" or words[i].endswith("/minikafka")):
+        return tuple(words[i + 1 :])
+    return None
+
+
+def invocations_in_shell(text: str, where: str, first_line: int = 1) -> list[Invocation]:
+    out = []
+    for n, line in logical_lines(text):
+        for words in shell_commands(line):
+            args = minikafka_args(words)
+            if args is not None:
+                out.append(Invocation(f"{where}:{first_line + n - 1}", args))
+    return out
+
+
+def compose_commands() -> Iterator[str]:
+    """Each service's command, entrypoint and healthcheck test as a shell line."""
+    for svc in services().values():
+        for node in (
+            svc.get("command"),
+            svc.get("entrypoint"),
+            svc.get("healthcheck", {}).get("test"),
+        ):
+            if isinstance(node, str):
+                yield node
+            elif node and node[0] == "CMD-SHELL":
+                yield node[1]
+            elif node:
+                yield shlex.join(node)
+
+
+def all_invocations() -> list[Invocation]:
+    found = []
+    for path in SCRIPTS:
+        found += invocations_in_shell(path.read_text(), str(path.relative_to(ROOT)))
+    for path in DOCKERFILES:
+        for n, keyword, rest in dockerfile_instructions_at(path):
+            if keyword == "HEALTHCHECK":
+                rest = rest.split("CMD", 1)[1].strip()
+            if keyword in ("RUN", "CMD", "ENTRYPOINT", "HEALTHCHECK"):
+                command = shlex.join(json.loads(rest)) if rest.startswith("[") else rest
+                found += invocations_in_shell(command, str(path.relative_to(ROOT)), n)
+    for s in compose_commands():
+        found += invocations_in_shell(s, "docker-compose.yml")
+    return found
+
+
+def _options(cmd: click.Command, ctx: click.Context) -> dict[str, click.Option]:
+    out: dict[str, click.Option] = {}
+    for p in cmd.get_params(ctx):
+        if isinstance(p, click.Option):
+            for name in (*p.opts, *p.secondary_opts):
+                out[name] = p
+    return out
+
+
+def check_invocation(args: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(problems, pending) of `minikafka ARGS` against the click group: pending are the
+    missing subcommands and options listed in PENDING. Words that are shell expansions ($x,
+    "$@") are values we cannot see, so they are skipped."""
+    cmd: click.Command = cli
+    ctx = click.Context(cli, info_name="minikafka", **cli.context_settings)
+    problems: list[str] = []
+    pending: list[str] = []
+    expect_value = False
+    for word in args:
+        if expect_value:
+            expect_value = False
+            continue
+        if word.startswith("$"):
+            continue
+        if word.startswith("-") and word != "-":
+            name, has_value, _ = word.partition("=")
+            option = _options(cmd, ctx).get(name)
+            if option is None:
+                missing = f"`{ctx.command_path}` has no option {name}"
+                top = ctx.command_path.split()[1:2]
+                if top and name in PENDING.get(top[0], ()):
+                    pending.append(missing)
+                else:
+                    problems.append(missing)
+            elif not (option.is_flag or option.count):
+                expect_value = not has_value
+            continue
+        if isinstance(cmd, click.Group):
+            sub = cmd.get_command(ctx, word)
+            if sub is None:
+                missing = f"`{ctx.command_path}` has no subcommand {word!r}"
+                if cmd is cli and word in PENDING:
+                    return problems, [*pending, missing]
+                problems.append(missing)
+                return problems, pending
+            cmd = sub
+            ctx = click.Context(sub, info_name=word, parent=ctx)
+    return problems, pending
+
+
+INVOCATIONS = all_invocations()
+
+
+def test_the_commands_are_found() -> None:
+    wheres = {inv.where.split(":")[0] for inv in INVOCATIONS}
+    assert "docker/broker-entrypoint.sh" in wheres  # exec minikafka broker --config ...
+    assert "docker/Dockerfile" in wheres  # minikafka --version
+    broker = [inv for inv in INVOCATIONS if inv.args[:1] == ("broker",)]
+    assert broker and all("--config" in inv.args for inv in broker)
+
+
+@pytest.mark.parametrize("inv", INVOCATIONS, ids=str)
+def test_minikafka_commands_exist_in_the_cli(inv: Invocation) -> None:
+    problems, pending = check_invocation(inv.args)
+    assert not problems, f"{inv}: " + "; ".join(problems)
+    assert not pending, f"{inv}: not in the CLI: " + "; ".join(pending)
+
+
+def test_the_checker_rejects_unknown_commands_and_options() -> None:
+    assert check_invocation(("broker", "--config", "x", "--override", "a=b"))[0] == []
+    assert check_invocation(("-v", "cluster", "kill", "--broker", "2"))[0] == []
+    assert check_invocation(("broker", "--no-such-option"))[0]
+    assert check_invocation(("cluster", "explode"))[0]
+    assert check_invocation(("nonsense",))[0]
+    assert check_invocation(("topics", "--config=a=b", "--list"))[0] == []
+    assert check_invocation(("chaos", "--nemesis", "kill", "--seed", "3"))[0] == []
+    assert check_invocation(("chaos", "--no-such-option", "x"))[0]
+
+
+# --- docker-compose.yml ------------------------------------------------------------------
+
+
+def test_services_are_zookeeper_and_three_brokers() -> None:
+    assert set(services()) == {"zookeeper", *BROKERS}
+
+
+def test_broker_ids_match_the_service_names() -> None:
+    ids = {}
+    for name in BROKERS:
+        env = environment(services()[name])
+        assert env["BROKER_ID"] == name.removeprefix("broker"), name
+        ids[name] = int(env["BROKER_ID"])
+    assert len(set(ids.values())) == len(BROKERS)
+
+
+def test_zookeeper_connect_points_at_the_zookeeper_service() -> None:
+    client_port = int(parse_properties(ZOO_CFG.read_text())["clientPort"])
+    for name in BROKERS:
+        connect = environment(services()[name])["ZOOKEEPER_CONNECT"]
+        hosts = connect.split("/")[0].split(",")
+        assert hosts == [f"zookeeper:{client_port}"], (name, connect)
+        assert "zookeeper" in services()[name]["depends_on"]
+    assert Port("127.0.0.1", client_port, client_port) in ports(services()["zookeeper"])
+
+
+def test_each_broker_advertises_its_name_and_a_port_published_as_itself() -> None:
+    published: list[int] = []
+    for name, svc in services().items():
+        published += [p.published for p in ports(svc)]
+        if name not in BROKERS:
+            continue
+        env = environment(svc)
+        bind_host, port = parse_listener(env["LISTENERS"])
+        adv_host, adv_port = parse_listener(env["ADVERTISED_LISTENERS"])
+        assert bind_host == "0.0.0.0", f"{name} must listen on every interface"
+        # The same name and port from the host and from the other containers.
+        assert adv_host == name == svc["hostname"]
+        assert adv_port == port
+        assert Port("127.0.0.1", port, port) in ports(svc), f"{name}: publish {port}:{port}"
+    assert len(published) == len(set(published)), f"host ports collide: {published}"
+
+
+def test_data_lives_on_named_volumes() -> None:
+    declared = set(load_compose()["volumes"])
+    assert declared == {"zookeeper-data", *(f"{b}-data" for b in BROKERS)}
+    data_dirs = {
+        "zookeeper": [parse_properties(ZOO_CFG.read_text())["dataDir"]],
+        **{b: environment(services()[b])["LOG_DIRS"].split(",") for b in BROKERS},
+    }
+    for name, dirs in data_dirs.items():
+        mounts = volume_mounts(services()[name])
+        assert set(mounts.values()) == {f"{name}-data"}, name
+        for d in dirs:
+            assert any(Path(d.strip()).is_relative_to(t) for t in mounts), (name, d, mounts)
+
+
+def test_healthchecks() -> None:
+    for name, svc in services().items():
+        hc = svc["healthcheck"]
+        assert {"interval", "timeout", "retries", "start_period"} <= set(hc), name
+        assert healthcheck_command(svc)[0] in ("CMD", "CMD-SHELL"), name
+    for name in BROKERS:
+        assert healthcheck_command(services()[name]) == ["CMD", "minikafka-healthcheck"]
+    installed = [
+        r.split()[-1] for k, r in dockerfile_instructions(BROKER_DOCKERFILE) if k == "COPY"
+    ]
+    assert "/usr/local/bin/minikafka-healthcheck" in installed
+
+
+def test_zookeeper_healthcheck_asks_a_whitelisted_four_letter_word() -> None:
+    cfg = parse_properties(ZOO_CFG.read_text())
+    whitelist = {w.strip() for w in cfg["4lw.commands.whitelist"].split(",")}
+    cmd = healthcheck_command(services()["zookeeper"])
+    assert cmd[:3] == ["CMD", "bash", "-c"], "dash (Debian's sh) has no /dev/tcp"
+    script = cmd[3]
+    assert f"/dev/tcp/127.0.0.1/{cfg['clientPort']}" in script
+    word = re.search(r"printf (\w{4}) ", script)
+    assert word is not None and word.group(1) in whitelist
+    # The image's own HEALTHCHECK is the same command.
+    image_hc = [r for k, r in dockerfile_instructions(ZOOKEEPER_DOCKERFILE) if k == "HEALTHCHECK"]
+    assert json.loads(image_hc[0].split("CMD", 1)[1]) == cmd[1:]
+
+
+def test_brokers_start_once_zookeeper_is_healthy() -> None:
+    for name in BROKERS:
+        assert services()[name]["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
+
+
+def test_brokers_get_time_for_a_controlled_shutdown_and_stay_down_when_killed() -> None:
+    for name in BROKERS:
+        svc = services()[name]
+        assert svc["init"] is True
+        assert svc["restart"] == "no"
+        assert int(svc["stop_grace_period"].removesuffix("s")) >= 30
+
+
+def test_builds_point_at_existing_dockerfiles() -> None:
+    expected = {"zookeeper": ZOOKEEPER_DOCKERFILE, **dict.fromkeys(BROKERS, BROKER_DOCKERFILE)}
+    for name, svc in services().items():
+        context = ROOT / svc["build"]["context"]
+        assert context / svc["build"]["dockerfile"] == expected[name], name
+
+
+# --- Dockerfiles ---------------------------------------------------------------------------
+
+
+def build_context(dockerfile: Path) -> Path:
+    for svc in services().values():
+        context = ROOT / str(svc["build"]["context"])
+        if context / str(svc["build"]["dockerfile"]) == dockerfile:
+            return context
+    raise AssertionError(f"no service builds {dockerfile}")
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_images_are_debian_bookworm(dockerfile: Path) -> None:
+    froms = [rest for k, rest in dockerfile_instructions(dockerfile) if k == "FROM"]
+    assert froms == ["debian:bookworm-slim"]
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_images_install_only_known_bookworm_packages(dockerfile: Path) -> None:
+    packages = apt_installed(dockerfile)
+    assert packages, "no apt-get install found"
+    unknown = set(packages) - set(BOOKWORM_PACKAGES)
+    assert not unknown, f"not in the list checked against bookworm: {sorted(unknown)}"
+
+
+def test_every_runtime_dependency_comes_from_a_debian_package_recent_enough() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = set(apt_installed(BROKER_DOCKERFILE))
+    for dep in project["dependencies"]:
+        req = Requirement(dep)
+        package = DEBIAN_PACKAGE_FOR.get(req.name.lower())
+        assert package is not None, f"{req.name}: which Debian package provides it?"
+        if req.name.lower() in NOT_IN_BROKER_IMAGE:
+            assert package not in installed
+        else:
+            assert package in installed, f"docker/Dockerfile does not install {package}"
+        upstream = BOOKWORM_PACKAGES[package].split(":")[-1].split("-")[0].split("+")[0]
+        assert req.specifier.contains(Version(upstream)), (
+            f"pyproject wants {dep}, bookworm's {package} is {upstream}: the image would break"
+        )
+    python = project["requires-python"]
+    debian_python = BOOKWORM_PACKAGES["python3"].split("-")[0]
+    assert Requirement(f"python{python}").specifier.contains(Version(debian_python))
+
+
+def module_level_imports(path: Path) -> set[str]:
+    """Top-level package names imported at module level (not inside functions)."""
+    names = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("dependency", sorted(NOT_IN_BROKER_IMAGE))
+def test_dependencies_left_out_of_the_image_are_imported_lazily(dependency: str) -> None:
+    eager = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "minikafka").rglob("*.py"))
+        if dependency in module_level_imports(path)
+    ]
+    assert not eager, (
+        f"{dependency} is imported at module level in {eager}; the broker image does not "
+        f"install {NOT_IN_BROKER_IMAGE[dependency]}: import it where it is used, or add the "
+        "package to docker/Dockerfile"
+    )
+
+
+def test_pip_installs_nothing_from_pypi() -> None:
+    installs = pip_installs(BROKER_DOCKERFILE)
+    assert installs, "minikafka must be installed into the broker image"
+    for words in installs:
+        assert {"--no-index", "--no-deps", "--no-build-isolation"} <= set(words), words
+    assert not pip_installs(ZOOKEEPER_DOCKERFILE)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
+def test_copied_files_exist_in_the_build_context(dockerfile: Path) -> None:
+    context = build_context(dockerfile)
+    copies = [rest for k, rest in dockerfile_instructions(dockerfile) if k in ("COPY", "ADD")]
+    assert copies
+    for rest in copies:
+        words = [w for w in shlex.split(rest) if not w.startswith("--")]
+        for source in words[:-1]:
+            assert (context / source).exists(), f"{dockerfile.name}: COPY {source}"
+
+
+def test_dockerignore_sends_what_the_broker_image_copies() -> None:
+    ignore = (ROOT / "docker" / "Dockerfile.dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
+    assert patterns[0] == "*"
+    kept = {p.removeprefix("!").rstrip("/") for p in patterns if p.startswith("!")}
+    copied = {
+        w.rstrip("/")
+        for k, rest in dockerfile_instructions(BROKER_DOCKERFILE)
+        if k == "COPY"
+        for w in shlex.split(rest)[:-1]
+        if not w.startswith("--")
+    }
+    assert copied == kept
+
+
+def test_broker_image_runs_the_entrypoint_it_installs() -> None:
+    instructions = dockerfile_instructions(BROKER_DOCKERFILE)
+    entrypoint = [json.loads(r) for k, r in instructions if k == "ENTRYPOINT"]
+    assert entrypoint == [["broker-entrypoint.sh"]]
+    copied = {r.split()[-1]: r.split()[0] for k, r in instructions if k == "COPY"}
+    assert copied["/usr/local/bin/broker-entrypoint.sh"] == "docker/broker-entrypoint.sh"
+    assert copied["/usr/local/bin/minikafka-healthcheck"] == "docker/broker-healthcheck.py"
+
+
+def test_zookeeper_image_runs_the_server_in_the_foreground() -> None:
+    instructions = dockerfile_instructions(ZOOKEEPER_DOCKERFILE)
+    cmd = json.loads(next(r for k, r in instructions if k == "CMD"))
+    assert cmd[0] == "java"
+    assert cmd[-2:] == [
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        "/etc/zookeeper/minikafka/zoo.cfg",
+    ]
+    classpath = cmd[cmd.index("-cp") + 1].split(":")
+    assert "/usr/share/java/zookeeper.jar" in classpath
+    copied = next(r for k, r in instructions if k == "COPY").split()
+    assert copied == [
+        "zookeeper/zoo.cfg",
+        "zookeeper/log4j.properties",
+        "/etc/zookeeper/minikafka/",
+    ]
+
+
+def _apt_lists_present() -> bool:
+    return any(Path("/var/lib/apt/lists").glob("*_Packages*"))
+
+
+def _is_bookworm() -> bool:
+    try:
+        release = parse_properties(Path("/etc/os-release").read_text())
+    except OSError:
+        return False
+    return release.get("VERSION_CODENAME", "").strip('"') == "bookworm"
+
+
+@pytest.mark.skipif(
+    not (_is_bookworm() and shutil.which("apt-cache") and _apt_lists_present()),
+    reason="needs Debian bookworm with apt lists (apt-get update)",
+)
+@pytest.mark.parametrize("package", sorted(BOOKWORM_PACKAGES))
+def test_package_is_in_bookworm(package: str) -> None:
+    out = subprocess.run(
+        ["apt-cache", "policy", package], capture_output=True, text=True, check=True
+    ).stdout
+    candidate = re.search(r"Candidate: (\S+)", out)
+    assert candidate is not None and candidate.group(1) != "(none)", out or package
+    found = candidate.group(1).split("-")[0]
+    recorded = BOOKWORM_PACKAGES[package].split("-")[0]
+    assert found == recorded, f"{package}: bookworm has {candidate.group(1)} now, update the list"
+
+
+# --- the entrypoint's environment → server.properties ----------------------------------
+
+
+def run_entrypoint(
+    tmp_path: Path, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """The entrypoint with a fake `minikafka` that prints its arguments and the config."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "minikafka"
+    fake.write_text(
+        '#!/bin/sh\necho "ARGS: $*"\nif [ "$1" = broker ] && [ "$2" = --config ]; then\n'
+        '  cat "$3"\nfi\n'
+    )
+    fake.chmod(0o755)
+    full_env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "SERVER_PROPERTIES": str(tmp_path / "etc" / "server.properties"),
+        **env,
+    }
+    return subprocess.run(
+        ["bash", str(ENTRYPOINT), *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def written_config(result: subprocess.CompletedProcess[str], tmp_path: Path) -> BrokerConfig:
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    config = tmp_path / "etc" / "server.properties"
+    assert lines[0].startswith(f"ARGS: broker --config {config}")
+    assert "\n".join(lines[1:]).strip() == config.read_text().strip()
+    return BrokerConfig.load(config)
+
+
+@pytest.mark.parametrize("name", BROKERS)
+def test_compose_environment_makes_a_valid_broker_config(name: str, tmp_path: Path) -> None:
+    env = environment(services()[name])
+    config = written_config(run_entrypoint(tmp_path, env), tmp_path)
+    assert config.broker_id == int(env["BROKER_ID"])
+    assert config.zookeeper_connect == env["ZOOKEEPER_CONNECT"]
+    assert config.listeners == env["LISTENERS"]
+    assert config.advertised_listeners == env["ADVERTISED_LISTENERS"]
+    assert config.log_dirs == tuple(env["LOG_DIRS"].split(","))
+    assert not config.extra, f"unknown properties: {dict(config.extra)}"
+    for key, value in env.items():
+        if key.startswith("MINIKAFKA_"):
+            attr = key.removeprefix("MINIKAFKA_").lower()
+            assert str(getattr(config, attr)) == value, key
+
+
+def test_minikafka_variables_become_properties(tmp_path: Path) -> None:
+    env = {
+        "BROKER_ID": "7",
+        "ZOOKEEPER_CONNECT": "zk1:2181,zk2:2181/kafka",
+        "MINIKAFKA_MIN_INSYNC_REPLICAS": "2",
+        "MINIKAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": "true",
+        "MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": "6000",
+        "MINIKAFKA_LOG_RETENTION_HOURS": "1",
+        "MINIKAFKA_SOME__ODD_NAME": "x=y",  # '__' is '_'; the value may hold '='
+        "MINIKAFKA_BROKER_ID": "8",  # written after BROKER_ID: wins
+        "OTHER_VARIABLE": "ignored",
+    }
+    config = written_config(run_entrypoint(tmp_path, env, "--override", "a=b"), tmp_path)
+    assert config.broker_id == 8
+    assert config.zookeeper_connect == "zk1:2181,zk2:2181/kafka"
+    assert config.min_insync_replicas == 2
+    assert config.unclean_leader_election_enable is True
+    assert config.zookeeper_session_timeout_ms == 6000
+    assert config.log_retention_ms == 3_600_000
+    assert config.listeners == "PLAINTEXT://0.0.0.0:9092"
+    assert config.advertised_listeners is None
+    assert config.log_dirs == ("/var/lib/minikafka/data",)
+    assert dict(config.extra) == {"some_odd.name": "x=y"}
+    written = (tmp_path / "etc" / "server.properties").read_text()
+    assert "other" not in written.lower()
+
+
+def test_variables_minikafka_reads_itself_stay_variables(tmp_path: Path) -> None:
+    """The broker reads some MINIKAFKA_* variables from its environment (not properties):
+    the entrypoint must not turn them into unknown properties."""
+    names = set()
+    for path in (ROOT / "minikafka").rglob("*.py"):
+        names |= set(re.findall(r"[\"'](MINIKAFKA_[A-Z0-9_]+)[\"']", path.read_text()))
+    env = {"BROKER_ID": "1", "ZOOKEEPER_CONNECT": "z:1", **dict.fromkeys(names, "/x")}
+    config = written_config(run_entrypoint(tmp_path, env), tmp_path)
+    assert not config.extra, f"add {sorted(config.extra)} to the entrypoint's exceptions"
+
+
+def test_options_are_passed_to_the_broker(tmp_path: Path) -> None:
+    env = {"BROKER_ID": "1", "ZOOKEEPER_CONNECT": "zookeeper:2181"}
+    result = run_entrypoint(tmp_path, env, "--override", "num.partitions=3")
+    config = tmp_path / "etc" / "server.properties"
+    assert result.stdout.splitlines()[0] == (
+        f"ARGS: broker --config {config} --override num.partitions=3"
+    )
+
+
+def test_other_commands_run_without_a_broker(tmp_path: Path) -> None:
+    result = run_entrypoint(tmp_path, {}, "minikafka", "topics", "--list")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ARGS: topics --list\n"
+    assert not (tmp_path / "etc").exists()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ZOOKEEPER_CONNECT": "zookeeper:2181"}, "BROKER_ID must be set"),
+        ({"BROKER_ID": "1"}, "ZOOKEEPER_CONNECT must be set"),
+        (
+            {"BROKER_ID": "1", "ZOOKEEPER_CONNECT": "z:1", "MINIKAFKA_X": "a\nbroker.id=9"},
+            "contains a newline",
+        ),
+    ],
+)
+def test_entrypoint_refuses_a_bad_environment(
+    env: dict[str, str], message: str, tmp_path: Path
+) -> None:
+    result = run_entrypoint(tmp_path, env)
+    assert result.returncode == 64
+    assert message in result.stderr
+    assert "ARGS:" not in result.stdout
+
+
+# --- scripts -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_scripts_parse_and_are_executable(script: Path) -> None:
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    assert os.access(script, os.X_OK)
+    assert script.read_text().startswith("#!")
+    assert "set -euo pipefail" in script.read_text()
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_shellcheck(script: Path) -> None:
+    result = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_fault_script_usage_and_targets(tmp_path: Path) -> None:
+    fault = ROOT / "scripts" / "docker-fault.sh"
+    usage = subprocess.run(["bash", str(fault)], capture_output=True, text=True)
+    assert usage.returncode == 64
+    for op in ("kill", "stop", "start", "restart", "pause", "unpause", "status"):
+        assert re.search(rf"^\s+(OP\s+)?{op}\b", usage.stderr, re.M), op
+    # A fake compose that finds no container: the script names the service it looked for.
+    compose = tmp_path / "compose"
+    compose.write_text('#!/bin/sh\necho "$@" >>"$(dirname "$0")/calls"\n')
+    compose.chmod(0o755)
+    env = {**os.environ, "COMPOSE": str(compose)}
+    for target, service in (("2", "broker2"), ("broker3", "broker3"), ("zookeeper", "zookeeper")):
+        result = subprocess.run(
+            ["bash", str(fault), "kill", target], capture_output=True, text=True, env=env
+        )
+        assert result.returncode == 1
+        assert f"no container for service {service}" in result.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls[0] == f"-f {COMPOSE_FILE} ps --all --quiet broker2"
+    bad = subprocess.run(["bash", str(fault), "kill", "kafka"], capture_output=True, text=True)
+    assert bad.returncode == 64
