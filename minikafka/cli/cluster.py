@@ -2,12 +2,17 @@
 
 `up` runs in the foreground (Ctrl-C or SIGTERM stops everything) or, with `--detach`, leaves
 the processes running; every other subcommand finds them through `<data-dir>/cluster.json`.
+
+Faults: `kill`, `stop-broker`, `pause`/`resume`, `restart` (processes), `expire-session`
+(ZooKeeper session), `zookeeper stop|start|restart|kill`, and with `up --network netns`
+(root) `partition`, `isolate`, `degrade`, `heal` (network).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +25,13 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.cluster.local import STATE_FILE, ClusterError, LocalCluster, parse_overrides
+from minikafka.cluster.local import (
+    NETWORK_MODES,
+    STATE_FILE,
+    ClusterError,
+    LocalCluster,
+    parse_overrides,
+)
 from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
 
 DEFAULT_DATA_DIR = Path("minikafka-data")
@@ -81,8 +92,26 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def describe_faults(faults: dict[str, Any]) -> str:
+    """`{"cut": "brokers", "degrade": {...}}` -> "partitioned from brokers, delay 50ms"."""
+    parts = []
+    cut = faults.get("cut")
+    if cut == "brokers":
+        parts.append("[yellow]partitioned from the other brokers[/]")
+    elif cut == "all":
+        parts.append("[red]isolated[/]")
+    degrade = faults.get("degrade")
+    if degrade:
+        if degrade.get("delay_ms") or degrade.get("jitter_ms"):
+            jitter = f"±{degrade['jitter_ms']:g}" if degrade.get("jitter_ms") else ""
+            parts.append(f"delay {degrade.get('delay_ms', 0):g}{jitter}ms")
+        if degrade.get("loss_pct"):
+            parts.append(f"loss {degrade['loss_pct']:g}%")
+    return ", ".join(parts)
+
+
 def print_status(console: Console, status: dict[str, Any]) -> None:
-    """ZooKeeper's line, the brokers' table, the bootstrap servers."""
+    """ZooKeeper's line, the network's, the brokers' table, the bootstrap servers."""
     zk = status["zookeeper"]
     zk_state = f"pid {zk['pid']}" if zk["alive"] else "[red]not running[/]"
     line = f"[bold]ZooKeeper[/] {zk['connect']} ({zk_state})"
@@ -90,9 +119,16 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
     if ctrl is not None:
         line += f"; controller: broker {ctrl['id']}, controller epoch {ctrl['epoch']}"
     console.print(line)
+    net = status.get("network", {"mode": "loopback"})
+    if net["mode"] == "netns":
+        console.print(
+            f"[bold]network[/] netns: subnet {net['subnet']}, bridge {net['bridge']} "
+            f"(gateway {net['gateway']}), namespaces mk-{net['id']}-b<broker>"
+        )
     table = Table(title=f"minikafka cluster in {status['data_dir']}")
+    # Addresses, pids and epochs are never cut; headers may wrap in a narrow terminal.
     for column in ("broker", "address", "pid", "process", "registered", "epoch", "role"):
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, no_wrap=column in ("address", "pid", "epoch"))
     for b in status["brokers"]:
         if b["paused"]:
             process = "[yellow]paused[/]"
@@ -110,12 +146,18 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
             "[bold]controller[/]" if b["controller"] else "",
         )
     console.print(table)
+    # Below the table, which is as wide as a terminal already.
+    for b in status["brokers"]:
+        if b.get("faults"):
+            console.print(
+                f"[bold]network fault[/] broker {b['id']}: {describe_faults(b['faults'])}"
+            )
     console.print(f"[bold]bootstrap servers:[/] {status['bootstrap_servers']}")
 
 
 @click.group()
 def cluster() -> None:
-    """A local dev cluster: a real ZooKeeper and broker processes on loopback."""
+    """A local dev cluster: a real ZooKeeper and broker processes, and faults to inject."""
 
 
 @cluster.command("up")
@@ -137,6 +179,20 @@ def cluster() -> None:
     help="Broker property for every broker, or for broker ID only (repeatable); kept in "
     "cluster.json for later runs, e.g. zookeeper.session.timeout.ms=6000.",
 )
+@click.option(
+    "--network",
+    type=click.Choice(NETWORK_MODES),
+    default=None,
+    help="loopback: everything on 127.0.0.1 (default). netns (root): each broker in its own "
+    "network namespace and address, so that partition/isolate/degrade work. A data dir that "
+    "has run before keeps its mode.",
+)
+@click.option(
+    "--subnet",
+    metavar="CIDR",
+    default=None,
+    help="With --network netns: the brokers' subnet (default: a free /24 of 198.18.0.0/15).",
+)
 @click.option("--detach", is_flag=True, help="Return once the cluster is up; it keeps running.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to start.")
 @click.pass_context
@@ -147,6 +203,8 @@ def up(
     port: int,
     zookeeper_port: int,
     broker_config: tuple[str, ...],
+    network: Any,
+    subnet: str | None,
     detach: bool,
     timeout: float,
 ) -> None:
@@ -166,6 +224,8 @@ def up(
             zookeeper_port=zookeeper_port,
             overrides=common,
             broker_overrides=per_broker,
+            network=network,
+            subnet=subnet,
         )
     except (ClusterError, ValueError) as e:
         raise click.ClickException(str(e)) from e
@@ -316,3 +376,151 @@ def stop_broker(broker_id: int, data_dir: Path, timeout: float) -> None:
         pid = lc.pid(broker_id)
         lc.terminate(broker_id, timeout=timeout)
     click.echo(f"broker {broker_id} (pid {pid}) stopped")
+
+
+# --- network faults (netns mode) ---------------------------------------------------------
+
+
+@cluster.command("partition")
+@broker_option
+@data_dir_option
+def partition(broker_id: int, data_dir: Path) -> None:
+    """Cut a broker off from the other brokers only (it keeps ZooKeeper and clients)."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.partition_from_brokers(broker_id)
+    click.echo(f"broker {broker_id} is cut off from the other brokers (heal: `cluster heal`)")
+
+
+@cluster.command("isolate")
+@broker_option
+@data_dir_option
+def isolate(broker_id: int, data_dir: Path) -> None:
+    """Cut a broker off from everything: brokers, ZooKeeper and clients."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.isolate(broker_id)
+    click.echo(f"broker {broker_id} is isolated (heal: `cluster heal`)")
+
+
+@cluster.command("degrade")
+@broker_option
+@data_dir_option
+@click.option("--delay-ms", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option("--jitter-ms", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option("--loss-pct", type=click.FloatRange(0, 100), default=0.0, show_default=True)
+def degrade(
+    broker_id: int, data_dir: Path, delay_ms: float, jitter_ms: float, loss_pct: float
+) -> None:
+    """Delay and drop packets to and from a broker (tc netem, each way)."""
+    lc = _open(data_dir)
+    try:
+        with _failures_as_click_errors():
+            lc.degrade(broker_id, delay_ms=delay_ms, jitter_ms=jitter_ms, loss_pct=loss_pct)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from e
+    click.echo(f"broker {broker_id}'s link is degraded (heal: `cluster heal`)")
+
+
+@cluster.command("heal")
+@click.option("--broker", "broker_id", type=int, default=None, help="Broker id (default: all).")
+@data_dir_option
+def heal(broker_id: int | None, data_dir: Path) -> None:
+    """Undo the network faults of one broker, or of all."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.heal(broker_id)
+    click.echo("healed " + ("every broker" if broker_id is None else f"broker {broker_id}"))
+
+
+@cluster.command("exec", context_settings={"ignore_unknown_options": True})
+@broker_option
+@data_dir_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def exec_(broker_id: int, data_dir: Path, command: tuple[str, ...]) -> None:
+    """Run COMMAND in a broker's network namespace (a client on its side of a partition):
+    `minikafka cluster exec --broker 2 -- ss -tn`."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        argv = lc.netns_command(broker_id, list(command))
+    os.execvp(argv[0], argv)
+
+
+# --- ZooKeeper -----------------------------------------------------------------------------
+
+
+@cluster.command("expire-session")
+@broker_option
+@data_dir_option
+@click.option(
+    "--wait/--no-wait",
+    default=True,
+    show_default=True,
+    help="Wait until the broker has registered again (with a new broker epoch).",
+)
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+def expire_session(broker_id: int, data_dir: Path, wait: bool, timeout: float) -> None:
+    """Expire a broker's ZooKeeper session now (as a long pause or partition would)."""
+    lc = _open(data_dir)
+    try:
+        with _failures_as_click_errors():
+            before = lc.registrations().get(broker_id)
+            session = lc.expire_session(broker_id)
+            click.echo(f"expired broker {broker_id}'s ZooKeeper session 0x{session:x}")
+            if wait:
+                newer = {broker_id: before.epoch} if before is not None else None
+                info = lc.wait_for_registered([broker_id], timeout, newer_than=newer)
+                click.echo(
+                    f"broker {broker_id} registered again with broker epoch {info[broker_id].epoch}"
+                )
+    finally:
+        lc.close_zk_client()
+
+
+@cluster.group("zookeeper")
+def zookeeper() -> None:
+    """Stop, start, restart or kill the cluster's ZooKeeper (brokers keep running)."""
+
+
+@zookeeper.command("stop")
+@data_dir_option
+@click.option("--timeout", type=float, default=10.0, show_default=True)
+def zookeeper_stop(data_dir: Path, timeout: float) -> None:
+    """SIGTERM ZooKeeper (SIGKILL after the timeout)."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.stop_zookeeper(timeout=timeout)
+    click.echo("ZooKeeper stopped")
+
+
+@zookeeper.command("kill")
+@data_dir_option
+def zookeeper_kill(data_dir: Path) -> None:
+    """SIGKILL ZooKeeper, as a crash would."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.kill_zookeeper()
+    click.echo("ZooKeeper killed")
+
+
+@zookeeper.command("start")
+@data_dir_option
+@click.option("--timeout", type=float, default=30.0, show_default=True)
+def zookeeper_start(data_dir: Path, timeout: float) -> None:
+    """Start a stopped ZooKeeper on its port and data."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.start_zookeeper(timeout=timeout)
+    click.echo(f"ZooKeeper is running on {lc.zookeeper_connect} (pid {lc.zookeeper.pid})")
+
+
+@zookeeper.command("restart")
+@data_dir_option
+@click.option("--kill", is_flag=True, help="SIGKILL instead of SIGTERM.")
+@click.option("--timeout", type=float, default=30.0, show_default=True)
+def zookeeper_restart(data_dir: Path, kill: bool, timeout: float) -> None:
+    """Stop and start ZooKeeper; brokers that reconnect in time keep their sessions."""
+    lc = _open(data_dir)
+    with _failures_as_click_errors():
+        lc.restart_zookeeper(timeout=timeout, kill=kill)
+    click.echo(f"ZooKeeper restarted on {lc.zookeeper_connect} (pid {lc.zookeeper.pid})")

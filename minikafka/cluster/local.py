@@ -1,12 +1,21 @@
-"""`LocalCluster`: a real ZooKeeper and N broker processes on loopback, in one data dir.
+"""`LocalCluster`: a real ZooKeeper and N broker processes, in one data dir.
+
+Two network modes. `loopback` (the default, no root needed): everything on 127.0.0.1, one
+port per broker. `netns` (root): each broker in its own network namespace with its own
+address, linked to a bridge in the root namespace, where ZooKeeper and clients stay; that
+is what network faults (`partition_from_brokers`, `isolate`, `degrade`, `heal`) act on.
+See `minikafka.cluster.netns` for the topology, names and how faults are made.
 
 Layout of the data dir:
 
-    cluster.json                 state: ports, pids, config overrides (see `_save_state`)
+    cluster.json                 state: ports, pids, config overrides, network (`_save_state`)
+    network-faults.json          the network faults in force (netns mode), for `status`
     zookeeper/                   LocalZooKeeper's config, data and log
     broker-<id>/server.properties
     broker-<id>/logs/            the broker's log.dirs
     broker-<id>/broker.log       the broker process's stdout and stderr
+    broker-<id>/zk-session.json  the broker's current ZooKeeper session id and password
+                                 (mode 0600), written by the broker, for `expire_session`
 
 Everything another process needs (`minikafka cluster status`/`down`/`kill`, a later `up`)
 is in `cluster.json`, so a `LocalCluster` built on an existing data dir picks up the ports,
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import ipaddress
 import json
 import logging
 import os
@@ -33,9 +43,13 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from minikafka.cluster import netns
+from minikafka.cluster.errors import BrokerStartError as BrokerStartError
+from minikafka.cluster.errors import ClusterError as ClusterError
 from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
+from minikafka.zk.client import expire_session as zk_expire_session
 from minikafka.zk.server import (
     DEFAULT_INSTALL_DIR,
     LocalZooKeeper,
@@ -47,6 +61,13 @@ log = logging.getLogger(__name__)
 
 STATE_FILE = "cluster.json"
 STATE_VERSION = 1
+FAULTS_FILE = "network-faults.json"
+ZK_SESSION_FILE = "zk-session.json"
+# The broker writes its session there when this is set (minikafka.server.broker's
+# ZK_SESSION_FILE_ENV; not imported, so that `minikafka cluster` starts fast).
+ZK_SESSION_FILE_ENV = "MINIKAFKA_ZK_SESSION_FILE"
+NetworkMode = Literal["loopback", "netns"]
+NETWORK_MODES: tuple[NetworkMode, ...] = ("loopback", "netns")
 DEFAULT_BROKERS = 3
 DEFAULT_HOST = "127.0.0.1"
 POLL_INTERVAL_S = 0.05
@@ -55,14 +76,6 @@ POLL_INTERVAL_S = 0.05
 MANAGED_KEYS = frozenset({"broker.id", "listeners", "log.dirs", "log.dir", "zookeeper.connect"})
 
 INSTALL_HINT = "apt-get install -y zookeeper"
-
-
-class ClusterError(RuntimeError):
-    """A cluster operation failed; the message says why (with log tails where useful)."""
-
-
-class BrokerStartError(ClusterError):
-    """A broker exited or did not register in time; the message has the tail of its log."""
 
 
 def default_broker_command() -> list[str]:
@@ -147,6 +160,25 @@ def _tail(path: Path, lines: int) -> str:
     return f"--- last lines of {path} ---\n" + "\n".join(text)
 
 
+class _ClusterZooKeeper(LocalZooKeeper):
+    """LocalZooKeeper that notices a restart by another `minikafka cluster` command (e.g.
+    `zookeeper restart` while `up` runs in the foreground): once the server we started has
+    exited, the pid file, written by whoever started the current one, is the truth again."""
+
+    @property
+    def pid(self) -> int | None:
+        self._forget_exited_child()
+        return super().pid
+
+    def _live_pid(self) -> int | None:
+        self._forget_exited_child()
+        return super()._live_pid()
+
+    def _forget_exited_child(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            self._proc = None
+
+
 @dataclass
 class _Broker:
     id: int
@@ -163,6 +195,10 @@ class LocalCluster:
     given here are applied over the saved ones. `base_port=0` / `zookeeper_port=0` pick free
     ports on the first start; brokers otherwise listen on base_port, base_port+1, ...
     `broker_overrides` maps a broker id to properties for that broker only.
+
+    `network="netns"` (root only) runs each broker in its own network namespace at its own
+    address of `subnet` (default: a free /24 of 198.18.0.0/15), so that network faults can
+    be injected; `None` means the saved mode, else "loopback". `host` is loopback's address.
     """
 
     def __init__(
@@ -178,12 +214,29 @@ class LocalCluster:
         zookeeper_fsync: bool = True,
         zookeeper_install_dir: str | os.PathLike[str] = DEFAULT_INSTALL_DIR,
         broker_command: Sequence[str] | None = None,
+        network: NetworkMode | None = None,
+        subnet: str | None = None,
     ) -> None:
         # Resolved: the config paths we match against /proc/<pid>/cmdline must be the same
         # whichever (relative, symlinked) spelling of the data dir a later command uses.
         self.data_dir = Path(data_dir).resolve()
         saved = self._load_state()
-        self.host: str = saved.get("host", host)
+        saved_net: dict[str, Any] = saved.get("network") or {"mode": "loopback"}
+        mode = network or saved_net.get("mode", "loopback")
+        if mode not in NETWORK_MODES:
+            raise ValueError(f"network must be one of {', '.join(NETWORK_MODES)}, got {mode!r}")
+        self.network: NetworkMode = mode
+        self._layout: netns.NetnsLayout | None = None
+        self._subnet_auto = False
+        if mode == "netns":
+            if host != DEFAULT_HOST:
+                raise ValueError("host applies to network='loopback' only; netns uses subnet=")
+            self._layout, self._subnet_auto = self._netns_layout(saved_net, subnet)
+            self.host: str = str(self._layout.gateway)
+        else:
+            if subnet is not None:
+                raise ValueError("subnet applies to network='netns' only")
+            self.host = saved.get("host", host) if saved_net.get("mode") == "loopback" else host
         self.base_port = base_port
         self.overrides: dict[str, str] = dict(saved.get("overrides", {}))
         self.overrides.update(overrides or {})
@@ -207,7 +260,7 @@ class LocalCluster:
             b = saved_brokers.get(bid, {})
             self._brokers[bid] = _Broker(bid, int(b.get("port", 0)), b.get("pid"))
         saved_zk_port = int(saved.get("zookeeper", {}).get("port", 0))
-        self.zookeeper = LocalZooKeeper(
+        self.zookeeper: LocalZooKeeper = _ClusterZooKeeper(
             self.data_dir / "zookeeper",
             port=saved_zk_port or zookeeper_port,
             host=self.host,
@@ -215,6 +268,25 @@ class LocalCluster:
             install_dir=zookeeper_install_dir,
         )
         self._zk: ZkClient | None = None
+
+    def _netns_layout(
+        self, saved_net: Mapping[str, Any], subnet: str | None
+    ) -> tuple[netns.NetnsLayout, bool]:
+        """(layout, whether the subnet was picked for us): the saved cluster id (so names
+        stay put if the data dir moves), the given subnet, else the saved one, else a free
+        one (checked again at `start`)."""
+        cid = str(saved_net.get("id") or netns.cluster_id_for(self.data_dir))
+        if subnet is not None:
+            return netns.NetnsLayout(cid, netns.parse_subnet(subnet)), False
+        if saved_net.get("mode") == "netns" and saved_net.get("subnet"):
+            net = ipaddress.IPv4Network(saved_net["subnet"])
+            return netns.NetnsLayout(cid, net), bool(saved_net.get("subnet_auto"))
+        try:
+            net = netns.pick_subnet(cid, own_links=[netns.bridge_name(cid)])
+        except (ClusterError, OSError, ValueError):
+            # No `ip` to look with: the first choice; `start` will say what is missing.
+            net = netns.preferred_subnet(cid)
+        return netns.NetnsLayout(cid, net), True
 
     # --- paths and simple properties ---------------------------------------------------
 
@@ -234,6 +306,13 @@ class LocalCluster:
     def broker_log_path(self, broker_id: int) -> Path:
         return self.broker_dir(broker_id) / "broker.log"
 
+    def zk_session_path(self, broker_id: int) -> Path:
+        return self.broker_dir(broker_id) / ZK_SESSION_FILE
+
+    @property
+    def faults_path(self) -> Path:
+        return self.data_dir / FAULTS_FILE
+
     @property
     def broker_ids(self) -> list[int]:
         return sorted(self._brokers)
@@ -245,7 +324,30 @@ class LocalCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{self.host}:{p}" for p in self.broker_ports.values())
+        return ",".join(f"{self.broker_host(bid)}:{p}" for bid, p in self.broker_ports.items())
+
+    def broker_host(self, broker_id: int) -> str:
+        """The address broker N listens on and advertises: `host` in loopback mode, its
+        namespace's address in netns mode (reachable from the root namespace)."""
+        if self._layout is None:
+            return self.host
+        self._broker(broker_id)
+        return str(self._layout.address(broker_id))
+
+    def broker_address(self, broker_id: int) -> tuple[str, int]:
+        return self.broker_host(broker_id), self._broker(broker_id).port
+
+    def broker_netns(self, broker_id: int) -> str | None:
+        """Name of broker N's network namespace (`ip netns list`); None in loopback mode."""
+        return None if self._layout is None else self._layout.netns(broker_id)
+
+    def netns_command(self, broker_id: int, argv: Sequence[str]) -> list[str]:
+        """`argv` run inside broker N's network namespace (root only), e.g. a client on the
+        broker's side of a partition: `subprocess.run(cluster.netns_command(2, [...]))`."""
+        layout = self._require_netns("running a command in a broker's namespace")
+        self._broker(broker_id)
+        netns.require_privileges()
+        return [*netns.exec_prefix(layout, broker_id), *argv]
 
     @property
     def zookeeper_connect(self) -> str:
@@ -256,7 +358,7 @@ class LocalCluster:
         b = self._broker(broker_id)
         props = {
             "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://{self.host}:{b.port}",
+            "listeners": f"PLAINTEXT://{self.broker_host(broker_id)}:{b.port}",
             "log.dirs": str(self.log_dir(broker_id)),
             "zookeeper.connect": self.zookeeper.connect_string,
         }
@@ -271,6 +373,8 @@ class LocalCluster:
         controller is elected. On failure everything started is stopped again."""
         deadline = time.monotonic() + timeout
         self.check_installed()
+        if self._layout is not None:
+            netns.require_privileges()
         running = self._saved_running()
         if running:
             raise ClusterError(
@@ -280,6 +384,7 @@ class LocalCluster:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._save_state()  # from here on, `cluster down` finds whatever we start
+            self._network_up()
             self.zookeeper.start(timeout=max(1.0, deadline - time.monotonic()))
             # After ZooKeeper, so that a port it picked is not also given to a broker.
             self._assign_ports()
@@ -304,7 +409,13 @@ class LocalCluster:
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM every broker (the controller last, so the others' controlled shutdowns
         go to a live controller and no election runs), SIGKILL any still running after
-        `timeout` seconds, then stop ZooKeeper."""
+        `timeout` seconds, then stop ZooKeeper. In netns mode, network faults are healed
+        first (a controlled shutdown needs the controller) and the namespaces, links and
+        bridge are removed last."""
+        if self._layout is not None:
+            netns.require_privileges()
+            with contextlib.suppress(ClusterError):
+                self.heal()
         alive = [b for b in self._brokers.values() if self._live_pid(b) is not None]
         controller = self._current_controller() if alive else None
         first = [b for b in alive if b.id != controller]
@@ -313,10 +424,14 @@ class LocalCluster:
             self._terminate_all(group, timeout)
         self.close_zk_client()
         self.zookeeper.stop()
+        self._network_down()
         self._save_state()
 
     def kill_all(self) -> None:
-        """SIGKILL every broker and ZooKeeper (when a clean stop is not wanted or hangs)."""
+        """SIGKILL every broker and ZooKeeper (when a clean stop is not wanted or hangs);
+        in netns mode, then remove the namespaces, links and bridge."""
+        if self._layout is not None:
+            netns.require_privileges()
         for b in self._brokers.values():
             pid = self._live_pid(b)
             if pid is not None:
@@ -324,6 +439,7 @@ class LocalCluster:
                 self._wait_exit(b, pid, 10.0)
         self.close_zk_client()
         self.zookeeper.kill()
+        self._network_down()
         self._save_state()
 
     def __enter__(self) -> LocalCluster:
@@ -446,6 +562,177 @@ class LocalCluster:
         parts.append(_tail(self.zookeeper.log_path, lines))
         return "\n".join(parts)
 
+    # --- network faults (netns mode) -----------------------------------------------------
+    #
+    # Each broker has at most one cut and one degrade; a new one replaces the old. They act
+    # on the broker's own link (see minikafka.cluster.netns), outlive its restarts, and are
+    # recorded in network-faults.json for `status` and for other `minikafka cluster` commands.
+
+    def partition_from_brokers(self, broker_id: int) -> None:
+        """Cut broker N off from the other brokers only, both ways (packets are dropped, not
+        refused). It keeps its ZooKeeper session, its registration and its clients, and goes
+        on leading what it led: the Jepsen 2013 case. Until `heal`."""
+        self._set_fault(broker_id, cut="brokers")
+
+    def isolate(self, broker_id: int) -> None:
+        """Cut broker N off from everything: the other brokers, ZooKeeper (its session
+        expires after zookeeper.session.timeout.ms) and clients in the root namespace
+        (`netns_command` runs a client on its side). Until `heal`."""
+        self._set_fault(broker_id, cut="all")
+
+    def degrade(
+        self,
+        broker_id: int,
+        *,
+        delay_ms: float = 0.0,
+        jitter_ms: float = 0.0,
+        loss_pct: float = 0.0,
+    ) -> None:
+        """Delay (± jitter) every packet to and from broker N, and drop `loss_pct` percent of
+        them: tc netem on both ends of its link, so a round trip to it takes 2 × delay_ms
+        more. Needs a kernel with sch_netem (ClusterError otherwise). Until `heal`."""
+        if min(delay_ms, jitter_ms, loss_pct) < 0 or loss_pct > 100:
+            raise ValueError("delay_ms and jitter_ms must be >= 0, loss_pct within 0..100")
+        if not (delay_ms or jitter_ms or loss_pct):
+            raise ValueError("degrade needs a delay, a jitter or a loss")
+        params = {"delay_ms": delay_ms, "jitter_ms": jitter_ms, "loss_pct": loss_pct}
+        self._set_fault(broker_id, degrade=params)
+
+    def heal(self, broker_id: int | None = None) -> None:
+        """Undo every network fault of broker N (cut and degrade), or of all brokers. Dropped
+        connections are not reset: TCP retransmits on them, or the peers' timeouts close them."""
+        layout = self._require_netns("network faults")
+        netns.require_privileges()
+        with self._locked():
+            faults = self._load_faults()
+            ids = sorted({*self.broker_ids, *faults}) if broker_id is None else [broker_id]
+            if broker_id is not None:
+                self._broker(broker_id)
+            for bid in ids:
+                netns.set_cut(layout, bid, None)
+                netns.clear_degrade(layout, bid)
+                faults.pop(bid, None)
+            self._save_faults(faults)
+
+    def network_faults(self) -> dict[int, dict[str, Any]]:
+        """The faults in force, per broker that has one: `{"cut": "brokers" | "all",
+        "degrade": {"delay_ms", "jitter_ms", "loss_pct"}}` (either key may be missing)."""
+        return self._load_faults()
+
+    def _require_netns(self, what: str) -> netns.NetnsLayout:
+        if self._layout is None:
+            raise ClusterError(
+                f"{what} need network='netns' (`minikafka cluster up --network netns`, as "
+                f"root); the cluster in {self.data_dir} runs on loopback"
+            )
+        return self._layout
+
+    def _set_fault(
+        self,
+        broker_id: int,
+        *,
+        cut: netns.Cut | None = None,
+        degrade: dict[str, float] | None = None,
+    ) -> None:
+        layout = self._require_netns("network faults")
+        self._broker(broker_id)
+        netns.require_privileges()
+        with self._locked():
+            faults = self._load_faults()
+            entry = faults.setdefault(broker_id, {})
+            if cut is not None:
+                netns.set_cut(layout, broker_id, cut)
+                entry["cut"] = cut
+            if degrade is not None:
+                netns.set_degrade(layout, broker_id, **degrade)
+                entry["degrade"] = degrade
+            self._save_faults(faults)
+
+    def _load_faults(self) -> dict[int, dict[str, Any]]:
+        try:
+            data = json.loads(self.faults_path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            raise ClusterError(f"cannot read {self.faults_path}: {e}") from e
+        return {int(k): dict(v) for k, v in data.get("brokers", {}).items()}
+
+    def _save_faults(self, faults: Mapping[int, Mapping[str, Any]]) -> None:
+        brokers = {str(bid): dict(f) for bid, f in sorted(faults.items()) if f}
+        tmp = self.faults_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"version": 1, "brokers": brokers}, indent=2) + "\n")
+        os.replace(tmp, self.faults_path)
+
+    # --- ZooKeeper session and process ---------------------------------------------------
+
+    def expire_session(self, broker_id: int, timeout: float = 10.0) -> int:
+        """Expire broker N's ZooKeeper session now, as a long pause would: attach a second
+        client to the session (id and password from the broker's zk-session.json) and close
+        it. Its registration and any /controller of it vanish at once; the broker learns at
+        its next ping, gets a new session and registers again with a new broker epoch (wait
+        with `wait_for_registered(..., newer_than=...)`). Returns the expired session id."""
+        _, pid = self._running(broker_id)
+        path = self.zk_session_path(broker_id)
+        try:
+            record = json.loads(path.read_text())
+            session_id, owner = int(record["session_id"]), int(record["pid"])
+            password = bytes.fromhex(record["password"])
+        except FileNotFoundError:
+            raise ClusterError(
+                f"broker {broker_id} (pid {pid}) has not published a ZooKeeper session "
+                f"({path} is missing): it is still starting, or not a minikafka broker"
+            ) from None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ClusterError(f"cannot read {path}: {e!r}") from e
+        if owner != pid:
+            raise ClusterError(
+                f"{path} is from pid {owner}, not from broker {broker_id}'s process {pid}"
+            )
+        if not self.zookeeper.is_running():
+            raise ClusterError(f"ZooKeeper of {self.data_dir} is not running")
+        try:
+            zk_expire_session(self.zookeeper.connect_string, (session_id, password), timeout)
+        except ZkError as e:
+            raise ClusterError(
+                f"could not expire session 0x{session_id:x} of broker {broker_id}: {e}"
+            ) from e
+        log.info("expired broker %d's ZooKeeper session 0x%x", broker_id, session_id)
+        return session_id
+
+    def stop_zookeeper(self, timeout: float = 10.0) -> None:
+        """SIGTERM ZooKeeper (SIGKILL after `timeout`); the brokers run on, disconnected.
+        Sessions are kept in its data: brokers that reconnect within their session timeout
+        of a restart keep theirs."""
+        self.close_zk_client()
+        self.zookeeper.stop(timeout=timeout)
+        self._save_state()
+
+    def kill_zookeeper(self) -> None:
+        """SIGKILL ZooKeeper, as a crash would."""
+        self.close_zk_client()
+        self.zookeeper.kill()
+        self._save_state()
+
+    def start_zookeeper(self, timeout: float = 30.0) -> None:
+        """Start a stopped ZooKeeper on its port and data; return once it serves."""
+        if self._layout is not None:
+            netns.require_privileges()
+            if self._layout.bridge not in netns.link_names():
+                raise ClusterError(
+                    f"the network of the cluster in {self.data_dir} is down (no bridge "
+                    f"{self._layout.bridge}); `start` brings the whole cluster up"
+                )
+        self.zookeeper.start(timeout=timeout)
+        self._save_state()
+
+    def restart_zookeeper(self, timeout: float = 30.0, *, kill: bool = False) -> None:
+        """Stop (SIGTERM, or SIGKILL with `kill`) and start ZooKeeper again."""
+        if kill:
+            self.kill_zookeeper()
+        else:
+            self.stop_zookeeper(timeout=timeout)
+        self.start_zookeeper(timeout=timeout)
+
     # --- ZooKeeper view ----------------------------------------------------------------
 
     def zk_client(self) -> ZkClient:
@@ -496,7 +783,7 @@ class LocalCluster:
                 if bid in regs
                 and regs[bid].port == self._brokers[bid].port
                 and regs[bid].epoch > newer.get(bid, -1)
-                and _port_accepts(self.host, self._brokers[bid].port)
+                and _port_accepts(self.broker_host(bid), self._brokers[bid].port)
             }
             if len(ready) == len(ids):
                 return ready
@@ -564,14 +851,16 @@ class LocalCluster:
     # --- status ------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """ZooKeeper and every broker: id, port, pid, alive, paused, registered, broker
-        epoch, controller; plus the controller and its epoch. JSON-serialisable."""
+        """ZooKeeper and every broker: id, host, port, netns, network faults, pid, alive,
+        paused, registered, broker epoch, controller; plus the controller and its epoch, and
+        the network (mode; in netns mode the subnet, gateway, bridge). JSON-serialisable."""
         zk_alive = self.zookeeper.is_running()
         regs: dict[int, BrokerInfo] = {}
         ctrl: tuple[int, int] | None = None
         if zk_alive:
             regs = self.registrations()
             ctrl = self.controller()
+        faults = self._load_faults() if self._layout is not None else {}
         brokers = []
         for bid in self.broker_ids:
             pid = self.pid(bid)
@@ -579,8 +868,10 @@ class LocalCluster:
             brokers.append(
                 {
                     "id": bid,
-                    "host": self.host,
+                    "host": self.broker_host(bid),
                     "port": self._brokers[bid].port,
+                    "netns": self.broker_netns(bid),
+                    "faults": faults.get(bid, {}),
                     "pid": pid,
                     "alive": pid is not None,
                     "paused": self.is_paused(bid),
@@ -600,6 +891,7 @@ class LocalCluster:
                 "alive": zk_alive,
             },
             "controller": None if ctrl is None else {"id": ctrl[0], "epoch": ctrl[1]},
+            "network": self._network_state(),
             "brokers": brokers,
         }
 
@@ -640,7 +932,10 @@ class LocalCluster:
 
     def _spawn(self, b: _Broker) -> None:
         self.log_dir(b.id).mkdir(parents=True, exist_ok=True)
-        if not _port_bindable(self.host, b.port):
+        if self._layout is not None:
+            # A namespace of its own: nothing else can hold its port there.
+            netns.add_broker(self._layout, b.id)
+        elif not _port_bindable(self.host, b.port):
             raise BrokerStartError(
                 f"port {b.port} of broker {b.id} is in use by another process "
                 f"(another Kafka or minikafka?); see `ss -ltnp 'sport = :{b.port}'`"
@@ -651,7 +946,15 @@ class LocalCluster:
             "instead.\n" + "".join(f"{k}={v}\n" for k, v in props.items())
         )
         cmd = [*self.broker_command, "--config", str(self.config_path(b.id))]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")  # broker.log must be current on a crash
+        if self._layout is not None:
+            cmd = [*netns.exec_prefix(self._layout, b.id), *cmd]
+        # The previous process's session is of no use to expire_session.
+        self.zk_session_path(b.id).unlink(missing_ok=True)
+        env = dict(
+            os.environ,
+            PYTHONUNBUFFERED="1",  # broker.log must be current on a crash
+            **{ZK_SESSION_FILE_ENV: str(self.zk_session_path(b.id))},
+        )
         with open(self.broker_log_path(b.id), "ab") as out:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")
             out.write(f"\n=== {stamp} minikafka cluster: {' '.join(cmd)}\n".encode())
@@ -670,7 +973,7 @@ class LocalCluster:
             except OSError as e:
                 raise BrokerStartError(f"cannot run broker {b.id} ({' '.join(cmd)}): {e}") from e
         b.pid = b.proc.pid
-        log.info("started broker %d pid %d on %s:%d", b.id, b.pid, self.host, b.port)
+        log.info("started broker %d pid %d on %s:%d", b.id, b.pid, self.broker_host(b.id), b.port)
 
     def _wait_exit(self, b: _Broker, pid: int, timeout: float) -> bool:
         """Wait for this pid (not for the broker: another command may start it again)."""
@@ -724,6 +1027,50 @@ class LocalCluster:
                 running.append(f"broker {b.id} pid {b.pid}")
         return running
 
+    # --- internals: network (netns mode) ------------------------------------------------
+
+    def _network_up(self) -> None:
+        """Remove what a crashed run left, move off a subnet someone else took since it was
+        picked, then make the bridge and one namespace per broker."""
+        layout = self._layout
+        if layout is None:
+            return
+        netns.teardown(layout, self._is_our_process)
+        conflicts = netns.subnet_conflicts(layout.subnet, [layout.bridge])
+        if conflicts:
+            if not self._subnet_auto:
+                raise ClusterError(
+                    f"subnet {layout.subnet} is already in use here ({'; '.join(conflicts)}); "
+                    "choose another one"
+                )
+            subnet = netns.pick_subnet(layout.cluster_id, own_links=[layout.bridge])
+            log.info("subnet %s is in use; taking %s", layout.subnet, subnet)
+            layout = netns.NetnsLayout(layout.cluster_id, subnet)
+            self._layout = layout
+            self.host = self.zookeeper.host = str(layout.gateway)
+        with self._locked():
+            self._save_faults({})
+        netns.setup_bridge(layout)
+        for bid in self.broker_ids:
+            netns.add_broker(layout, bid)
+        self._save_state()
+
+    def _network_down(self) -> None:
+        if self._layout is None:
+            return
+        netns.teardown(self._layout, self._is_our_process)
+        with self._locked():
+            self.faults_path.unlink(missing_ok=True)
+
+    def _is_our_process(self, pid: int) -> bool:
+        """A process whose command line names a file of this data dir (our brokers)."""
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        prefix = str(self.data_dir).encode() + b"/"
+        return any(a.startswith(prefix) for a in args)
+
     # --- internals: ZooKeeper ----------------------------------------------------------
 
     def _read_registrations(self) -> dict[int, BrokerInfo] | None:
@@ -758,6 +1105,18 @@ class LocalCluster:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _network_state(self) -> dict[str, Any]:
+        if self._layout is None:
+            return {"mode": "loopback"}
+        return {
+            "mode": "netns",
+            "id": self._layout.cluster_id,
+            "subnet": str(self._layout.subnet),
+            "subnet_auto": self._subnet_auto,
+            "gateway": str(self._layout.gateway),
+            "bridge": self._layout.bridge,
+        }
 
     def _load_state(self) -> dict[str, Any]:
         try:
@@ -800,6 +1159,7 @@ class LocalCluster:
                 "overrides": self.overrides,
                 "broker_overrides": {str(k): v for k, v in sorted(self.broker_overrides.items())},
                 "broker_command": self.broker_command,
+                "network": self._network_state(),
             }
             tmp = self.state_path.with_suffix(".json.tmp")
             tmp.write_text(json.dumps(state, indent=2) + "\n")

@@ -9,7 +9,9 @@ election. Shutdown reverses it after a controlled shutdown (§8.7) has moved lea
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -39,6 +41,10 @@ log = logging.getLogger(__name__)
 
 # Kafka's log.flush.offset.checkpoint.interval.ms default.
 RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
+
+# Not a Kafka property: `minikafka cluster` sets this so that it can expire our ZooKeeper
+# session on demand (LocalCluster.expire_session). Unset, nothing is written.
+ZK_SESSION_FILE_ENV = "MINIKAFKA_ZK_SESSION_FILE"
 
 
 def parse_listener(listener: str) -> tuple[str, int]:
@@ -86,6 +92,8 @@ class KafkaServer:
         self._reregistering: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._shutting_down = False
+        self._session_file = os.environ.get(ZK_SESSION_FILE_ENV) or None
+        self._published_session: int | None = None
 
     # --- topic configs -------------------------------------------------------------------
 
@@ -123,6 +131,7 @@ class KafkaServer:
         # Logs found on disk were opened with the broker's defaults; their topics' overrides
         # come from ZooKeeper once connected.
         await asyncio.to_thread(self.zk.start)
+        self._publish_zk_session()
         await asyncio.to_thread(self.zk.ensure_persistent_paths)
         if logs:
             configs = await self._load_topic_configs(sorted({tp.topic for tp in logs}))
@@ -181,7 +190,34 @@ class KafkaServer:
         self.replica_manager.broker_epoch = self.broker_epoch
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
 
+    def _publish_zk_session(self) -> None:
+        """Write the current session's id and password to `$MINIKAFKA_ZK_SESSION_FILE`
+        (owner-only, replaced atomically) whenever it is a new session."""
+        creds = self.zk.session_credentials
+        if self._session_file is None or creds is None or creds[0] == self._published_session:
+            return
+        session_id, password = creds
+        record = {
+            "broker_id": self.broker_id,
+            "pid": os.getpid(),
+            "session_id": session_id,
+            "password": password.hex(),
+        }
+        tmp = f"{self._session_file}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                os.fchmod(f.fileno(), 0o600)  # an older tmp file keeps its mode otherwise
+                f.write(json.dumps(record) + "\n")
+            os.replace(tmp, self._session_file)
+        except OSError as e:
+            log.warning("cannot write the ZooKeeper session to %s: %s", self._session_file, e)
+            return
+        self._published_session = session_id
+
     def _on_zk_state(self, state: ZkState) -> None:
+        if state is ZkState.CONNECTED:
+            self._publish_zk_session()
         if state is ZkState.LOST:
             log.warning("ZooKeeper session lost; will re-register when a new one is established")
             self._session_lost = True

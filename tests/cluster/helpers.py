@@ -56,7 +56,7 @@ def bootstrap(cluster: LocalCluster, exclude: Collection[int] = ()) -> str:
     """Bootstrap servers without `exclude`: a client that bootstraps from a paused broker
     waits a whole request timeout for its answer, as Kafka's does."""
     return ",".join(
-        f"{cluster.host}:{port}" for b, port in cluster.broker_ports.items() if b not in exclude
+        "{}:{}".format(*cluster.broker_address(b)) for b in cluster.broker_ids if b not in exclude
     )
 
 
@@ -114,12 +114,10 @@ def partition_states(cluster: LocalCluster, topic: str, partitions: int) -> dict
 
 async def metadata(cluster: LocalCluster, broker_id: int | None = None) -> MetadataResponse:
     """One broker's Metadata answer (any broker's when `broker_id` is None)."""
-    port = (
-        cluster.broker_ports[broker_id]
-        if broker_id is not None
-        else next(iter(cluster.broker_ports.values()))
+    host, port = cluster.broker_address(
+        broker_id if broker_id is not None else cluster.broker_ids[0]
     )
-    conn = BrokerConnection("127.0.0.1", port)
+    conn = BrokerConnection(host, port)
     await conn.connect()
     try:
         resp: MetadataResponse = await conn.send(MetadataRequest(None), timeout_s=10)
