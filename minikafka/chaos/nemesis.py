@@ -13,6 +13,7 @@ a session expiry) heal themselves; their window is the time the operation took.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -29,6 +30,11 @@ NEMESIS_OPS = (
     # with min.insync.replicas=1, it acks alone), then halfway from ZooKeeper too, so the
     # controller has to choose a new leader while the old one holds writes no one else has.
     "partition-2013",
+    # ZooKeeper session expiry during an ISR change: SIGSTOP a follower of a partition, and
+    # the moment its leader's shrink lands in ZooKeeper (before the change has propagated),
+    # expire that leader's session; the controller's failover races the leader's own ISR
+    # writes on the same state znode. Healed by SIGCONT of the follower.
+    "isr-change-zk-expire",
 )
 INSTANT_OPS = frozenset({"zk-expire", "restart"})
 
@@ -56,6 +62,14 @@ class FaultableCluster(Protocol):
     def heal(self, broker_id: int | None = None) -> None: ...
     def expire_session(self, broker_id: int, timeout: float = 10.0) -> int: ...
     def controller(self) -> tuple[int, int] | None: ...
+
+
+class PartitionView(Protocol):
+    """What the nemesis knows of partitions when it picks a target: the latest leader and
+    ISR read from ZooKeeper (the chaos StateObserver)."""
+
+    def leader_of(self, partition: int) -> int | None: ...
+    def isr_of(self, partition: int) -> tuple[int, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -93,8 +107,9 @@ class ActiveFault:
 def start_fault(
     cluster: FaultableCluster,
     fault: PlannedFault,
-    leader_of: Callable[[int], int | None],
+    view: PartitionView,
     partitions: int,
+    isr_change_timeout_s: float = 30.0,
 ) -> ActiveFault | None:
     """Inject `fault`; returns how to heal it, or None if it had no target right now (no
     leader, no controller) and was skipped. Blocking: call it off the event loop."""
@@ -108,7 +123,7 @@ def start_fault(
         brokers = cluster.broker_ids
         target = brokers[fault.pick % len(brokers)]
     else:
-        leader = leader_of(fault.pick % partitions)
+        leader = view.leader_of(fault.pick % partitions)
         if leader is None or leader < 0:
             return None
         target = leader
@@ -129,12 +144,52 @@ def start_fault(
         return ActiveFault(
             op, target, lambda: cluster.heal(target), midway=lambda: cluster.isolate(target)
         )
+    if op == "isr-change-zk-expire":
+        return _isr_change_zk_expire(
+            cluster, view, fault, fault.pick % partitions, target, isr_change_timeout_s
+        )
     if op == "zk-expire":
         cluster.expire_session(target)
         return ActiveFault(op, target, lambda: None)
     assert op == "restart"
     cluster.restart(target)
     return ActiveFault(op, target, lambda: None)
+
+
+def _isr_change_zk_expire(
+    cluster: FaultableCluster,
+    view: PartitionView,
+    fault: PlannedFault,
+    partition: int,
+    leader: int,
+    timeout_s: float,
+) -> ActiveFault | None:
+    followers = sorted(b for b in view.isr_of(partition) if b != leader)
+    # Not the controller: a paused controller could not react to the session expiry.
+    controller = cluster.controller()
+    if controller is not None and len(followers) > 1:
+        followers = [b for b in followers if b != controller[0]]
+    if not followers:
+        return None  # the ISR is already the leader alone: no shrink to race with
+    follower = followers[(fault.pick >> 8) % len(followers)]
+    cluster.pause(follower)
+    try:
+        # The leader shrinks the ISR once the follower is behind for replica.lag.time.max.ms
+        # (it must have something to fetch: the workload keeps writing).
+        deadline = time.monotonic() + timeout_s
+        while follower in view.isr_of(partition) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if follower in view.isr_of(partition):
+            raise TimeoutError(
+                f"isr-change-zk-expire: broker {follower} still in the ISR of partition "
+                f"{partition} after {timeout_s:.0f} s"
+            )
+        cluster.expire_session(leader)
+    except BaseException:
+        cluster.resume(follower)
+        raise
+    # The window's target is the leader whose session went; the follower resumes at heal.
+    return ActiveFault(fault.op, leader, lambda: cluster.resume(follower))
 
 
 def _start_if_dead(cluster: FaultableCluster, broker_id: int) -> None:

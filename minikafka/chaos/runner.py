@@ -152,16 +152,13 @@ async def _nemesis(
 ) -> None:
     deadline = t0 + opts.time_limit_s
 
-    def leader_of(p: int) -> int | None:
-        return observer.leaders.get(p)
-
     for fault in schedule:
         await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
         if time.monotonic() >= deadline:
             break
         start = clock()
         active: ActiveFault | None = await asyncio.to_thread(
-            start_fault, cluster, fault, leader_of, opts.partitions
+            start_fault, cluster, fault, observer, opts.partitions
         )
         if active is None:
             log(f"{start:7.1f}s {fault.op}: no target now, skipped")

@@ -184,6 +184,13 @@ class StateObserver:
         self._last_controller: tuple[int, int] | None = None
         self.leaders: dict[int, int] = {}
 
+    def leader_of(self, partition: int) -> int | None:
+        return self.leaders.get(partition)
+
+    def isr_of(self, partition: int) -> tuple[int, ...]:
+        """The ISR last read from the partition's state znode (empty before the first read)."""
+        return self._last_isr.get(partition, ())
+
     def poll_once(self) -> None:
         """One read of everything (blocking: run it in a thread)."""
         now = self._clock()
