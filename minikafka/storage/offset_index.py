@@ -64,6 +64,18 @@ class OffsetIndex:
             return self.base_offset, 0
         return self._offsets[i - 1], self._positions[i - 1]
 
+    def farthest_boundary(self, max_position: int, max_offset: int | None) -> tuple[int, int]:
+        """(offset, position) of the last entry at or below `max_position` whose offset is
+        at most `max_offset`, else (base, 0). Entries point at batch starts, so every batch
+        before that position ends at or below it and holds only offsets below `max_offset`:
+        a fetch can take all of them without reading their headers."""
+        i = bisect.bisect_right(self._positions, max_position)
+        if max_offset is not None:
+            i = min(i, bisect.bisect_right(self._offsets, max_offset))
+        if i == 0:
+            return self.base_offset, 0
+        return self._offsets[i - 1], self._positions[i - 1]
+
     def truncate_to_position(self, position: int) -> None:
         """Drop entries pointing at or beyond `position` (the log was cut there)."""
         i = bisect.bisect_left(self._positions, position)

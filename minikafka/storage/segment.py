@@ -237,6 +237,12 @@ class LogSegment:
             return None
         start_pos, first_base, size, last = found  # the first batch's header is read once
         pos = start_pos
+        # Jump over the batches the index proves fit (whole, below max_offset): a 1 MiB fetch
+        # then peeks at a few headers instead of every batch's.
+        _, jump = self.index.farthest_boundary(start_pos + max_size, max_offset)
+        if jump > start_pos:
+            pos = jump
+            _base, size, last = self._peek(pos)
         while True:
             if max_offset is not None and last >= max_offset:
                 break

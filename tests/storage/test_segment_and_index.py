@@ -1,6 +1,10 @@
 import struct
+import tempfile
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
 from minikafka.storage.record_batch import build_batch, stamp
@@ -133,3 +137,49 @@ def test_open_existing_indexes_a_tail_the_index_file_never_saw(tmp_path):
     again = LogSegment.open_existing(tmp_path, 0, 200, 0)
     assert again.next_offset == 92
     assert again.index.entries() == full
+
+
+def _walk_read(seg: LogSegment, start: int, max_size: int, max_offset: int | None, min_one: bool):
+    """Reference: walk every batch header from the start of the segment."""
+    chosen = []
+    for pos, h in seg.batches():
+        if h.last_offset < start:
+            continue
+        if max_offset is not None and h.last_offset >= max_offset:
+            break
+        taken = sum(c[1].size_in_bytes for c in chosen)
+        if taken + h.size_in_bytes > max_size and not (min_one and not chosen):
+            break
+        chosen.append((pos, h))
+    if not chosen:
+        return None
+    return chosen[0][0], sum(h.size_in_bytes for _, h in chosen), chosen[0][1].base_offset
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    counts=st.lists(st.integers(1, 6), min_size=1, max_size=25),
+    interval=st.sampled_from([0, 50, 200, 4096]),
+    data=st.data(),
+)
+def test_read_with_index_jumps_equals_walking_every_header(tmp_path, counts, interval, data):
+    """The index lets a read skip headers; the slice must be exactly the header walk's:
+    whole batches, within max_size (at least one if asked), none at or past max_offset."""
+    d = Path(tempfile.mkdtemp(dir=tmp_path))
+    seg = LogSegment.create(d, 10, interval, 0)
+    offset = 10
+    for i, n in enumerate(counts):
+        b = bytearray(build_batch([b"y" * (10 * n)] * n, timestamp=1000 + i))
+        stamp(b, 0, offset, 0)
+        seg.append(b, offset + n - 1, 1000 + i)
+        offset += n
+    start = data.draw(st.integers(10, offset))
+    max_size = data.draw(st.integers(1, seg.size + 100))
+    max_offset = data.draw(st.none() | st.integers(10, offset + 1))
+    min_one = data.draw(st.booleans())
+    got = seg.read(start, max_size, max_offset, min_one)
+    want = _walk_read(seg, start, max_size, max_offset, min_one)
+    assert (None if got is None else (got.position, got.size, got.first_offset)) == want
+    seg.close()
