@@ -22,12 +22,21 @@ from minikafka.protocol.errors import InvalidRequestError
 
 
 class FileRegion(Protocol):
-    """Bytes that live in a file: the transport may send them without reading them in."""
+    """Bytes that live in a file: the transport may send them without reading them in
+    (os.sendfile from `fileno()` at `position`). The region owns its descriptor: whoever
+    sends or reads it closes it."""
 
     @property
     def size(self) -> int: ...
 
+    @property
+    def position(self) -> int: ...
+
+    def fileno(self) -> int: ...
+
     def read(self) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 class Records:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 from collections.abc import Sequence
 
 from minikafka.protocol.framing import SIZE_PREFIX, Chunk, FrameError
+from minikafka.protocol.schema import FileRegion
 
 
 async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | None:
@@ -27,9 +30,96 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | No
 
 
 def write_chunks(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None:
+    """Write a frame through the transport, copying file regions in (the client's path:
+    its requests carry bytes; the broker sends responses with `send_chunks`)."""
     for c in chunks:
         if isinstance(c, bytes | bytearray | memoryview):
             writer.write(c)
         else:
-            # A file region: read here; the zero-copy sendfile path replaces this.
-            writer.write(c.read())
+            try:
+                writer.write(c.read())
+            finally:
+                c.close()
+
+
+class RegionTruncatedError(ConnectionError):
+    """A file region's bytes were gone when the frame went out (the segment was truncated
+    after the response was built): the frame cannot be completed, the connection must go."""
+
+
+async def send_chunks(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None:
+    """Write a frame and wait until the transport can take more. File regions go from the
+    page cache to the socket with os.sendfile (no copy through Python), as Kafka's
+    FileRecords.writeTo does; every region is closed when this returns or raises."""
+    try:
+        for c in chunks:
+            if isinstance(c, bytes | bytearray | memoryview):
+                writer.write(c)
+            else:
+                await _sendfile(writer, c)
+        await writer.drain()
+    finally:
+        for c in chunks:
+            if not isinstance(c, bytes | bytearray | memoryview):
+                c.close()
+
+
+async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is None:  # not a socket transport: copy
+        writer.write(region.read())
+        return
+    # Bytes already handed to the transport must reach the socket first.
+    await _drain_completely(writer)
+    if writer.transport.is_closing():
+        raise ConnectionResetError("connection closed while a response was being sent")
+    # A descriptor of our own for the socket: the transport may close its own while we wait,
+    # and its number could then name another connection. Waiting for room uses it too, since
+    # the loop refuses a writer callback on the transport's descriptor.
+    fd = os.dup(sock.fileno())
+    loop = asyncio.get_running_loop()
+    try:
+        offset, remaining = region.position, region.size
+        while remaining > 0:
+            try:
+                sent = os.sendfile(fd, region.fileno(), offset, remaining)
+            except BlockingIOError:
+                await _writable(loop, fd)
+                if writer.transport.is_closing():
+                    raise ConnectionResetError("connection closed during sendfile") from None
+                continue
+            if sent == 0:
+                raise RegionTruncatedError(
+                    f"file region ended {remaining} bytes early at position {offset}"
+                )
+            offset += sent
+            remaining -= sent
+    finally:
+        os.close(fd)
+
+
+async def _drain_completely(writer: asyncio.StreamWriter) -> None:
+    transport = writer.transport
+    if transport.get_write_buffer_size() == 0:
+        return
+    low, high = transport.get_write_buffer_limits()
+    transport.set_write_buffer_limits(high=0, low=0)  # drain() now waits for an empty buffer
+    try:
+        await writer.drain()
+    finally:
+        with contextlib.suppress(Exception):
+            transport.set_write_buffer_limits(high=high, low=low)
+
+
+async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    ready = loop.create_future()
+
+    def on_writable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_writer(fd, on_writable)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(fd)

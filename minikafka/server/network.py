@@ -24,7 +24,7 @@ from minikafka.protocol.framing import (
     decode_request,
     encode_response,
 )
-from minikafka.protocol.transport import read_frame, write_chunks
+from minikafka.protocol.transport import RegionTruncatedError, read_frame, send_chunks
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,10 @@ class SocketServer:
             while True:
                 fut = await pending.get()
                 chunks = await asyncio.shield(fut)  # our cancellation must not cancel it
-                write_chunks(writer, chunks)
-                await writer.drain()
+                await send_chunks(writer, chunks)
+        except RegionTruncatedError as e:
+            # Part of a frame is out and the rest is gone: the stream cannot be resynced.
+            log.warning("closing connection: %s", e)
+            writer.transport.abort()
         except (ConnectionError, asyncio.CancelledError):
             pass

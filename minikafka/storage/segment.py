@@ -54,6 +54,48 @@ class LogSlice(NamedTuple):
     def read(self) -> bytes:
         return self.segment.read_bytes(self.position, self.size)
 
+    def region(self) -> SegmentRegion:
+        """The slice as a region a response can carry and the network layer sendfile()."""
+        return SegmentRegion(self.segment.fd, self.position, self.size)
+
+
+class SegmentRegion:
+    """Bytes of a segment file held for a response (a `FileRegion`). It keeps a duplicate of
+    the segment's descriptor, so the bytes stay reachable if the segment is closed, deleted
+    by retention or truncated before the response leaves (a shortened file is caught when
+    sending: the sender then drops the connection, as Kafka does)."""
+
+    __slots__ = ("_fd", "position", "size")
+
+    def __init__(self, fd: int, position: int, size: int) -> None:
+        self._fd = os.dup(fd)
+        self.position = position
+        self.size = size
+
+    def fileno(self) -> int:
+        if self._fd < 0:
+            raise ValueError("region already closed")
+        return self._fd
+
+    def read(self) -> bytes:
+        """The bytes, copied (for transports without sendfile and in-process callers)."""
+        data = os.pread(self.fileno(), self.size, self.position)
+        if len(data) != self.size:
+            raise EOFError(
+                f"segment shrank under a response: {len(data)} of {self.size} bytes "
+                f"at position {self.position}"
+            )
+        return data
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        # A response dropped unsent (its connection closed) must not leak the descriptor.
+        self.close()
+
 
 @dataclass(slots=True)
 class RecoveryResult:

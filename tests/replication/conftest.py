@@ -77,7 +77,10 @@ class Broker:
             **{"replica_fetch_wait_max_ms": 100, "replica_fetch_backoff_ms": 50, **overrides},
         )
         self.znodes = FakeStateZnodes()
-        self.log_manager = LogManager([Path(d) for d in self.config.log_dirs], LogConfig())
+        # As the broker does: log.* overrides (segment size...) reach every log.
+        self.log_manager = LogManager(
+            [Path(d) for d in self.config.log_dirs], self.config.log_config()
+        )
         self.log_manager.startup()
 
         async def no_overrides(topics: list[str]) -> dict[str, LogConfig]:

@@ -49,9 +49,11 @@ from minikafka.client.connection import BrokerConnection
 from minikafka.clock import ManualClock
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.framing import decode_response, encode_response
 from minikafka.protocol.messages import (
     BrokerNode,
     FetchRequest,
+    FetchResponse,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     OffsetForLeaderEpochRequest,
@@ -99,6 +101,19 @@ class FakeStateZnode:
         pass
 
 
+def _through_the_wire(body: object, response_type: type) -> object:
+    """Encode and decode a response as the network would: the leader's file regions
+    become bytes, the follower gets memoryviews."""
+    chunks = encode_response(0, body)
+    wire = b"".join(
+        c if isinstance(c, bytes | bytearray | memoryview) else c.read() for c in chunks
+    )
+    for c in chunks:
+        if not isinstance(c, bytes | bytearray | memoryview):
+            c.close()
+    return decode_response(wire[4:], response_type).body
+
+
 class InProcessConnection:
     """Stands in for a fetcher's BrokerConnection: the request goes straight to the source
     broker's replica manager, the way its KafkaApis would hand it over."""
@@ -109,7 +124,7 @@ class InProcessConnection:
     async def send(self, request: object, timeout_s: float | None = None) -> object:
         rm = self._target()
         if isinstance(request, FetchRequest):
-            return await rm.fetch_messages(request)
+            return _through_the_wire(await rm.fetch_messages(request), FetchResponse)
         if isinstance(request, OffsetForLeaderEpochRequest):
             return rm.offsets_for_leader_epoch(request)
         raise AssertionError(f"unexpected request {request!r}")
