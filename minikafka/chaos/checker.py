@@ -48,16 +48,18 @@ Replicas and cluster state:
 - ISR shrinks / expands: consecutive ISR observations of a partition where a member
   disappeared / appeared (one step can be both).
 
-Unavailability of a fault window [start, end] (end None: the produce phase's end): take
-the produce phase [S, E] (`History.bounds()`) and the completion times of every
-acknowledged attempt inside it, sorted, t1 <= ... <= tn; the gaps are the intervals between
-consecutive points of S, t1, ..., tn, E. The window's unavailability is the length in
-seconds of the longest gap that overlaps it (gap (a, b) with a <= end and b >= start): the
-longest time, around the fault, that the whole topic went without a single acknowledged
-produce. It includes the fault's after-effects (a gap that starts during the window and
-ends after it) but not a gap that starts after the window ended. A window entirely outside
-[S, E] has no value (None). Per fault type (op): the number of windows, and the max and
-median of the values.
+Unavailability of a fault window [start, end] (end None: the produce phase's end), per
+partition: take the produce phase [S, E] (`History.bounds()`) and the completion times of
+the partition's acknowledged attempts inside it, sorted, t1 <= ... <= tn; its gaps are the
+intervals between consecutive points of S, t1, ..., tn, E. The window's unavailability is
+the length in seconds of the longest gap, in any partition, that overlaps it (gap (a, b)
+with a <= end and b >= start): the longest time, around the fault, that some partition went
+without a single acknowledged produce (a fault usually stops the partitions its target led,
+not the others, as in Kafka). The partitions are those with an acknowledged write or a
+leader observation; with none, the whole topic is one series. It includes the fault's
+after-effects (a gap that starts during the window and ends after it) but not a gap that
+starts after the window ended. A window entirely outside [S, E] has no value (None). Per
+fault type (op): the number of windows, and the max and median of the values.
 
 `CheckResult.valid` is False iff a safety invariant is broken: anything lost, moved,
 unexpected or failed-but-read, any conflicting ack, read or replica divergence,
@@ -226,8 +228,8 @@ class EpochViolation:
 @dataclass(frozen=True, slots=True)
 class FaultUnavailability:
     """One fault window and its unavailability: the longest gap without an acknowledged
-    produce that overlaps it, [gap_start, gap_end]; all None when the window lies outside
-    the produce phase."""
+    produce, in `partition` (None: the topic as a whole), that overlaps it, [gap_start,
+    gap_end]; all None when the window lies outside the produce phase."""
 
     op: str
     target: str
@@ -236,6 +238,7 @@ class FaultUnavailability:
     unavailable_s: float | None
     gap_start: float | None
     gap_end: float | None
+    partition: int | None = None
 
     def to_dict(self) -> JsonDict:
         return {
@@ -246,6 +249,7 @@ class FaultUnavailability:
             "unavailable_s": self.unavailable_s,
             "gap_start": self.gap_start,
             "gap_end": self.gap_end,
+            "partition": self.partition,
         }
 
 
@@ -688,26 +692,31 @@ def _replica_divergence(history: History) -> list[ReplicaDivergence]:
 
 
 def _unavailability(history: History, acked: Iterable[ProduceAttempt]) -> list[FaultUnavailability]:
-    """Per fault window, the longest ack gap overlapping it (module docstring)."""
+    """Per fault window, the longest per-partition ack gap overlapping it (module docstring)."""
     start, end = history.bounds()
-    acks = sorted(
-        a.complete_time
-        for a in acked
-        if a.complete_time is not None and start <= a.complete_time <= end
-    )
-    points = [start, *acks, end]  # gap i is (points[i], points[i + 1])
+    # A partition observed but never acked is one long gap.
+    times: dict[int | None, list[float]] = {o.partition: [] for o in history.leaders}
+    for attempt in acked:
+        t = attempt.complete_time
+        if t is not None and start <= t <= end:
+            times.setdefault(attempt.partition, []).append(t)
+    if not times:
+        times[None] = []
+    # gap i of a partition is (points[i], points[i + 1])
+    series = {p: [start, *sorted(ts), end] for p, ts in times.items()}
     out: list[FaultUnavailability] = []
     for f in history.faults:
         f_end = f.end if f.end is not None else end
-        # Gaps overlapping [f.start, f_end] are a contiguous run: from the first whose end
-        # is >= f.start to the last whose start is <= f_end.
-        first = max(bisect.bisect_left(points, f.start) - 1, 0)
-        last = min(bisect.bisect_right(points, f_end) - 1, len(points) - 2)
-        best: tuple[float, float] | None = None
-        for i in range(first, last + 1):
-            a, b = points[i], points[i + 1]
-            if a <= f_end and b >= f.start and (best is None or b - a > best[1] - best[0]):
-                best = (a, b)
+        best: tuple[float, float, int | None] | None = None
+        for partition, points in series.items():
+            # Gaps overlapping [f.start, f_end] are a contiguous run: from the first whose
+            # end is >= f.start to the last whose start is <= f_end.
+            first = max(bisect.bisect_left(points, f.start) - 1, 0)
+            last = min(bisect.bisect_right(points, f_end) - 1, len(points) - 2)
+            for i in range(first, last + 1):
+                a, b = points[i], points[i + 1]
+                if a <= f_end and b >= f.start and (best is None or b - a > best[1] - best[0]):
+                    best = (a, b, partition)
         out.append(
             FaultUnavailability(
                 f.op,
@@ -717,6 +726,7 @@ def _unavailability(history: History, acked: Iterable[ProduceAttempt]) -> list[F
                 None if best is None else best[1] - best[0],
                 None if best is None else best[0],
                 None if best is None else best[1],
+                None if best is None else best[2],
             )
         )
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,7 +61,10 @@ class Workload:
     clock: Clock
     producers: int = 3
     rate_per_producer: float = 100.0  # sends per second each
-    max_in_flight: int = 20  # per producer
+    # Sends awaiting an answer, per producer. None: enough for `request_timeout_ms` of sends
+    # at the full rate, so sends stuck on one dead leader never starve the other partitions
+    # (each fault then shows up in its own partitions' availability, as in Kafka).
+    max_in_flight: int | None = None
     request_timeout_ms: int = 5000
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _next_value: int = 0
@@ -86,10 +90,13 @@ class Workload:
         )
         pending: set[asyncio.Task[None]] = set()
         interval = 1.0 / self.rate_per_producer
+        max_in_flight = self.max_in_flight or math.ceil(
+            self.rate_per_producer * (self.request_timeout_ms / 1000 + 1)
+        )
         try:
             next_send = time.monotonic()
             while not self._stop.is_set():
-                if len(pending) >= self.max_in_flight:
+                if len(pending) >= max_in_flight:
                     await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     continue
                 task = asyncio.create_task(self._send(producer, index, self._value()))

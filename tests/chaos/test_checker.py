@@ -440,6 +440,33 @@ def test_unavailability_aggregated_per_fault_type_and_never_invalid() -> None:
     assert r.valid  # 10 s without an ack is an availability figure, not a safety failure
 
 
+def test_unavailability_is_per_partition_the_worst_one_counts() -> None:
+    # Partition 0 acks every second throughout; partition 1 stops from 3 to 11 (its leader
+    # was killed). The topic as a whole never stopped, but partition 1 was out for 8 s.
+    attempts = [ack(i, 0, i, float(i)) for i in range(1, 13)]
+    attempts += [ack(100 + i, 1, i, t) for i, t in enumerate((1.0, 2.0, 3.0, 11.0, 12.0))]
+    h = History(
+        "t", attempts, start=0.0, end=13.0, faults=[FaultWindow("kill", "broker-2", 4.0, 6.0)]
+    )
+    (u,) = check(h).unavailability
+    assert (u.unavailable_s, u.partition) == (pytest.approx(8.0), 1)
+    assert (u.gap_start, u.gap_end) == (3.0, 11.0)
+
+
+def test_a_partition_led_but_never_acked_is_unavailable_throughout() -> None:
+    attempts = [ack(i, 0, i, float(i)) for i in range(1, 10)]
+    h = History(
+        "t",
+        attempts,
+        start=0.0,
+        end=10.0,
+        faults=[FaultWindow("kill", "broker-1", 4.0, 5.0)],
+        leaders=[LeaderObservation(0.0, 0, 1, 0), LeaderObservation(0.0, 1, 2, 0)],
+    )
+    (u,) = check(h).unavailability
+    assert (u.unavailable_s, u.partition) == (pytest.approx(10.0), 1)
+
+
 def test_bounds_default_to_the_attempts() -> None:
     attempts = [
         ProduceAttempt(1, 2.0, Outcome.OK, 3.0, 0, 0),
