@@ -1,0 +1,342 @@
+"""`minikafka perf produce|consume|e2e`: Kafka's perf tools (kafka-producer-perf-test,
+kafka-consumer-perf-test, EndToEndLatency) with their output lines on stdout, exactly; the
+settings and the cluster shape go to stderr as one header line. The measuring is in
+`minikafka/perf/`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import click
+import uvloop
+
+from minikafka.cli.client_options import bootstrap_server_option
+from minikafka.client.producer import Producer
+from minikafka.perf.consume import (
+    CONSUMER_DETAILED_HEADER,
+    CONSUMER_HEADER,
+    DEFAULT_TIMEOUT_MS,
+    ConsumerProgress,
+    run_consumer_perf,
+)
+from minikafka.perf.end_to_end import EndToEndError, run_end_to_end_latency
+from minikafka.perf.histogram import MissingDependencyError, require_hdrhistogram
+from minikafka.perf.produce import run_producer_perf
+from minikafka.perf.properties import (
+    PropertyError,
+    consumer_config,
+    parse_properties,
+    producer_config,
+)
+from minikafka.perf.shape import TopicShape
+from minikafka.protocol.errors import KafkaError
+
+T = TypeVar("T")
+
+_PRODUCER_DEFAULTS = {
+    name: inspect.signature(Producer).parameters[name].default
+    for name in ("acks", "batch_size", "linger_ms")
+}
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop (as the brokers do); turn the usual failures into one-line errors."""
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(coro)
+    except ValueError as e:  # PropertyError too
+        raise click.UsageError(str(e)) from None
+    except (KafkaError, EndToEndError) as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _require_hdrhistogram() -> None:
+    try:
+        require_hdrhistogram()
+    except MissingDependencyError as e:
+        raise click.ClickException(str(e)) from None
+
+
+def _client_props(
+    items: tuple[str, ...], option: str, bootstrap_server: str
+) -> tuple[dict[str, str], str]:
+    """Properties from a repeatable k=v option, and the bootstrap servers (a
+    `bootstrap.servers` property wins over --bootstrap-server, as Kafka's tools take it)."""
+    try:
+        props = parse_properties(items)
+    except PropertyError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
+    return props, props.pop("bootstrap.servers", bootstrap_server)
+
+
+def _producer_kwargs(props: dict[str, str], option: str) -> dict[str, Any]:
+    try:
+        return producer_config(props)
+    except PropertyError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
+
+
+def _consumer_kwargs(props: dict[str, str], option: str) -> dict[str, Any]:
+    try:
+        return consumer_config(props)
+    except PropertyError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
+
+
+def _acks_text(acks: object) -> str:
+    return "all" if str(acks).strip().lower() in ("all", "-1") else str(acks).strip()
+
+
+def _producer_settings(config: dict[str, Any]) -> str:
+    merged = {**_PRODUCER_DEFAULTS, **config}
+    return (
+        f"acks={_acks_text(merged['acks'])}, batch.size={merged['batch_size']}, "
+        f"linger.ms={merged['linger_ms']}"
+    )
+
+
+def _header(tool: str, shape: TopicShape, settings: str) -> None:
+    click.echo(f"perf {tool}: {shape.describe()}; {settings}", err=True)
+
+
+def _producer_options(fn: Any) -> Any:
+    return click.option(
+        "--producer-property",
+        "--producer-props",
+        "producer_properties",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A producer config by its Kafka name (repeatable): batch.size, linger.ms, "
+        "buffer.memory, max.in.flight.requests.per.connection, request.timeout.ms, ... "
+        "bootstrap.servers overrides --bootstrap-server.",
+    )(fn)
+
+
+_ACKS = click.Choice(["all", "-1", "0", "1"])
+
+
+@click.group("perf")
+def perf() -> None:
+    """Measure throughput and latency, printed as Kafka's perf tools print them."""
+
+
+@perf.command("produce")
+@bootstrap_server_option
+@click.option("--topic", required=True, help="The topic to produce to (it must exist).")
+@click.option("--num-records", type=click.IntRange(min=1), required=True)
+@click.option("--record-size", type=click.IntRange(min=0), required=True, help="Bytes.")
+@click.option(
+    "--throughput",
+    type=int,
+    required=True,
+    help="Throttle to about this many records/sec; -1 (any negative): no throttling.",
+)
+@click.option(
+    "--acks",
+    type=_ACKS,
+    default=None,
+    help="Shorthand for --producer-property acks=...  [default: the producer's, 1]",
+)
+@_producer_options
+@click.option(
+    "--reporting-interval",
+    type=click.IntRange(min=1),
+    default=5000,
+    show_default=True,
+    help="Milliseconds between progress lines (Kafka's is fixed at 5000).",
+)
+def perf_produce(
+    bootstrap_server: str,
+    topic: str,
+    num_records: int,
+    record_size: int,
+    throughput: int,
+    acks: str | None,
+    producer_properties: tuple[str, ...],
+    reporting_interval: int,
+) -> None:
+    """Producer throughput and send-to-ack latency (like kafka-producer-perf-test.sh).
+
+    Prints a line every 5 s (`X records sent, Y records/sec (Z MB/sec), A ms avg latency, M ms
+    max latency.`) and a final line with the 50th, 95th, 99th and 99.9th percentiles."""
+    option = "--producer-property"
+    if throughput == 0:
+        raise click.BadParameter(
+            "must be positive, or -1 for no throttling", param_hint="--throughput"
+        )
+    props, bootstrap = _client_props(producer_properties, option, bootstrap_server)
+    config = _producer_kwargs(props, option)
+    if acks is not None:
+        if "acks" in config and _acks_text(config["acks"]) != _acks_text(acks):
+            raise click.UsageError(f"--acks {acks} and {option} acks={config['acks']} disagree")
+        config["acks"] = acks
+    _require_hdrhistogram()
+    settings = (
+        f"{num_records} records x {record_size} bytes, throughput {throughput}, "
+        + _producer_settings(config)
+    )
+    result = _run(
+        run_producer_perf(
+            bootstrap,
+            topic,
+            num_records,
+            record_size,
+            throughput=throughput,
+            producer_config=config,
+            reporting_interval_s=reporting_interval / 1000.0,
+            on_ready=lambda shape: _header("produce", shape, settings),
+            on_progress=click.echo,
+        )
+    )
+    click.echo(result.line())
+    if result.failed:
+        click.echo(
+            f"Error: {result.failed} of {num_records} records failed; first: {result.first_error}",
+            err=True,
+        )
+        sys.exit(1)
+
+
+@perf.command("consume")
+@bootstrap_server_option
+@click.option("--topic", required=True, help="The topic to read (every partition, from the start).")
+@click.option("--messages", type=click.IntRange(min=1), required=True, help="Records to read.")
+@click.option(
+    "--timeout",
+    "timeout_ms",
+    type=click.IntRange(min=0),
+    default=DEFAULT_TIMEOUT_MS,
+    show_default=True,
+    help="Stop when no record has come for this many milliseconds.",
+)
+@click.option(
+    "--show-detailed-stats",
+    is_flag=True,
+    help="A row per reporting interval instead of one summary row.",
+)
+@click.option(
+    "--reporting-interval",
+    type=click.IntRange(min=1),
+    default=5000,
+    show_default=True,
+    help="Milliseconds between --show-detailed-stats rows.",
+)
+@click.option("--hide-header", is_flag=True, help="Do not print the CSV header.")
+@click.option(
+    "--consumer-property",
+    "consumer_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A consumer config by its Kafka name (repeatable), e.g. max.partition.fetch.bytes.",
+)
+def perf_consume(
+    bootstrap_server: str,
+    topic: str,
+    messages: int,
+    timeout_ms: int,
+    show_detailed_stats: bool,
+    reporting_interval: int,
+    hide_header: bool,
+    consumer_properties: tuple[str, ...],
+) -> None:
+    """Consumer throughput (like kafka-consumer-perf-test.sh): Kafka's CSV header and row."""
+    option = "--consumer-property"
+    props, bootstrap = _client_props(consumer_properties, option, bootstrap_server)
+    config = _consumer_kwargs(props, option)
+    settings = f"{messages} messages, timeout {timeout_ms} ms"
+
+    def ready(shape: TopicShape) -> None:
+        _header("consume", shape, settings)
+        if not hide_header:
+            click.echo(CONSUMER_DETAILED_HEADER if show_detailed_stats else CONSUMER_HEADER)
+
+    def progress(row: ConsumerProgress) -> None:
+        if show_detailed_stats:
+            click.echo(row.line())
+
+    result = _run(
+        run_consumer_perf(
+            bootstrap,
+            topic,
+            messages,
+            timeout_ms=timeout_ms,
+            consumer_config=config,
+            reporting_interval_ms=reporting_interval,
+            on_ready=ready,
+            on_progress=progress,
+        )
+    )
+    if (warning := result.warning()) is not None:
+        click.echo(warning)
+    if not show_detailed_stats:
+        click.echo(result.line())
+
+
+@perf.command("e2e")
+@bootstrap_server_option
+@click.option("--topic", required=True, help="The topic to use (it must exist).")
+@click.option("--num-records", type=click.IntRange(min=1), required=True)
+@click.option("--record-size", type=click.IntRange(min=0), required=True, help="Bytes.")
+@click.option(
+    "--acks",
+    type=click.Choice(["all", "-1", "1"]),
+    default="all",
+    show_default=True,
+    help="The producer's acks (latency testing needs an acknowledgement: 1 or all).",
+)
+@_producer_options
+@click.option(
+    "--consumer-property",
+    "consumer_properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A consumer config by its Kafka name (repeatable); fetch.max.wait.ms is 0 unless set.",
+)
+def perf_e2e(
+    bootstrap_server: str,
+    topic: str,
+    num_records: int,
+    record_size: int,
+    acks: str,
+    producer_properties: tuple[str, ...],
+    consumer_properties: tuple[str, ...],
+) -> None:
+    """End-to-end latency (like Kafka's EndToEndLatency): produce one record, wait for its
+    ack, poll until a consumer at the end receives it; N times. Prints `i<TAB>ms` every 1000
+    records, then `Avg latency: X ms` and `Percentiles: 50th = A, 99th = B, 99.9th = C`."""
+    popt, copt = "--producer-property", "--consumer-property"
+    pprops, bootstrap = _client_props(producer_properties, popt, bootstrap_server)
+    cprops, _ = _client_props(consumer_properties, copt, bootstrap)
+    pconfig = _producer_kwargs(pprops, popt)
+    cconfig = _consumer_kwargs(cprops, copt)
+    for name in ("acks", "linger_ms"):
+        if pconfig.pop(name, None) is not None:
+            click.echo(f"warning: e2e sets {name.replace('_', '.')} itself; ignoring it", err=True)
+    _require_hdrhistogram()
+    settings = (
+        f"{num_records} records x {record_size} bytes, "
+        + _producer_settings({**pconfig, "acks": acks, "linger_ms": 0})
+        + f", fetch.max.wait.ms={cconfig.get('fetch_max_wait_ms', 0)}"
+    )
+    result = _run(
+        run_end_to_end_latency(
+            bootstrap,
+            topic,
+            num_records,
+            record_size,
+            acks=acks,
+            producer_config=pconfig,
+            consumer_config=cconfig,
+            on_ready=lambda shape: _header("e2e", shape, settings),
+            on_progress=click.echo,
+        )
+    )
+    for line in result.lines():
+        click.echo(line)

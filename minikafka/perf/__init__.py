@@ -1,0 +1,57 @@
+"""Performance tools modelled on Kafka's: `kafka-producer-perf-test`, `kafka-consumer-perf-test`
+and `EndToEndLatency`, as async functions that return result dataclasses. The result's
+`line()` / `lines()` methods give Kafka's exact output; `minikafka perf ...` prints them.
+
+Latency percentiles need the `hdrhistogram` package (`pip install 'minikafka[perf]'`).
+"""
+
+from minikafka.perf.consume import (
+    CONSUMER_DETAILED_HEADER,
+    CONSUMER_HEADER,
+    ConsumerPerfResult,
+    ConsumerProgress,
+    run_consumer_perf,
+)
+from minikafka.perf.end_to_end import EndToEndError, EndToEndResult, run_end_to_end_latency
+from minikafka.perf.histogram import (
+    INSTALL_HINT,
+    LatencyHistogram,
+    MissingDependencyError,
+    require_hdrhistogram,
+)
+from minikafka.perf.produce import (
+    ProducerPerfResult,
+    ProducerStats,
+    ProducerWindow,
+    make_payload,
+    run_producer_perf,
+)
+from minikafka.perf.properties import PropertyError, consumer_config, producer_config
+from minikafka.perf.shape import TopicShape, topic_shape
+from minikafka.perf.throttle import ThroughputThrottler
+
+__all__ = [
+    "CONSUMER_DETAILED_HEADER",
+    "CONSUMER_HEADER",
+    "INSTALL_HINT",
+    "ConsumerPerfResult",
+    "ConsumerProgress",
+    "EndToEndError",
+    "EndToEndResult",
+    "LatencyHistogram",
+    "MissingDependencyError",
+    "ProducerPerfResult",
+    "ProducerStats",
+    "ProducerWindow",
+    "PropertyError",
+    "ThroughputThrottler",
+    "TopicShape",
+    "consumer_config",
+    "make_payload",
+    "producer_config",
+    "require_hdrhistogram",
+    "run_consumer_perf",
+    "run_end_to_end_latency",
+    "run_producer_perf",
+    "topic_shape",
+]

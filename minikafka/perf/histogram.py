@@ -1,0 +1,73 @@
+"""Latency histograms: HdrHistogram (the `hdrhistogram` package, in the `perf` extra, not a
+core dependency: Debian does not package it, and the Docker images install only Debian's).
+
+Values are recorded in microseconds with 3 significant digits, from 1 µs to one hour; the
+count, sum and maximum are kept exactly beside the histogram.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+INSTALL_HINT = "pip install 'minikafka[perf]'"
+LOWEST_US = 1
+HIGHEST_US = 3_600_000_000  # one hour
+SIGNIFICANT_DIGITS = 3
+
+
+class MissingDependencyError(RuntimeError):
+    """The `hdrhistogram` package is not installed."""
+
+
+def _hdr_histogram_class() -> Any:
+    try:
+        from hdrh.histogram import HdrHistogram  # type: ignore[import-untyped]
+    except ImportError:
+        raise MissingDependencyError(
+            f"latency percentiles need the hdrhistogram package: {INSTALL_HINT}"
+        ) from None
+    return HdrHistogram
+
+
+def require_hdrhistogram() -> None:
+    """Raise MissingDependencyError (one line, with the pip command) if it is missing."""
+    _hdr_histogram_class()
+
+
+class LatencyHistogram:
+    """Latencies in microseconds; percentiles in whole milliseconds, as Kafka prints them."""
+
+    def __init__(self) -> None:
+        self._hdr = _hdr_histogram_class()(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+        self.count = 0
+        self.total_us = 0
+        self.max_us = 0
+
+    def record_us(self, latency_us: int) -> None:
+        latency_us = max(latency_us, 0)
+        self._hdr.record_value(min(max(latency_us, LOWEST_US), HIGHEST_US))
+        self.count += 1
+        self.total_us += latency_us
+        self.max_us = max(self.max_us, latency_us)
+
+    def record_seconds(self, latency_s: float) -> None:
+        self.record_us(round(latency_s * 1_000_000))
+
+    @property
+    def mean_ms(self) -> float:
+        return self.total_us / self.count / 1000.0 if self.count else 0.0
+
+    @property
+    def max_ms(self) -> float:
+        return self.max_us / 1000.0
+
+    def percentile_us(self, percentile: float) -> int:
+        """The value at `percentile` (0-100); never above the exact maximum (the histogram
+        answers with the top of a bucket); 0 when empty."""
+        if not self.count:
+            return 0
+        return min(int(self._hdr.get_value_at_percentile(percentile)), self.max_us)
+
+    def percentile_ms(self, percentile: float) -> int:
+        """Whole milliseconds, truncated, like Kafka's int latencies."""
+        return self.percentile_us(percentile) // 1000

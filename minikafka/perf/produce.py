@@ -1,0 +1,236 @@
+"""`kafka-producer-perf-test`: send N records of S bytes as fast as allowed (or at a target
+rate), and report throughput and send-to-acknowledgement latency the way Kafka prints it.
+
+Like Kafka's tool: one payload of random upper-case letters (seed 0) generated once and sent
+as every record's value (no key); the clock starts before the first send and stops after the
+producer is closed; a progress line is printed when an acknowledgement arrives 5 s or more
+after the window opened; latency is from just before `send()` to the record's future
+completing. Unlike it, failed records are not counted as sent: they are counted apart (and
+the command fails).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from minikafka.client.accumulator import RecordMetadata
+from minikafka.client.producer import Producer
+from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
+from minikafka.perf.shape import TopicShape, topic_shape
+from minikafka.perf.throttle import ThroughputThrottler
+
+MB = 1024.0 * 1024.0
+REPORTING_INTERVAL_S = 5.0
+
+Clock = Callable[[], float]
+
+
+def make_payload(size: int, seed: int = 0) -> bytes:
+    """`size` random upper-case ASCII letters, as Kafka's perf tools fill their payloads."""
+    rng = random.Random(seed)
+    return bytes(rng.choices(range(65, 91), k=size))
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerWindow:
+    """One progress line: the records acknowledged since the previous one."""
+
+    records: int
+    bytes: int
+    elapsed_s: float
+    avg_latency_ms: float
+    max_latency_ms: float
+
+    @property
+    def records_per_sec(self) -> float:
+        return self.records / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def mb_per_sec(self) -> float:
+        return self.bytes / self.elapsed_s / MB if self.elapsed_s > 0 else 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.records} records sent, {self.records_per_sec:.1f} records/sec "
+            f"({self.mb_per_sec:.2f} MB/sec), {self.avg_latency_ms:.1f} ms avg latency, "
+            f"{self.max_latency_ms:.1f} ms max latency."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerPerfResult:
+    records: int  # acknowledged
+    failed: int
+    bytes: int  # values of the acknowledged records
+    elapsed_s: float
+    avg_latency_ms: float
+    max_latency_ms: float
+    p50_ms: int
+    p95_ms: int
+    p99_ms: int
+    p999_ms: int
+    windows: tuple[ProducerWindow, ...] = ()
+    first_error: str | None = None
+    shape: TopicShape | None = None
+
+    @property
+    def records_per_sec(self) -> float:
+        return self.records / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def mb_per_sec(self) -> float:
+        return self.bytes / self.elapsed_s / MB if self.elapsed_s > 0 else 0.0
+
+    def line(self) -> str:
+        """Kafka's final line (ProducerPerformance.Stats.printTotal)."""
+        return (
+            f"{self.records} records sent, {self.records_per_sec:f} records/sec "
+            f"({self.mb_per_sec:.2f} MB/sec), {self.avg_latency_ms:.2f} ms avg latency, "
+            f"{self.max_latency_ms:.2f} ms max latency, {self.p50_ms} ms 50th, "
+            f"{self.p95_ms} ms 95th, {self.p99_ms} ms 99th, {self.p999_ms} ms 99.9th."
+        )
+
+
+class ProducerStats:
+    """Kafka's ProducerPerformance.Stats, with an HdrHistogram of every latency (Kafka
+    samples at most 500,000). Times are the caller's clock, in seconds."""
+
+    def __init__(self, start: float, reporting_interval_s: float = REPORTING_INTERVAL_S) -> None:
+        self.start = start
+        self.reporting_interval_s = reporting_interval_s
+        self.histogram = LatencyHistogram()
+        self.bytes = 0
+        self.windows: list[ProducerWindow] = []
+        self._new_window(start)
+
+    def _new_window(self, now: float) -> None:
+        self._window_start = now
+        self._window_count = 0
+        self._window_bytes = 0
+        self._window_total_s = 0.0
+        self._window_max_s = 0.0
+
+    @property
+    def count(self) -> int:
+        return self.histogram.count
+
+    def record(self, latency_s: float, nbytes: int, now: float) -> ProducerWindow | None:
+        """Count an acknowledged record; returns the window it closed, if it closed one."""
+        self.histogram.record_seconds(latency_s)
+        self.bytes += nbytes
+        self._window_count += 1
+        self._window_bytes += nbytes
+        self._window_total_s += latency_s
+        self._window_max_s = max(self._window_max_s, latency_s)
+        if now - self._window_start < self.reporting_interval_s:
+            return None
+        window = ProducerWindow(
+            records=self._window_count,
+            bytes=self._window_bytes,
+            elapsed_s=now - self._window_start,
+            avg_latency_ms=1000.0 * self._window_total_s / self._window_count,
+            max_latency_ms=1000.0 * self._window_max_s,
+        )
+        self.windows.append(window)
+        self._new_window(now)
+        return window
+
+    def result(
+        self,
+        now: float,
+        *,
+        failed: int = 0,
+        first_error: str | None = None,
+        shape: TopicShape | None = None,
+    ) -> ProducerPerfResult:
+        h = self.histogram
+        return ProducerPerfResult(
+            records=h.count,
+            failed=failed,
+            bytes=self.bytes,
+            elapsed_s=now - self.start,
+            avg_latency_ms=h.mean_ms,
+            max_latency_ms=h.max_ms,
+            p50_ms=h.percentile_ms(50),
+            p95_ms=h.percentile_ms(95),
+            p99_ms=h.percentile_ms(99),
+            p999_ms=h.percentile_ms(99.9),
+            windows=tuple(self.windows),
+            first_error=first_error,
+            shape=shape,
+        )
+
+
+async def run_producer_perf(
+    bootstrap_servers: str,
+    topic: str,
+    num_records: int,
+    record_size: int,
+    *,
+    throughput: float = -1,
+    producer_config: Mapping[str, Any] | None = None,
+    reporting_interval_s: float = REPORTING_INTERVAL_S,
+    on_ready: Callable[[TopicShape], None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    clock: Clock = time.perf_counter,
+) -> ProducerPerfResult:
+    """Send `num_records` records of `record_size` bytes to `topic` (which must exist).
+
+    `throughput` > 0 throttles to about that many records/s (Kafka's ThroughputThrottler),
+    < 0 does not. `producer_config` is Producer keyword arguments (see
+    `minikafka.perf.properties.producer_config`). `on_ready(shape)` is called once the
+    topic's metadata is known, before the clock starts; `on_progress(line)` with each
+    5-second line. Failed records do not raise: see `result.failed` and `first_error`.
+    """
+    require_hdrhistogram()  # before connecting, not after
+    if num_records < 0 or record_size < 0:
+        raise ValueError("num_records and record_size must not be negative")
+    payload = make_payload(record_size)
+    failed = 0
+    first_error: str | None = None
+    completed = 0
+    all_done = asyncio.Event()
+    if num_records == 0:
+        all_done.set()
+
+    async with Producer(bootstrap_servers, **dict(producer_config or {})) as producer:
+        await producer.partitions_for(topic)  # the topic must exist; waits max.block.ms
+        shape = topic_shape(producer.cluster.metadata, topic)
+        if on_ready is not None:
+            on_ready(shape)
+        stats = ProducerStats(clock(), reporting_interval_s)
+        throttler = ThroughputThrottler(throughput, stats.start)
+
+        def on_done(send_start: float, fut: asyncio.Future[RecordMetadata]) -> None:
+            nonlocal failed, first_error, completed
+            now = clock()
+            completed += 1
+            if completed == num_records:
+                all_done.set()
+            error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
+            if error is not None:
+                failed += 1
+                if first_error is None:
+                    first_error = f"{type(error).__name__}: {error}"
+                return
+            window = stats.record(now - send_start, record_size, now)
+            if window is not None and on_progress is not None:
+                on_progress(window.line())
+
+        for i in range(num_records):
+            send_start = clock()
+            fut = await producer.send(topic, payload)
+            fut.add_done_callback(functools.partial(on_done, send_start))
+            if throttler.should_throttle(i, send_start):
+                pause = throttler.sleep_time()
+                if pause > 0:
+                    await asyncio.sleep(pause)
+        await producer.flush()
+    await all_done.wait()  # every callback has run (they are scheduled as futures complete)
+    return stats.result(clock(), failed=failed, first_error=first_error, shape=shape)
