@@ -148,10 +148,10 @@ class ReplicaFetcher:
             await self._conn.close()
             self._conn = None
 
-    def _delay(self, tp: TopicPartition, why: str) -> None:
+    def _delay(self, tp: TopicPartition, why: str, level: int = logging.INFO) -> None:
         st = self.partitions.get(tp)
         if st is not None:
-            log.info("%r: %s: %s; retrying in %.1fs", self, tp, why, self._backoff_s)
+            log.log(level, "%r: %s: %s; retrying in %.1fs", self, tp, why, self._backoff_s)
             st.delayed_until = asyncio.get_running_loop().time() + self._backoff_s
 
     # --- truncation (§9) -----------------------------------------------------------------
@@ -300,7 +300,9 @@ class ReplicaFetcher:
             try:
                 p.log.append_as_follower(data)
             except KafkaError as e:
-                self._delay(tp, f"append of fetched data failed: {e}")
+                # Invalid data from the leader (Kafka logs it at ERROR too): it will not
+                # heal by itself, an operator has to look.
+                self._delay(tp, f"append of fetched data failed: {e}", logging.ERROR)
                 return
         # §7.7: the follower's HW is the leader's, capped by what it has.
         p.log.update_high_watermark(min(p.log.log_end_offset, leader_hw))
