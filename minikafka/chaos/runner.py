@@ -1,16 +1,23 @@
-"""One chaos run against a local cluster: workload + nemesis, then heal, drain, check,
-report (issue 5). `minikafka chaos` is the command-line face of `run_chaos`."""
+"""One chaos run: workload + nemesis, then heal, drain, check, report (issue 5).
+`minikafka chaos` is the command-line face of `run_chaos`.
+
+The cluster is a LocalCluster (`minikafka cluster up`), or a CommandCluster: any running
+cluster, faulted by a nemesis command (the docker-compose one with scripts/docker-fault.sh).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from minikafka.chaos.checker import CheckResult, check
+from minikafka.chaos.command_cluster import COMMAND_NEMESIS_OPS, CommandCluster
 from minikafka.chaos.history import (
     ConsumerRead,
     DrainedPartition,
@@ -20,6 +27,7 @@ from minikafka.chaos.history import (
 )
 from minikafka.chaos.nemesis import (
     INSTANT_OPS,
+    NEMESIS_OPS,
     NETWORK_OPS,
     ActiveFault,
     PlannedFault,
@@ -34,6 +42,11 @@ from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import TopicAlreadyExistsError
 from minikafka.storage.log_files import read_records
+
+# What chaos runs against: a cluster it runs itself, or one it reaches from outside.
+ChaosCluster = LocalCluster | CommandCluster
+# (broker id, partition, end offset) -> offset -> value of the records of that replica.
+ReplicaReader = Callable[[int, TopicPartition, int], Awaitable[dict[int, bytes | None]]]
 
 
 @dataclass
@@ -63,9 +76,8 @@ class ChaosReport:
         return {"result": self.result.to_dict(), "history": self.history.to_dict()}
 
 
-async def run_chaos(cluster: LocalCluster, opts: ChaosOptions, log: Any = print) -> ChaosReport:
-    if any(op in NETWORK_OPS for op in opts.nemesis) and cluster.network != "netns":
-        raise ValueError("network partitions need a cluster started with --network netns (as root)")
+async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print) -> ChaosReport:
+    _check_nemesis(cluster, opts.nemesis)
     t0 = time.monotonic()
 
     def clock() -> float:
@@ -93,7 +105,13 @@ async def run_chaos(cluster: LocalCluster, opts: ChaosOptions, log: Any = print)
     schedule = plan(
         opts.nemesis, max(1, int(opts.time_limit_s // (2 * opts.interval_s))), opts.seed
     )
-    await _nemesis(cluster, opts, schedule, history, observer, clock, t0, log)
+    try:
+        await _nemesis(cluster, opts, schedule, history, observer, clock, t0, log)
+    except BaseException:
+        # Leave nothing down or frozen behind (a paused container would stay paused).
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(heal_everything, cluster)
+        raise
 
     # Heal, let the cluster recover, then stop writing and read everything back.
     await asyncio.to_thread(heal_everything, cluster)
@@ -114,7 +132,23 @@ async def run_chaos(cluster: LocalCluster, opts: ChaosOptions, log: Any = print)
     return ChaosReport(history, result, recovered)
 
 
-def _meta(cluster: LocalCluster, opts: ChaosOptions) -> dict[str, Any]:
+def _check_nemesis(cluster: ChaosCluster, ops: tuple[str, ...]) -> None:
+    """Refuse, before anything starts, faults this cluster cannot do."""
+    if isinstance(cluster, CommandCluster):
+        # Unknown ops are left to plan(), which lists the known ones.
+        unsupported = [op for op in ops if op in NEMESIS_OPS and op not in COMMAND_NEMESIS_OPS]
+        if unsupported:
+            raise ValueError(
+                f"nemesis {','.join(unsupported)} cannot be done with a nemesis command, which "
+                f"kills, pauses and restarts brokers ({','.join(COMMAND_NEMESIS_OPS)}); network "
+                "partitions and ZooKeeper session expiry need a local cluster "
+                "(`minikafka cluster up`, with --network netns for partitions)"
+            )
+    elif any(op in NETWORK_OPS for op in ops) and cluster.network != "netns":
+        raise ValueError("network partitions need a cluster started with --network netns (as root)")
+
+
+def _meta(cluster: ChaosCluster, opts: ChaosOptions) -> dict[str, Any]:
     return {
         "brokers": cluster.broker_ids,
         "network": cluster.network,
@@ -122,7 +156,7 @@ def _meta(cluster: LocalCluster, opts: ChaosOptions) -> dict[str, Any]:
     }
 
 
-async def _create_topic(cluster: LocalCluster, opts: ChaosOptions) -> None:
+async def _create_topic(cluster: ChaosCluster, opts: ChaosOptions) -> None:
     configs = {
         "min.insync.replicas": str(opts.min_insync_replicas),
         "unclean.leader.election.enable": str(opts.unclean_leader_election).lower(),
@@ -141,7 +175,7 @@ async def _create_topic(cluster: LocalCluster, opts: ChaosOptions) -> None:
 
 
 async def _nemesis(
-    cluster: LocalCluster,
+    cluster: ChaosCluster,
     opts: ChaosOptions,
     schedule: list[PlannedFault],
     history: History,
@@ -185,7 +219,7 @@ async def _sleep_until(when: float) -> None:
 
 
 async def _wait_for_full_isrs(
-    cluster: LocalCluster, opts: ChaosOptions, observer: StateObserver
+    cluster: ChaosCluster, opts: ChaosOptions, observer: StateObserver
 ) -> bool:
     await asyncio.to_thread(
         cluster.wait_for_registered, cluster.broker_ids, opts.recovery_timeout_s
@@ -203,7 +237,7 @@ async def _wait_for_full_isrs(
     return False
 
 
-async def _drain(cluster: LocalCluster, opts: ChaosOptions, history: History, clock: Any) -> None:
+async def _drain(cluster: ChaosCluster, opts: ChaosOptions, history: History, clock: Any) -> None:
     """A fresh consumer reads every partition from its log start to its HW."""
     drain_consumer = 1_000_000  # its own read sequence, apart from the live consumer's
     async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
@@ -232,32 +266,50 @@ def _read(now: float, r: ConsumerRecord, consumer_id: int) -> ConsumerRead:
 
 
 async def _collect_replica_logs(
-    cluster: LocalCluster, opts: ChaosOptions, history: History
+    cluster: ChaosCluster, opts: ChaosOptions, history: History
 ) -> None:
     """Every replica's records below what it knows to be committed: min(leader HW, its LEO)."""
-    admin = Admin(cluster.bootstrap_servers)
-    try:
+    async with Admin(cluster.bootstrap_servers) as admin:
         described = await admin.describe_replicas([opts.topic], timeout_ms=30_000)
-    finally:
-        await admin.close()
-    for pr in described:
-        if pr.error is not None:
-            continue
-        for rep in pr.replicas:
-            if rep.log_end_offset < 0:
+        source, read = _replica_reader(cluster, admin)
+        history.meta["replica_logs_from"] = source
+        for pr in described:
+            if pr.error is not None:
                 continue
-            hw = min(pr.high_watermark, rep.log_end_offset)
-            records = await asyncio.to_thread(
-                read_records, cluster.log_dir(rep.broker_id), pr.tp, hw
-            )
-            history.replica_logs.append(
-                ReplicaLog(
-                    rep.broker_id,
-                    pr.partition,
-                    hw,
-                    {o: decode_value(v) for o, v in records.items()},
+            for rep in pr.replicas:
+                if rep.log_end_offset < 0:
+                    continue
+                hw = min(pr.high_watermark, rep.log_end_offset)
+                records = await read(rep.broker_id, pr.tp, hw)
+                history.replica_logs.append(
+                    ReplicaLog(
+                        rep.broker_id,
+                        pr.partition,
+                        hw,
+                        {o: decode_value(v) for o, v in records.items()},
+                    )
                 )
-            )
+
+
+def _replica_reader(cluster: ChaosCluster, admin: Admin) -> tuple[str, ReplicaReader]:
+    """Where replicas are read back from, and how. A local cluster's segment files: the
+    stronger check, the bytes on disk as recovery would read them, not what a broker
+    chooses to serve. Other clusters' brokers over the wire: a Fetch as a debug replica,
+    which a follower answers too, up to the same offset."""
+    if isinstance(cluster, LocalCluster):
+        log_dir = cluster.log_dir
+
+        async def from_files(
+            broker_id: int, tp: TopicPartition, end: int
+        ) -> dict[int, bytes | None]:
+            return await asyncio.to_thread(read_records, log_dir(broker_id), tp, end)
+
+        return "files", from_files
+
+    async def by_fetch(broker_id: int, tp: TopicPartition, end: int) -> dict[int, bytes | None]:
+        return await admin.fetch_replica_records(broker_id, tp, end, timeout_ms=30_000)
+
+    return "fetch", by_fetch
 
 
 def write_report(report: ChaosReport, out_dir: Path) -> dict[str, Path]:

@@ -1,4 +1,6 @@
-"""`minikafka chaos`: a Jepsen-style run against a running local cluster (issue 5)."""
+"""`minikafka chaos`: a Jepsen-style run against a running cluster (issue 5): the local one
+of `minikafka cluster up` (`--data-dir`), or any other, e.g. docker-compose's, reached with
+`--bootstrap-server` and `--zookeeper` and faulted by a `--nemesis-command`."""
 
 from __future__ import annotations
 
@@ -6,16 +8,124 @@ import asyncio
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.chaos.command_cluster import (
+    COMMAND_NEMESIS_OPS,
+    COMMAND_OPS,
+    CommandCluster,
+    parse_nemesis_command,
+)
 from minikafka.chaos.nemesis import NEMESIS_OPS
-from minikafka.chaos.runner import ChaosOptions, run_chaos, write_report
+from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
 from minikafka.cli.cluster import _open, data_dir_option
+from minikafka.client.cluster import parse_bootstrap_servers
+from minikafka.cluster.errors import ClusterError
+from minikafka.zk.client import ZkError, parse_connect_string
+
+# Where reports go without --out when there is no data dir (--bootstrap-server).
+DEFAULT_COMMAND_OUT = Path("minikafka-chaos")
+
+
+def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_bootstrap_servers(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    return value
+
+
+def _check_zookeeper(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_connect_string(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    return value
+
+
+def _check_nemesis_command(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> str | None:
+    if value is not None:
+        try:
+            parse_nemesis_command(value)
+        except ValueError as e:
+            raise click.BadParameter(str(e)) from None
+    return value
+
+
+def command_cluster(
+    ctx: click.Context,
+    bootstrap_server: str | None,
+    zookeeper: str | None,
+    nemesis_command: str | None,
+) -> CommandCluster | None:
+    """The cluster of --bootstrap-server (None: --data-dir's local cluster), or a usage
+    error for options that do not go together."""
+    if bootstrap_server is None:
+        alone = [
+            name
+            for name, value in (("--zookeeper", zookeeper), ("--nemesis-command", nemesis_command))
+            if value is not None
+        ]
+        if alone:
+            raise click.UsageError(
+                f"{' and '.join(alone)} {'go' if len(alone) > 1 else 'goes'} only with "
+                "--bootstrap-server (a cluster chaos does not manage); --data-dir's local "
+                "cluster is faulted directly"
+            )
+        return None
+    if ctx.get_parameter_source("data_dir") not in (None, ParameterSource.DEFAULT):
+        raise click.UsageError(
+            "--data-dir and --bootstrap-server are mutually exclusive: --data-dir runs against "
+            "the local cluster of `minikafka cluster up`, --bootstrap-server against any other"
+        )
+    missing = [
+        name
+        for name, value in (("--zookeeper", zookeeper), ("--nemesis-command", nemesis_command))
+        if value is None
+    ]
+    if missing:
+        raise click.UsageError(
+            f"--bootstrap-server needs {' and '.join(missing)}: leaders, ISRs and the "
+            "controller are read from ZooKeeper, and faults are injected by running "
+            "--nemesis-command 'CMD {op} {broker}'"
+        )
+    assert zookeeper is not None and nemesis_command is not None
+    return CommandCluster(bootstrap_server, zookeeper, nemesis_command)
 
 
 @click.command()
 @data_dir_option
+@click.option(
+    "--bootstrap-server",
+    default=None,
+    callback=_check_bootstrap,
+    metavar="HOST:PORT[,HOST:PORT]",
+    help="Instead of --data-dir: a running cluster chaos does not manage (e.g. "
+    "docker-compose's); needs --zookeeper and --nemesis-command.",
+)
+@click.option(
+    "--zookeeper",
+    default=None,
+    callback=_check_zookeeper,
+    metavar="HOST:PORT[,HOST:PORT][/CHROOT]",
+    help="With --bootstrap-server: that cluster's ZooKeeper (leaders, ISRs, controller).",
+)
+@click.option(
+    "--nemesis-command",
+    default=None,
+    callback=_check_nemesis_command,
+    metavar="'CMD {op} {broker}'",
+    help="With --bootstrap-server: the fault injector, run without a shell, {op} being one of "
+    f"{','.join(COMMAND_OPS)} and {{broker}} a broker id (status prints the state last: "
+    "running, paused, exited...), e.g. scripts/docker-fault.sh. It can do the nemeses "
+    f"{','.join(COMMAND_NEMESIS_OPS)}.",
+)
 @click.option("--topic", default="chaos", show_default=True, help="A new topic for the run.")
 @click.option("--partitions", default=3, show_default=True)
 @click.option("--replication-factor", default=3, show_default=True)
@@ -43,10 +153,16 @@ from minikafka.cli.cluster import _open, data_dir_option
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Where report.json and timeline.png go (default: <data-dir>/chaos/<topic>).",
+    help="Where report.json and timeline.png go (default: <data-dir>/chaos/<topic>; with "
+    f"--bootstrap-server, {DEFAULT_COMMAND_OUT}/<topic>).",
 )
+@click.pass_context
 def chaos(
+    ctx: click.Context,
     data_dir: Path,
+    bootstrap_server: str | None,
+    zookeeper: str | None,
+    nemesis_command: str | None,
     topic: str,
     partitions: int,
     replication_factor: int,
@@ -61,8 +177,19 @@ def chaos(
     out: Path | None,
 ) -> None:
     """Write unique integers with acks=all while a nemesis injects faults; then heal, read
-    everything back, compare replicas, and report. Exits 1 if a safety invariant broke."""
-    lc = _open(data_dir)
+    everything back, compare replicas, and report. Exits 1 if a safety invariant broke.
+
+    Runs against the local cluster in --data-dir, or with --bootstrap-server, --zookeeper
+    and --nemesis-command against any running cluster (replicas are then read back with
+    fetches instead of from their files); scripts/docker-chaos.sh does it for
+    docker-compose.yml."""
+    remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
+    cluster: ChaosCluster
+    if remote is None:
+        cluster = _open(data_dir)
+        default_out = cluster.data_dir / "chaos" / topic
+    else:
+        cluster, default_out = remote, DEFAULT_COMMAND_OUT / topic
     ops = tuple(op.strip() for op in nemesis.split(",") if op.strip())
     opts = ChaosOptions(
         topic=topic,
@@ -79,10 +206,13 @@ def chaos(
     )
     console = Console()
     try:
-        report = asyncio.run(run_chaos(lc, opts, log=console.print))
-    except ValueError as e:
+        report = asyncio.run(run_chaos(cluster, opts, log=console.print))
+    except (ValueError, ClusterError, ZkError) as e:
         raise click.ClickException(str(e)) from e
-    paths = write_report(report, out or lc.data_dir / "chaos" / topic)
+    finally:
+        if remote is not None:
+            remote.close()
+    paths = write_report(report, out or default_out)
     table = Table(title=f"minikafka chaos: {topic}, nemesis {','.join(ops)}, seed {seed}")
     table.add_column("measure")
     table.add_column("value", justify="right")

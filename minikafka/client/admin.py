@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, ClusterClient, now_ms
+from minikafka.client.consumer import parse_fetched_records
 from minikafka.client.errors import KafkaTimeoutError
 from minikafka.client.metadata import ClusterMetadata, PartitionMetadata
 from minikafka.common import NO_LEADER, TopicPartition
@@ -29,6 +30,7 @@ from minikafka.protocol.errors import (
     error_for_code,
 )
 from minikafka.protocol.messages import (
+    DEBUG_REPLICA_ID,
     BrokerNode,
     CreatableTopic,
     CreateTopicsRequest,
@@ -37,6 +39,10 @@ from minikafka.protocol.messages import (
     DeleteTopicsResponse,
     DescribeReplicasRequest,
     DescribeReplicasResponse,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
     PartitionReplicaStates,
     TopicResult,
 )
@@ -427,6 +433,78 @@ class Admin:
                 ]
             log.info("describe replicas will be retried for %d partitions", len(failed))
             await asyncio.sleep(min(self._retry_backoff_ms, max(0.0, deadline - now_ms())) / 1000.0)
+
+    async def fetch_replica_records(
+        self,
+        broker_id: int,
+        tp: TopicPartition,
+        end_offset: int | None = None,
+        *,
+        max_bytes: int = 1 << 20,
+        timeout_ms: int | None = None,
+    ) -> dict[int, bytes | None]:
+        """offset -> value of every record of `tp` in broker `broker_id`'s replica, leader or
+        follower, from its log start to `end_offset` (default: that replica's LEO).
+
+        Read with Fetch as Kafka's debug replica (replica id -2): the broker answers it from
+        a follower too and up to its LEO, not the HW, and it counts as no follower's fetch.
+        For tools that compare replicas over the wire; consumers read leaders up to the HW.
+        Raises the partition's KafkaError (e.g. the broker has no replica of `tp`), or
+        KafkaTimeoutError after `timeout_ms` (default.api.timeout.ms).
+        """
+        timeout = self._default_api_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = now_ms() + timeout
+        if self._cluster.metadata.broker(broker_id) is None:
+            await self._refresh([tp.topic])  # its address
+        out: dict[int, bytes | None] = {}
+        offset = 0  # below the log start: the answer says where the log starts
+        end = end_offset
+        while end is None or offset < end:
+            remaining = deadline - now_ms()
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"Timed out after {timeout} ms reading {tp} from broker {broker_id} "
+                    f"(at offset {offset})"
+                )
+            request = FetchRequest(
+                DEBUG_REPLICA_ID,
+                0,  # max_wait_ms: what is there now, no waiting for more
+                0,
+                max_bytes,
+                [FetchTopic(tp.topic, [FetchPartition(tp.partition, offset, max_bytes)])],
+            )
+            response = await self._cluster.send(
+                broker_id, request, timeout_ms=min(self._request_timeout_ms, remaining)
+            )
+            assert isinstance(response, FetchResponse)
+            p = next(
+                (
+                    p
+                    for t in response.topics
+                    if t.name == tp.topic
+                    for p in t.partitions
+                    if p.partition == tp.partition
+                ),
+                None,
+            )
+            if p is None:
+                raise KafkaError(f"broker {broker_id} did not answer for {tp}")
+            if p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and offset < p.log_start_offset:
+                offset = p.log_start_offset
+                continue
+            if p.error_code != ErrorCode.NONE:
+                raise error_for_code(p.error_code, f"{tp} on broker {broker_id}")
+            if end is None:
+                end = p.log_end_offset
+            data = p.records if isinstance(p.records, bytes | bytearray | memoryview) else b""
+            records, next_offset, error = parse_fetched_records(tp, data, offset)
+            if error is not None:
+                raise error
+            out.update((r.offset, r.value) for r in records if r.offset < end)
+            if next_offset <= offset:
+                break  # nothing more: the replica ends below `end_offset`
+            offset = next_offset
+        return out
 
     async def _refresh(self, topics: list[str] | None) -> ClusterMetadata:
         if topics is None:

@@ -29,6 +29,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
+from minikafka.chaos.command_cluster import COMMAND_NEMESIS_OPS, COMMAND_OPS
 from minikafka.cli.main import cli
 from minikafka.server.broker import parse_listener
 from minikafka.server.config import BrokerConfig, parse_properties
@@ -40,7 +41,9 @@ ZOOKEEPER_DOCKERFILE = ROOT / "docker" / "zookeeper.Dockerfile"
 DOCKERFILES = (BROKER_DOCKERFILE, ZOOKEEPER_DOCKERFILE)
 ENTRYPOINT = ROOT / "docker" / "broker-entrypoint.sh"
 ZOO_CFG = ROOT / "docker" / "zookeeper" / "zoo.cfg"
-SCRIPTS = (ENTRYPOINT, ROOT / "scripts" / "docker-fault.sh")
+FAULT_SCRIPT = ROOT / "scripts" / "docker-fault.sh"
+CHAOS_SCRIPT = ROOT / "scripts" / "docker-chaos.sh"
+SCRIPTS = (ENTRYPOINT, FAULT_SCRIPT, CHAOS_SCRIPT)
 BROKERS = ("broker1", "broker2", "broker3")
 
 # The Debian packages the Dockerfiles may `apt-get install` (and python3-matplotlib, left
@@ -351,6 +354,7 @@ def test_the_commands_are_found() -> None:
     wheres = {inv.where.split(":")[0] for inv in INVOCATIONS}
     assert "docker/broker-entrypoint.sh" in wheres  # exec minikafka broker --config ...
     assert "docker/Dockerfile" in wheres  # minikafka --version
+    assert "scripts/docker-chaos.sh" in wheres  # exec minikafka chaos --bootstrap-server ...
     broker = [inv for inv in INVOCATIONS if inv.args[:1] == ("broker",)]
     assert broker and all("--config" in inv.args for inv in broker)
 
@@ -371,6 +375,8 @@ def test_the_checker_rejects_unknown_commands_and_options() -> None:
     assert check_invocation(("topics", "--config=a=b", "--list"))[0] == []
     assert check_invocation(("chaos", "--nemesis", "kill", "--seed", "3"))[0] == []
     assert check_invocation(("chaos", "--no-such-option", "x"))[0]
+    command_mode = ("--bootstrap-server", "b:1", "--zookeeper", "z:2", "--nemesis-command", "c")
+    assert check_invocation(("chaos", *command_mode))[0] == []
 
 
 # --- docker-compose.yml ------------------------------------------------------------------
@@ -803,3 +809,76 @@ def test_fault_script_usage_and_targets(tmp_path: Path) -> None:
     assert calls[0] == f"-f {COMPOSE_FILE} ps --all --quiet broker2"
     bad = subprocess.run(["bash", str(fault), "kill", "kafka"], capture_output=True, text=True)
     assert bad.returncode == 64
+
+
+def chaos_script_options() -> dict[str, str]:
+    """option → value word of the script's `minikafka chaos` command (values as written)."""
+    [inv] = [i for i in INVOCATIONS if i.where.startswith("scripts/docker-chaos.sh")]
+    assert inv.args[0] == "chaos"
+    words = [w for w in inv.args[1:] if w != "$@"]
+    assert len(words) % 2 == 0, words
+    return dict(zip(words[::2], words[1::2], strict=True))
+
+
+def shell_default(word: str, variable: str) -> str:
+    """The default of `${VARIABLE:-default}`."""
+    m = re.fullmatch(r"\$\{(\w+):-(.*)\}", word)
+    assert m is not None and m.group(1) == variable, f"{word}: expected ${{{variable}:-...}}"
+    return m.group(2)
+
+
+def test_chaos_script_runs_command_mode_against_the_compose_cluster() -> None:
+    opts = chaos_script_options()
+    # Every broker by the name and port it advertises (what the host resolves, see compose).
+    advertised = [environment(services()[b])["ADVERTISED_LISTENERS"] for b in BROKERS]
+    bootstrap = shell_default(opts["--bootstrap-server"], "BOOTSTRAP")
+    assert bootstrap.split(",") == [
+        ":".join(map(str, parse_listener(listener))) for listener in advertised
+    ]
+    # ZooKeeper as published on the host.
+    host, port = shell_default(opts["--zookeeper"], "ZOOKEEPER").rsplit(":", 1)
+    assert host in ("localhost", "127.0.0.1")
+    assert Port("127.0.0.1", int(port), int(port)) in ports(services()["zookeeper"])
+    # The faults: docker-fault.sh with both placeholders, doing every op chaos runs it with.
+    assert opts["--nemesis-command"] == "$fault {op} {broker}"
+    text = CHAOS_SCRIPT.read_text()
+    assert """fault=$(printf '%q' "$root/scripts/docker-fault.sh")""" in text
+    fault_ops = set(re.findall(r"^\s{4}([a-z]+)\)", FAULT_SCRIPT.read_text(), re.M))
+    fault_ops |= {"unpause"}  # `unpause | resume)`
+    assert set(COMMAND_OPS) <= fault_ops
+    nemesis = shell_default(opts["--nemesis"], "NEMESIS").split(",")
+    assert nemesis and set(nemesis) <= set(COMMAND_NEMESIS_OPS)
+
+
+def test_chaos_script_reaches_the_cli_with_its_options(tmp_path: Path) -> None:
+    """The script as it runs, up to click's parser: `--help` is answered only once every
+    option before it parsed (an unknown one fails first). No Docker: `getent` says the
+    brokers' names resolve, NO_UP=1 skips compose."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "getent").write_text('#!/bin/sh\necho 127.0.0.1 "$2"\n')
+    (bin_dir / "getent").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "NO_UP": "1"}
+    result = subprocess.run(
+        ["bash", str(CHAOS_SCRIPT), "--seed", "7", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--nemesis-command" in result.stdout
+
+
+def test_chaos_script_refuses_broker_names_that_do_not_resolve(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "getent").write_text("#!/bin/sh\nexit 2\n")
+    (bin_dir / "getent").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "NO_UP": "1"}
+    result = subprocess.run(
+        ["bash", str(CHAOS_SCRIPT)], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert result.returncode == 2
+    assert "broker1 does not resolve" in result.stderr
+    assert "/etc/hosts" in result.stderr
