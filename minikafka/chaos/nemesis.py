@@ -43,7 +43,7 @@ class FaultableCluster(Protocol):
     """What the nemesis needs from a cluster (LocalCluster has all of it)."""
 
     @property
-    def network(self) -> str: ...  # "loopback" or "netns": network faults need "netns"
+    def network(self) -> str: ...  # "loopback", "netns" or "external"; partitions need "netns"
 
     @property
     def broker_ids(self) -> list[int]: ...
