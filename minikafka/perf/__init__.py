@@ -19,6 +19,12 @@ from minikafka.perf.histogram import (
     MissingDependencyError,
     require_hdrhistogram,
 )
+from minikafka.perf.offered_load import (
+    OfferedLoadError,
+    OfferedLoadResult,
+    measure_offered_load,
+    run_offered_load_latency,
+)
 from minikafka.perf.produce import (
     ProducerPerfResult,
     ProducerStats,
@@ -40,6 +46,8 @@ __all__ = [
     "EndToEndResult",
     "LatencyHistogram",
     "MissingDependencyError",
+    "OfferedLoadError",
+    "OfferedLoadResult",
     "ProducerPerfResult",
     "ProducerStats",
     "ProducerWindow",
@@ -48,10 +56,12 @@ __all__ = [
     "TopicShape",
     "consumer_config",
     "make_payload",
+    "measure_offered_load",
     "producer_config",
     "require_hdrhistogram",
     "run_consumer_perf",
     "run_end_to_end_latency",
+    "run_offered_load_latency",
     "run_producer_perf",
     "topic_shape",
 ]

