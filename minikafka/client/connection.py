@@ -1,5 +1,10 @@
 """One TCP connection to a broker: pipelined requests matched to responses by order and
-correlation id."""
+correlation id.
+
+Like Kafka's clients, the socket has TCP_NODELAY (no Nagle delay for a request's tail), and
+a request goes to the transport in one call: with uvloop, each `write()` is a send syscall
+of its own (a segment, and a wakeup of the broker, per chunk), `writelines()` one writev.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,15 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import socket
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from minikafka.protocol.errors import ErrorCode, KafkaError, RequestTimedOutError
 from minikafka.protocol.framing import (
     DEFAULT_MAX_FRAME_BYTES,
+    Chunk,
     FrameError,
     RequestHeader,
     api_key_for,
@@ -25,6 +33,26 @@ from minikafka.protocol.transport import read_frame, write_chunks
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def set_tcp_nodelay(writer: asyncio.StreamWriter) -> None:
+    """Disable Nagle's algorithm, as Kafka's clients do (asyncio and uvloop already do so
+    for TCP transports; this makes it explicit and independent of the loop)."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def write_request(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None:
+    """Hand a whole request to the transport at once (one writev with uvloop)."""
+    buffers: list[bytes | bytearray | memoryview] = []
+    for c in chunks:
+        if not isinstance(c, bytes | bytearray | memoryview):
+            write_chunks(writer, chunks)  # file regions: requests never carry any
+            return
+        buffers.append(c)
+    writer.writelines(buffers)
 
 
 class NetworkError(KafkaError):
@@ -71,6 +99,7 @@ class BrokerConnection:
                 )
         except (OSError, TimeoutError) as e:
             raise NetworkError(f"cannot connect to {self.host}:{self.port}: {e}") from e
+        set_tcp_nodelay(self._writer)
         self._closed_error = None
         self._read_task = asyncio.create_task(self._read_loop())
 
@@ -93,7 +122,9 @@ class BrokerConnection:
             fut = asyncio.get_running_loop().create_future()
             self._in_flight[correlation_id] = (fut, response_type_for(request))
         try:
-            write_chunks(self._writer, encode_request(header, request))
+            write_request(self._writer, encode_request(header, request))
+            # Returns at once unless the transport holds more than its high-water mark
+            # (then: until the broker has read enough), so requests pipeline.
             await self._writer.drain()
         except (ConnectionError, RuntimeError) as e:
             self._fail_all(NetworkError(f"send to {self.host}:{self.port} failed: {e}"))

@@ -2,22 +2,34 @@
 
 `send()` picks a partition, appends the record to that partition's open batch and returns a
 future at once; a sender task drains ready batches, one ProduceRequest per leader, and
-completes the futures from the response. Retriable failures (a moved leader, a lost
-connection, a timeout) refresh metadata and put the batch back at the head of its queue until
-delivery.timeout.ms; others fail the batch's futures with the broker's KafkaError.
+completes the futures from the response. Up to max.in.flight.requests.per.connection
+requests are in flight per broker, several batches of one partition among them unless that
+limit is 1 (Kafka's guaranteeMessageOrder: then a partition has one batch in flight at a
+time). Retriable failures (a moved leader, a lost connection, a timeout) refresh metadata
+and put the batch back at the head of its queue until delivery.timeout.ms; others fail the
+batch's futures with the broker's KafkaError.
+
+Kafka's send() runs on the caller's thread and the Sender on its own. Here both share the
+event loop, so once a batch becomes ready by size (a new batch opened, or one filled up)
+the next send() yields to it first: the sender ships full batches while the caller keeps
+appending, instead of after buffer.memory has filled. Otherwise send() does not suspend
+while the topic's partitions are known and the buffer has room.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import math
+import time
 from collections.abc import Sequence
 from types import TracebackType
 
 from minikafka.client.accumulator import (
+    RECORD_OVERHEAD,
     ProducerBatch,
     RecordAccumulator,
     RecordMetadata,
@@ -28,9 +40,9 @@ from minikafka.client.cluster import (
     ClusterClient,
     is_invalid_metadata,
     now_ms,
-    wall_clock_ms,
 )
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
+from minikafka.client.metadata import ClusterMetadata
 from minikafka.client.partitioner import DefaultPartitioner
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import (
@@ -50,6 +62,9 @@ log = logging.getLogger(__name__)
 
 BytesLike = bytes | bytearray | memoryview | str
 _client_ids = itertools.count(1)
+_NO_HEADERS: tuple[tuple[str, bytes], ...] = ()
+_time_ns = time.time_ns
+_monotonic = time.monotonic
 
 
 def parse_acks(acks: int | str) -> int:
@@ -68,11 +83,37 @@ def parse_acks(acks: int | str) -> int:
 
 
 def _as_bytes(data: BytesLike | None) -> bytes | None:
-    if data is None:
-        return None
+    if data is None or type(data) is bytes:
+        return data
     if isinstance(data, str):
         return data.encode()
     return bytes(data)
+
+
+class _TopicInfo:
+    """What send() needs of a topic, computed once per metadata snapshot (snapshots are
+    immutable, so `metadata is cluster.metadata` says the answers still hold)."""
+
+    __slots__ = ("available", "metadata", "partition_set", "partitions", "tps")
+
+    def __init__(
+        self,
+        metadata: ClusterMetadata,
+        topic: str,
+        partitions: tuple[int, ...],
+        tps: dict[int, TopicPartition],
+    ) -> None:
+        self.metadata = metadata
+        self.partitions = partitions
+        self.available = metadata.available_partitions_for_topic(topic)
+        self.partition_set = frozenset(partitions)
+        self.tps = tps  # shared across snapshots: one TopicPartition object per partition
+
+    def tp(self, topic: str, partition: int) -> TopicPartition:
+        tp = self.tps.get(partition)
+        if tp is None:
+            tp = self.tps[partition] = TopicPartition(topic, partition)
+        return tp
 
 
 class Producer:
@@ -112,6 +153,7 @@ class Producer:
         self._delivery_timeout_ms = delivery_timeout_ms
         self._max_request_size = max_request_size
         self._buffer_memory = buffer_memory
+        self._max_record_size = min(max_request_size, buffer_memory)
         self._max_block_ms = max_block_ms
         self._cluster = ClusterClient(
             bootstrap_servers,
@@ -121,17 +163,23 @@ class Producer:
             metadata_max_age_ms=metadata_max_age_ms,
             max_in_flight_requests_per_connection=max_in_flight_requests_per_connection,
         )
+        self._max_in_flight = max_in_flight_requests_per_connection
         self._accumulator = RecordAccumulator(
             batch_size=batch_size,
             linger_ms=linger_ms,
             retry_backoff_ms=retry_backoff_ms,
             delivery_timeout_ms=delivery_timeout_ms,
+            guarantee_message_order=max_in_flight_requests_per_connection == 1,
+            buffer_memory=buffer_memory,
         )
         self._partitioner = partitioner or DefaultPartitioner()
+        self._topic_info: dict[str, _TopicInfo] = {}
         self._sender: asyncio.Task[None] | None = None
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._node_in_flight: dict[int, int] = {}  # produce requests in flight per broker
         self._awaiting_metadata: set[TopicPartition] = set()
         self._wakeup: asyncio.Event | None = None
+        self._yield_due = False  # the next send() first yields to the loop
         self._space: asyncio.Event | None = None
         self._closed = False
         self._forced_close = False
@@ -200,17 +248,37 @@ class Producer:
         that one included, come back as the future's KafkaError, never raised here (except
         IllegalStateError after close and ValueError for bad arguments).
         """
-        self._check_open()
-        self._start()
-        key_b, value_b = _as_bytes(key), _as_bytes(value)
-        hdrs = [(str(k), _as_bytes(v) or b"") for k, v in headers or ()]
-        timestamp = wall_clock_ms() if timestamp_ms is None else timestamp_ms
+        if self._yield_due:
+            # The previous send made a batch ready: let the sender ship it now (the turn a
+            # thread switch would give Kafka's Sender). Before appending, so that a caller
+            # cancelled here has queued nothing.
+            self._yield_due = False
+            await asyncio.sleep(0)
+        if self._closed or self._sender_error is not None:
+            self._check_open()
+        if self._sender is None:
+            self._start()
+        key_b = key if key is None or type(key) is bytes else _as_bytes(key)
+        value_b = value if value is None or type(value) is bytes else _as_bytes(value)
+        hdrs: Sequence[tuple[str, bytes]] = (
+            [(str(k), _as_bytes(v) or b"") for k, v in headers] if headers else _NO_HEADERS
+        )
+        timestamp = _time_ns() // 1_000_000 if timestamp_ms is None else timestamp_ms
         try:
-            return await self._append(topic, key_b, value_b, partition, hdrs, timestamp)
+            appended = self._append_now(topic, key_b, value_b, partition, hdrs, timestamp)
+            if appended is None:
+                appended = await self._append_after_waiting(
+                    topic, key_b, value_b, partition, hdrs, timestamp
+                )
         except KafkaError as e:
             failed: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
             failed.set_exception(e)
             return failed
+        future, batch_ready = appended
+        if batch_ready:  # a batch became sendable by size: Kafka's sender.wakeup()
+            self._wake()
+            self._yield_due = True
+        return future
 
     async def send_and_wait(
         self,
@@ -231,16 +299,24 @@ class Producer:
         t = await self._cluster.wait_for_topic(topic, self._max_block_ms)
         return sorted(t.partitions)
 
-    async def _append(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None,
-        headers: list[tuple[str, bytes]],
-        timestamp: int,
-    ) -> asyncio.Future[RecordMetadata]:
-        size = estimate_record_size(key, value, headers)
+    def _record_size(
+        self, key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes]]
+    ) -> int:
+        """The record's estimated size; raises MessageTooLargeError if it can never fit."""
+        if headers:
+            size = estimate_record_size(key, value, headers)
+        else:
+            size = RECORD_OVERHEAD
+            if key is not None:
+                size += len(key)
+            if value is not None:
+                size += len(value)
+        if size > self._max_record_size:
+            self._too_large(size)
+        return size
+
+    def _too_large(self, size: int) -> None:
+        """Raise MessageTooLargeError for a record of `size` bytes that can never fit."""
         if size > self._max_request_size:
             raise MessageTooLargeError(
                 f"The message is {size} bytes when serialized which is larger than "
@@ -252,64 +328,130 @@ class Producer:
                 f"The message is {size} bytes when serialized which is larger than the total "
                 "memory buffer you have configured with the buffer.memory configuration."
             )
+
+    def _known_topic(self, topic: str) -> _TopicInfo | None:
+        """The topic's partitions per the current metadata (cached per snapshot), or None
+        if it has none yet."""
+        info = self._topic_info.get(topic)
+        md = self._cluster.metadata
+        if info is not None and info.metadata is md:
+            return info
+        partitions = md.partitions_for_topic(topic)
+        if partitions is None:
+            return None
+        if info is None:
+            self._cluster.add_topics([topic])
+        info = _TopicInfo(md, topic, partitions, {} if info is None else info.tps)
+        self._topic_info[topic] = info
+        return info
+
+    def _append_now(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        headers: Sequence[tuple[str, bytes]],
+        timestamp: int,
+    ) -> tuple[asyncio.Future[RecordMetadata], bool] | None:
+        """Append without waiting, or None if send() must wait (metadata or buffer space).
+        Raises MessageTooLargeError. (The common case inline: it runs for every record.)"""
+        if headers:
+            size = self._record_size(key, value, headers)
+        else:
+            size = RECORD_OVERHEAD
+            if key is not None:
+                size += len(key)
+            if value is not None:
+                size += len(value)
+            if size > self._max_record_size:
+                self._too_large(size)
+        info = self._topic_info.get(topic)
+        if info is None or info.metadata is not self._cluster.metadata:
+            info = self._known_topic(topic)
+            if info is None:
+                return None
+        if partition is not None and partition not in info.partition_set:
+            return None
+        if self._accumulator.buffered_bytes + size > self._buffer_memory:
+            return None
+        return self._append_to(info, topic, key, value, partition, headers, timestamp, size)
+
+    async def _append_after_waiting(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        headers: Sequence[tuple[str, bytes]],
+        timestamp: int,
+    ) -> tuple[asyncio.Future[RecordMetadata], bool]:
+        size = self._record_size(key, value, headers)
         deadline = now_ms() + self._max_block_ms
-        partitions = await self._wait_on_metadata(topic, partition, deadline)
+        info = await self._wait_on_metadata(topic, partition, deadline)
         await self._wait_for_space(size, deadline)
         self._check_open()
-        md = self._cluster.metadata
-        available = md.available_partitions_for_topic(topic)
-        p = self._choose(topic, key, partition, partitions, available)
+        info = self._known_topic(topic) or info
+        return self._append_to(info, topic, key, value, partition, headers, timestamp, size)
+
+    def _append_to(
+        self,
+        info: _TopicInfo,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        headers: Sequence[tuple[str, bytes]],
+        timestamp: int,
+        size: int,
+    ) -> tuple[asyncio.Future[RecordMetadata], bool]:
+        """Returns the record's future and whether a batch became ready by size."""
+        if partition is None:
+            p = self._partitioner.partition(topic, key, info.partitions, info.available)
+        else:
+            p = partition
         acc = self._accumulator
+        now = _monotonic() * 1000.0
         result = acc.append(
-            TopicPartition(topic, p),
+            info.tps.get(p) or info.tp(topic, p),
             timestamp,
             key,
             value,
             headers,
-            now_ms(),
+            now,
             abort_on_new_batch=True,
+            size=size,
         )
         if result.future is None:
             # The sticky partition's batch is full: stick to another partition (KIP-480).
-            self._partitioner.on_new_batch(topic, partitions, available, p)
-            p = self._choose(topic, key, partition, partitions, available)
-            result = acc.append(TopicPartition(topic, p), timestamp, key, value, headers, now_ms())
+            self._partitioner.on_new_batch(topic, info.partitions, info.available, p)
+            if partition is None:
+                p = self._partitioner.partition(topic, key, info.partitions, info.available)
+            result = acc.append(info.tp(topic, p), timestamp, key, value, headers, now, size=size)
         assert result.future is not None
-        if result.batch_is_full or result.new_batch_created:
-            self._wake()
-        return result.future
-
-    def _choose(
-        self,
-        topic: str,
-        key: bytes | None,
-        partition: int | None,
-        partitions: Sequence[int],
-        available: Sequence[int],
-    ) -> int:
-        if partition is not None:
-            return partition
-        return self._partitioner.partition(topic, key, partitions, available)
+        return result.future, result.new_batch_created or result.batch_became_full
 
     async def _wait_on_metadata(
         self, topic: str, partition: int | None, deadline: float
-    ) -> Sequence[int]:
+    ) -> _TopicInfo:
         self._cluster.add_topics([topic])
-        partitions = self._cluster.metadata.partitions_for_topic(topic)
-        if partitions is None:
+        info = self._known_topic(topic)
+        if info is None:
             await self._cluster.wait_for_topic(topic, max(deadline - now_ms(), 0))
-            partitions = self._cluster.metadata.partitions_for_topic(topic) or ()
-        if partition is not None and partition not in partitions:
+            info = self._known_topic(topic)
+            if info is None:  # gone again already
+                raise UnknownTopicOrPartitionError(f"Topic {topic} not present in metadata.")
+        if partition is not None and partition not in info.partition_set:
             # Perhaps partitions were added since our last look.
             with contextlib.suppress(KafkaError):
                 await self._cluster.refresh_metadata()
-            partitions = self._cluster.metadata.partitions_for_topic(topic) or partitions
-            if partition not in partitions:
+            info = self._known_topic(topic) or info
+            if partition not in info.partition_set:
                 raise UnknownTopicOrPartitionError(
                     f"Partition {partition} of topic {topic} with partition count "
-                    f"{len(partitions)} is not present in metadata."
+                    f"{len(info.partitions)} is not present in metadata."
                 )
-        return partitions
+        return info
 
     async def _wait_for_space(self, size: int, deadline: float) -> None:
         """Block while buffer.memory is used up (Kafka's BufferPool), up to max.block.ms."""
@@ -341,13 +483,24 @@ class Producer:
                 check = acc.ready(md.leader_for, now)
                 if check.unknown_leader_topics or self._cluster.metadata_is_stale():
                     self._cluster.request_update()
-                drained = acc.drain(md.leader_for, check.ready_nodes, self._max_request_size, now)
+                # Kafka's client.ready(node): fewer than max.in.flight requests outstanding.
+                in_flight = self._node_in_flight
+                nodes = [n for n in check.ready_nodes if in_flight.get(n, 0) < self._max_in_flight]
+                drained = (
+                    acc.drain(md.leader_for, nodes, self._max_request_size, now) if nodes else {}
+                )
                 for node, batches in drained.items():
+                    in_flight[node] = in_flight.get(node, 0) + 1
                     task = asyncio.get_running_loop().create_task(self._produce(node, batches))
                     self._in_flight.add(task)
-                    task.add_done_callback(self._in_flight.discard)
+                    task.add_done_callback(functools.partial(self._request_done, node, batches))
                 if acc.closed and not acc.has_incomplete():
                     return
+                if drained:
+                    # More may be sendable (the next batch of a partition, up to the
+                    # in-flight limit): look again once these requests are on their way.
+                    await asyncio.sleep(0)
+                    continue
                 timeout = None if math.isinf(check.next_check_ms) else check.next_check_ms / 1000
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(timeout):
@@ -360,6 +513,23 @@ class Producer:
             self._sender_error = e
             acc.abort_undrained(KafkaError(f"the producer's sender failed: {e}"))
             self._freed()
+
+    def _request_done(
+        self, node: int, batches: list[ProducerBatch], task: asyncio.Task[None]
+    ) -> None:
+        """A produce request is over: free its in-flight slot and let the sender use it."""
+        self._in_flight.discard(task)
+        left = self._node_in_flight.get(node, 0) - 1
+        if left > 0:
+            self._node_in_flight[node] = left
+        else:
+            self._node_in_flight.pop(node, None)
+        if task.cancelled():
+            # Cancelled before it ran (a forced close): nobody else will fail its batches.
+            for b in batches:
+                if not b.done.done():
+                    self._fail(b, KafkaTimeoutError("Producer is closed forcefully."))
+        self._wake()
 
     async def _produce(self, node: int, batches: list[ProducerBatch]) -> None:
         by_topic: dict[str, list[ProducePartition]] = {}
@@ -387,8 +557,7 @@ class Producer:
             for b in batches:
                 self._on_error(b, e)
             return
-        finally:
-            self._wake()
+        # (`_request_done` wakes the sender once this task is over.)
         results = {(t.name, p.partition): p for t in response.topics for p in t.partitions}
         for b in batches:
             r = results.get((b.tp.topic, b.tp.partition))
@@ -398,7 +567,6 @@ class Producer:
                 self._complete(b, r.base_offset)
             else:
                 self._on_error(b, error_for_code(r.error_code, r.error_message or ""))
-        self._wake()
 
     def _on_error(self, batch: ProducerBatch, error: KafkaError) -> None:
         now = now_ms()

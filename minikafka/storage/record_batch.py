@@ -27,7 +27,7 @@ Each record is one msgpack array: [offset delta, timestamp delta, key, value, he
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import Enum
 from typing import Any, NamedTuple
 
@@ -196,12 +196,49 @@ class Record(NamedTuple):
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
-class RecordBatchBuilder:
-    """Accumulates records into one batch buffer; `build()` fills in the header and CRC.
+def new_record_buffer(capacity: int = 1 << 16) -> msgpack.Packer:
+    """A buffer that records are encoded into: a msgpack Packer that accumulates (no
+    autoreset), its C buffer preallocated to `capacity` bytes where msgpack allows. Packers
+    are reusable after `reset()`, which keeps the allocation, so a pool of them is Kafka's
+    BufferPool of batch buffers."""
+    try:
+        return msgpack.Packer(
+            use_bin_type=True,
+            autoreset=False,
+            buf_size=max(capacity, 256),  # type: ignore[call-arg]  # msgpack >= 1.1; no stub
+        )
+    except TypeError:  # msgpack 1.0: no buf_size, the buffer grows on demand
+        return msgpack.Packer(use_bin_type=True, autoreset=False)
 
-    The buffer is a single bytearray that records are packed into as they arrive, so
-    building costs one pass over the bytes.
+
+_EMPTY_HEADERS: tuple[()] = ()
+
+
+def _released(record: object) -> None:
+    raise ValueError("the builder's buffer was released")
+
+
+class RecordBatchBuilder:
+    """Accumulates records into one batch; `build()` adds the header and CRC.
+
+    Records are msgpack-encoded as they arrive into one buffer (`buffer`, or a new one:
+    see `new_record_buffer`), so appending costs one C call per record and building one
+    CRC pass and one copy. `release_buffer()` hands the buffer back (reset) for reuse once
+    the batch is built.
     """
+
+    __slots__ = (
+        "_count",
+        "_first_ts",
+        "_max_ts",
+        "_pack",
+        "_packer",
+        "base_offset",
+        "base_sequence",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+    )
 
     def __init__(
         self,
@@ -210,14 +247,18 @@ class RecordBatchBuilder:
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = NO_PRODUCER_EPOCH,
         base_sequence: int = NO_SEQUENCE,
+        *,
+        buffer: msgpack.Packer | None = None,
     ) -> None:
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
-        self._buf = bytearray(HEADER_SIZE)
-        self._packer = msgpack.Packer(use_bin_type=True, autoreset=True)
+        packer = new_record_buffer(0) if buffer is None else buffer
+        packer.reset()
+        self._packer: msgpack.Packer | None = packer
+        self._pack: Callable[[Any], object] = packer.pack
         self._count = 0
         self._first_ts = NO_TIMESTAMP
         self._max_ts = NO_TIMESTAMP
@@ -227,7 +268,14 @@ class RecordBatchBuilder:
 
     @property
     def size_in_bytes(self) -> int:
-        return len(self._buf)
+        """Bytes the built batch will have (header included)."""
+        with self._buffer().getbuffer() as body:
+            return HEADER_SIZE + len(body)
+
+    def _buffer(self) -> msgpack.Packer:
+        if self._packer is None:
+            raise ValueError("the builder's buffer was released")
+        return self._packer
 
     def append(
         self,
@@ -237,13 +285,21 @@ class RecordBatchBuilder:
         headers: Sequence[tuple[str, bytes]] = (),
     ) -> int:
         """Add a record; returns its offset delta within the batch."""
-        if self._count == 0:
-            self._first_ts = timestamp
         delta = self._count
-        self._buf += self._packer.pack(
-            (delta, timestamp - self._first_ts, key, value, [list(h) for h in headers])
+        if delta == 0:
+            self._first_ts = timestamp
+        # A tuple packs as an array, like a list: the bytes are those of
+        # [delta, ts delta, key, value, [[name, value], ...]].
+        self._pack(
+            (
+                delta,
+                timestamp - self._first_ts,
+                key,
+                value,
+                [list(h) for h in headers] if headers else _EMPTY_HEADERS,
+            )
         )
-        self._count += 1
+        self._count = delta + 1
         if timestamp > self._max_ts:
             self._max_ts = timestamp
         return delta
@@ -251,26 +307,36 @@ class RecordBatchBuilder:
     def build(self) -> bytes:
         if self._count == 0:
             raise ValueError("a record batch holds at least one record")
-        buf = self._buf
-        _HEADER.pack_into(
-            buf,
-            0,
-            self.base_offset,
-            len(buf) - LOG_OVERHEAD,
-            self.partition_leader_epoch,
-            MAGIC,
-            0,
-            0,  # attributes: no compression, CreateTime, not transactional
-            self._count - 1,
-            self._first_ts,
-            self._max_ts,
-            self.producer_id,
-            self.producer_epoch,
-            self.base_sequence,
-            self._count,
-        )
-        _UINT32.pack_into(buf, CRC_OFFSET, crc32c.crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
-        return bytes(buf)
+        header = bytearray(HEADER_SIZE)
+        with self._buffer().getbuffer() as body:
+            _HEADER.pack_into(
+                header,
+                0,
+                self.base_offset,
+                HEADER_SIZE + len(body) - LOG_OVERHEAD,
+                self.partition_leader_epoch,
+                MAGIC,
+                0,
+                0,  # attributes: no compression, CreateTime, not transactional
+                self._count - 1,
+                self._first_ts,
+                self._max_ts,
+                self.producer_id,
+                self.producer_epoch,
+                self.base_sequence,
+                self._count,
+            )
+            crc = crc32c.crc32c(body, crc32c.crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
+            _UINT32.pack_into(header, CRC_OFFSET, crc)
+            return b"".join((header, body))
+
+    def release_buffer(self) -> msgpack.Packer:
+        """Detach the (reset) buffer for reuse; the builder takes no more records."""
+        packer = self._buffer()
+        self._packer = None
+        self._pack = _released
+        packer.reset()
+        return packer
 
 
 def build_batch(

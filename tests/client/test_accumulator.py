@@ -169,3 +169,87 @@ async def test_abort_on_new_batch_leaves_the_record_out():
     aborted = acc.append(TP0, 0, None, b"b" * 40, (), 0, abort_on_new_batch=True)
     assert aborted.future is None
     assert [b.record_count for b in acc.queued(TP0)] == [1]
+
+
+async def test_without_message_order_guarantee_several_batches_of_a_partition_drain():
+    # Kafka with max.in.flight.requests.per.connection > 1: no muting; each drain takes the
+    # partition's next batch (one per partition per request), the caller bounds in-flight.
+    acc = RecordAccumulator(batch_size=50, linger_ms=0, guarantee_message_order=False)
+    for v in (b"a" * 30, b"b" * 30, b"c" * 30):
+        add(acc, TP0, v)
+    drained = [acc.drain(leader_of, {1}, 1 << 20, 0)[1] for _ in range(3)]
+    assert [[values_of(b) for b in d] for d in drained] == [
+        [[b"a" * 30]],
+        [[b"b" * 30]],
+        [[b"c" * 30]],
+    ]
+    assert not acc.is_muted(TP0)
+    for d in drained:
+        acc.complete(d[0], 0)
+    assert not acc.has_incomplete() and acc.buffered_bytes == 0
+
+
+async def test_a_retried_batch_goes_back_first_even_with_others_in_flight():
+    acc = RecordAccumulator(
+        batch_size=50, linger_ms=0, retry_backoff_ms=100, guarantee_message_order=False
+    )
+    for v in (b"a" * 30, b"b" * 30, b"c" * 30):
+        add(acc, TP0, v)
+    (first,) = acc.drain(leader_of, {1}, 1 << 20, 0)[1]
+    (second,) = acc.drain(leader_of, {1}, 1 << 20, 0)[1]
+    acc.reenqueue(first, now_ms=10)
+    assert [values_of(b) for b in acc.queued(TP0)] == [[b"a" * 30], [b"c" * 30]]
+    # Backing off holds the batches behind it too (Kafka drains the head only).
+    assert acc.drain(leader_of, {1}, 1 << 20, 50) == {}
+    (again,) = acc.drain(leader_of, {1}, 1 << 20, 110)[1]
+    assert again is first and second.closed
+
+
+async def test_an_expired_queued_batch_does_not_unmute_the_batch_in_flight():
+    acc = RecordAccumulator(batch_size=50, linger_ms=0, delivery_timeout_ms=1000)
+    add(acc, TP0, b"a" * 30, now=0)
+    add(acc, TP0, b"b" * 30, now=500)
+    (in_flight,) = acc.drain(leader_of, {1}, 1 << 20, 0)[1]
+    add(acc, TP0, b"c" * 30, now=1200)
+    assert len(acc.expire_batches(1500)) == 1  # the queued one created at 500
+    assert acc.is_muted(TP0)
+    assert acc.drain(leader_of, {1}, 1 << 20, 1500) == {}
+    acc.complete(in_flight, 0)
+    assert not acc.is_muted(TP0)
+    assert [values_of(b) for b in acc.drain(leader_of, {1}, 1 << 20, 1500)[1]] == [[b"c" * 30]]
+
+
+async def test_batch_became_full_is_reported_once_when_a_batch_fills_up():
+    size = estimate_record_size(None, b"x" * 100, ())
+    acc = RecordAccumulator(batch_size=2 * size, linger_ms=1000)
+    results = [add(acc, TP0, b"x" * 100) for _ in range(5)]
+    assert [r.new_batch_created for r in results] == [True, False, True, False, True]
+    assert [r.batch_became_full for r in results] == [False, True, False, True, False]
+    # batch_is_full stays true while a full batch waits (Kafka's wakeup condition).
+    assert [r.batch_is_full for r in results] == [False, True, True, True, True]
+
+
+async def test_batch_buffers_are_reused_once_a_batch_is_built():
+    acc = RecordAccumulator(batch_size=1000, linger_ms=0)
+    add(acc, TP0, b"a" * 100)
+    (first,) = acc.drain(leader_of, {1}, 1 << 20, 0)[1]  # built: its buffer goes back
+    assert (acc.pool.allocated, acc.pool.free_count) == (1, 1)
+    add(acc, TP0, b"b" * 100)
+    assert (acc.pool.allocated, acc.pool.reused, acc.pool.free_count) == (1, 1, 0)
+    acc.complete(first, 0)
+    (second,) = acc.drain(leader_of, {1}, 1 << 20, 0)[1]
+    # Reuse left no trace of the first batch's records in either batch.
+    assert values_of(first) == [b"a" * 100]
+    assert values_of(second) == [b"b" * 100]
+    acc.complete(second, 1)
+    assert (acc.pool.allocated, acc.pool.free_count) == (1, 1)
+
+
+async def test_a_batch_failed_before_sending_returns_its_buffer_and_odd_sizes_are_dropped():
+    acc = RecordAccumulator(batch_size=200, linger_ms=0, delivery_timeout_ms=1000)
+    add(acc, TopicPartition("nowhere", 0), b"a", now=0)
+    acc.expire_batches(1000)
+    assert acc.pool.free_count == 1
+    add(acc, TP0, b"x" * 5000)  # a record larger than batch.size grows the buffer
+    acc.drain(leader_of, {1}, 1 << 20, 0)
+    assert acc.pool.free_count == 0  # not kept: it is no longer batch.size

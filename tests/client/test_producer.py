@@ -7,6 +7,7 @@ import pytest
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
 from minikafka.client.partitioner import partition_for_key
 from minikafka.client.producer import Producer, parse_acks
+from minikafka.common import TopicPartition
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import (
     ErrorCode,
@@ -211,10 +212,15 @@ async def test_records_for_a_leaderless_partition_expire_after_delivery_timeout(
             await producer.send_and_wait("t", b"v", partition=0)
 
 
-async def test_order_per_partition_survives_retries(cluster):
+async def test_order_per_partition_survives_retries_with_one_request_in_flight(cluster):
+    # Kafka's guarantee without idempotence: ordered across retries only with
+    # max.in.flight.requests.per.connection=1 (with more, a retried batch may land after
+    # the ones sent behind it).
     cluster.create_topic("t", partitions=1)
     cluster.inject(m.ProduceRequest, produce_error(ErrorCode.NOT_ENOUGH_REPLICAS), times=3)
-    async with fast_producer(cluster, batch_size=64) as producer:
+    async with fast_producer(
+        cluster, batch_size=64, max_in_flight_requests_per_connection=1
+    ) as producer:
         futures = [await producer.send("t", f"{i:03d}".encode()) for i in range(30)]
         await producer.flush()
     assert [f.result().offset for f in futures] == list(range(30))
@@ -290,3 +296,175 @@ async def test_buffer_memory_blocks_send_until_max_block_ms(cluster):
     await producer.close(timeout_ms=0)
     with pytest.raises(KafkaTimeoutError, match="closed forcefully"):
         stuck.result()
+
+
+class ProduceGate:
+    """Holds produce requests at the broker until released, counting those held at once."""
+
+    def __init__(self, cluster, answer=None):
+        self.cluster = cluster
+        self.answer = answer  # (arrival index, broker, request) -> response, or None: normal
+        self.open = asyncio.Event()
+        self.arrived = 0
+        self.held = 0
+        self.max_held = 0
+
+    async def __call__(self, broker_id, request):
+        index = self.arrived
+        self.arrived += 1
+        self.held += 1
+        self.max_held = max(self.max_held, self.held)
+        try:
+            await self.open.wait()
+        finally:
+            self.held -= 1
+        if self.answer is not None:
+            response = self.answer(index, broker_id, request)
+            if response is not None:
+                return response
+        return await self.cluster._on_ProduceRequest(broker_id, request)
+
+    async def wait_held(self, n, timeout=5.0):
+        async with asyncio.timeout(timeout):
+            while self.held < n:
+                await asyncio.sleep(0.005)
+
+
+def batches_per_request(cluster):
+    return [
+        [p.partition for t in r.topics for p in t.partitions]
+        for _, r in cluster.requests_of(m.ProduceRequest)
+    ]
+
+
+async def test_several_batches_of_one_partition_are_in_flight_up_to_max_in_flight(cluster):
+    cluster.create_topic("t", partitions=1)
+    gate = ProduceGate(cluster)
+    cluster.inject(m.ProduceRequest, gate, times=10**6)
+    async with fast_producer(
+        cluster, batch_size=100, max_in_flight_requests_per_connection=5
+    ) as producer:
+        futures = [await producer.send("t", f"{i:080d}".encode()) for i in range(20)]
+        await gate.wait_held(5)
+        await asyncio.sleep(0.05)  # room for a sixth, were the limit not enforced
+        assert (gate.held, gate.arrived) == (5, 5)
+        gate.open.set()
+        await producer.flush()
+    assert gate.max_held == 5
+    # One batch of the partition per request, as Kafka does; no retries, so still in order.
+    assert batches_per_request(cluster) == [[0]] * 20
+    assert [f.result().offset for f in futures] == list(range(20))
+    assert cluster.values("t", 0) == [f"{i:080d}".encode() for i in range(20)]
+
+
+async def test_one_request_at_a_time_with_max_in_flight_one(cluster):
+    cluster.create_topic("t", partitions=1)
+    gate = ProduceGate(cluster)
+    cluster.inject(m.ProduceRequest, gate, times=10**6)
+    async with fast_producer(
+        cluster, batch_size=100, max_in_flight_requests_per_connection=1
+    ) as producer:
+        futures = [await producer.send("t", f"{i:080d}".encode()) for i in range(10)]
+        await gate.wait_held(1)
+        await asyncio.sleep(0.05)
+        assert (gate.held, gate.arrived) == (1, 1)
+        assert producer.accumulator.is_muted(TopicPartition("t", 0))  # Kafka's muting
+        gate.open.set()
+        await producer.flush()
+    assert gate.max_held == 1
+    assert [f.result().offset for f in futures] == list(range(10))
+
+
+async def test_retries_may_reorder_batches_with_several_in_flight_as_in_kafka(cluster):
+    # Kafka without idempotence: "if this is greater than 1 ... there is a risk of message
+    # reordering after a failed send due to retries". The first batch fails retriably while
+    # the next ones, already in flight, succeed: it lands after them.
+    cluster.create_topic("t", partitions=1)
+
+    def first_fails(index, broker_id, request):
+        return (
+            produce_error(ErrorCode.NOT_ENOUGH_REPLICAS)(broker_id, request) if index == 0 else None
+        )
+
+    gate = ProduceGate(cluster, first_fails)
+    cluster.inject(m.ProduceRequest, gate, times=10**6)
+    async with fast_producer(
+        cluster, batch_size=100, max_in_flight_requests_per_connection=5
+    ) as producer:
+        futures = [await producer.send("t", f"{i:080d}".encode()) for i in range(3)]
+        await gate.wait_held(3)
+        gate.open.set()
+        await producer.flush()
+    assert [f.result().offset for f in futures] == [2, 0, 1]
+    assert cluster.values("t", 0) == [f"{i:080d}".encode() for i in (1, 2, 0)]
+
+
+async def test_retries_keep_order_with_max_in_flight_one_even_with_batches_queued(cluster):
+    cluster.create_topic("t", partitions=1)
+
+    def first_two_fail(index, broker_id, request):
+        if index < 2:
+            return produce_error(ErrorCode.NOT_LEADER_OR_FOLLOWER)(broker_id, request)
+        return None
+
+    gate = ProduceGate(cluster, first_two_fail)
+    cluster.inject(m.ProduceRequest, gate, times=10**6)
+    async with fast_producer(
+        cluster, batch_size=100, max_in_flight_requests_per_connection=1
+    ) as producer:
+        futures = [await producer.send("t", f"{i:080d}".encode()) for i in range(6)]
+        await gate.wait_held(1)
+        gate.open.set()
+        await producer.flush()
+    assert gate.max_held == 1
+    assert [f.result().offset for f in futures] == list(range(6))
+    assert cluster.values("t", 0) == [f"{i:080d}".encode() for i in range(6)]
+
+
+async def test_batch_buffers_are_reused_across_requests(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster, batch_size=1000) as producer:
+        for _ in range(5):
+            futures = [await producer.send("t", b"x" * 300) for _ in range(9)]
+            await producer.flush()
+        pool = producer.accumulator.pool
+        assert all(f.done() and not f.exception() for f in futures)
+        assert pool.reused > 0
+        assert pool.allocated <= 2  # the open batch's and the one being built, at most
+    assert cluster.values("t", 0) == [b"x" * 300] * 45
+
+
+async def test_send_yields_so_full_batches_leave_before_the_buffer_fills(cluster):
+    # Kafka's send() runs on the caller's thread while the Sender ships full batches. A
+    # tight loop of sends must let the sender run too, not fill buffer.memory first.
+    cluster.create_topic("t", partitions=1)
+    record = b"x" * 1000
+    count = 400  # 400 kB of records, 100 batches; the buffer could hold them all
+    async with fast_producer(cluster, batch_size=4096, buffer_memory=1 << 20) as producer:
+        futures = []
+        most_buffered = 0
+        for _ in range(count):
+            futures.append(await producer.send("t", record))
+            most_buffered = max(most_buffered, producer.accumulator.buffered_bytes)
+        sent_during_loop = len(cluster.requests_of(m.ProduceRequest))
+        done_during_loop = sum(f.done() for f in futures)
+        await producer.flush()
+    assert sent_during_loop >= 10
+    assert done_during_loop > 0
+    # (about half, here: the caller still gets most turns of the loop)
+    assert most_buffered < count * len(record) * 3 // 4
+    assert [f.result().offset for f in futures] == list(range(count))
+
+
+async def test_a_send_cancelled_while_yielding_has_queued_nothing(cluster):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster, linger_ms=10_000) as producer:
+        first = await producer.send("t", b"first")  # a new batch: the next send yields
+        task = asyncio.create_task(producer.send("t", b"cancelled"))
+        await asyncio.sleep(0)  # the task is now in its yield
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await producer.flush()
+    assert first.result().offset == 0
+    assert cluster.values("t", 0) == [b"first"]
