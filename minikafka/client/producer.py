@@ -355,17 +355,8 @@ class Producer:
         timestamp: int,
     ) -> tuple[asyncio.Future[RecordMetadata], bool] | None:
         """Append without waiting, or None if send() must wait (metadata or buffer space).
-        Raises MessageTooLargeError. (The common case inline: it runs for every record.)"""
-        if headers:
-            size = self._record_size(key, value, headers)
-        else:
-            size = RECORD_OVERHEAD
-            if key is not None:
-                size += len(key)
-            if value is not None:
-                size += len(value)
-            if size > self._max_record_size:
-                self._too_large(size)
+        Raises MessageTooLargeError. (It runs for every record: kept lean.)"""
+        size = self._record_size(key, value, headers)
         info = self._topic_info.get(topic)
         if info is None or info.metadata is not self._cluster.metadata:
             info = self._known_topic(topic)
