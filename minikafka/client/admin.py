@@ -423,7 +423,9 @@ class Admin:
                     else:
                         done[p.tp] = partition_replicas(st, p.replicas)
             retry = any(e.retriable for e in failed.values())
-            if not retry or now_ms() >= deadline:
+            # No new attempt that could only start after the backoff with no time left: its
+            # own timeout would then replace the brokers' real answers as the error.
+            if not retry or now_ms() + self._retry_backoff_ms >= deadline:
                 return [
                     done.get(p.tp)
                     or PartitionReplicas(
@@ -432,7 +434,7 @@ class Admin:
                     for p in parts
                 ]
             log.info("describe replicas will be retried for %d partitions", len(failed))
-            await asyncio.sleep(min(self._retry_backoff_ms, max(0.0, deadline - now_ms())) / 1000.0)
+            await asyncio.sleep(self._retry_backoff_ms / 1000.0)
 
     async def fetch_replica_records(
         self,
