@@ -42,13 +42,17 @@ from minikafka.storage.record_batch import (
     BatchHeader,
     InvalidBatchError,
     stamp,
-    validate_batch,
+    validated_header_fields,
 )
 from minikafka.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, LogSlice, base_offset_of
 
 log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
+# Positions in the header tuple of validated_header_fields (the leader's append path).
+_F_LENGTH = BatchHeader._fields.index("batch_length")
+_F_MAX_TIMESTAMP = BatchHeader._fields.index("max_timestamp")
+_F_RECORD_COUNT = BatchHeader._fields.index("record_count")
 
 
 class LogAppendInfo(NamedTuple):  # NamedTuple: built on every append, cheap to construct
@@ -263,28 +267,29 @@ class Log:
 
     # --- appends -------------------------------------------------------------------------
 
-    def _validate(self, buf: bytes | bytearray | memoryview) -> list[tuple[int, BatchHeader]]:
-        if len(buf) == 0:
+    def _check_request_size(self, n: int) -> None:
+        if n == 0:
             raise CorruptRecordError("no record batch in the request")
-        if len(buf) > self.config.segment_bytes:
+        if n > self.config.segment_bytes:
             raise RecordListTooLargeError(
-                f"{len(buf)} bytes exceed segment.bytes {self.config.segment_bytes}"
+                f"{n} bytes exceed segment.bytes {self.config.segment_bytes}"
             )
-        batches = []
-        pos, n, max_size = 0, len(buf), self.config.max_message_bytes
-        while pos < n:
-            try:
-                h = validate_batch(buf, pos, n)
-            except InvalidBatchError as e:
-                raise CorruptRecordError(str(e)) from e
-            size = h.batch_length + LOG_OVERHEAD
-            if size > max_size:
-                raise MessageTooLargeError(
-                    f"batch at byte {pos} is {size} bytes, larger than max.message.bytes {max_size}"
-                )
-            batches.append((pos, h))
-            pos += size
-        return batches
+
+    def _check_batch(
+        self, buf: bytes | bytearray | memoryview, pos: int, n: int
+    ) -> tuple[int, ...]:
+        """Validate the batch at `pos`; its header fields (BatchHeader's order) and size."""
+        try:
+            f = validated_header_fields(buf, pos, n)
+        except InvalidBatchError as e:
+            raise CorruptRecordError(str(e)) from e
+        size = f[_F_LENGTH] + LOG_OVERHEAD
+        if size > self.config.max_message_bytes:
+            raise MessageTooLargeError(
+                f"batch at byte {pos} is {size} bytes, "
+                f"larger than max.message.bytes {self.config.max_message_bytes}"
+            )
+        return f
 
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int
@@ -292,24 +297,40 @@ class Log:
         """Validate, assign offsets from LEO, stamp the leader epoch, append.
 
         A bytearray (what the network layer reads requests into) is stamped in place, as
-        Kafka stamps the request's buffer; immutable bytes are copied first.
+        Kafka stamps the request's buffer; immutable bytes are copied first. Stamping as we
+        validate is safe: a request with an invalid batch is rejected whole and its buffer
+        dropped. (This is the produce path's per-batch cost, so it works on plain header
+        tuples: no BatchHeader objects, no list of batches.)
         """
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = records if isinstance(records, bytearray) else bytearray(records)
-        batches = self._validate(buf)
-        first = offset = self.log_end_offset
+        n = len(buf)
+        self._check_request_size(n)
+        first = offset = self._segments[-1].next_offset
         max_ts = -1
-        for pos, h in batches:
+        pos = num_batches = 0
+        while pos < n:
+            f = self._check_batch(buf, pos, n)
             stamp(buf, pos, offset, leader_epoch)
-            offset += h.record_count
-            max_ts = max(max_ts, h.max_timestamp)
+            offset += f[_F_RECORD_COUNT]
+            if f[_F_MAX_TIMESTAMP] > max_ts:
+                max_ts = f[_F_MAX_TIMESTAMP]
+            pos += f[_F_LENGTH] + LOG_OVERHEAD
+            num_batches += 1
         self.leader_epoch_cache.assign(leader_epoch, first)
-        return self._append(buf, first, offset - 1, max_ts, len(batches), offset - first)
+        return self._append(buf, first, offset - 1, max_ts, num_batches, offset - first)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and epochs kept)."""
-        batches = self._validate(records)
+        n = len(records)
+        self._check_request_size(n)
+        batches: list[tuple[int, BatchHeader]] = []
+        pos = 0
+        while pos < n:
+            h = BatchHeader._make(self._check_batch(records, pos, n))
+            batches.append((pos, h))
+            pos += h.batch_length + LOG_OVERHEAD
         leo = self.log_end_offset
         first = batches[0][1].base_offset
         if first < leo:
@@ -356,7 +377,7 @@ class Log:
         if seg.size > 0 and (
             seg.size > self.config.segment_bytes - n
             or last - seg.base_offset > _INT32_MAX
-            or seg.time_waited_for_roll(self._clock.now_ms(), max_ts) >= self.config.segment_ms
+            or seg.time_waited_for_roll(self._clock, max_ts) >= self.config.segment_ms
         ):
             # A follower may append with a gap (the leader's log start moved); the new segment
             # starts at the first offset actually appended.

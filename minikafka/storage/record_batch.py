@@ -136,10 +136,21 @@ def validate_batch(
     lengths above it as out of bounds (used by recovery: a garbage length must not make us
     trust a huge span).
     """
-    limit = len(buf) if end is None else end
+    return BatchHeader._make(
+        validated_header_fields(buf, pos, len(buf) if end is None else end, max_batch_size)
+    )
+
+
+def validated_header_fields(
+    buf: bytes | bytearray | memoryview,
+    pos: int,
+    limit: int,
+    max_batch_size: int | None = None,
+) -> tuple[int, ...]:
+    """`validate_batch` without building a BatchHeader: the header's fields as a plain tuple
+    in BatchHeader's order, for the leader's append path (every produced batch)."""
     if limit - pos < HEADER_SIZE:
         raise InvalidBatchError(InvalidBatchReason.TRUNCATED, pos, f"{limit - pos} bytes left")
-    # Checks on the raw tuple: this runs for every batch appended, so it stays lean.
     f = _HEADER.unpack_from(buf, pos)
     length, magic, crc, last_delta, count = f[1], f[3], f[4], f[6], f[12]
     size = length + LOG_OVERHEAD
@@ -164,7 +175,7 @@ def validate_batch(
         raise InvalidBatchError(
             InvalidBatchReason.CRC_MISMATCH, pos, f"stored {crc:#010x}, computed {actual:#010x}"
         )
-    return BatchHeader._make(f)
+    return f
 
 
 def iter_batches(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from minikafka.clock import Clock
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
 from minikafka.storage.record_batch import (
     HEADER_SIZE,
@@ -208,13 +209,16 @@ class LogSegment:
         if self._largest_timestamp is not None and max_ts > self._largest_timestamp:
             self._largest_timestamp = max_ts
 
-    def time_waited_for_roll(self, now_ms: int, incoming_max_ts: int) -> int:
+    def time_waited_for_roll(self, clock: Clock, incoming_max_ts: int) -> int:
         """Kafka's rule: with record timestamps, time between the first batch and the incoming
-        one; otherwise time since the segment was created."""
-        first = self.first_batch_timestamp()
+        one; otherwise time since the segment was created (the clock is read only then: this
+        runs on every append)."""
+        first = self._first_batch_timestamp
+        if first is None:
+            first = self.first_batch_timestamp()
         if first is not None and first >= 0:
             return incoming_max_ts - first
-        return now_ms - self.created_ms
+        return clock.now_ms() - self.created_ms
 
     def first_batch_timestamp(self) -> int | None:
         if self._first_batch_timestamp is None and self.size >= HEADER_SIZE:

@@ -65,8 +65,12 @@ def test_bad_appends_are_rejected_and_leave_the_log_unchanged(open_log):
         lg.append_as_leader(build_batch([b"x" * 300]), 0)
     with pytest.raises(RecordListTooLargeError):
         lg.append_as_leader(batch(1) * 80, 0)
+    # One bad batch rejects the whole request, though the good one before it was stamped.
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        lg.append_as_leader(bytearray(batch(2)) + bad, 5)
     assert lg.log_end_offset == 1
     assert lg.read(0, 10**6).read() == before
+    assert [(e.epoch, e.start_offset) for e in lg.leader_epoch_cache.entries] == [(0, 0)]
 
 
 def test_roll_by_size_and_new_segment_starts_at_leo(open_log):
