@@ -51,7 +51,6 @@ import argparse
 import asyncio
 import contextlib
 import datetime
-import functools
 import importlib.metadata
 import json
 import logging
@@ -82,7 +81,7 @@ from minikafka.perf import (
     ConsumerPerfResult,
     OfferedLoadResult,
     ProducerPerfResult,
-    ProducerStats,
+    SendCompletions,
     make_payload,
     measure_offered_load,
     run_consumer_perf,
@@ -622,34 +621,12 @@ async def js_produce(
     first publish and stops after the last PubAck; latency is publish -> PubAck."""
     payload = make_payload(record_size)
     clock = time.perf_counter
-    failed = completed = 0
-    first_error: str | None = None
-    all_done = asyncio.Event()
-    if num_records == 0:
-        all_done.set()
-    stats = ProducerStats(clock())
-
-    def on_done(send_start: float, fut: asyncio.Future[Any]) -> None:
-        nonlocal failed, first_error, completed
-        now = clock()
-        completed += 1
-        if completed == num_records:
-            all_done.set()
-        error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
-        if error is not None:
-            failed += 1
-            if first_error is None:
-                first_error = f"{type(error).__name__}: {error}"
-            return
-        stats.record(now - send_start, record_size, now)
-
+    done = SendCompletions(num_records, record_size, clock)
     n = len(subjects)
     for i in range(num_records):
         send_start = clock()
-        fut = await js.publish_async(subjects[i % n], payload)
-        fut.add_done_callback(functools.partial(on_done, send_start))
-    await all_done.wait()
-    return stats.result(clock(), failed=failed, first_error=first_error)
+        done.track(await js.publish_async(subjects[i % n], payload), send_start)
+    return await done.result()
 
 
 async def js_consume(

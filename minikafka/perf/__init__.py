@@ -29,6 +29,7 @@ from minikafka.perf.produce import (
     ProducerPerfResult,
     ProducerStats,
     ProducerWindow,
+    SendCompletions,
     make_payload,
     run_producer_perf,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "ProducerStats",
     "ProducerWindow",
     "PropertyError",
+    "SendCompletions",
     "ThroughputThrottler",
     "TopicShape",
     "consumer_config",

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.client.accumulator import RecordMetadata
 from minikafka.client.producer import Producer
 from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
 from minikafka.perf.shape import TopicShape, topic_shape
@@ -167,6 +166,58 @@ class ProducerStats:
         )
 
 
+class SendCompletions:
+    """Kafka's PerfCallback: what each send's completion does (count it, or count the
+    failure; record the latency; print a progress line when a window closes), and an event
+    set once all `num_records` completed. For any client whose sends return futures."""
+
+    def __init__(
+        self,
+        num_records: int,
+        record_size: int,
+        clock: Clock,
+        *,
+        reporting_interval_s: float = REPORTING_INTERVAL_S,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.num_records = num_records
+        self.record_size = record_size
+        self.clock = clock
+        self.on_progress = on_progress
+        self.stats = ProducerStats(clock(), reporting_interval_s)
+        self.completed = 0
+        self.failed = 0
+        self.first_error: str | None = None
+        self.all_done = asyncio.Event()
+        if num_records == 0:
+            self.all_done.set()
+
+    def track(self, fut: asyncio.Future[Any], send_start: float) -> None:
+        fut.add_done_callback(functools.partial(self._on_done, send_start))
+
+    def _on_done(self, send_start: float, fut: asyncio.Future[Any]) -> None:
+        now = self.clock()
+        self.completed += 1
+        if self.completed == self.num_records:
+            self.all_done.set()
+        error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
+        if error is not None:
+            self.failed += 1
+            if self.first_error is None:
+                self.first_error = f"{type(error).__name__}: {error}"
+            return
+        window = self.stats.record(now - send_start, self.record_size, now)
+        if window is not None and self.on_progress is not None:
+            self.on_progress(window.line())
+
+    async def result(self, shape: TopicShape | None = None) -> ProducerPerfResult:
+        """Once every send completed (callbacks run as their futures complete)."""
+        await self.all_done.wait()
+        return self.stats.result(
+            self.clock(), failed=self.failed, first_error=self.first_error, shape=shape
+        )
+
+
 async def run_producer_perf(
     bootstrap_servers: str,
     topic: str,
@@ -192,45 +243,25 @@ async def run_producer_perf(
     if num_records < 0 or record_size < 0:
         raise ValueError("num_records and record_size must not be negative")
     payload = make_payload(record_size)
-    failed = 0
-    first_error: str | None = None
-    completed = 0
-    all_done = asyncio.Event()
-    if num_records == 0:
-        all_done.set()
-
     async with Producer(bootstrap_servers, **dict(producer_config or {})) as producer:
         await producer.partitions_for(topic)  # the topic must exist; waits max.block.ms
         shape = topic_shape(producer.cluster.metadata, topic)
         if on_ready is not None:
             on_ready(shape)
-        stats = ProducerStats(clock(), reporting_interval_s)
-        throttler = ThroughputThrottler(throughput, stats.start)
-
-        def on_done(send_start: float, fut: asyncio.Future[RecordMetadata]) -> None:
-            nonlocal failed, first_error, completed
-            now = clock()
-            completed += 1
-            if completed == num_records:
-                all_done.set()
-            error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
-            if error is not None:
-                failed += 1
-                if first_error is None:
-                    first_error = f"{type(error).__name__}: {error}"
-                return
-            window = stats.record(now - send_start, record_size, now)
-            if window is not None and on_progress is not None:
-                on_progress(window.line())
-
+        done = SendCompletions(
+            num_records,
+            record_size,
+            clock,
+            reporting_interval_s=reporting_interval_s,
+            on_progress=on_progress,
+        )
+        throttler = ThroughputThrottler(throughput, done.stats.start)
         for i in range(num_records):
             send_start = clock()
-            fut = await producer.send(topic, payload)
-            fut.add_done_callback(functools.partial(on_done, send_start))
+            done.track(await producer.send(topic, payload), send_start)
             if throttler.should_throttle(i, send_start):
                 pause = throttler.sleep_time()
                 if pause > 0:
                     await asyncio.sleep(pause)
         await producer.flush()
-    await all_done.wait()  # every callback has run (they are scheduled as futures complete)
-    return stats.result(clock(), failed=failed, first_error=first_error, shape=shape)
+    return await done.result(shape)
