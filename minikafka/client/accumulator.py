@@ -42,9 +42,10 @@ def estimate_record_size(
     return size
 
 
-@dataclass(frozen=True, slots=True)
-class RecordMetadata:
-    """Where an acknowledged record went. `offset` is -1 with acks=0 (nobody answers)."""
+class RecordMetadata(NamedTuple):
+    """Where an acknowledged record went. `offset` is -1 with acks=0 (nobody answers).
+    (A NamedTuple: one is built per acknowledged record, ~5x cheaper than a frozen
+    dataclass.)"""
 
     topic: str
     partition: int

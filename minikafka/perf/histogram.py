@@ -3,16 +3,24 @@ core dependency: Debian does not package it, and the Docker images install only 
 
 Values are recorded in microseconds with 3 significant digits, from 1 µs to one hour; the
 count, sum and maximum are kept exactly beside the histogram.
+
+Recording is on the measured path (one call per acknowledged record in `perf produce`), and
+the package's `record_value` is pure Python (~3 µs): values are appended to an array and
+handed to the histogram in bulk, one `record_value(value, count)` per distinct value, when a
+percentile is asked for or the buffer fills.
 """
 
 from __future__ import annotations
 
+from array import array
+from collections import Counter
 from typing import Any
 
 INSTALL_HINT = "pip install 'minikafka[perf]'"
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000  # one hour
 SIGNIFICANT_DIGITS = 3
+PENDING_LIMIT = 1 << 20  # values buffered before a bulk record (8 MiB)
 
 
 class MissingDependencyError(RuntimeError):
@@ -39,16 +47,26 @@ class LatencyHistogram:
 
     def __init__(self) -> None:
         self._hdr = _hdr_histogram_class()(LOWEST_US, HIGHEST_US, SIGNIFICANT_DIGITS)
+        self._pending: array[int] = array("q")
         self.count = 0
         self.total_us = 0
         self.max_us = 0
 
     def record_us(self, latency_us: int) -> None:
-        latency_us = max(latency_us, 0)
-        self._hdr.record_value(min(max(latency_us, LOWEST_US), HIGHEST_US))
+        if latency_us < 0:
+            latency_us = 0
+        self._pending.append(latency_us)
         self.count += 1
         self.total_us += latency_us
-        self.max_us = max(self.max_us, latency_us)
+        if latency_us > self.max_us:
+            self.max_us = latency_us
+        if len(self._pending) >= PENDING_LIMIT:
+            self._flush()
+
+    def _flush(self) -> None:
+        for value, n in Counter(self._pending).items():
+            self._hdr.record_value(min(max(value, LOWEST_US), HIGHEST_US), n)
+        self._pending = array("q")
 
     def record_seconds(self, latency_s: float) -> None:
         self.record_us(round(latency_s * 1_000_000))
@@ -66,6 +84,7 @@ class LatencyHistogram:
         answers with the top of a bucket); 0 when empty."""
         if not self.count:
             return 0
+        self._flush()
         return min(int(self._hdr.get_value_at_percentile(percentile)), self.max_us)
 
     def percentile_ms(self, percentile: float) -> int:

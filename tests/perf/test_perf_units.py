@@ -4,6 +4,7 @@ happen before anything connects."""
 
 from __future__ import annotations
 
+import random
 import sys
 
 import pytest
@@ -88,6 +89,31 @@ def test_histogram_percentiles_are_whole_ms_and_never_above_the_max() -> None:
     assert h.percentile_us(100) == 123_456_789  # the exact max, not the bucket's top
     assert h.max_ms == pytest.approx(123456.789)
     assert h.mean_ms == pytest.approx((1500 + 2500 + 123_456_789) / 3 / 1000)
+
+
+def test_histogram_buffered_recording_matches_recording_each_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Values are buffered and recorded in bulk (on a percentile query or a full buffer):
+    the percentiles equal those of an HdrHistogram given every value one by one."""
+    from hdrh.histogram import HdrHistogram
+
+    from minikafka.perf import histogram as histogram_module
+
+    monkeypatch.setattr(histogram_module, "PENDING_LIMIT", 7)
+    rng = random.Random(5)
+    values = [rng.choice((0, 1, 999, 1000, 1001)) or rng.randrange(10**7) for _ in range(500)]
+    h = LatencyHistogram()
+    reference = HdrHistogram(1, 3_600_000_000, 3)
+    for i, us in enumerate(values):
+        h.record_us(us)
+        reference.record_value(max(us, 1))
+        if i == 250:  # a query in the middle, then more values
+            assert h.percentile_us(50) == reference.get_value_at_percentile(50)
+    for p in (0, 10, 50, 90, 99, 99.9, 100):
+        assert h.percentile_us(p) == min(reference.get_value_at_percentile(p), max(values))
+    assert h.count == len(values)
+    assert h.max_us == max(values)
 
 
 def test_payload_is_upper_case_letters_made_the_same_way_each_time() -> None:
