@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
+class TopicPartition(NamedTuple):
+    # A NamedTuple, not a frozen dataclass: it keys most dicts of the request path and the
+    # fetch sessions, and a tuple hashes and compares in C (a dataclass's __hash__ is Python).
     topic: str
     partition: int
 

@@ -65,6 +65,12 @@ INITIAL_AUTO_REBALANCE_DELAY_S = 5.0
 # After a ZooKeeper error during the election check, check again this much later: nothing
 # else would if /controller did not change meanwhile.
 ELECTION_RETRY_BACKOFF_S = 1.0
+# New partitions' state znodes are created in fenced multis of at most this many partitions
+# and about this many bytes: one multi for a whole topic of thousands of partitions would
+# exceed ZooKeeper's jute.maxbuffer (1 MiB), which the server answers by dropping the
+# connection.
+STATE_CREATION_CHUNK_PARTITIONS = 1000
+STATE_CREATION_CHUNK_BYTES = 512 * 1024
 
 
 # --- events -------------------------------------------------------------------------------------
@@ -148,6 +154,34 @@ class _Strategy(Enum):
 
 def _tps(tps: Iterable[TopicPartition]) -> str:
     return ",".join(str(tp) for tp in tps) or "-"
+
+
+def _state_creation_bytes(tp: TopicPartition) -> int:
+    """Upper bound of what creating `tp`'s `partitions/<p>` and `state` znodes adds to a
+    multi: both paths hold the topic name; 512 covers the rest (the partition number, the
+    state's JSON, the chroot of a reasonable `zookeeper.connect`, per-operation overhead)."""
+    return 2 * len(tp.topic.encode()) + 512
+
+
+def state_creation_chunks(
+    states: dict[TopicPartition, LeaderAndIsr],
+    max_partitions: int = STATE_CREATION_CHUNK_PARTITIONS,
+    max_bytes: int = STATE_CREATION_CHUNK_BYTES,
+) -> list[dict[TopicPartition, LeaderAndIsr]]:
+    """`states` in (topic, partition) order, cut into the chunks created one multi each."""
+    chunks: list[dict[TopicPartition, LeaderAndIsr]] = []
+    current: dict[TopicPartition, LeaderAndIsr] = {}
+    size = 0
+    for tp in sorted(states, key=lambda x: (x.topic, x.partition)):
+        cost = _state_creation_bytes(tp)
+        if current and (len(current) >= max_partitions or size + cost > max_bytes):
+            chunks.append(current)
+            current, size = {}, 0
+        current[tp] = states[tp]
+        size += cost
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 # --- the controller --------------------------------------------------------------------------------
@@ -581,6 +615,13 @@ class KafkaController:
 
         A partition none of whose replicas is live gets leader -1 with every assigned replica
         in the ISR: all their logs are empty, so the first to come back may lead.
+
+        The state znodes are created in chunks (`state_creation_chunks`), and the batch is
+        sent after each chunk (callers start a batch before and send it after, so this only
+        sends earlier), so that brokers create the first chunk's replicas while the next one
+        is written to ZooKeeper, and no single LeaderAndIsr has to create tens of thousands
+        of logs within the request timeout. This holds for a topic created while a new
+        controller loads, too.
         """
         ctx = self.context
         states: dict[TopicPartition, LeaderAndIsr] = {}
@@ -592,17 +633,19 @@ class KafkaController:
                 states[tp] = LeaderAndIsr(NO_LEADER, 0, replicas, ctx.epoch)
             else:
                 states[tp] = LeaderAndIsr(result.leader, 0, result.isr, ctx.epoch)
-        for tp, leadership in (await self._create_partition_states(states)).items():
-            ctx.partition_leadership[tp] = leadership
-            replicas = ctx.partition_replicas(tp)
-            if leadership.leader == NO_LEADER:
-                self._batch.add_update_metadata_request_for_brokers(
-                    ctx.live_or_shutting_down_broker_ids, [tp]
-                )
-            else:
-                self._batch.add_leader_and_isr_request_for_brokers(
-                    leadership.isr, tp, leadership, replicas, is_new=True
-                )
+        for chunk in state_creation_chunks(states):
+            for tp, leadership in (await self._create_partition_states(chunk)).items():
+                ctx.partition_leadership[tp] = leadership
+                replicas = ctx.partition_replicas(tp)
+                if leadership.leader == NO_LEADER:
+                    self._batch.add_update_metadata_request_for_brokers(
+                        ctx.live_or_shutting_down_broker_ids, [tp]
+                    )
+                else:
+                    self._batch.add_leader_and_isr_request_for_brokers(
+                        leadership.isr, tp, leadership, replicas, is_new=True
+                    )
+            self._batch.send_requests_to_brokers(ctx.epoch)
 
     async def _create_partition_states(
         self, states: dict[TopicPartition, LeaderAndIsr]
@@ -1227,9 +1270,21 @@ class KafkaController:
         ]
         led = [tp for tp in to_act_on if ctx.partition_leadership[tp].leader == broker_id]
         followed = [tp for tp in to_act_on if ctx.partition_leadership[tp].leader != broker_id]
+        # The election would fail, state znode read and all, for each partition none of whose
+        # other replicas is live (the last broker of a cluster stopping leads everything):
+        # those stay led by it, and it is told so, without the work.
+        live = ctx.live_broker_ids
+        movable = [tp for tp in led if any(r in live for r in ctx.partition_replicas(tp))]
+        if len(movable) < len(led):
+            log.info(
+                "controlled shutdown of broker %d: %d of the partitions it leads have no other "
+                "live replica to move to",
+                broker_id,
+                len(led) - len(movable),
+            )
         self._batch.new_batch()
-        if led:
-            await self._elect_leaders(led, _Strategy.CONTROLLED_SHUTDOWN)
+        if movable:
+            await self._elect_leaders(movable, _Strategy.CONTROLLED_SHUTDOWN)
         # As a follower it stops fetching and leaves the ISR, so acks=all stops waiting for it.
         await self._offline_replicas([PartitionAndReplica(tp, broker_id) for tp in followed])
         self._batch.send_requests_to_brokers(ctx.epoch)
@@ -1258,4 +1313,5 @@ __all__ = [
     "TopicChange",
     "TopicDeletion",
     "TopicDeletionStopReplicaResponseReceived",
+    "state_creation_chunks",
 ]

@@ -38,6 +38,8 @@ class ErrorCode(IntEnum):
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     KAFKA_STORAGE_ERROR = 56
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
     TOPIC_DELETION_DISABLED = 73
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
@@ -183,6 +185,26 @@ class UnsupportedVersionError(KafkaError):
 
 class TopicDeletionDisabledError(KafkaError):
     code = ErrorCode.TOPIC_DELETION_DISABLED
+
+
+class FetchSessionIdNotFoundError(KafkaError):
+    """KIP-227: the leader has no fetch session with this id (evicted, or it restarted)."""
+
+    code = ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    retriable = True
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or "The fetch session ID was not found.")
+
+
+class InvalidFetchSessionEpochError(KafkaError):
+    """KIP-227: the request's session epoch is not the one the leader expects."""
+
+    code = ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    retriable = True
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or "The fetch session epoch is invalid.")
 
 
 def _all_subclasses(cls: type[KafkaError]) -> list[type[KafkaError]]:

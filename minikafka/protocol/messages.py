@@ -163,6 +163,19 @@ class FetchTopic:
 
 
 @dataclass(frozen=True)
+class ForgottenTopic:
+    """Partitions an incremental fetch drops from its session (KIP-227)."""
+
+    name: str
+    partitions: list[int]
+
+
+# KIP-227 fetch sessions: id 0 = none; epoch 0 asks for a new session, -1 = sessionless.
+INVALID_SESSION_ID = 0
+FINAL_EPOCH = -1
+
+
+@dataclass(frozen=True)
 class FetchRequest:
     replica_id: int
     max_wait_ms: int
@@ -170,6 +183,10 @@ class FetchRequest:
     max_bytes: int
     topics: list[FetchTopic]
     replica_epoch: int = -1  # the follower's broker epoch
+    # Defaults: a sessionless full fetch, what older senders and consumers mean.
+    session_id: int = INVALID_SESSION_ID
+    session_epoch: int = FINAL_EPOCH
+    forgotten_topics: list[ForgottenTopic] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -190,8 +207,9 @@ class FetchTopicResponse:
 
 @dataclass(frozen=True)
 class FetchResponse:
-    error_code: int
+    error_code: int  # top level: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
     topics: list[FetchTopicResponse]
+    session_id: int = INVALID_SESSION_ID  # the session this response belongs to (KIP-227)
 
 
 # --- ListOffsets --------------------------------------------------------------------------

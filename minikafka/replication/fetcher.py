@@ -5,6 +5,13 @@ Each partition a fetcher serves first reconciles its log with the leader's by le
 LEO. Fetched batches are appended as the bytes they arrived as. A partition removed while a
 request is in flight ignores the response: removal and response handling both run on the
 event loop, and nothing between the membership check and the append awaits.
+
+Fetches go through a KIP-227 fetch session (`fetch_session.FetchSessionHandler`): the first
+request lists every fetchable partition, later ones only those whose offset, epoch or log
+start moved, plus the ones no longer fetched (removed, truncating, backing off) as
+forgotten. The loop tells the handler about each such change as it happens, so an idle
+fetcher does no work per partition. After a session error the next request is full,
+straight away (no backoff: a full request cannot fail that way).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from enum import Enum
 
 from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.common import TopicPartition
-from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError, error_for_code
 from minikafka.protocol.messages import (
     NO_LEADER_EPOCH,
     BrokerNode,
@@ -26,15 +33,19 @@ from minikafka.protocol.messages import (
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    ForgottenTopic,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
+from minikafka.replication.fetch_session import FetchSessionHandler, PartitionData
 from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
 from minikafka.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
+
+_SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
 
 
 class FetchPhase(Enum):
@@ -66,6 +77,9 @@ class ReplicaFetcher:
         self._backoff_s = config.replica_fetch_backoff_ms / 1000
         self._stopped = False
         self.failed_requests = 0  # fetch or truncation round trips that failed (backoff)
+        self.session = FetchSessionHandler(source.node_id)
+        self._truncating: set[TopicPartition] = set()  # phase TRUNCATING
+        self._delayed: set[TopicPartition] = set()  # backing off until delayed_until
 
     def __repr__(self) -> str:
         return (
@@ -83,11 +97,17 @@ class ReplicaFetcher:
     def add_partitions(self, partitions: Mapping[TopicPartition, int]) -> None:
         for tp, epoch in partitions.items():
             self.partitions[tp] = PartitionFetchState(epoch)
+            self._truncating.add(tp)
+            self._delayed.discard(tp)
+            self.session.remove(tp)  # fetched again once reconciled, in the new epoch
         self._wakeup.set()
 
     def remove_partitions(self, tps: set[TopicPartition]) -> None:
         for tp in tps:
-            self.partitions.pop(tp, None)
+            if self.partitions.pop(tp, None) is not None:
+                self._truncating.discard(tp)
+                self._delayed.discard(tp)
+                self.session.remove(tp)
 
     async def shutdown(self) -> None:
         self._stopped = True
@@ -105,10 +125,13 @@ class ReplicaFetcher:
         loop = asyncio.get_running_loop()
         while not self._stopped:
             now = loop.time()
-            ready = {tp: st for tp, st in self.partitions.items() if st.delayed_until <= now}
-            if not ready:
+            self._release_delays(now)
+            truncating = {
+                tp: self.partitions[tp] for tp in self._truncating if tp not in self._delayed
+            }
+            if not truncating and not self.session.fetchable:
                 self._wakeup.clear()
-                delays = [st.delayed_until - now for st in self.partitions.values()]
+                delays = [self.partitions[tp].delayed_until - now for tp in self._delayed]
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
                 # that races with the event being set, leaving shutdown waiting forever.
                 with contextlib.suppress(TimeoutError):
@@ -117,19 +140,19 @@ class ReplicaFetcher:
                 continue
             try:
                 conn = await self._connection()
-                truncating = {
-                    tp: st for tp, st in ready.items() if st.phase is FetchPhase.TRUNCATING
-                }
                 if truncating:
                     await self._truncate(conn, truncating)
                     continue
-                await self._fetch(conn, ready)
+                await self._fetch(conn)
             except (NetworkError, KafkaError, OSError) as e:
                 self.failed_requests += 1
                 log.warning("%r: %s; backing off %.1fs", self, e, self._backoff_s)
                 await self._drop_connection()
-                for st in ready.values():
-                    st.delayed_until = loop.time() + self._backoff_s
+                self.session.handle_error()
+                until = loop.time() + self._backoff_s
+                for tp, st in self.partitions.items():
+                    if tp not in self._delayed:
+                        self._set_delay(tp, st, until)
 
     async def _connection(self) -> BrokerConnection:
         if self._conn is None or not self._conn.connected:
@@ -152,7 +175,47 @@ class ReplicaFetcher:
         st = self.partitions.get(tp)
         if st is not None:
             log.log(level, "%r: %s: %s; retrying in %.1fs", self, tp, why, self._backoff_s)
-            st.delayed_until = asyncio.get_running_loop().time() + self._backoff_s
+            self._set_delay(tp, st, asyncio.get_running_loop().time() + self._backoff_s)
+
+    def _set_delay(self, tp: TopicPartition, st: PartitionFetchState, until: float) -> None:
+        st.delayed_until = until
+        self._delayed.add(tp)
+        self.session.remove(tp)  # forgotten while it backs off, as Kafka's fetcher does
+
+    def _release_delays(self, now: float) -> None:
+        if not self._delayed:
+            return
+        for tp in [tp for tp in self._delayed if self.partitions[tp].delayed_until <= now]:
+            self._release(tp)
+
+    def _release(self, tp: TopicPartition) -> None:
+        self._delayed.discard(tp)
+        if tp not in self._truncating:
+            self._resume(tp)
+
+    def _resume(self, tp: TopicPartition) -> None:
+        """Tell the session this partition is fetchable with its current parameters (the
+        handler sends them only if they differ from what the leader has)."""
+        st = self.partitions.get(tp)
+        p = self._rm.partitions.get(tp)
+        if st is None or p is None or st.phase is not FetchPhase.FETCHING or tp in self._delayed:
+            self.session.remove(tp)
+            return
+        lg = p.log
+        self.session.update(
+            tp,
+            PartitionData(
+                lg.log_end_offset,
+                self._config.replica_fetch_max_bytes,
+                st.leader_epoch,
+                lg.log_start_offset,
+            ),
+        )
+
+    def _start_fetching(self, tp: TopicPartition, st: PartitionFetchState) -> None:
+        st.phase = FetchPhase.FETCHING
+        self._truncating.discard(tp)
+        self._resume(tp)
 
     # --- truncation (§9) -----------------------------------------------------------------
 
@@ -169,7 +232,7 @@ class ReplicaFetcher:
             if latest == NO_LEADER_EPOCH:
                 # Nothing to compare: only the HW is known to be committed.
                 p.log.truncate_to(max(p.high_watermark, p.log.log_start_offset))
-                st.phase = FetchPhase.FETCHING
+                self._start_fetching(tp, st)
                 continue
             asked[tp] = (st.leader_epoch, latest)
             asks.setdefault(tp.topic, []).append(
@@ -227,61 +290,90 @@ class ReplicaFetcher:
         # truncateTo), which would otherwise reject the leader's batches of older epochs.
         lg.truncate_to(target)
         if done:
-            st.phase = FetchPhase.FETCHING
+            self._start_fetching(tp, st)
 
     # --- fetching ------------------------------------------------------------------------
 
     async def _fetch(
-        self, conn: BrokerConnection, states: dict[TopicPartition, PartitionFetchState]
+        self,
+        conn: BrokerConnection,
+        states: Mapping[TopicPartition, PartitionFetchState] | None = None,
     ) -> None:
+        """One fetch round trip through the session. `states` (callers that step the
+        fetcher by hand) are fetched now even if they are backing off."""
+        if states is not None:
+            for tp in states:
+                if tp in self._delayed:
+                    self._release(tp)
+        if not self.session.fetchable:
+            return
+        data = self.session.build()
         by_topic: dict[str, list[FetchPartition]] = {}
-        sent: dict[TopicPartition, tuple[int, int]] = {}
-        for tp, st in states.items():
-            p = self._rm.partitions.get(tp)
-            if p is None:
-                continue
-            offset = p.log.log_end_offset
-            sent[tp] = (st.leader_epoch, offset)
+        for tp, pd in data.to_send.items():
             by_topic.setdefault(tp.topic, []).append(
                 FetchPartition(
                     tp.partition,
-                    offset,
-                    self._config.replica_fetch_max_bytes,
-                    st.leader_epoch,
-                    p.log.log_start_offset,
+                    pd.fetch_offset,
+                    pd.max_bytes,
+                    pd.current_leader_epoch,
+                    pd.log_start_offset,
                 )
             )
-        if not by_topic:
-            return
+        forgotten: dict[str, list[int]] = {}
+        for tp in data.to_forget:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         cfg = self._config
-        resp: FetchResponse = await conn.send(
-            FetchRequest(
-                self._rm.broker_id,
-                cfg.replica_fetch_wait_max_ms,
-                cfg.replica_fetch_min_bytes,
-                cfg.replica_fetch_response_max_bytes,
-                [FetchTopic(t, parts) for t, parts in by_topic.items()],
-                self._rm.broker_epoch,
-            ),
-            timeout_s=(cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms) / 1000,
-        )
+        try:
+            resp: FetchResponse = await conn.send(
+                FetchRequest(
+                    self._rm.broker_id,
+                    cfg.replica_fetch_wait_max_ms,
+                    cfg.replica_fetch_min_bytes,
+                    cfg.replica_fetch_response_max_bytes,
+                    [FetchTopic(t, parts) for t, parts in by_topic.items()],
+                    self._rm.broker_epoch,
+                    data.metadata.session_id,
+                    data.metadata.epoch,
+                    [ForgottenTopic(t, parts) for t, parts in forgotten.items()],
+                ),
+                timeout_s=(cfg.request_timeout_ms + cfg.replica_fetch_wait_max_ms) / 1000,
+            )
+        except BaseException:
+            self.session.handle_error()
+            raise
+        received = [TopicPartition(t.name, r.partition) for t in resp.topics for r in t.partitions]
+        if not self.session.handle_response(resp.error_code, resp.session_id, received):
+            if resp.error_code == ErrorCode.NONE or resp.error_code in _SESSION_ERRORS:
+                return  # the next request is a full one, sent right away
+            raise error_for_code(resp.error_code, "fetch request failed")
+        # What the leader answered from: each partition's parameters as it held them.
+        used = self.session.session_partitions
         for t in resp.topics:
             for r in t.partitions:
                 tp = TopicPartition(t.name, r.partition)
                 cur = self.partitions.get(tp)
                 p = self._rm.partitions.get(tp)
-                if cur is None or p is None or tp not in sent:
+                sent = used.get(tp)
+                if cur is None or p is None or sent is None:
                     continue
-                epoch, offset = sent[tp]
-                if cur.leader_epoch != epoch or cur.phase is not FetchPhase.FETCHING:
+                if (
+                    cur.leader_epoch != sent.current_leader_epoch
+                    or cur.phase is not FetchPhase.FETCHING
+                    or tp in self._delayed
+                ):
                     continue
-                if p.log.log_end_offset != offset:
-                    continue  # the log moved under us (truncated by a newer role change)
+                if p.log.log_end_offset != sent.fetch_offset:
+                    # The log moved under us (truncated by a newer role change): make sure
+                    # the leader learns where we are now.
+                    self._resume(tp)
+                    continue
                 code = ErrorCode(r.error_code)
                 if code == ErrorCode.NONE:
-                    self._append(tp, r.records, r.high_watermark, r.log_start_offset)
+                    if self._append(tp, r.records, r.high_watermark, r.log_start_offset):
+                        self._resume(tp)
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._handle_out_of_range(tp, r.log_end_offset, r.log_start_offset)
+                    self._resume(tp)
                 else:
                     # Fenced / unknown epoch / not leader: the controller's next
                     # LeaderAndIsr re-points us; until then retry after a backoff.
@@ -293,7 +385,8 @@ class ReplicaFetcher:
         records: object,
         leader_hw: int,
         leader_log_start: int,
-    ) -> None:
+    ) -> bool:
+        """Append fetched data; False if it failed (the partition then backs off)."""
         p = self._rm.partitions[tp]
         data = records if isinstance(records, bytes | bytearray | memoryview) else b""
         if len(data):
@@ -303,11 +396,12 @@ class ReplicaFetcher:
                 # Invalid data from the leader (Kafka logs it at ERROR too): it will not
                 # heal by itself, an operator has to look.
                 self._delay(tp, f"append of fetched data failed: {e}", logging.ERROR)
-                return
+                return False
         # §7.7: the follower's HW is the leader's, capped by what it has.
         p.log.update_high_watermark(min(p.log.log_end_offset, leader_hw))
         if leader_log_start > p.log.log_start_offset:
             p.log.maybe_increment_log_start_offset(min(leader_log_start, p.high_watermark))
+        return True
 
     def _handle_out_of_range(
         self, tp: TopicPartition, leader_leo: int, leader_log_start: int

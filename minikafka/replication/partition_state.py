@@ -53,6 +53,17 @@ class FollowerState:
         self.last_fetch_time_ms = now_ms
 
 
+def refresh_idle_followers(states: Iterable[FollowerState], now_ms: int) -> None:
+    """§7.1 for followers that fetched again at the leader's LEO with nothing else changed
+    (idle partitions of an incremental fetch session, KIP-227): caught up now. Equivalent
+    to `update_fetch_state(leo, same log start, leo, now_ms)`, in a tight loop: an idle
+    broker runs it over every partition it leads, every replica.fetch.wait.max.ms."""
+    for st in states:
+        st.last_fetch_time_ms = now_ms
+        if st.last_caught_up_time_ms < now_ms:
+            st.last_caught_up_time_ms = now_ms
+
+
 class LeaderReplicaState:
     """Follower states of one partition led by `local_broker_id`, with the HW, shrink and
     expand rules of DESIGN §7.2–7.4."""

@@ -18,8 +18,13 @@ from minikafka.common import TopicPartition
 class Purgatory:
     def __init__(self) -> None:
         self._watchers: defaultdict[TopicPartition, set[asyncio.Future[None]]] = defaultdict(set)
+        # Also told of every notification: the fetch session cache (its sessions read a
+        # partition again only after it moved, and parked incremental fetches wake).
+        self.on_notify: Callable[[TopicPartition], None] | None = None
 
     def notify(self, tp: TopicPartition) -> None:
+        if self.on_notify is not None:
+            self.on_notify(tp)
         waiters = self._watchers.pop(tp, None)
         if waiters:
             for fut in waiters:

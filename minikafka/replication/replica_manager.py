@@ -9,10 +9,12 @@ purgatory for the partition to move, not on a timer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, cast
 
 from minikafka.clock import Clock
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
@@ -33,11 +35,11 @@ from minikafka.protocol.messages import (
     CONSUMER_REPLICA_ID,
     DEBUG_REPLICA_ID,
     EARLIEST_TIMESTAMP,
+    INVALID_SESSION_ID,
     LATEST_TIMESTAMP,
     NO_LEADER_EPOCH,
     BrokerNode,
     EpochEndOffset,
-    FetchPartition,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
@@ -57,12 +59,28 @@ from minikafka.protocol.messages import (
     StopReplicaRequest,
     StopReplicaResponse,
 )
+from minikafka.replication.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    CachedPartition,
+    ContextKind,
+    FetchContext,
+    FetchSession,
+    FetchSessionCache,
+    PartitionData,
+)
 from minikafka.replication.partition import Partition
-from minikafka.replication.partition_state import IsrChangePropagation
+from minikafka.replication.partition_state import (
+    FollowerState,
+    IsrChangePropagation,
+    refresh_idle_followers,
+)
 from minikafka.replication.purgatory import Purgatory
 from minikafka.server.config import BrokerConfig
+from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
+from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.log_manager import LogManager
+from minikafka.storage.log_manager import IO_THREADS, LogManager
 from minikafka.storage.segment import LogSlice
 
 log = logging.getLogger(__name__)
@@ -71,6 +89,12 @@ TopicConfigLoader = Callable[[list[str]], Awaitable[dict[str, LogConfig]]]
 # (partition, new state, expected zk version) -> new zk version, or None if it moved on (§8.5)
 IsrWriter = Callable[[TopicPartition, LeaderAndIsr, int], Awaitable[int | None]]
 IsrChangeNotifier = Callable[[list[TopicPartition]], Awaitable[object]]
+
+
+def _split(items: list[TopicPartition], n: int) -> list[list[TopicPartition]]:
+    """At most `n` non-empty shares of `items`, round robin."""
+    n = max(1, min(n, len(items)))
+    return [items[i::n] for i in range(n)]
 
 
 @dataclass(frozen=True)
@@ -109,6 +133,13 @@ class ReplicaManager:
         self.controller_epoch = 0
         self.broker_epoch = -1  # set after registration in ZooKeeper
         self.purgatory = Purgatory()
+        # KIP-227: followers' fetch sessions; whatever notifies the purgatory about a
+        # partition (append, HW, ISR, role change) also marks it dirty in the sessions.
+        self.fetch_sessions: FetchSessionCache[FollowerState | None] = FetchSessionCache(
+            config.max_incremental_fetch_session_cache_slots,
+            config.min_incremental_fetch_session_eviction_ms,
+        )
+        self.purgatory.on_notify = self.fetch_sessions.mark_dirty
         self.fetcher_manager: FetcherManagerLike | None = None
         self._state_change_lock = asyncio.Lock()
         self._isr_writer = isr_writer
@@ -136,6 +167,7 @@ class ReplicaManager:
 
     async def become_leader_or_follower(self, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         async with self._state_change_lock:
+            started = time.monotonic()
             self.check_controller_request(req.controller_epoch, req.broker_epoch)
             self.controller_epoch = req.controller_epoch
             errors: list[PartitionError] = []
@@ -161,28 +193,102 @@ class ReplicaManager:
                 else:
                     to_follow.append(st)
                 errors.append(PartitionError(st.topic, st.partition, int(code)))
-            new_tps = [
-                TopicPartition(st.topic, st.partition)
-                for st in to_lead + to_follow
-                if TopicPartition(st.topic, st.partition) not in self.partitions
-            ]
+            new_tps = list(
+                dict.fromkeys(
+                    TopicPartition(st.topic, st.partition)
+                    for st in to_lead + to_follow
+                    if TopicPartition(st.topic, st.partition) not in self.partitions
+                )
+            )
             configs = (
                 await self._load_topic_configs(sorted({tp.topic for tp in new_tps}))
                 if new_tps
                 else {}
             )
-            for tp in new_tps:
-                self._create_partition(tp, configs.get(tp.topic))
+            failed = await self._create_partitions(new_tps, configs)
+            if failed:
+                # Kafka answers KAFKA_STORAGE_ERROR for a replica it cannot create.
+                errors = [
+                    replace(e, error_code=int(ErrorCode.KAFKA_STORAGE_ERROR))
+                    if TopicPartition(e.topic, e.partition) in failed
+                    else e
+                    for e in errors
+                ]
+                to_lead = [
+                    st for st in to_lead if TopicPartition(st.topic, st.partition) not in failed
+                ]
+                to_follow = [
+                    st for st in to_follow if TopicPartition(st.topic, st.partition) not in failed
+                ]
+            created = time.monotonic()
             leaders = {b.node_id: b for b in req.live_leaders}
             await self._make_leaders(to_lead)
             await self._make_followers(to_follow, leaders)
+            if len(req.partition_states) >= 100 or new_tps:
+                log.info(
+                    "LeaderAndIsr from controller %d (epoch %d): %d partitions, %d new (created "
+                    "in %.2fs), leading %d, following %d; done in %.2fs",
+                    req.controller_id,
+                    req.controller_epoch,
+                    len(req.partition_states),
+                    len(new_tps) - len(failed),
+                    created - started,
+                    len(to_lead),
+                    len(to_follow),
+                    time.monotonic() - started,
+                )
             return LeaderAndIsrResponse(int(ErrorCode.NONE), errors)
 
-    def _create_partition(self, tp: TopicPartition, config: LogConfig | None) -> Partition:
-        lg = self.log_manager.get_or_create_log(tp, config)
-        p = Partition(tp, self.broker_id, lg, self._clock, self.config.replica_lag_time_max_ms)
-        self.partitions[tp] = p
-        return p
+    async def _create_partitions(
+        self, tps: list[TopicPartition], configs: Mapping[str, LogConfig]
+    ) -> set[TopicPartition]:
+        """Create the replicas of a LeaderAndIsr's new partitions; returns those that failed.
+
+        A LeaderAndIsr may bring thousands: their logs are created in the log manager's
+        worker threads, in parallel (each costs an fsync or two), while the event loop goes
+        on serving; their directories are made durable (one fsync per log dir) before they
+        are registered, so before the LeaderAndIsr is answered."""
+        lm = self.log_manager
+        new_logs = [tp for tp in tps if lm.get_log(tp) is None]
+        dirs = lm.dirs_for_new_logs(new_logs)
+
+        def open_logs(share: list[TopicPartition]) -> list[Log | Exception]:
+            out: list[Log | Exception] = []
+            for tp in share:
+                try:
+                    out.append(lm.open_new_log(tp, dirs[tp], configs.get(tp.topic)))
+                except Exception as e:
+                    out.append(e)
+            return out
+
+        opened: dict[TopicPartition, Log] = {}
+        failed: set[TopicPartition] = set()
+        if new_logs:
+            shares = _split(new_logs, IO_THREADS * 4)
+            loop = asyncio.get_running_loop()
+            results = await asyncio.gather(
+                *(loop.run_in_executor(lm.io_executor, open_logs, share) for share in shares)
+            )
+            for share, logs in zip(shares, results, strict=True):
+                for tp, lg in zip(share, logs, strict=True):
+                    if isinstance(lg, Exception):
+                        log.error("%s: cannot create its log: %s", tp, lg)
+                        failed.add(tp)
+                    else:
+                        opened[tp] = lg
+            if opened:
+                await loop.run_in_executor(
+                    lm.io_executor, lm.sync_log_dirs, {dirs[tp] for tp in opened}
+                )
+        for tp in tps:
+            if tp in failed:
+                continue
+            replica_log = lm.add_log(tp, dirs[tp], opened[tp]) if tp in opened else lm.get_log(tp)
+            assert replica_log is not None
+            self.partitions[tp] = Partition(
+                tp, self.broker_id, replica_log, self._clock, self.config.replica_lag_time_max_ms
+            )
+        return failed
 
     async def _make_leaders(self, states: list[LeaderAndIsrPartitionState]) -> None:
         if not states:
@@ -190,10 +296,25 @@ class ReplicaManager:
         tps = {TopicPartition(st.topic, st.partition) for st in states}
         if self.fetcher_manager is not None:
             await self.fetcher_manager.remove_partitions(tps)
-        for st in states:
-            tp = TopicPartition(st.topic, st.partition)
-            self.partitions[tp].make_leader(st)
-            self.purgatory.notify(tp)
+        # Becoming leader writes each partition's leader-epoch checkpoint (2 fsyncs): for
+        # thousands of partitions, those writes go to worker threads, in parallel; they are
+        # durable before the LeaderAndIsr is answered (or fails).
+        pending = DeferredCheckpointWrites()
+        try:
+            with defer_checkpoint_writes() as pending:
+                for st in states:
+                    tp = TopicPartition(st.topic, st.partition)
+                    self.partitions[tp].make_leader(st)
+                    self.purgatory.notify(tp)
+        finally:
+            if pending:
+                loop = asyncio.get_running_loop()
+                await asyncio.gather(
+                    *(
+                        loop.run_in_executor(self.log_manager.io_executor, job)
+                        for job in pending.jobs(IO_THREADS * 4)
+                    )
+                )
 
     async def _make_followers(
         self, states: list[LeaderAndIsrPartitionState], leaders: Mapping[int, BrokerNode]
@@ -340,11 +461,47 @@ class ReplicaManager:
     # --- fetch ---------------------------------------------------------------------------
 
     async def fetch_messages(self, req: FetchRequest) -> FetchResponse:
+        """Fetch, through a KIP-227 fetch session when the request names one (see
+        `fetch_session.py`): full requests read what they list, incremental ones only the
+        session partitions that changed."""
+        incremental = req.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
+        fetch_data: dict[TopicPartition, PartitionData] = {}
+        forgotten: list[TopicPartition] = []
+        if incremental:
+            fetch_data = {
+                TopicPartition(t.name, p.partition): PartitionData(
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                    p.log_start_offset,
+                )
+                for t in req.topics
+                for p in t.partitions
+            }
+            forgotten = [
+                TopicPartition(f.name, part) for f in req.forgotten_topics for part in f.partitions
+            ]
+        ctx = self.fetch_sessions.new_context(
+            req.session_id,
+            req.session_epoch,
+            fetch_data,
+            forgotten,
+            privileged=req.replica_id >= 0,
+            now_ms=self._clock.now_ms(),
+        )
+        if ctx.kind is ContextKind.SESSION_ERROR:
+            return FetchResponse(int(ctx.error), [], INVALID_SESSION_ID)
+        if ctx.kind is ContextKind.INCREMENTAL:
+            return await self._fetch_incremental(req, ctx)
+        return await self._fetch_full(req, create_session=ctx.kind is ContextKind.FULL)
+
+    async def _fetch_full(self, req: FetchRequest, *, create_session: bool) -> FetchResponse:
         keys = [TopicPartition(t.name, p.partition) for t in req.topics for p in t.partitions]
         # Responses without their data, and the file slices to fill them with: a delayed
         # fetch re-checks sizes each time a partition moves, but reads the bytes only once.
         responses: dict[TopicPartition, FetchPartitionResponse] = {}
         slices: dict[TopicPartition, LogSlice | None] = {}
+        settled: dict[TopicPartition, bool] = {}
 
         def read_all(first_read: bool) -> int:
             total = 0
@@ -352,17 +509,19 @@ class ReplicaManager:
             for t in req.topics:
                 for fp in t.partitions:
                     tp = TopicPartition(t.name, fp.partition)
-                    r, data = self._read_partition(
+                    r, data, done = self._read_partition(
                         req.replica_id,
                         tp,
-                        fp,
+                        fp.fetch_offset,
+                        fp.current_leader_epoch,
+                        fp.log_start_offset,
                         min(budget, fp.partition_max_bytes),
                         min_one_batch=total == 0,
                         # Kafka updates a follower's fetch state once per fetch, when it
                         # arrives, not again when a delayed fetch re-reads.
                         update_follower_state=first_read,
                     )
-                    responses[tp], slices[tp] = r, data
+                    responses[tp], slices[tp], settled[tp] = r, data, done
                     size = 0 if data is None else data.size
                     total += size
                     budget = max(0, budget - size)
@@ -379,6 +538,9 @@ class ReplicaManager:
                 )
 
             await self.purgatory.wait_until(keys, enough, req.max_wait_ms / 1000)
+        session_id = INVALID_SESSION_ID
+        if create_session:
+            session_id = self._create_fetch_session(req, responses, slices, settled)
         by_topic: dict[str, list[FetchPartitionResponse]] = {}
         for t in req.topics:
             by_topic[t.name] = []
@@ -392,25 +554,215 @@ class ReplicaManager:
         return FetchResponse(
             int(ErrorCode.NONE),
             [FetchTopicResponse(name, parts) for name, parts in by_topic.items()],
+            session_id,
+        )
+
+    def _create_fetch_session(
+        self,
+        req: FetchRequest,
+        responses: Mapping[TopicPartition, FetchPartitionResponse],
+        slices: Mapping[TopicPartition, LogSlice | None],
+        settled: Mapping[TopicPartition, bool],
+    ) -> int:
+        """Kafka's FullFetchContext: a session caching what this full fetch asked for and
+        what its response carries; INVALID_SESSION_ID if there is no slot."""
+        cached: dict[TopicPartition, CachedPartition] = {}
+        for t in req.topics:
+            for fp in t.partitions:
+                tp = TopicPartition(t.name, fp.partition)
+                cp = CachedPartition(
+                    fp.fetch_offset,
+                    fp.partition_max_bytes,
+                    fp.current_leader_epoch,
+                    fp.log_start_offset,
+                )
+                r, data = responses[tp], slices[tp]
+                cp.maybe_update_response(
+                    0 if data is None else data.size,
+                    r.high_watermark,
+                    r.log_start_offset,
+                    r.error_code,
+                )
+                cached[tp] = cp
+        session = self.fetch_sessions.maybe_create_session(
+            self._clock.now_ms(), req.replica_id >= 0, cached
+        )
+        if session is None:
+            return INVALID_SESSION_ID
+        for tp in cached:
+            self._settle(session, req.replica_id, tp, settled[tp])
+        return session.id
+
+    def _settle(
+        self,
+        session: FetchSession[FollowerState | None],
+        replica_id: int,
+        tp: TopicPartition,
+        done: bool,
+    ) -> None:
+        state = None
+        if done and replica_id >= 0:
+            p = self.partitions.get(tp)
+            state = p.replica_state.followers.get(replica_id) if p is not None else None
+            # A follower partition is idle only with a fetch state to refresh.
+            done = state is not None
+        session.settle(tp, done, state)
+
+    def _moved_while_idle(
+        self, tp: TopicPartition, cp: CachedPartition, replica_id: int, state: object
+    ) -> bool:
+        """An idle session partition no longer matches what its fetcher was last told."""
+        p = self.partitions.get(tp)
+        if p is None or (replica_id != DEBUG_REPLICA_ID and not p.is_leader):
+            return True
+        lg = p.log
+        if (
+            lg.high_watermark != cp.high_watermark
+            or lg.log_start_offset != cp.local_log_start_offset
+            or cp.current_leader_epoch not in (NO_LEADER_EPOCH, p.leader_epoch)
+        ):
+            return True
+        if replica_id < 0:
+            return False
+        return (
+            lg.log_end_offset != cp.fetch_offset
+            or p.replica_state.followers.get(replica_id) is not state
+            or replica_id not in p.isr
+        )
+
+    async def _fetch_incremental(
+        self, req: FetchRequest, ctx: FetchContext[FollowerState | None]
+    ) -> FetchResponse:
+        """Kafka's IncrementalFetchContext, reading only dirty session partitions.
+
+        Idle partitions (a follower at the leader's LEO, nothing moved since) are not read:
+        their follower fetch state is refreshed in one loop, so a caught-up follower stays
+        caught up (lastCaughtUpTimeMs keeps advancing) without appearing on the wire. A
+        long poll parks on the session, not on each partition: whatever moves a session
+        partition (purgatory.notify) marks it dirty and wakes the request, which reads just
+        that partition and completes once min_bytes are there or a partition has an error.
+        Every partition in the response had something new (Kafka's rule): records, a HW
+        or log start change, or an error.
+        """
+        session = ctx.session
+        assert session is not None
+        replica_id = req.replica_id
+        now = self._clock.now_ms()
+        for tp in session.due_for_check(now, self.fetch_sessions.check_ms):
+            if self._moved_while_idle(tp, session.partitions[tp], replica_id, session.idle[tp]):
+                session.mark_dirty(tp)  # a change that bypassed the purgatory: read it
+        if replica_id >= 0 and session.idle:
+            # Only follower states are idle in a follower's session (see _settle).
+            refresh_idle_followers(cast(Iterable[FollowerState], session.idle.values()), now)
+        reads: dict[TopicPartition, tuple[FetchPartitionResponse, LogSlice | None, bool]] = {}
+        total = 0
+        errors = False
+
+        def read(tps: list[TopicPartition], first_read: bool) -> None:
+            nonlocal total, errors
+            for tp in tps:
+                cp = session.partitions.get(tp)
+                if cp is None:
+                    continue
+                previous = reads.get(tp)
+                if previous is not None and previous[1] is not None:
+                    total -= previous[1].size
+                r, data, done = self._read_partition(
+                    replica_id,
+                    tp,
+                    cp.fetch_offset,
+                    cp.current_leader_epoch,
+                    cp.fetcher_log_start_offset,
+                    min(max(0, req.max_bytes - total), cp.max_bytes),
+                    min_one_batch=total == 0,
+                    update_follower_state=first_read,
+                )
+                reads[tp] = (r, data, done)
+                if data is not None:
+                    total += data.size
+                if r.error_code != ErrorCode.NONE:
+                    errors = True
+
+        read(list(session.dirty), first_read=True)
+        if req.max_wait_ms > 0 and total < req.min_bytes and not errors:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + req.max_wait_ms / 1000
+            woken: dict[TopicPartition, None] = {}
+            fut: asyncio.Future[None] = loop.create_future()
+            stop = False
+
+            def wake(tp: TopicPartition | None) -> None:
+                nonlocal stop
+                if tp is None:
+                    stop = True
+                else:
+                    woken[tp] = None
+                if not fut.done():
+                    fut.set_result(None)
+
+            session.waiter = wake
+            try:
+                while True:
+                    if woken:
+                        batch = list(woken)
+                        woken.clear()
+                        read(batch, first_read=False)
+                        if total >= req.min_bytes or errors:
+                            break
+                    remaining = deadline - loop.time()
+                    if stop or remaining <= 0:
+                        break
+                    if fut.done():
+                        fut = loop.create_future()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(remaining):
+                            await fut
+            finally:
+                if session.waiter is wake:
+                    session.waiter = None
+            if not self.fetch_sessions.is_current(session, ctx.expected_epoch):
+                # Kafka: a later request moved the session on (a duplicate).
+                return FetchResponse(int(ErrorCode.INVALID_FETCH_SESSION_EPOCH), [], session.id)
+        by_topic: dict[str, list[FetchPartitionResponse]] = {}
+        for tp, (r, data, done) in reads.items():
+            cp = session.partitions.get(tp)
+            if cp is None:
+                continue
+            include = cp.maybe_update_response(
+                0 if data is None else data.size, r.high_watermark, r.log_start_offset, r.error_code
+            )
+            self._settle(session, replica_id, tp, done)
+            if include:
+                if data is not None:
+                    r = replace(r, records=data.region())  # zero-copy, as for full fetches
+                by_topic.setdefault(tp.topic, []).append(r)
+        return FetchResponse(
+            int(ErrorCode.NONE),
+            [FetchTopicResponse(name, parts) for name, parts in by_topic.items()],
+            session.id,
         )
 
     def _read_partition(
         self,
         replica_id: int,
         tp: TopicPartition,
-        fp: FetchPartition,
+        fetch_offset: int,
+        current_leader_epoch: int,
+        follower_log_start_offset: int,
         max_bytes: int,
         *,
         min_one_batch: bool,
         update_follower_state: bool,
-    ) -> tuple[FetchPartitionResponse, LogSlice | None]:
-        """The partition's response with empty records, and the slice that holds them."""
+    ) -> tuple[FetchPartitionResponse, LogSlice | None, bool]:
+        """The partition's response with empty records, the slice that holds them, and
+        whether the fetcher is settled: nothing more for it until the partition moves (at
+        the end of what it may read, no error, and a follower already in the ISR)."""
         try:
             p = self._partition_or_error(tp)
             result = p.read_records(
-                fp.fetch_offset,
+                fetch_offset,
                 max_bytes,
-                fp.current_leader_epoch,
+                current_leader_epoch,
                 fetch_only_from_leader=replica_id != DEBUG_REPLICA_ID,
                 up_to_high_watermark=replica_id == CONSUMER_REPLICA_ID,
                 min_one_batch=min_one_batch,
@@ -425,12 +777,16 @@ class ReplicaManager:
                     known.log.log_start_offset,
                     known.log_end_offset,
                 )
-            return FetchPartitionResponse(tp.partition, int(e.code), hw, lso, leo, None), None
+            return (
+                FetchPartitionResponse(tp.partition, int(e.code), hw, lso, leo, None),
+                None,
+                False,
+            )
         if (
             replica_id >= 0
             and update_follower_state
             and p.update_follower_fetch_state(
-                replica_id, fp.fetch_offset, fp.log_start_offset, result.log_end_offset
+                replica_id, fetch_offset, follower_log_start_offset, result.log_end_offset
             )
         ):
             self.purgatory.notify(tp)  # the HW moved: acks=all producers may be done
@@ -445,7 +801,13 @@ class ReplicaManager:
             p.log_end_offset,
             b"",
         )
-        return response, result.info.slice
+        if replica_id >= 0:
+            settled = fetch_offset >= result.log_end_offset and replica_id in p.isr
+        elif replica_id == CONSUMER_REPLICA_ID:
+            settled = fetch_offset >= result.high_watermark
+        else:
+            settled = fetch_offset >= result.log_end_offset
+        return response, result.info.slice, settled
 
     # --- offsets -------------------------------------------------------------------------
 
@@ -587,6 +949,17 @@ class ReplicaManager:
 
     # --- housekeeping --------------------------------------------------------------------
 
+    def cleanup_logs(self) -> int:
+        """The `log-retention` task. Retention moves log start offsets, which fetch sessions
+        must report: partitions whose log start moved are marked as moved."""
+        starts = {tp: p.log.log_start_offset for tp, p in self.partitions.items()}
+        deleted = self.log_manager.cleanup_logs()
+        if deleted:
+            for tp, p in list(self.partitions.items()):
+                if p.log.log_start_offset != starts.get(tp):
+                    self.purgatory.notify(tp)
+        return deleted
+
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self.partitions.values() if p.is_leader]
 
@@ -597,3 +970,4 @@ class ReplicaManager:
             await self.fetcher_manager.remove_partitions(set(self.partitions))
         # Wake every waiting request so it answers before the sockets close.
         self.purgatory.notify_all()
+        self.fetch_sessions.wake_all()

@@ -100,10 +100,7 @@ class KafkaServer:
     async def _load_topic_configs(self, topics: list[str]) -> dict[str, LogConfig]:
         """Topic overrides from `/config/topics/<t>` over the broker's defaults."""
 
-        def read() -> dict[str, dict[str, str]]:
-            return {t: self.zk.get_topic_config(t) for t in topics}
-
-        overrides = await asyncio.to_thread(read)
+        overrides = await asyncio.to_thread(self.zk.get_topic_configs, topics)
         base = self.config.log_config()
         configs: dict[str, LogConfig] = {}
         for t, o in overrides.items():
@@ -277,7 +274,8 @@ class KafkaServer:
             cfg.isr_change_propagation_check_interval_ms,
             rm.propagate_isr_changes,
         )
-        every("log-retention", cfg.log_retention_check_interval_ms, self.log_manager.cleanup_logs)
+        # Through the replica manager: fetch sessions must learn of moved log start offsets.
+        every("log-retention", cfg.log_retention_check_interval_ms, rm.cleanup_logs)
         every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
 
     # --- shutdown ------------------------------------------------------------------------

@@ -67,6 +67,9 @@ class BrokerConfig:
     replica_fetch_max_bytes: int = 1024 * 1024
     replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
     replica_fetch_backoff_ms: int = 1000
+    # KIP-227 incremental fetch sessions (0 slots: every fetch is a full, sessionless one).
+    max_incremental_fetch_session_cache_slots: int = 1000
+    min_incremental_fetch_session_eviction_ms: int = 120000
     num_replica_fetchers: int = 1
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     min_insync_replicas: int = 1
@@ -173,6 +176,8 @@ class BrokerConfig:
             raise InvalidConfigError("min.insync.replicas must be >= 1")
         if self.replica_lag_time_max_ms <= 0:
             raise InvalidConfigError("replica.lag.time.max.ms must be positive")
+        if self.max_incremental_fetch_session_cache_slots < 0:
+            raise InvalidConfigError("max.incremental.fetch.session.cache.slots must be >= 0")
         self.log_config().validate()
 
     def log_config(self) -> LogConfig:

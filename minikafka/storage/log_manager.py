@@ -16,7 +16,8 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 from minikafka.clock import SYSTEM_CLOCK, Clock
@@ -28,6 +29,7 @@ from minikafka.storage.checkpoint import (
     CorruptCheckpointError,
     OffsetCheckpointFile,
     atomic_write_text,
+    fsync_dir,
 )
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
@@ -37,6 +39,13 @@ log = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
+
+
+# Threads that create logs (and write checkpoints) in parallel, so that their fsyncs
+# overlap (concurrent fsyncs share journal commits). Not more: the rest of creating a log
+# is short syscalls between Python code, and more threads than this only queue for the
+# GIL (measured: 8 threads created 5,000 logs more slowly than 4 on 2 cores).
+IO_THREADS = 4
 
 
 class LogDirInUseError(Exception):
@@ -60,8 +69,12 @@ class LogManager:
         self._clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._logs_in_dir: dict[Path, int] = {d: 0 for d in self.log_dirs}
         self._locks: list[int] = []
         self.had_clean_shutdown: dict[Path, bool] = {}
+        # One object per checkpoint file: each skips rewriting unchanged offsets.
+        self._checkpoints: dict[tuple[Path, str], OffsetCheckpointFile] = {}
+        self._io_executor: ThreadPoolExecutor | None = None
 
     # --- startup -------------------------------------------------------------------------
 
@@ -117,8 +130,7 @@ class LogManager:
                 had_clean_shutdown=clean,
             )
             lg.update_high_watermark(hws.get(tp, 0))
-            self._logs[tp] = lg
-            self._dir_of[tp] = d
+            self._register(tp, d, lg)
         reports = [self._logs[tp].load_report for tp, dd in self._dir_of.items() if dd == d]
         if not clean and reports:
             log.info(
@@ -147,14 +159,81 @@ class LogManager:
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
-        counts = {d: 0 for d in self.log_dirs}
-        for d in self._dir_of.values():
+        d = self.dirs_for_new_logs([tp])[tp]
+        lg = self.open_new_log(tp, d, config)
+        fsync_dir(d)
+        return self.add_log(tp, d, lg)
+
+    # Creating many logs at once (a LeaderAndIsr for thousands of new partitions): choose
+    # their dirs and register them on the caller's thread, open them in parallel in between
+    # (`open_new_log` in `io_executor`), then `sync_log_dirs` once per dir.
+
+    def dirs_for_new_logs(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, Path]:
+        """Where each new log goes: in turn, the log dir holding the fewest logs, counting
+        those placed by this call (Kafka's nextLogDirs)."""
+        counts = dict(self._logs_in_dir)
+        out: dict[TopicPartition, Path] = {}
+        for tp in tps:
+            d = min(self.log_dirs, key=lambda x: counts[x])
             counts[d] += 1
-        d = min(self.log_dirs, key=lambda x: counts[x])
-        lg = Log.open(d / str(tp), config or self._config(tp.topic), clock=self._clock)
+            out[tp] = d
+        return out
+
+    def open_new_log(
+        self, tp: TopicPartition, log_dir: Path, config: LogConfig | None = None
+    ) -> Log:
+        """Create (or open) `tp`'s log in `log_dir` without registering it; touches nothing
+        shared, so it may run in worker threads, several at once. The partition directory
+        is durable only after `sync_log_dirs`."""
+        return Log.open(log_dir / str(tp), config or self._config(tp.topic), clock=self._clock)
+
+    def sync_log_dirs(self, log_dirs: Iterable[Path]) -> None:
+        """fsync these log dirs: the partition directories created in them survive a crash
+        (one fsync for however many logs were created)."""
+        for d in set(log_dirs):
+            fsync_dir(d)
+
+    def add_log(self, tp: TopicPartition, log_dir: Path, lg: Log) -> Log:
+        """Register a log opened with `open_new_log`."""
+        if tp in self._logs:
+            raise ValueError(f"{tp} already has a log")
+        self._register(tp, log_dir, lg)
+        return lg
+
+    def _register(self, tp: TopicPartition, d: Path, lg: Log) -> None:
         self._logs[tp] = lg
         self._dir_of[tp] = d
-        return lg
+        self._logs_in_dir[d] = self._logs_in_dir.get(d, 0) + 1
+
+    @property
+    def io_executor(self) -> Executor:
+        """Worker threads for log file work (created on first use, shut down with us)."""
+        if self._io_executor is None:
+            self._io_executor = ThreadPoolExecutor(IO_THREADS, thread_name_prefix="log-io")
+        return self._io_executor
+
+    def create_logs(
+        self, tps: Mapping[TopicPartition, LogConfig | None]
+    ) -> tuple[dict[TopicPartition, Log], dict[TopicPartition, Exception]]:
+        """Create these new logs in parallel (blocking the caller): (created, failed). Logs
+        that exist already are returned as they are."""
+        created = {tp: self._logs[tp] for tp in tps if tp in self._logs}
+        new = [tp for tp in tps if tp not in self._logs]
+        dirs = self.dirs_for_new_logs(new)
+        futures = {
+            tp: self.io_executor.submit(self.open_new_log, tp, dirs[tp], tps[tp]) for tp in new
+        }
+        failed: dict[TopicPartition, Exception] = {}
+        opened: dict[TopicPartition, Log] = {}
+        for tp, future in futures.items():
+            try:
+                opened[tp] = future.result()
+            except Exception as e:
+                failed[tp] = e
+        self.sync_log_dirs(dirs[tp] for tp in opened)
+        for tp, lg in opened.items():
+            created[tp] = self.add_log(tp, dirs[tp], lg)
+        return created, failed
 
     def delete_log(self, tp: TopicPartition) -> bool:
         """Remove a partition's log: renamed to `<tp>.<uuid>-delete` first so a crash mid-way
@@ -163,6 +242,7 @@ class LogManager:
         d = self._dir_of.pop(tp, None)
         if lg is None or d is None:
             return False
+        self._logs_in_dir[d] -= 1
         lg.close_without_flush()
         target = d / f"{tp}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         os.replace(lg.dir, target)
@@ -177,18 +257,27 @@ class LogManager:
             out[self._dir_of[tp]][tp] = lg
         return out
 
+    def _checkpoint(self, d: Path, name: str) -> OffsetCheckpointFile:
+        key = (d, name)
+        file = self._checkpoints.get(key)
+        if file is None:
+            file = self._checkpoints[key] = OffsetCheckpointFile(d / name)
+        return file
+
+    # Each checkpoint file is rewritten only when its offsets changed since we last wrote it.
+
     def checkpoint_high_watermarks(self) -> None:
         for d, logs in self._by_dir().items():
-            OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+            self._checkpoint(d, REPLICATION_OFFSET_CHECKPOINT).write(
                 {tp: lg.high_watermark for tp, lg in logs.items()}
             )
 
     def checkpoint_recovery_points_and_log_starts(self) -> None:
         for d, logs in self._by_dir().items():
-            OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+            self._checkpoint(d, RECOVERY_POINT_CHECKPOINT).write(
                 {tp: lg.recovery_point for tp, lg in logs.items()}
             )
-            OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
+            self._checkpoint(d, LOG_START_OFFSET_CHECKPOINT).write(
                 {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > 0}
             )
 
@@ -209,8 +298,11 @@ class LogManager:
     def shutdown(self) -> None:
         """Clean shutdown: flush and close every log, write checkpoints, leave the marker."""
         self.checkpoint_high_watermarks()
-        for lg in self._logs.values():
-            lg.close()
+        # An fsync or two per log: thousands of them, in parallel.
+        logs = list(self._logs.values())
+        shares = [logs[i::IO_THREADS] for i in range(IO_THREADS)]
+        for _ in self.io_executor.map(lambda share: [lg.close() for lg in share], shares):
+            pass
         self.checkpoint_recovery_points_and_log_starts()
         for d in self.log_dirs:
             atomic_write_text(d / CLEAN_SHUTDOWN_FILE, "")
@@ -223,6 +315,9 @@ class LogManager:
         self._release_locks()
 
     def _release_locks(self) -> None:
+        if self._io_executor is not None:
+            self._io_executor.shutdown(wait=True)
+            self._io_executor = None
         for fd in self._locks:
             os.close(fd)
         self._locks.clear()

@@ -113,6 +113,12 @@ class OffsetIndex:
         self._offsets, self._positions = offsets, positions
         self._flushed_entries = len(offsets)
 
+    def create_empty(self) -> None:
+        """Create (or empty a stale) file for a new segment's index, without an fsync: there is no
+        content to make durable, and an index lost in a crash is rebuilt from the log. (At
+        10,000 new partitions that fsync was over half of the brokers' creation time.)"""
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+
     def flush(self) -> None:
         """Persist entries appended since the last flush, then fsync."""
         if self._flushed_entries == len(self._offsets) and self.path.exists():

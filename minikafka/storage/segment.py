@@ -138,7 +138,7 @@ class LogSegment:
         cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
     ) -> LogSegment:
         seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=True)
-        seg.index.flush()
+        seg.index.create_empty()
         return seg
 
     @classmethod

@@ -61,6 +61,7 @@ __all__ = [
     "ZkNoNodeError",
     "ZkNodeExistsError",
     "ZkNotEmptyError",
+    "ZkRequestTooLargeError",
     "ZkState",
     "expire_session",
     "parse_connect_string",
@@ -157,6 +158,22 @@ def parse_connect_string(connect: str) -> tuple[str, str]:
     return hosts, chroot
 
 
+# ZooKeeper's jute.maxbuffer default (1 MiB - 1): a server drops the connection of a client
+# whose request is larger, which the client sees as ConnectionLoss, retried forever.
+JUTE_MAX_BUFFER = 0xFFFFF
+# Writes that need not be atomic (deleting a topic's znodes, processed notifications) go in
+# multis of at most this size, well below the limit.
+MULTI_CHUNK_BYTES = 256 * 1024
+MULTI_CHUNK_OPS = 2000
+# Per operation of a multi, on top of its path and data: multi header, lengths, version or
+# flags, and for a create the ACL (world:anyone), rounded up.
+_OP_OVERHEAD_BYTES = 64
+
+
+class ZkRequestTooLargeError(ZkError):
+    """A multi bigger than ZooKeeper accepts (jute.maxbuffer); nothing was sent."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Op:
     """One operation of a multi, kept so a failure can name its znode."""
@@ -166,6 +183,10 @@ class _Op:
     data: bytes = b""
     version: int = -1
     ephemeral: bool = False
+
+    def size(self, chroot: str = "") -> int:
+        """Upper bound of its bytes in a multi request (kazoo prefixes the chroot)."""
+        return _OP_OVERHEAD_BYTES + len(chroot) + len(self.path.encode()) + len(self.data)
 
     def add_to(self, txn: Any) -> None:
         if self.kind == "create":
@@ -418,6 +439,12 @@ class ZkClient:
         got = self._get(paths.topic_config(topic))
         return {} if got is None else codecs.decode_topic_config(topic, got[0])
 
+    def get_topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
+        """`get_topic_config` of each topic, in one pipelined round trip."""
+        topics = list(topics)
+        got = self._get_many({t: paths.topic_config(t) for t in topics})
+        return {t: codecs.decode_topic_config(t, got[t][0]) if t in got else {} for t in topics}
+
     def get_partition_ids(self, topic: str) -> list[int]:
         """Partitions that have a `partitions/<p>` znode (created by the controller)."""
         return sorted(self._int_children(paths.partitions(topic), missing_ok=True))
@@ -446,8 +473,13 @@ class ZkClient:
         self._fenced_delete_existing(ops, controller_epoch_zk_version)
 
     def delete_topic_znodes(self, topic: str, controller_epoch_zk_version: int) -> None:
-        """Remove a deleted topic's znodes, all in one fenced multi: `/brokers/topics/<t>`
-        with its partitions, `/config/topics/<t>` and `/admin/delete_topics/<t>`."""
+        """Remove a deleted topic's znodes, fenced: `/brokers/topics/<t>` with its
+        partitions, `/config/topics/<t>`, and last `/admin/delete_topics/<t>`.
+
+        One multi when it fits, else (a topic of thousands of partitions would exceed
+        jute.maxbuffer) several, children before parents and the deletion request last: a
+        controller that fails over midway finds the request and the rest of the tree, and
+        deletes them again (Kafka deletes these znodes one by one)."""
         for _ in range(5):
             ops: list[_Op] = []
             for root in (paths.topic(topic), paths.topic_config(topic), paths.delete_topic(topic)):
@@ -455,7 +487,8 @@ class ZkClient:
             if not ops:
                 return
             try:
-                self._multi(ops, controller_epoch_zk_version, f"delete topic {topic}")
+                for chunk in self._chunks(ops):
+                    self._multi(chunk, controller_epoch_zk_version, f"delete topic {topic}")
                 return
             except (ZkNoNodeError, ZkNotEmptyError):
                 continue  # the tree changed while we listed it: list again
@@ -486,12 +519,20 @@ class ZkClient:
     ) -> dict[TopicPartition, LeaderAndIsr]:
         """The controller's first write of new partitions' state znodes (with their missing
         `partitions` parents), all or nothing in one fenced multi. Returns the states with
-        zk_version 0; ZkNodeExistsError if one exists, ZkNoNodeError if a topic does not."""
+        zk_version 0; ZkNodeExistsError if one exists, ZkNoNodeError if a topic does not.
+
+        One multi must stay below jute.maxbuffer (about 4,000 partitions of a short topic
+        name): the controller creates large topics in chunks (ZkRequestTooLargeError, with
+        nothing written, otherwise)."""
         ops: list[_Op] = []
-        for t in sorted({tp.topic for tp in states}):
-            if self._stat(paths.partitions(t)) is None:
+        # Which `partitions` and `partitions/<p>` znodes exist: one listing per topic, all
+        # pipelined (not one request per partition).
+        topics = sorted({tp.topic for tp in states})
+        listed = self._children_many({t: paths.partitions(t) for t in topics})
+        for t in topics:
+            if t not in listed:
                 ops.append(_Op("create", paths.partitions(t)))
-        existing = self._exists_many({tp: paths.partition(tp.topic, tp.partition) for tp in states})
+        existing = {tp for tp in states if str(tp.partition) in listed.get(tp.topic, ())}
         for tp in sorted(states, key=lambda x: (x.topic, x.partition)):
             if tp not in existing:
                 ops.append(_Op("create", paths.partition(tp.topic, tp.partition)))
@@ -533,48 +574,68 @@ class ZkClient:
         updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]],
         controller_epoch_zk_version: int,
     ) -> tuple[dict[TopicPartition, LeaderAndIsr], list[TopicPartition]]:
-        """Batch form (Kafka's updateLeaderAndIsr): one fenced multi per partition, all sent
-        at once. Returns (updated states, partitions whose zk version did not match);
-        raises ControllerMovedError if our epoch is stale (Kafka fails the whole batch)."""
-        pending: dict[TopicPartition, Any] = {}
-        for tp, (new, expected) in updates.items():
-            pending[tp] = self._multi_async(
-                [
-                    _Op(
-                        "set",
-                        paths.partition_state(tp.topic, tp.partition),
-                        codecs.encode_partition_state(new),
-                        expected,
-                    )
-                ],
-                controller_epoch_zk_version,
+        """Batch form (Kafka's updateLeaderAndIsr): each write conditional on its expected zk
+        version, all fenced. Returns (updated states, partitions whose zk version did not
+        match); raises ControllerMovedError if our epoch is stale (Kafka fails the whole
+        batch).
+
+        The writes go in multis of many partitions, pipelined (thousands of single-write
+        requests cost far more, in kazoo, than the same writes in a few multis); a multi
+        fails as a whole when one version does not match, and its partitions are then
+        written one multi each, to find which."""
+        ops = {
+            tp: _Op(
+                "set",
+                paths.partition_state(tp.topic, tp.partition),
+                codecs.encode_partition_state(new),
+                expected,
             )
+            for tp, (new, expected) in updates.items()
+        }
+        tp_of = {op.path: tp for tp, op in ops.items()}
+        pending = [
+            self._multi_async(chunk, controller_epoch_zk_version)
+            for chunk in self._chunks(list(ops.values()))
+        ]
         done: dict[TopicPartition, LeaderAndIsr] = {}
+        one_by_one: list[TopicPartition] = []
+        for all_ops, result in pending:
+            chunk_tps = [tp_of[op.path] for op in all_ops[1:]]  # [0] is the fence check
+            try:
+                stats = self._finish_multi(all_ops, result, "update partition states")
+            except (ZkBadVersionError, ZkNoNodeError):
+                one_by_one += chunk_tps
+                continue
+            for tp, stat in zip(chunk_tps, stats, strict=True):
+                done[tp] = self._written_state(updates[tp][0], stat)
+        if not one_by_one:
+            return done, []
+        single = {
+            tp: self._multi_async([ops[tp]], controller_epoch_zk_version) for tp in one_by_one
+        }
         conflicts: list[TopicPartition] = []
         moved = False
-        for tp, (ops, result) in pending.items():
+        for tp, (all_ops, result) in single.items():
             try:
-                results = self._finish_multi(ops, result, f"update partition state of {tp}")
+                stats = self._finish_multi(all_ops, result, f"update partition state of {tp}")
             except ControllerMovedError:
                 moved = True
                 continue
             except ZkBadVersionError:
                 conflicts.append(tp)
                 continue
-            new = updates[tp][0]
-            stat = results[0]
-            done[tp] = LeaderAndIsr(
-                new.leader,
-                new.leader_epoch,
-                tuple(new.isr),
-                new.controller_epoch,
-                int(stat.version),
-            )
+            done[tp] = self._written_state(updates[tp][0], stats[0])
         if moved:
             raise ControllerMovedError(
                 f"controller epoch znode is no longer at version {controller_epoch_zk_version}"
             )
         return done, conflicts
+
+    @staticmethod
+    def _written_state(new: LeaderAndIsr, stat: Any) -> LeaderAndIsr:
+        return LeaderAndIsr(
+            new.leader, new.leader_epoch, tuple(new.isr), new.controller_epoch, int(stat.version)
+        )
 
     def update_partition_state_as_leader(
         self, tp: TopicPartition, new: LeaderAndIsr, expected_zk_version: int
@@ -880,24 +941,72 @@ class ZkClient:
             out[k] = (bytes(data or b""), stat)
         return out
 
+    def _children_many(self, keyed_paths: Mapping[K, str]) -> dict[K, set[str]]:
+        """Child names of each znode that exists (pipelined)."""
+        zk = self._kazoo()
+        pending = {k: (p, zk.get_children_async(p)) for k, p in keyed_paths.items()}
+        out: dict[K, set[str]] = {}
+        for k, (p, result) in pending.items():
+            try:
+                out[k] = set(self._call(f"list {p}", result))
+            except ZkNoNodeError:
+                continue
+        return out
+
     def _exists_many(self, keyed_paths: Mapping[K, str]) -> set[K]:
         zk = self._kazoo()
         pending = {k: (p, zk.exists_async(p)) for k, p in keyed_paths.items()}
         return {k for k, (p, r) in pending.items() if self._call(f"stat {p}", r) is not None}
 
     def _subtree_leaves_first(self, root: str) -> list[str]:
-        children = self._children(root, missing_ok=True)
-        if not children and self._stat(root) is None:
-            return []
-        out: list[str] = []
-        for child in sorted(children):
-            out += self._subtree_leaves_first(f"{root}/{child}")
-        out.append(root)
-        return out
+        """Every znode under `root` (itself included), deepest level first, so that deleting
+        them in this order never deletes a parent before its children. One pipelined round
+        trip per level (a topic's tree: 4 levels, however many partitions)."""
+        zk = self._kazoo()
+        levels: list[list[str]] = []
+        level = [root]
+        while level:
+            pending = [(p, zk.get_children_async(p)) for p in level]
+            present: list[str] = []
+            below: list[str] = []
+            for p, result in pending:
+                try:
+                    children = self._call(f"list {p}", result)
+                except ZkNoNodeError:
+                    continue
+                present.append(p)
+                below += [f"{p}/{c}" for c in sorted(children)]
+            levels.append(present)
+            level = below
+        return [p for lvl in reversed(levels) for p in lvl]
+
+    def _chunks(self, ops: list[_Op]) -> list[list[_Op]]:
+        """`ops` in order, cut into multis of at most MULTI_CHUNK_OPS operations and about
+        MULTI_CHUNK_BYTES (for writes that need not be atomic as a whole)."""
+        chunks: list[list[_Op]] = []
+        current: list[_Op] = []
+        size = 0
+        for op in ops:
+            op_size = op.size(self.chroot)
+            if current and (len(current) >= MULTI_CHUNK_OPS or size + op_size > MULTI_CHUNK_BYTES):
+                chunks.append(current)
+                current, size = [], 0
+            current.append(op)
+            size += op_size
+        if current:
+            chunks.append(current)
+        return chunks
 
     def _multi_async(self, ops: list[_Op], fence_version: int | None) -> tuple[list[_Op], Any]:
         if fence_version is not None:
             ops = [_Op("check", paths.controller_epoch(), version=fence_version), *ops]
+        size = sum(op.size(self.chroot) for op in ops)
+        if size > JUTE_MAX_BUFFER:
+            # ZooKeeper would drop the connection (ConnectionLoss, forever on retry).
+            raise ZkRequestTooLargeError(
+                f"a multi of {len(ops)} operations (about {size} bytes) is larger than "
+                f"ZooKeeper's jute.maxbuffer ({JUTE_MAX_BUFFER} bytes); split it"
+            )
         txn = self._kazoo().transaction()
         for op in ops:
             op.add_to(txn)
@@ -929,17 +1038,19 @@ class ZkClient:
         return self._finish_multi(all_ops, result, what)
 
     def _fenced_delete_existing(self, ops: list[_Op], controller_epoch_zk_version: int) -> None:
-        """Delete in one fenced multi, leaving out znodes someone already deleted."""
-        remaining = list(ops)
-        while remaining:
-            try:
-                self._multi(remaining, controller_epoch_zk_version, "delete")
-                return
-            except ZkNoNodeError:
-                present = self._exists_many({op.path: op.path for op in remaining})
-                if len(present) == len(remaining):
-                    raise
-                remaining = [op for op in remaining if op.path in present]
+        """Delete in fenced multis (one unless there are thousands), leaving out znodes
+        someone already deleted."""
+        for chunk in self._chunks(ops):
+            remaining = chunk
+            while remaining:
+                try:
+                    self._multi(remaining, controller_epoch_zk_version, "delete")
+                    break
+                except ZkNoNodeError:
+                    present = self._exists_many({op.path: op.path for op in remaining})
+                    if len(present) == len(remaining):
+                        raise
+                    remaining = [op for op in remaining if op.path in present]
 
     def _await_deletion(self, path: str, deadline: float) -> None:
         gone = threading.Event()

@@ -68,3 +68,62 @@ def test_topic_partition_dir_names_with_dashes():
     for bad in ("nodash", "-3", "t-x", "t-"):
         with pytest.raises(ValueError):
             TopicPartition.parse_dir_name(bad)
+
+
+# --- not rewritten when unchanged; deferred writes ----------------------------------------
+
+
+def _identity(path):
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+def test_offset_checkpoint_is_not_rewritten_when_unchanged(tmp_path):
+    path = tmp_path / "replication-offset-checkpoint"
+    f = OffsetCheckpointFile(path)
+    offsets = {TopicPartition("t", p): p * 10 for p in range(100)}
+    assert f.write(offsets) is True
+    before = _identity(path)
+    # Same offsets (another dict, as the periodic task builds each time): nothing written,
+    # not even a temporary file (a rewrite replaces the inode: rename over the file).
+    assert f.write(dict(offsets)) is False
+    assert _identity(path) == before
+    assert not list(tmp_path.glob("*.tmp"))
+
+    offsets[TopicPartition("t", 7)] = 71
+    assert f.write(offsets) is True
+    assert _identity(path) != before
+    assert f.read()[TopicPartition("t", 7)] == 71
+
+    # Our last write does not count once the file is gone: written again.
+    path.unlink()
+    assert f.write(offsets) is True
+    assert f.read() == offsets
+
+
+def test_deferred_checkpoint_writes_land_when_written_and_in_order(tmp_path):
+    from minikafka.storage.checkpoint import defer_checkpoint_writes
+
+    files = [
+        LeaderEpochCheckpointFile(tmp_path / f"p{i}" / "leader-epoch-checkpoint") for i in range(5)
+    ]
+    for f in files:
+        f.path.parent.mkdir()
+    with defer_checkpoint_writes() as pending:
+        for i, f in enumerate(files):
+            f.write([EpochEntry(0, 0)])
+            f.write([EpochEntry(0, 0), EpochEntry(1, i)])  # the later content wins
+    assert len(pending) == 5
+    assert not any(f.path.exists() for f in files)  # recorded, not written
+    jobs = pending.jobs(3)
+    assert len(jobs) == 3
+    for job in jobs:
+        job()
+    assert [f.read() for f in files] == [[EpochEntry(0, 0), EpochEntry(1, i)] for i in range(5)]
+
+    # A deferred write that a later direct write overtook is dropped, not written over it.
+    with defer_checkpoint_writes() as pending:
+        files[0].write([EpochEntry(2, 5)])
+    files[0].write([EpochEntry(3, 9)])
+    pending.write_all()
+    assert files[0].read() == [EpochEntry(3, 9)]

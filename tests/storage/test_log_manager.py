@@ -113,3 +113,105 @@ def test_retention_pass_updates_log_start_checkpoint(tmp_path, clock):
     starts = OffsetCheckpointFile(tmp_path / "d1" / "log-start-offset-checkpoint").read()
     assert starts[TP0] == lg.log_start_offset > 0
     m.shutdown()
+
+
+# --- many logs at once, periodic checkpoints of idle logs --------------------------------
+
+
+def test_many_logs_created_in_parallel_are_registered_once_and_survive_a_crash(tmp_path, clock):
+    m = manager(tmp_path, clock, dirs=("a", "b"))
+    existing = m.get_or_create_log(TP0)
+    tps = {TopicPartition("many", p): None for p in range(300)}
+    tps[TP0] = None  # already there: returned as it is
+    created, failed = m.create_logs(tps)
+    assert failed == {}
+    assert set(created) == set(tps) and created[TP0] is existing
+    assert m.all_logs() == created
+    # Spread evenly over the dirs (TP0 included), each log in the dir it is registered in.
+    per_dir = {d: len(list((tmp_path / d).glob("many-*"))) for d in ("a", "b")}
+    assert sorted(per_dir.values()) == [150, 150]
+    for tp, lg in created.items():
+        assert lg.dir.is_dir() and lg.dir.name == str(tp)
+        assert [s.base_offset for s in lg.segments] == [0]
+    with pytest.raises(ValueError):
+        m.add_log(TopicPartition("many", 0), tmp_path / "a", created[TopicPartition("many", 0)])
+    created[TopicPartition("many", 299)].append_as_leader(batch(3), 0)
+    m.close_without_shutdown()  # a crash
+
+    m2 = manager(tmp_path, clock, dirs=("a", "b"))
+    assert set(m2.all_logs()) == set(tps)
+    assert m2.get_log(TopicPartition("many", 299)).log_end_offset == 3
+    m2.shutdown()
+
+
+def test_logs_opened_concurrently_from_threads_then_added(tmp_path, clock):
+    import threading
+
+    m = manager(tmp_path, clock, dirs=("a", "b", "c"))
+    tps = [TopicPartition("conc", p) for p in range(120)]
+    dirs = m.dirs_for_new_logs(tps)
+    assert {d.name: list(dirs.values()).count(d) for d in set(dirs.values())} == {
+        "a": 40,
+        "b": 40,
+        "c": 40,
+    }
+    opened = {}
+    barrier = threading.Barrier(8)
+
+    def open_share(share):
+        barrier.wait()
+        for tp in share:
+            opened[tp] = m.open_new_log(tp, dirs[tp])
+
+    threads = [threading.Thread(target=open_share, args=(tps[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert m.all_logs() == {}  # opened, not registered yet
+    m.sync_log_dirs(dirs.values())
+    for tp in tps:
+        m.add_log(tp, dirs[tp], opened[tp])
+    assert set(m.all_logs()) == set(tps)
+    # The next new log goes to the dir with the fewest logs, as counted by add_log.
+    assert m.dirs_for_new_logs([TP0]) == {TP0: tmp_path / "a"}
+    m.shutdown()
+    m2 = manager(tmp_path, clock, dirs=("a", "b", "c"))
+    assert set(m2.all_logs()) == set(tps)
+    m2.shutdown()
+
+
+def test_periodic_checkpoints_of_unchanged_offsets_rewrite_nothing(tmp_path, clock):
+    m = manager(tmp_path, clock)
+    for p in range(50):
+        m.get_or_create_log(TopicPartition("idle", p))
+    lg = m.get_or_create_log(TP0)
+    lg.append_as_leader(batch(3), 0)
+    lg.update_high_watermark(3)
+    m.checkpoint_high_watermarks()
+    m.checkpoint_recovery_points_and_log_starts()
+    d = tmp_path / "d1"
+    names = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint")
+    before = {n: (d / n).stat() for n in names}
+    for _ in range(3):
+        m.checkpoint_high_watermarks()
+        m.checkpoint_recovery_points_and_log_starts()
+    after = {n: (d / n).stat() for n in names}
+    assert {n: (s.st_ino, s.st_mtime_ns) for n, s in after.items()} == {
+        n: (s.st_ino, s.st_mtime_ns) for n, s in before.items()
+    }
+    # One HW moves: that file is rewritten, the other stays.
+    lg.append_as_leader(batch(3), 0)
+    lg.update_high_watermark(6)
+    m.checkpoint_high_watermarks()
+    m.checkpoint_recovery_points_and_log_starts()
+    hw = d / "replication-offset-checkpoint"
+    assert hw.stat().st_ino != before[names[0]].st_ino
+    assert OffsetCheckpointFile(hw).read()[TP0] == 6
+    rp = d / "recovery-point-offset-checkpoint"
+    assert (rp.stat().st_ino, rp.stat().st_mtime_ns) == (
+        before[names[1]].st_ino,
+        before[names[1]].st_mtime_ns,
+    )
+    m.shutdown()
+    assert OffsetCheckpointFile(rp).read()[TP0] == 6  # shutdown writes what changed

@@ -1123,3 +1123,88 @@ async def test_channel_manager_delivers_request_level_errors_and_drops_removed_b
     finally:
         await manager.close()
         await server.stop()
+
+
+# --- scale: thousands of partitions ----------------------------------------------------------
+
+
+async def test_big_topic_state_znodes_are_created_and_sent_chunk_by_chunk(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    sender.clear()
+    calls: list[int] = []
+    create = zk.create_partition_states
+
+    async def counting(states: Mapping[TopicPartition, LeaderAndIsr], version: int) -> Any:
+        calls.append(len(states))
+        return await create(states, version)
+
+    zk.create_partition_states = counting  # type: ignore[method-assign]
+    zk.create_topic("big", {p: [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(2500)})
+    await c.wait_for_idle()
+    # One multi per chunk of 1000 (one multi for all would exceed jute.maxbuffer at scale).
+    assert calls == [1000, 1000, 500]
+    assert len([tp for tp in zk.states if tp.topic == "big"]) == 2500
+    # Each chunk went out as soon as it was written: one LeaderAndIsr, then one
+    # UpdateMetadata, per chunk and broker, in order.
+    kinds = [type(s.request).__name__ for s in sender.sent if s.broker_id == 2]
+    assert kinds == ["LeaderAndIsrRequest", "UpdateMetadataRequest"] * 3
+    sizes = [len(r.partition_states) for r in sender.requests(LeaderAndIsrRequest, 2)]
+    assert sizes == [1000, 1000, 500]
+    assert len(sender.update_metadata(3)) == 2500
+
+
+async def test_a_chunk_holding_an_existing_state_is_created_one_by_one_alone(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2)
+    c = await start(1)
+    calls: list[int] = []
+    create = zk.create_partition_states
+
+    async def counting(states: Mapping[TopicPartition, LeaderAndIsr], version: int) -> Any:
+        calls.append(len(states))
+        return await create(states, version)
+
+    zk.create_partition_states = counting  # type: ignore[method-assign]
+    # An earlier controller created partition 1500's state before it failed over.
+    earlier = TopicPartition("big", 1500)
+    zk.set_state(earlier, state(2, 0, (2, 1)))
+    zk.create_topic("big", {p: [1, 2] for p in range(2100)})
+    await c.wait_for_idle()
+    assert calls == [1000, 1000] + [1] * 1000 + [100]
+    assert zk.states[earlier] == LeaderAndIsr(2, 0, (2, 1), 1, 0)
+    assert c.context.partition_leadership[earlier].leader == 2
+    assert all(zk.states[TopicPartition("big", p)].leader == 1 for p in range(2100) if p != 1500)
+
+
+async def test_controlled_shutdown_skips_partitions_no_other_live_replica_can_lead(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    epochs = brokers(zk, 1, 2)  # broker 3 is down
+    existing_topic(
+        zk,
+        {0: (2, 3), 1: (2, 1), 2: (2, 3)},
+        p0=state(2, 0, (2,)),
+        p1=state(2, 0, (2, 1)),
+        p2=state(2, 0, (2,)),
+    )
+    c = await start(1)
+    read: list[TopicPartition] = []
+    get = zk.get_partition_states
+
+    async def recording(tps: Iterable[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr]:
+        tps = list(tps)
+        read.extend(tps)
+        return await get(tps)
+
+    zk.get_partition_states = recording  # type: ignore[method-assign]
+    remaining = await c.controlled_shutdown(2, epochs[2])
+    # t-1 moves to 1; t-0 and t-2 stay with 2, whose only other replica (3) is down: their
+    # elections are not even tried (the last live broker of a cluster leads everything).
+    assert remaining == [T0, T2]
+    assert lai(zk.states[T1]) == (1, 1, (1,))
+    assert lai(zk.states[T0]) == (2, 0, (2,))
+    assert read == [T1]

@@ -236,3 +236,44 @@ async def test_two_controllers_failover(make_zk_client: ZkClientFactory) -> None
     finally:
         for c in controllers.values():
             await c.shutdown()
+
+
+async def test_controller_creates_a_topic_whose_states_exceed_a_zookeeper_request(
+    make_zk_client: ZkClientFactory,
+) -> None:
+    """10,000 partitions: their state znodes would be ~2.6 MB as one multi (jute.maxbuffer is
+    1 MiB, and ZooKeeper drops the connection of a larger request)."""
+    client, admin = make_zk_client(), make_zk_client()
+    sender = CapturingSender()
+    for b in (1, 2, 3):
+        await asyncio.to_thread(admin.register_broker, BrokerInfo(b, "127.0.0.1", 9090 + b))
+    controller = KafkaController(
+        BrokerConfig(broker_id=4, auto_leader_rebalance_enable=False),
+        store(client),
+        channel=sender,
+    )
+    n = 10_000
+    try:
+        await controller.startup()
+        await eventually(lambda: controller.is_active, what="controller elected")
+        started = time.monotonic()
+        await asyncio.to_thread(
+            admin.create_topic, "big", {p: [1 + (p + i) % 3 for i in range(3)] for p in range(n)}
+        )
+        await eventually(
+            lambda: (
+                sum(len(r.partition_states) for r in sender.requests(LeaderAndIsrRequest, 1)) == n
+            ),
+            timeout=120,
+            what="LeaderAndIsr for every partition",
+        )
+        elapsed = time.monotonic() - started
+        # Sent chunk by chunk, as their state znodes were written.
+        assert len(sender.requests(LeaderAndIsrRequest, 1)) == 10
+        tps = [TopicPartition("big", p) for p in range(n)]
+        states = await asyncio.to_thread(admin.get_partition_states, tps)
+        assert len(states) == n
+        assert states[TopicPartition("big", 4321)] == LeaderAndIsr(2, 0, (2, 3, 1), 1, 0)
+        print(f"controller created {n} partition states in {elapsed:.1f}s")
+    finally:
+        await controller.shutdown()

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Partition scale: N partitions (default 10,000, RF=3) on a local 3-broker cluster.
+
+Measures, on a fresh LocalCluster (ZooKeeper + brokers on loopback, default broker settings
+but auto.leader.rebalance.enable=false):
+
+1. creation: from the first CreateTopics request until every partition has a leader and a
+   full ISR (RF replicas) in the metadata of *every* broker (each broker is polled with its
+   own Metadata request once the CreateTopics calls returned, i.e. once the controller's
+   own metadata had a leader for each partition; a broker's metadata follows the
+   LeaderAndIsr it answered, so this also means every replica exists on disk). The time
+   until the CreateTopics calls returned is reported too. `--topics T` spreads the
+   partitions over T topics (default 1).
+2. idle cost: CPU of each broker and of ZooKeeper over `--idle-seconds` (default 60) with no
+   client traffic, from /proc/<pid>/stat (utime + stime), as % of one core; measured after
+   `--settle-seconds` (default 10) so that start-up work (first checkpoints, follower
+   fetch sessions) is over.
+3. resident memory (VmRSS, and the peak VmHWM) per broker and of ZooKeeper.
+4. clean shutdown: SIGTERM to every broker (controlled shutdown, the controller last) until
+   all have exited, as `LocalCluster.stop` does it.
+
+Prints a table and writes the figures as JSON (`--json`, default <data-dir>/bench_scale.json).
+
+Usage: .venv/bin/python scripts/bench_scale.py [--partitions 10000] [--replication-factor 3]
+       [--topics 1] [--idle-seconds 60] [--settle-seconds 10] [--brokers 3]
+       [--data-dir DIR] [--json PATH] [--timeout 600] [--broker-config key=value ...]
+       [--broker-command CMD]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from minikafka.client import Admin, NewTopic
+from minikafka.client.connection import BrokerConnection
+from minikafka.cluster import LocalCluster
+from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name may hold spaces: fields start after its closing parenthesis.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def memory_kb(pid: int) -> dict[str, int]:
+    out: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(value.split()[0])
+    return out
+
+
+def topic_sizes(partitions: int, topics: int) -> dict[str, int]:
+    """`topics` topics sharing `partitions` partitions as evenly as possible."""
+    if topics == 1:
+        return {"scale": partitions}
+    base, extra = divmod(partitions, topics)
+    return {f"scale-{i:05d}": base + (1 if i < extra else 0) for i in range(topics)}
+
+
+@dataclass
+class BrokerView:
+    """What one broker's metadata says about the new partitions."""
+
+    led_full_isr: int = 0
+    done_after_s: float | None = None
+    polls: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+async def count_ready(
+    conn: BrokerConnection, sizes: dict[str, int], rf: int, timeout_s: float
+) -> int:
+    resp: MetadataResponse = await conn.send(MetadataRequest(sorted(sizes)), timeout_s=timeout_s)
+    ready = 0
+    for t in resp.topics:
+        if t.name not in sizes or t.error_code != 0:
+            continue
+        for p in t.partitions:
+            if p.error_code == 0 and p.leader >= 0 and len(p.isr) >= rf:
+                ready += 1
+    return ready
+
+
+async def watch_broker(
+    cluster: LocalCluster,
+    broker_id: int,
+    sizes: dict[str, int],
+    rf: int,
+    started: float,
+    deadline: float,
+    view: BrokerView,
+    interval_s: float,
+) -> None:
+    total = sum(sizes.values())
+    host, port = cluster.broker_address(broker_id)
+    conn = BrokerConnection(host, port, client_id="bench-scale")
+    try:
+        while time.monotonic() < deadline:
+            try:
+                if not conn.connected:
+                    await conn.connect()
+                view.led_full_isr = await count_ready(conn, sizes, rf, 60.0)
+                view.polls += 1
+            except Exception as e:  # a busy broker may time out: just ask again
+                view.errors.append(f"{type(e).__name__}: {e}")
+                await conn.close()
+                conn = BrokerConnection(host, port, client_id="bench-scale")
+            if view.led_full_isr >= total:
+                view.done_after_s = time.monotonic() - started
+                return
+            await asyncio.sleep(interval_s)
+    finally:
+        await conn.close()
+
+
+async def create_and_wait(
+    cluster: LocalCluster,
+    sizes: dict[str, int],
+    rf: int,
+    timeout_s: float,
+    topics_per_request: int,
+    poll_interval_s: float,
+) -> dict[str, Any]:
+    started = time.monotonic()
+    deadline = started + timeout_s
+    views = {b: BrokerView() for b in cluster.broker_ids}
+    names = sorted(sizes)
+    async with Admin(cluster.bootstrap_servers, request_timeout_ms=int(timeout_s * 1000)) as admin:
+        for i in range(0, len(names), topics_per_request):
+            chunk = names[i : i + topics_per_request]
+            # Answered once the controller's own metadata has a leader for every partition
+            # (Kafka's DelayedCreatePartitions); the watchers measure every broker.
+            await admin.create_topics(
+                [NewTopic(n, sizes[n], rf) for n in chunk], timeout_ms=int(timeout_s * 1000)
+            )
+    requests_done = time.monotonic() - started
+    # Polled from now on only: a Metadata response of 10,000 partitions costs each broker
+    # some CPU, which would slow down the creation it measures.
+    await asyncio.gather(
+        *(
+            watch_broker(cluster, b, sizes, rf, started, deadline, views[b], poll_interval_s)
+            for b in cluster.broker_ids
+        )
+    )
+    done = [v.done_after_s for v in views.values()]
+    return {
+        "create_requests_returned_s": requests_done,
+        "all_led_full_isr_on_every_broker_s": None if None in done else max(done),  # type: ignore[type-var]
+        "per_broker": {
+            b: {
+                "led_full_isr_after_s": v.done_after_s,
+                "partitions_seen_ready": v.led_full_isr,
+                "metadata_polls": v.polls,
+                "poll_errors": v.errors[:5],
+            }
+            for b, v in views.items()
+        },
+    }
+
+
+def measure_idle(pids: dict[str, int], seconds: float) -> dict[str, float]:
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    elapsed = time.monotonic() - t0
+    return {name: 100.0 * (cpu_seconds(pid) - before[name]) / elapsed for name, pid in pids.items()}
+
+
+def process_pids(cluster: LocalCluster) -> dict[str, int]:
+    pids: dict[str, int] = {}
+    for b in cluster.broker_ids:
+        pid = cluster.pid(b)
+        if pid is not None:
+            pids[f"broker {b}"] = pid
+    zk_pid = cluster.zookeeper.pid
+    if zk_pid is not None:
+        pids["zookeeper"] = zk_pid
+    return pids
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--broker-config wants key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--partitions", type=int, default=10_000)
+    ap.add_argument("--replication-factor", type=int, default=3)
+    ap.add_argument("--topics", type=int, default=1, help="spread the partitions over T topics")
+    ap.add_argument("--topics-per-request", type=int, default=100)
+    ap.add_argument("--brokers", type=int, default=3)
+    ap.add_argument("--idle-seconds", type=float, default=60.0)
+    ap.add_argument("--settle-seconds", type=float, default=10.0)
+    ap.add_argument("--poll-interval", type=float, default=0.5, help="metadata polls, seconds")
+    ap.add_argument("--timeout", type=float, default=600.0, help="for creation, seconds")
+    ap.add_argument("--stop-timeout", type=float, default=600.0)
+    ap.add_argument("--data-dir", type=Path)
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--broker-config", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument(
+        "--broker-command",
+        help="the broker's command line without --config (default: this Python -m minikafka "
+        "broker), e.g. to run it under a profiler",
+    )
+    args = ap.parse_args()
+    if not 1 <= args.topics <= args.partitions:
+        ap.error("--topics must be between 1 and --partitions")
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("minikafka.client").setLevel(logging.ERROR)
+
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    overrides = {"auto.leader.rebalance.enable": "false", **parse_overrides(args.broker_config)}
+    cluster = LocalCluster(
+        data_dir,
+        args.brokers,
+        overrides=overrides,
+        broker_command=shlex.split(args.broker_command) if args.broker_command else None,
+    )
+    console = Console()
+    sizes = topic_sizes(args.partitions, args.topics)
+    figures: dict[str, Any] = {
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "settings": {
+            "brokers": args.brokers,
+            "partitions": args.partitions,
+            "replication_factor": args.replication_factor,
+            "topics": args.topics,
+            "idle_seconds": args.idle_seconds,
+            "settle_seconds": args.settle_seconds,
+            "broker_overrides": overrides,
+            "data_dir": str(data_dir),
+        },
+    }
+    t0 = time.monotonic()
+    cluster.start(timeout=120)
+    figures["cluster_start_s"] = time.monotonic() - t0
+    console.print(
+        f"cluster up in {figures['cluster_start_s']:.1f}s ({data_dir}); creating "
+        f"{args.partitions} partitions RF={args.replication_factor} in {args.topics} topic(s)"
+    )
+    stopped = False
+    try:
+        creation = asyncio.run(
+            create_and_wait(
+                cluster,
+                sizes,
+                args.replication_factor,
+                args.timeout,
+                args.topics_per_request,
+                args.poll_interval,
+            )
+        )
+        figures["creation"] = creation
+        console.print(
+            f"create requests returned after {creation['create_requests_returned_s']:.1f}s; "
+            f"all led with full ISR on every broker after "
+            f"{creation['all_led_full_isr_on_every_broker_s']}s"
+        )
+        controller = cluster.controller()
+        figures["controller"] = None if controller is None else controller[0]
+        pids = process_pids(cluster)
+        console.print(
+            f"settling {args.settle_seconds:.0f}s, then measuring idle CPU over "
+            f"{args.idle_seconds:.0f}s"
+        )
+        time.sleep(args.settle_seconds)
+        figures["idle_cpu_percent"] = measure_idle(pids, args.idle_seconds)
+        figures["memory_kb"] = {name: memory_kb(pid) for name, pid in pids.items()}
+        t1 = time.monotonic()
+        cluster.stop(timeout=args.stop_timeout)
+        stopped = True
+        figures["shutdown_s"] = time.monotonic() - t1
+    finally:
+        if not stopped:
+            cluster.stop(timeout=60)
+
+    table = Table(
+        title=f"minikafka scale: {args.partitions} partitions RF={args.replication_factor}, "
+        f"{args.topics} topic(s), {args.brokers} brokers"
+    )
+    table.add_column("measure")
+    table.add_column("result", justify="right")
+    c = figures["creation"]
+    table.add_row("create requests returned", f"{c['create_requests_returned_s']:.1f} s")
+    led = c["all_led_full_isr_on_every_broker_s"]
+    table.add_row(
+        "all partitions led, full ISR, in every broker's metadata",
+        "not reached" if led is None else f"{led:.1f} s",
+    )
+    for b, v in c["per_broker"].items():
+        after = v["led_full_isr_after_s"]
+        table.add_row(
+            f"  broker {b}'s metadata complete",
+            f"{after:.1f} s" if after is not None else f"{v['partitions_seen_ready']} ready",
+        )
+    for name, pct in figures["idle_cpu_percent"].items():
+        mem = figures["memory_kb"][name]
+        table.add_row(
+            f"{name}: idle CPU over {args.idle_seconds:.0f} s / RSS (peak)",
+            f"{pct:.1f} %  /  {mem.get('VmRSS', 0) / 1024:.0f} MiB "
+            f"({mem.get('VmHWM', 0) / 1024:.0f} MiB)",
+        )
+    table.add_row("clean shutdown of the cluster", f"{figures['shutdown_s']:.1f} s")
+    console.print(table)
+    out = args.json or data_dir / "bench_scale.json"
+    out.write_text(json.dumps(figures, indent=2))
+    console.print(f"figures written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""A LeaderAndIsr that brings hundreds of new partitions: their logs are created in the log
+manager's worker threads, durable (leader-epoch checkpoints included) when it is answered."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.messages import LeaderAndIsrPartitionState, LeaderAndIsrRequest
+from minikafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry
+from minikafka.storage.log import Log
+from minikafka.storage.log_config import LogConfig
+from minikafka.storage.record_batch import build_batch
+
+from .conftest import BrokerFactory
+
+N = 400
+
+
+def states(leader_of: dict[int, int], epoch: int = 5) -> list[LeaderAndIsrPartitionState]:
+    return [
+        LeaderAndIsrPartitionState("many", p, 1, leader, epoch, [1, 2], 0, [1, 2], is_new=True)
+        for p, leader in leader_of.items()
+    ]
+
+
+async def test_many_new_partitions_are_created_in_parallel_and_durable(
+    brokers: BrokerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    b = brokers(1)
+    await b.start()
+    opened_in: set[str] = set()
+    real_open = b.log_manager.open_new_log
+
+    def recording(tp: TopicPartition, log_dir: Path, config: LogConfig | None = None) -> Log:
+        opened_in.add(threading.current_thread().name)
+        return real_open(tp, log_dir, config)
+
+    monkeypatch.setattr(b.log_manager, "open_new_log", recording)
+    # Broker 1 leads the even partitions and follows broker 2 (not running) for the others.
+    leader_of = {p: 1 if p % 2 == 0 else 2 for p in range(N)}
+    resp = await b.rm.become_leader_or_follower(
+        LeaderAndIsrRequest(0, 1, -1, states(leader_of), [])
+    )
+    assert resp.error_code == ErrorCode.NONE
+    assert {e.error_code for e in resp.partition_errors} == {ErrorCode.NONE}
+    assert opened_in and all(name.startswith("log-io") for name in opened_in)
+    assert len(b.rm.partitions) == N == len(b.log_manager.all_logs())
+    log_dir = tmp_path / "b1"
+    for p, leader in leader_of.items():
+        part = b.rm.partitions[TopicPartition("many", p)]
+        assert part.is_leader == (leader == 1)
+        assert part.log.dir == log_dir / f"many-{p}"
+        # The leaders' epoch checkpoints are on disk by the time the request is answered.
+        checkpoint = part.log.dir / LEADER_EPOCH_CHECKPOINT
+        assert checkpoint.exists() == (leader == 1)
+        if leader == 1:
+            assert checkpoint.read_text() == "0\n1\n5 0\n"
+
+    # kill -9 and start again: every replica is there. (An epoch starting at the LEO of an
+    # empty log is dropped on loading, as Kafka does; a record keeps it.)
+    b.rm.partitions[TopicPartition("many", 0)].log.append_as_leader(build_batch([b"x"]), 5)
+    b = await brokers.restart(1, crash=True)
+    logs = b.log_manager.all_logs()
+    assert set(logs) == {TopicPartition("many", p) for p in range(N)}
+    assert logs[TopicPartition("many", 0)].leader_epoch_cache.entries == [EpochEntry(5, 0)]
+    assert logs[TopicPartition("many", 0)].log_end_offset == 1
+
+
+async def test_a_replica_that_cannot_be_created_gets_a_storage_error(
+    brokers: BrokerFactory, tmp_path: Path
+) -> None:
+    b = brokers(1)
+    await b.start()
+    (tmp_path / "b1" / "many-7").write_text("not a directory")
+    leader_of = {p: 1 for p in range(20)}
+    resp = await b.rm.become_leader_or_follower(
+        LeaderAndIsrRequest(0, 1, -1, states(leader_of), [])
+    )
+    errors = {e.partition: e.error_code for e in resp.partition_errors}
+    assert errors[7] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert {code for p, code in errors.items() if p != 7} == {ErrorCode.NONE}
+    assert TopicPartition("many", 7) not in b.rm.partitions
+    assert len(b.rm.partitions) == 19 and all(p.is_leader for p in b.rm.partitions.values())
+    # The controller sends it again later (say, the disk was fixed): created then.
+    (tmp_path / "b1" / "many-7").unlink()
+    resp = await b.rm.become_leader_or_follower(LeaderAndIsrRequest(0, 1, -1, states({7: 1}), []))
+    assert resp.partition_errors[0].error_code == ErrorCode.NONE
+    assert b.rm.partitions[TopicPartition("many", 7)].is_leader
