@@ -49,8 +49,11 @@ from minikafka.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, LogS
 log = logging.getLogger(__name__)
 
 _INT32_MAX = 2**31 - 1
-# Positions in the header tuple of validated_header_fields (the leader's append path).
+# Positions in the header tuple of validated_header_fields (the append paths).
+_F_BASE_OFFSET = BatchHeader._fields.index("base_offset")
 _F_LENGTH = BatchHeader._fields.index("batch_length")
+_F_PARTITION_LEADER_EPOCH = BatchHeader._fields.index("partition_leader_epoch")
+_F_LAST_OFFSET_DELTA = BatchHeader._fields.index("last_offset_delta")
 _F_MAX_TIMESTAMP = BatchHeader._fields.index("max_timestamp")
 _F_RECORD_COUNT = BatchHeader._fields.index("record_count")
 
@@ -322,45 +325,52 @@ class Log:
         return self._append(buf, first, offset - 1, max_ts, num_batches, offset - first)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
-        """Append batches fetched from the leader as they are (offsets and epochs kept)."""
+        """Append batches fetched from the leader as they are (offsets and epochs kept).
+
+        One pass on plain header tuples, like the leader's path: this runs for every fetch a
+        follower appends."""
         n = len(records)
         self._check_request_size(n)
-        batches: list[tuple[int, BatchHeader]] = []
-        pos = 0
-        while pos < n:
-            h = BatchHeader._make(self._check_batch(records, pos, n))
-            batches.append((pos, h))
-            pos += h.batch_length + LOG_OVERHEAD
-        leo = self.log_end_offset
-        first = batches[0][1].base_offset
-        if first < leo:
-            raise CorruptRecordError(f"first batch has base offset {first}, below LEO {leo}")
-        prev_last = first - 1
-        max_ts = -1
-        count = 0
+        leo = self._segments[-1].next_offset
         last_epoch = self.latest_epoch()
-        for pos, h in batches:
+        new_epochs: list[tuple[int, int]] = []  # (epoch, start offset) newer than the cache's
+        first = prev_last = max_ts = -1
+        pos = count = num_batches = 0
+        while pos < n:
+            f = self._check_batch(records, pos, n)
+            base, epoch = f[_F_BASE_OFFSET], f[_F_PARTITION_LEADER_EPOCH]
             # Batches of one fetch come from one leader segment: contiguous, epochs rising.
-            if h.base_offset != prev_last + 1:
+            if pos == 0:
+                first = base
+                if first < leo:
+                    raise CorruptRecordError(
+                        f"first batch has base offset {first}, below LEO {leo}"
+                    )
+            elif base != prev_last + 1:
                 raise CorruptRecordError(
-                    f"batch at byte {pos} has base offset {h.base_offset}, expected {prev_last + 1}"
+                    f"batch at byte {pos} has base offset {base}, expected {prev_last + 1}"
                 )
-            if h.partition_leader_epoch < last_epoch:
+            if epoch < last_epoch:
                 raise CorruptRecordError(
-                    f"batch at byte {pos} has leader epoch {h.partition_leader_epoch} "
-                    f"below {last_epoch}"
+                    f"batch at byte {pos} has leader epoch {epoch} below {last_epoch}"
                 )
-            last_epoch = h.partition_leader_epoch
-            prev_last = h.last_offset
-            max_ts = max(max_ts, h.max_timestamp)
-            count += h.record_count
+            if epoch > last_epoch:
+                # Only a newer epoch starts an entry (as Kafka's recovery does).
+                new_epochs.append((epoch, base))
+                last_epoch = epoch
+            prev_last = base + f[_F_LAST_OFFSET_DELTA]
+            if f[_F_MAX_TIMESTAMP] > max_ts:
+                max_ts = f[_F_MAX_TIMESTAMP]
+            count += f[_F_RECORD_COUNT]
+            pos += f[_F_LENGTH] + LOG_OVERHEAD
+            num_batches += 1
         if first > leo:
             # The leader's log starts past ours: continue in a segment of its own, since
             # offsets inside one segment are contiguous (recovery relies on it).
             self.roll(first)
-        for _, h in batches:
-            self._assign_epoch_of(h)
-        return self._append(records, first, prev_last, max_ts, len(batches), count)
+        for epoch, start in new_epochs:
+            self.leader_epoch_cache.assign(epoch, start)
+        return self._append(records, first, prev_last, max_ts, num_batches, count)
 
     def _append(
         self,
