@@ -1128,12 +1128,8 @@ async def test_channel_manager_delivers_request_level_errors_and_drops_removed_b
 # --- scale: thousands of partitions ----------------------------------------------------------
 
 
-async def test_big_topic_state_znodes_are_created_and_sent_chunk_by_chunk(
-    zk: FakeZk, sender: CapturingSender, start: Starter
-) -> None:
-    brokers(zk, 1, 2, 3)
-    c = await start(1)
-    sender.clear()
+def count_state_creations(zk: FakeZk) -> list[int]:
+    """The size of each create_partition_states call (one ZooKeeper multi each), as made."""
     calls: list[int] = []
     create = zk.create_partition_states
 
@@ -1142,6 +1138,16 @@ async def test_big_topic_state_znodes_are_created_and_sent_chunk_by_chunk(
         return await create(states, version)
 
     zk.create_partition_states = counting  # type: ignore[method-assign]
+    return calls
+
+
+async def test_big_topic_state_znodes_are_created_and_sent_chunk_by_chunk(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    sender.clear()
+    calls = count_state_creations(zk)
     zk.create_topic("big", {p: [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(2500)})
     await c.wait_for_idle()
     # One multi per chunk of 1000 (one multi for all would exceed jute.maxbuffer at scale).
@@ -1161,14 +1167,7 @@ async def test_a_chunk_holding_an_existing_state_is_created_one_by_one_alone(
 ) -> None:
     brokers(zk, 1, 2)
     c = await start(1)
-    calls: list[int] = []
-    create = zk.create_partition_states
-
-    async def counting(states: Mapping[TopicPartition, LeaderAndIsr], version: int) -> Any:
-        calls.append(len(states))
-        return await create(states, version)
-
-    zk.create_partition_states = counting  # type: ignore[method-assign]
+    calls = count_state_creations(zk)
     # An earlier controller created partition 1500's state before it failed over.
     earlier = TopicPartition("big", 1500)
     zk.set_state(earlier, state(2, 0, (2, 1)))
