@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Storage benchmark: the Log next to the raw file system, in the same run, same disk.
 
-    .venv/bin/python scripts/bench_storage.py [--dir bench-out] [--gib 1] [--runs 3]
+    .venv/bin/python scripts/bench_storage.py [--dir bench-out] [--gib 1] [--runs 7]
 
-Measures (median of --runs):
-Every timed run starts after os.sync(), so no run pays for another's writeback.
+Measures (median of --runs; a run of the append measures is one round of raw, leader and
+follower back to back, and "vs raw" is the median over rounds of each round's own ratio, so
+that the drift of a shared VM's disk and CPU between rounds cancels out):
+Every timed run starts from the same state: the previous runs' files deleted and os.sync()
+done before the clock starts, so no run pays for another's writeback or file deletion, and
+an untimed warm-up write of the same size first, so that no timed run is the first to touch
+page-cache memory (in a VM, first touch of guest memory is a host page fault per page).
 
 - append: Log.append_as_leader (validate CRC, stamp offsets/epoch, write, index) and
   Log.append_as_follower (validate, write) of 16-record batches of 1 KiB records, against a
@@ -54,7 +59,8 @@ def make_batches(count: int) -> list[bytes]:
     return out
 
 
-def timed(fn: Callable[[], int]) -> tuple[float, int]:
+def timed(fn: Callable[[], int], prepare: Callable[[], object] = lambda: None) -> tuple[float, int]:
+    prepare()
     # Start every run with no dirty pages: otherwise a run pays for the writeback (and dirty
     # throttling) of the gigabyte its predecessor left in the page cache.
     os.sync()
@@ -87,7 +93,7 @@ def main() -> int:
     ap.add_argument(
         "--gib", type=float, default=1.0, help="bytes per append run and recovery segment"
     )
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     console = Console()
     base = args.dir.resolve()
@@ -108,6 +114,12 @@ def main() -> int:
     follower_pool = [bytearray(s) for s in _split_batches(stamped_log.read(0, 1 << 30).read())]
     stamped_log.close()
     pool_n = len(pool)
+
+    append_dirs = [base / "raw", base / "log", base / "follower"]
+
+    def clear_appends() -> None:
+        for d in append_dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
     def run_raw() -> int:
         d = fresh(base / "raw")
@@ -139,15 +151,25 @@ def main() -> int:
         opened.append(log)
         return total
 
+    timed(run_raw)  # warm-up, untimed: see the docstring
     results: dict[str, list[float]] = {"raw": [], "leader": [], "follower": []}
     order = [("raw", run_raw), ("leader", run_leader), ("follower", run_follower)]
     for r in range(args.runs):
         for name, fn in order[r % 3 :] + order[: r % 3]:  # rotate to spread order effects
-            secs, nbytes = timed(fn)
+            secs, nbytes = timed(fn, prepare=clear_appends)
             results[name].append(nbytes / secs / MIB)
             while opened:
                 opened.pop().close()  # clean close (fsync, index) outside the timing
     med = {k: statistics.median(v) for k, v in results.items()}
+    ratios = {
+        k: [mb / raw for mb, raw in zip(results[k], results["raw"], strict=True)]
+        for k in ("leader", "follower")
+    }
+    ratio_med = {k: statistics.median(v) for k, v in ratios.items()}
+    if not (base / "log").exists():  # the reads below need a leader-written log
+        run_leader()
+        while opened:
+            opened.pop().close()
 
     # Sequential read of the last leader log vs raw pread of its file.
     log = Log.open(base / "log" / "t-0", config, had_clean_shutdown=True)
@@ -209,8 +231,11 @@ def main() -> int:
     table.add_column("MB/s", justify="right")
     table.add_column("batches/s", justify="right")
     table.add_column("vs raw", justify="right")
+    table.add_column("vs raw, rounds min–max", justify="right")
+    table.add_row(
+        "raw os.write", f"{med['raw']:.0f}", f"{med['raw'] * MIB / batch_size:,.0f}", "1.00"
+    )
     for name, label in (
-        ("raw", "raw os.write"),
         ("leader", "Log.append_as_leader"),
         ("follower", "Log.append_as_follower"),
     ):
@@ -218,7 +243,8 @@ def main() -> int:
             label,
             f"{med[name]:.0f}",
             f"{med[name] * MIB / batch_size:,.0f}",
-            f"{med[name] / med['raw']:.2f}",
+            f"{ratio_med[name]:.2f}",
+            f"{min(ratios[name]):.2f}–{max(ratios[name]):.2f}",
         )
     table.add_row("raw os.pread 1 MiB", f"{read_med['raw']:.0f}", "", "1.00")
     table.add_row(
@@ -254,8 +280,9 @@ def main() -> int:
         "runs": args.runs,
         "append_mb_s": results,
         "append_median_mb_s": med,
-        "append_ratio_leader_vs_raw": med["leader"] / med["raw"],
-        "append_ratio_follower_vs_raw": med["follower"] / med["raw"],
+        "append_ratio_leader_vs_raw": ratio_med["leader"],
+        "append_ratio_follower_vs_raw": ratio_med["follower"],
+        "append_ratios_per_round": ratios,
         "read_mb_s": read_res,
         "read_median_mb_s": read_med,
         "recovery_warm_mb_s": warm,

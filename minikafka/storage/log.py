@@ -23,11 +23,14 @@ from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import (
     CorruptRecordError,
+    KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from minikafka.storage._batch_scan import BatchScanError
+from minikafka.storage._batch_scan import LogAppendInfo as LogAppendInfo  # C, one per append
 from minikafka.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     CorruptCheckpointError,
@@ -37,34 +40,10 @@ from minikafka.storage.checkpoint import (
 )
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.record_batch import (
-    LOG_OVERHEAD,
-    BatchHeader,
-    InvalidBatchError,
-    stamp,
-    validated_header_fields,
-)
+from minikafka.storage.record_batch import BatchHeader, invalid_batch_error, peek_offset_and_size
 from minikafka.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, LogSlice, base_offset_of
 
 log = logging.getLogger(__name__)
-
-_INT32_MAX = 2**31 - 1
-# Positions in the header tuple of validated_header_fields (the append paths).
-_F_BASE_OFFSET = BatchHeader._fields.index("base_offset")
-_F_LENGTH = BatchHeader._fields.index("batch_length")
-_F_PARTITION_LEADER_EPOCH = BatchHeader._fields.index("partition_leader_epoch")
-_F_LAST_OFFSET_DELTA = BatchHeader._fields.index("last_offset_delta")
-_F_MAX_TIMESTAMP = BatchHeader._fields.index("max_timestamp")
-_F_RECORD_COUNT = BatchHeader._fields.index("record_count")
-
-
-class LogAppendInfo(NamedTuple):  # NamedTuple: built on every append, cheap to construct
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    num_batches: int
-    num_records: int
-    valid_bytes: int
 
 
 class FetchDataInfo(NamedTuple):
@@ -101,6 +80,7 @@ class Log:
         self.topic_partition = TopicPartition.parse_dir_name(directory.name)
         self.config = config
         self._clock = clock
+        self._now_ms = clock.now_ms  # bound once: the append path passes it on every call
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
@@ -278,21 +258,14 @@ class Log:
                 f"{n} bytes exceed segment.bytes {self.config.segment_bytes}"
             )
 
-    def _check_batch(
-        self, buf: bytes | bytearray | memoryview, pos: int, n: int
-    ) -> tuple[int, ...]:
-        """Validate the batch at `pos`; its header fields (BatchHeader's order) and size."""
-        try:
-            f = validated_header_fields(buf, pos, n)
-        except InvalidBatchError as e:
-            raise CorruptRecordError(str(e)) from e
-        size = f[_F_LENGTH] + LOG_OVERHEAD
-        if size > self.config.max_message_bytes:
-            raise MessageTooLargeError(
-                f"batch at byte {pos} is {size} bytes, "
-                f"larger than max.message.bytes {self.config.max_message_bytes}"
-            )
-        return f
+    def _scan_error(self, e: BatchScanError) -> KafkaError:
+        """The Kafka error for a request the batch scanner refused."""
+        kind, _position, detail = e.args
+        if kind == "MESSAGE_TOO_LARGE":
+            return MessageTooLargeError(detail)
+        if kind == "OUT_OF_SEQUENCE":
+            return CorruptRecordError(detail)
+        return CorruptRecordError(str(invalid_batch_error(e)))
 
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int
@@ -302,104 +275,86 @@ class Log:
         A bytearray (what the network layer reads requests into) is stamped in place, as
         Kafka stamps the request's buffer; immutable bytes are copied first. Stamping as we
         validate is safe: a request with an invalid batch is rejected whole and its buffer
-        dropped. (This is the produce path's per-batch cost, so it works on plain header
-        tuples: no BatchHeader objects, no list of batches.)
+        dropped. Checks, CRC, stamping, the roll check, the write and the index are one C
+        call (`SegmentAppender.append_leader`): this is the produce path's per-request cost.
         """
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
-        buf = records if isinstance(records, bytearray) else bytearray(records)
+        buf = records if type(records) is bytearray else bytearray(records)
+        config = self.config
         n = len(buf)
-        self._check_request_size(n)
-        first = offset = self._segments[-1].next_offset
-        max_ts = -1
-        pos = num_batches = 0
-        while pos < n:
-            f = self._check_batch(buf, pos, n)
-            stamp(buf, pos, offset, leader_epoch)
-            offset += f[_F_RECORD_COUNT]
-            if f[_F_MAX_TIMESTAMP] > max_ts:
-                max_ts = f[_F_MAX_TIMESTAMP]
-            pos += f[_F_LENGTH] + LOG_OVERHEAD
-            num_batches += 1
-        self.leader_epoch_cache.assign(leader_epoch, first)
-        return self._append(buf, first, offset - 1, max_ts, num_batches, offset - first)
+        if n == 0 or n > config.segment_bytes:
+            self._check_request_size(n)
+        seg = self._segments[-1]
+        max_bytes, segment_bytes, segment_ms = (
+            config.max_message_bytes,
+            config.segment_bytes,
+            config.segment_ms,
+        )
+        try:
+            info = seg.append_leader(
+                buf, leader_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
+            )
+            if info is None:  # the segment must roll first
+                seg = self.roll()
+                info = seg.append_leader(
+                    buf, leader_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
+                )
+                assert info is not None, "a new segment takes any request"
+        except BatchScanError as e:
+            raise self._scan_error(e) from None
+        except OSError as e:
+            raise KafkaStorageError(f"append to {seg.log_path} failed: {e}") from e
+        self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        self._appended(info.num_records)
+        return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and epochs kept).
 
-        One pass on plain header tuples, like the leader's path: this runs for every fetch a
-        follower appends."""
+        One C call (`SegmentAppender.append_follower`) checks them (each batch valid, the
+        first at or above the LEO, the rest contiguous, leader epochs never going backwards)
+        and writes them."""
+        config = self.config
         n = len(records)
-        self._check_request_size(n)
-        leo = self._segments[-1].next_offset
-        last_epoch = self.latest_epoch()
-        new_epochs: list[tuple[int, int]] = []  # (epoch, start offset) newer than the cache's
-        first = prev_last = max_ts = -1
-        pos = count = num_batches = 0
-        while pos < n:
-            f = self._check_batch(records, pos, n)
-            base, epoch = f[_F_BASE_OFFSET], f[_F_PARTITION_LEADER_EPOCH]
-            # Batches of one fetch come from one leader segment: contiguous, epochs rising.
-            if pos == 0:
-                first = base
-                if first < leo:
-                    raise CorruptRecordError(
-                        f"first batch has base offset {first}, below LEO {leo}"
-                    )
-            elif base != prev_last + 1:
-                raise CorruptRecordError(
-                    f"batch at byte {pos} has base offset {base}, expected {prev_last + 1}"
-                )
-            if epoch < last_epoch:
-                raise CorruptRecordError(
-                    f"batch at byte {pos} has leader epoch {epoch} below {last_epoch}"
-                )
-            if epoch > last_epoch:
-                # Only a newer epoch starts an entry (as Kafka's recovery does).
-                new_epochs.append((epoch, base))
-                last_epoch = epoch
-            prev_last = base + f[_F_LAST_OFFSET_DELTA]
-            if f[_F_MAX_TIMESTAMP] > max_ts:
-                max_ts = f[_F_MAX_TIMESTAMP]
-            count += f[_F_RECORD_COUNT]
-            pos += f[_F_LENGTH] + LOG_OVERHEAD
-            num_batches += 1
-        if first > leo:
-            # The leader's log starts past ours: continue in a segment of its own, since
-            # offsets inside one segment are contiguous (recovery relies on it).
-            self.roll(first)
-        for epoch, start in new_epochs:
-            self.leader_epoch_cache.assign(epoch, start)
-        return self._append(records, first, prev_last, max_ts, num_batches, count)
-
-    def _append(
-        self,
-        data: bytes | bytearray | memoryview,
-        first: int,
-        last: int,
-        max_ts: int,
-        num_batches: int,
-        num_records: int,
-    ) -> LogAppendInfo:
-        # The roll check is inlined: this runs once per produce request per partition.
+        if n == 0 or n > config.segment_bytes:
+            self._check_request_size(n)
         seg = self._segments[-1]
-        n = len(data)
-        if seg.size > 0 and (
-            seg.size > self.config.segment_bytes - n
-            or last - seg.base_offset > _INT32_MAX
-            or seg.time_waited_for_roll(self._clock, max_ts) >= self.config.segment_ms
-        ):
-            # A follower may append with a gap (the leader's log start moved); the new segment
-            # starts at the first offset actually appended.
-            seg = self.roll(max(first, self.log_end_offset))
+        latest_epoch = self.leader_epoch_cache.latest_epoch()
+        max_bytes, segment_bytes, segment_ms = (
+            config.max_message_bytes,
+            config.segment_bytes,
+            config.segment_ms,
+        )
         try:
-            seg.append(data, last, max_ts)
+            appended = seg.append_follower(
+                records, latest_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
+            )
+            if appended is None:
+                # The segment must roll first, or the leader's log starts past ours: then
+                # continue in a segment of its own, since offsets inside one segment are
+                # contiguous (recovery relies on it).
+                first, _ = peek_offset_and_size(records)
+                seg = self.roll(max(first, self.log_end_offset))
+                appended = seg.append_follower(
+                    records, latest_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
+                )
+                assert appended is not None, "a new segment at the first offset takes them"
+        except BatchScanError as e:
+            raise self._scan_error(e) from None
         except OSError as e:
             raise KafkaStorageError(f"append to {seg.log_path} failed: {e}") from e
-        self._unflushed_records += num_records
-        if self._unflushed_records >= self.config.flush_messages:
+        info, new_epochs = appended
+        for epoch, start in new_epochs:
+            self.leader_epoch_cache.assign(epoch, start)
+        self._appended(info.num_records)
+        return info
+
+    def _appended(self, num_records: int) -> None:
+        unflushed = self._unflushed_records + num_records
+        self._unflushed_records = unflushed
+        if unflushed >= self.config.flush_messages:
             self.flush()
-        return LogAppendInfo(first, last, max_ts, num_batches, num_records, n)
 
     def roll(self, base_offset: int | None = None) -> LogSegment:
         """Start a new active segment at LEO; the old one is fsynced (Kafka flushes on roll)."""

@@ -49,13 +49,19 @@ class OffsetIndex:
         return list(zip(self._offsets, self._positions, strict=True))
 
     def append(self, offset: int, position: int) -> None:
-        if self._offsets and (offset <= self._offsets[-1] or position <= self._positions[-1]):
+        offsets, positions = self._offsets, self._positions
+        if offsets and (offset <= offsets[-1] or position <= positions[-1]):
             raise ValueError(
                 f"index entry ({offset}, {position}) is not after "
-                f"({self._offsets[-1]}, {self._positions[-1]}) in {self.path}"
+                f"({offsets[-1]}, {positions[-1]}) in {self.path}"
             )
-        self._offsets.append(offset)
-        self._positions.append(position)
+        offsets.append(offset)
+        positions.append(position)
+
+    def entry_arrays(self) -> tuple[array[int], array[int]]:
+        """The (last offsets, positions) arrays, for the segment's C append side to add entries
+        to directly. They stay the same objects for the index's life (changed in place)."""
+        return self._offsets, self._positions
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """(offset, position) of the greatest entry with offset <= target, else (base, 0)."""
@@ -110,7 +116,9 @@ class OffsetIndex:
             offsets.append(off)
             positions.append(pos)
             prev_off, prev_pos = off, pos
-        self._offsets, self._positions = offsets, positions
+        # In place: the segment's C append side holds these arrays (entry_arrays).
+        self._offsets[:] = offsets
+        self._positions[:] = positions
         self._flushed_entries = len(offsets)
 
     def create_empty(self) -> None:

@@ -20,7 +20,8 @@ Header layout (big-endian, 61 bytes, identical to Kafka's magic v2):
 
 The CRC starts after the CRC field, so a leader stamps base offset and leader epoch
 in place without recomputing it. Brokers only ever look at headers (`validate_batch`,
-`iter_batches`); records are decoded by clients and tools (`decode_records`).
+`iter_batches`, and the append paths); the checks themselves run in C (`_batch_scan.c`),
+with the rules written here. Records are decoded by clients and tools (`decode_records`).
 Each record is one msgpack array: [offset delta, timestamp delta, key, value, headers].
 """
 
@@ -33,6 +34,9 @@ from typing import Any, NamedTuple
 
 import crc32c
 import msgpack
+
+from minikafka.storage import _batch_scan
+from minikafka.storage._batch_scan import BatchScanError
 
 MAGIC = 2
 BASE_OFFSET_OFFSET = 0
@@ -148,34 +152,19 @@ def validated_header_fields(
     max_batch_size: int | None = None,
 ) -> tuple[int, ...]:
     """`validate_batch` without building a BatchHeader: the header's fields as a plain tuple
-    in BatchHeader's order, for the leader's append path (every produced batch)."""
-    if limit - pos < HEADER_SIZE:
-        raise InvalidBatchError(InvalidBatchReason.TRUNCATED, pos, f"{limit - pos} bytes left")
-    f = _HEADER.unpack_from(buf, pos)
-    length, magic, crc, last_delta, count = f[1], f[3], f[4], f[6], f[12]
-    size = length + LOG_OVERHEAD
-    if size < HEADER_SIZE or (max_batch_size is not None and size > max_batch_size):
-        raise InvalidBatchError(
-            InvalidBatchReason.LENGTH_OUT_OF_BOUNDS, pos, f"batch length {length}"
+    in BatchHeader's order. The checks run in C (`_batch_scan.c`), as do the append paths'."""
+    try:
+        return _batch_scan.header_fields(
+            buf, pos, limit, -1 if max_batch_size is None else max_batch_size
         )
-    if magic != MAGIC:
-        raise InvalidBatchError(InvalidBatchReason.BAD_MAGIC, pos, f"magic {magic}")
-    if pos + size > limit:
-        raise InvalidBatchError(
-            InvalidBatchReason.TRUNCATED, pos, f"needs {size} bytes, {limit - pos} left"
-        )
-    if count <= 0 or last_delta != count - 1:
-        raise InvalidBatchError(
-            InvalidBatchReason.RECORD_COUNT_MISMATCH,
-            pos,
-            f"record count {count}, last offset delta {last_delta}",
-        )
-    actual = crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : pos + size])
-    if actual != crc:
-        raise InvalidBatchError(
-            InvalidBatchReason.CRC_MISMATCH, pos, f"stored {crc:#010x}, computed {actual:#010x}"
-        )
-    return f
+    except BatchScanError as e:
+        raise invalid_batch_error(e) from None
+
+
+def invalid_batch_error(e: BatchScanError) -> InvalidBatchError:
+    """The InvalidBatchError for a failed check of the C scanner (its kind is a reason's name)."""
+    kind, position, detail = e.args
+    return InvalidBatchError(InvalidBatchReason[kind], position, detail)
 
 
 def iter_batches(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from minikafka.clock import Clock
+from minikafka.storage._batch_scan import LogAppendInfo, SegmentAppender
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
 from minikafka.storage.record_batch import (
     HEADER_SIZE,
@@ -106,7 +106,11 @@ class RecoveryResult:
     error: InvalidBatchError | None
 
 
-class LogSegment:
+class LogSegment(SegmentAppender):
+    """A segment. Its append side (descriptor, size, next offset, index bookkeeping, the
+    append_leader / append_follower calls) is the C base class SegmentAppender, so that one
+    call per request scans, writes and indexes; reads, recovery and truncation are here."""
+
     def __init__(
         self,
         directory: Path,
@@ -119,6 +123,7 @@ class LogSegment:
         self.base_offset = base_offset
         self.log_path = directory / file_name_for(base_offset, LOG_SUFFIX)
         self.index = OffsetIndex(directory / file_name_for(base_offset, INDEX_SUFFIX), base_offset)
+        self._index_offsets, self._index_positions = self.index.entry_arrays()
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
@@ -126,8 +131,8 @@ class LogSegment:
         self.size = os.fstat(self._fd).st_size
         self.next_offset = base_offset
         self._bytes_since_last_index_entry = 0
-        self._first_batch_timestamp: int | None = None
-        self._largest_timestamp: int | None = None if self.size else -1
+        self._first_batch_timestamp = None
+        self._largest_timestamp = None if self.size else -1
         # Set by open_existing when the index or the tail did not check out.
         self.needs_recovery = False
 
@@ -188,44 +193,14 @@ class LogSegment:
 
     # --- appends -------------------------------------------------------------------------
 
-    def append(
-        self, data: bytes | bytearray | memoryview, largest_offset: int, max_ts: int
-    ) -> None:
-        """Append already-validated, already-stamped batch bytes. The caller (Log) rolls
-        before offsets outgrow the index's 32-bit relative offsets."""
-        position = self.size
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.index.append(largest_offset, position)
-            self._bytes_since_last_index_entry = 0
-        n = len(data)
-        written = os.pwrite(self._fd, data, position)
-        if written != n:
-            _pwrite_rest(self._fd, data, position, written)
-        self.size += n
-        self._bytes_since_last_index_entry += n
-        self.next_offset = largest_offset + 1
-        if position == 0:
-            self._first_batch_timestamp = parse_header(data).max_timestamp
-        if self._largest_timestamp is not None and max_ts > self._largest_timestamp:
-            self._largest_timestamp = max_ts
-
-    def time_waited_for_roll(self, clock: Clock, incoming_max_ts: int) -> int:
-        """Kafka's rule: with record timestamps, time between the first batch and the incoming
-        one; otherwise time since the segment was created (the clock is read only then: this
-        runs on every append)."""
-        first = self._first_batch_timestamp
-        if first is None:
-            first = self.first_batch_timestamp()
-        if first is not None and first >= 0:
-            return incoming_max_ts - first
-        return clock.now_ms() - self.created_ms
-
-    def first_batch_timestamp(self) -> int | None:
-        if self._first_batch_timestamp is None and self.size >= HEADER_SIZE:
-            self._first_batch_timestamp = parse_header(
-                self.read_bytes(0, HEADER_SIZE)
-            ).max_timestamp
-        return self._first_batch_timestamp
+    def append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append whole, valid batches that continue this segment's offsets (checked, as a
+        follower's are), whatever the roll rules say: for tools and tests; the Log appends
+        through `append_leader` / `append_follower`."""
+        appended = self.append_follower(data, -1, _INT32_MAX, 2**62, 2**62, _never)
+        if appended is None:
+            raise ValueError(f"batches start past this segment's next offset {self.next_offset}")
+        return appended[0]
 
     def largest_timestamp(self) -> int:
         """Max record timestamp in the segment (-1 if empty); computed once from headers."""
@@ -438,10 +413,5 @@ class LogSegment:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
 
 
-def _pwrite_rest(
-    fd: int, data: bytes | bytearray | memoryview, position: int, written: int
-) -> None:
-    """Finish a short pwrite (rare on regular files)."""
-    view = memoryview(data)
-    while written < len(view):
-        written += os.pwrite(fd, view[written:], position + written)
+def _never() -> int:
+    return 0  # a clock for appends that never roll

@@ -59,6 +59,10 @@ BOOKWORM_PACKAGES = {
     "python3-rich": "13.3.1-1",
     "python3-crc32c": "2.3-1.1+b1",
     "python3-pip": "23.0.1+dfsg-1",
+    # build-only, for the C extension (installed and purged in one layer)
+    "gcc": "4:12.2.0-3",
+    "libc6-dev": "2.36-9+deb12u14",
+    "python3-dev": "3.11.2-1+b1",
     "python3-matplotlib": "3.6.3-1+b1",
     "zookeeper": "3.8.0-11+deb12u2",
 }

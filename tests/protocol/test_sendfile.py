@@ -31,7 +31,7 @@ def make_segment(directory: Path, batches: int, record_size: int = 1000) -> LogS
     for i in range(batches):
         b = bytearray(build_batch([os.urandom(record_size)] * 4, timestamp=i))
         stamp(b, 0, offset, 0)
-        seg.append(b, offset + 3, i)
+        seg.append(b)
         offset += 4
     return seg
 
