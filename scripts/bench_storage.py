@@ -29,6 +29,7 @@ import os
 import platform
 import shutil
 import statistics
+import struct
 import sys
 import time
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from rich.table import Table
 
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.record_batch import RecordBatchBuilder, stamp
+from minikafka.storage.record_batch import RecordBatchBuilder
 
 RECORD_SIZE = 1024
 RECORDS_PER_BATCH = 16
@@ -142,11 +143,12 @@ def main() -> int:
 
     def run_follower() -> int:
         log = Log.open(fresh(base / "follower") / "t-0", config)
-        # Follower input already carries offsets; stamping the next base offset into a
-        # pooled buffer (~0.5 us) stays inside the timing.
+        # Follower input already carries offsets and the leader epoch; writing the next base
+        # offset into a pooled buffer (one pack_into, ~0.2 us) stays inside the timing.
+        set_base_offset = struct.Struct(">q").pack_into
         for i in range(n_batches):
             b = follower_pool[i % pool_n]
-            stamp(b, 0, i * RECORDS_PER_BATCH, 0)
+            set_base_offset(b, 0, i * RECORDS_PER_BATCH)
             log.append_as_follower(b)
         opened.append(log)
         return total

@@ -20,7 +20,8 @@ from minikafka.protocol.errors import (
 )
 from minikafka.protocol.messages import NO_LEADER_EPOCH, LeaderAndIsrPartitionState
 from minikafka.replication.partition_state import LeaderReplicaState
-from minikafka.storage.log import FetchDataInfo, Log, LogAppendInfo
+from minikafka.storage.log import FetchDataInfo, Log
+from minikafka.storage.segment import LogAppendInfo
 
 log = logging.getLogger(__name__)
 

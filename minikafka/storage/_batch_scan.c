@@ -1,16 +1,18 @@
-/* Record batch header validation and the append paths' per-batch loop, in C.
+/* The storage layer's append path and record batch validation, in C.
  *
- * Every batch a broker appends (produce on the leader, fetch on a follower) and every
- * batch recovery re-reads goes through here: header checks, CRC-32C (the crc32c package,
- * called once per batch) and, on the leader, stamping base offset and leader epoch in
- * place. Done in Python this loop cost more than the page-cache write it guards (issue 2:
- * append >= 0.8x raw os.write); here it is one call per request. The rules are those of
- * record_batch.py's docstring; the Python side turns BatchScanError into the storage
- * layer's exceptions.
+ * Every request a broker appends (produce on the leader, fetch on a follower) goes through
+ * SegmentAppender (the base class of LogSegment): header checks, CRC-32C (the SSE 4.2
+ * instruction; the crc32c package on other CPUs), stamping base offsets and the leader
+ * epoch, Kafka's roll rules, the pwrite and the sparse index, in one call per request. Done
+ * in Python, this cost more than the page-cache write it guards (issue 2: append >= 0.8 x
+ * raw os.write). header_fields serves every other reader of batches (recovery, tools,
+ * consumers). The rules are those of record_batch.py's docstring; the Python side turns
+ * BatchScanError into the storage layer's exceptions.
  *
  * BatchScanError's args are (kind, position, detail): kind is an InvalidBatchReason name,
- * "MESSAGE_TOO_LARGE" (batch over max.message.bytes) or "OUT_OF_SEQUENCE" (a follower's
- * batches not contiguous, or its leader epochs going backwards).
+ * "MESSAGE_TOO_LARGE" (batch over max.message.bytes), "OUT_OF_SEQUENCE" (a follower's
+ * batches not contiguous, or its leader epochs going backwards), "EMPTY" (a request without
+ * a batch) or "RECORD_LIST_TOO_LARGE" (a request over segment.bytes).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,38 +30,29 @@
 #define MAGIC 2
 
 static PyObject *crc32c_fn;      /* crc32c.crc32c */
+/* LogAppendInfo, the NamedTuple of segment.py, registered by set_append_info_type: its
+ * instances are made here as tuples of that type (a NamedTuple adds no fields to a tuple). */
 static PyTypeObject *LogAppendInfoType;
-
-static PyStructSequence_Field append_info_fields[] = {
-    {"first_offset", "offset of the first record appended"},
-    {"last_offset", "offset of the last record appended"},
-    {"max_timestamp", "largest batch max timestamp (-1 if none)"},
-    {"num_batches", "batches appended"},
-    {"num_records", "records appended"},
-    {"valid_bytes", "bytes appended"},
-    {NULL, NULL},
-};
-
-static PyStructSequence_Desc append_info_desc = {
-    "minikafka.storage.log.LogAppendInfo",
-    "What one append wrote (Kafka's LogAppendInfo). A C struct sequence, built by the\n"
-    "scanner: one is made per produce request and per follower fetch.",
-    append_info_fields,
-    6,
-};
+#define APPEND_INFO_FIELDS 7
 
 static PyObject *new_append_info(long long first, long long last, long long max_ts,
                                  Py_ssize_t num_batches, long long num_records,
-                                 Py_ssize_t valid_bytes) {
-    PyObject *info = PyStructSequence_New(LogAppendInfoType);
+                                 Py_ssize_t valid_bytes, PyObject *new_epochs) {
+    if (LogAppendInfoType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_append_info_type was not called");
+        return NULL;
+    }
+    PyObject *info = LogAppendInfoType->tp_alloc(LogAppendInfoType, APPEND_INFO_FIELDS);
     if (info == NULL) return NULL;
-    PyObject *v[6] = {PyLong_FromLongLong(first),     PyLong_FromLongLong(last),
-                      PyLong_FromLongLong(max_ts),    PyLong_FromSsize_t(num_batches),
-                      PyLong_FromLongLong(num_records), PyLong_FromSsize_t(valid_bytes)};
+    PyObject *v[APPEND_INFO_FIELDS] = {
+        PyLong_FromLongLong(first),       PyLong_FromLongLong(last),
+        PyLong_FromLongLong(max_ts),      PyLong_FromSsize_t(num_batches),
+        PyLong_FromLongLong(num_records), PyLong_FromSsize_t(valid_bytes),
+        Py_NewRef(new_epochs ? new_epochs : Py_None)};
     int failed = 0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < APPEND_INFO_FIELDS; i++) {
         if (v[i] == NULL) failed = 1;
-        PyStructSequence_SET_ITEM(info, i, v[i]);  /* NULL items are fine for the dealloc */
+        PyTuple_SET_ITEM(info, i, v[i]); /* NULL items are fine for the dealloc */
     }
     if (failed) {
         Py_DECREF(info);
@@ -67,6 +60,23 @@ static PyObject *new_append_info(long long first, long long last, long long max_
     }
     return info;
 }
+
+PyDoc_STRVAR(set_append_info_type_doc,
+             "set_append_info_type(cls)\n\nThe tuple subclass (a NamedTuple of 7 fields) that\n"
+             "append_leader and append_follower return.");
+
+static PyObject *set_append_info_type(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type) ||
+        ((PyTypeObject *)cls)->tp_basicsize != PyTuple_Type.tp_basicsize ||
+        ((PyTypeObject *)cls)->tp_itemsize != PyTuple_Type.tp_itemsize) {
+        PyErr_SetString(PyExc_TypeError, "expected a NamedTuple class");
+        return NULL;
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(LogAppendInfoType, (PyTypeObject *)cls);
+    Py_RETURN_NONE;
+}
+
 static PyObject *BatchScanError; /* minikafka.storage._batch_scan.BatchScanError */
 
 typedef struct {
@@ -381,7 +391,6 @@ static int do_scan_leader(uint8_t *buf, Py_ssize_t n, long long first, long long
                           long long max_message_bytes, scan_t *out) {
     Py_ssize_t pos = 0, num_batches = 0;
     long long offset = first, max_ts = -1, first_batch_max_ts = -1;
-    if (n == 0) return scan_error("TRUNCATED", 0, "no record batch");
     while (pos < n) {
         header_t h;
         if (check_batch(buf, pos, n, -1, &h) < 0) return -1;
@@ -401,14 +410,13 @@ static int do_scan_leader(uint8_t *buf, Py_ssize_t n, long long first, long long
 
 /* The follower's loop: validate every batch; the first must not lie below the LEO, the
  * rest follow it without gaps (one fetch comes from one leader segment), and leader epochs
- * never go below latest_epoch or each other. Appends (epoch, start offset) to new_epochs for
- * every epoch newer than latest_epoch (only a newer epoch starts an entry, as Kafka's
- * recovery does). */
+ * never go below latest_epoch or each other. Appends (epoch, start offset) to *new_epochs (a
+ * list made on the first) for every epoch newer than latest_epoch (only a newer epoch starts
+ * an entry, as Kafka's recovery does). */
 static int do_scan_follower(const uint8_t *buf, Py_ssize_t n, long long leo, long long last_epoch,
-                            long long max_message_bytes, PyObject *new_epochs, scan_t *out) {
+                            long long max_message_bytes, PyObject **new_epochs, scan_t *out) {
     Py_ssize_t pos = 0, num_batches = 0;
     long long first = -1, prev_last = -1, max_ts = -1, first_batch_max_ts = -1, count = 0;
-    if (n == 0) return scan_error("TRUNCATED", 0, "no record batch");
     while (pos < n) {
         header_t h;
         if (check_batch(buf, pos, n, -1, &h) < 0) return -1;
@@ -431,9 +439,10 @@ static int do_scan_follower(const uint8_t *buf, Py_ssize_t n, long long leo, lon
                               "batch at byte %lld has leader epoch %lld below %lld",
                               (long long)pos, epoch, last_epoch);
         if (epoch > last_epoch) {
+            if (*new_epochs == NULL && (*new_epochs = PyList_New(0)) == NULL) return -1;
             PyObject *entry = Py_BuildValue("(LL)", epoch, base);
             if (entry == NULL) return -1;
-            int failed = PyList_Append(new_epochs, entry);
+            int failed = PyList_Append(*new_epochs, entry);
             Py_DECREF(entry);
             if (failed) return -1;
             last_epoch = epoch;
@@ -448,9 +457,9 @@ static int do_scan_follower(const uint8_t *buf, Py_ssize_t n, long long leo, lon
     return 0;
 }
 
-static PyObject *info_of(const scan_t *s) {
+static PyObject *info_of(const scan_t *s, PyObject *new_epochs) {
     return new_append_info(s->first, s->last, s->max_ts, s->num_batches, s->num_records,
-                           s->valid_bytes);
+                           s->valid_bytes, new_epochs);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -479,6 +488,8 @@ typedef struct {
     long long created_ms;
     PyObject *index_offsets;   /* array('q') of the index: last offsets */
     PyObject *index_positions; /* array('q') of the index: file positions */
+    PyObject *offsets_append;  /* their bound append methods (no lookup per entry) */
+    PyObject *positions_append;
 } SegmentAppender;
 
 static PyObject *str_append;
@@ -487,12 +498,16 @@ static int appender_traverse(SegmentAppender *self, visitproc visit, void *arg) 
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->index_offsets);
     Py_VISIT(self->index_positions);
+    Py_VISIT(self->offsets_append);
+    Py_VISIT(self->positions_append);
     return 0;
 }
 
 static int appender_clear(SegmentAppender *self) {
     Py_CLEAR(self->index_offsets);
     Py_CLEAR(self->index_positions);
+    Py_CLEAR(self->offsets_append);
+    Py_CLEAR(self->positions_append);
     return 0;
 }
 
@@ -547,11 +562,14 @@ static int set_largest_ts(SegmentAppender *self, PyObject *v, void *c) {
     return set_ts(&self->largest_timestamp, v);
 }
 
-static int set_array(PyObject **slot, PyObject *value) {
+static int set_array(PyObject **slot, PyObject **append_slot, PyObject *value) {
     if (value == NULL) {
         PyErr_SetString(PyExc_AttributeError, "cannot delete the index arrays");
         return -1;
     }
+    PyObject *append = PyObject_GetAttr(value, str_append);
+    if (append == NULL) return -1;
+    Py_XSETREF(*append_slot, append);
     Py_INCREF(value);
     Py_XSETREF(*slot, value);
     return 0;
@@ -560,13 +578,13 @@ static PyObject *get_offsets(SegmentAppender *self, void *c) {
     return Py_NewRef(self->index_offsets ? self->index_offsets : Py_None);
 }
 static int set_offsets(SegmentAppender *self, PyObject *v, void *c) {
-    return set_array(&self->index_offsets, v);
+    return set_array(&self->index_offsets, &self->offsets_append, v);
 }
 static PyObject *get_positions(SegmentAppender *self, void *c) {
     return Py_NewRef(self->index_positions ? self->index_positions : Py_None);
 }
 static int set_positions(SegmentAppender *self, PyObject *v, void *c) {
-    return set_array(&self->index_positions, v);
+    return set_array(&self->index_positions, &self->positions_append, v);
 }
 
 static PyGetSetDef appender_getset[] = {
@@ -664,8 +682,8 @@ static int write_scanned(SegmentAppender *self, const uint8_t *data, const scan_
         PyObject *off = PyLong_FromLongLong(s->last), *pos = PyLong_FromLongLong(position);
         PyObject *r1 = NULL, *r2 = NULL;
         if (off != NULL && pos != NULL) {
-            r1 = PyObject_CallMethodOneArg(self->index_offsets, str_append, off);
-            if (r1 != NULL) r2 = PyObject_CallMethodOneArg(self->index_positions, str_append, pos);
+            r1 = PyObject_CallOneArg(self->offsets_append, off);
+            if (r1 != NULL) r2 = PyObject_CallOneArg(self->positions_append, pos);
         }
         Py_XDECREF(off);
         Py_XDECREF(pos);
@@ -683,6 +701,15 @@ static int write_scanned(SegmentAppender *self, const uint8_t *data, const scan_
     return 0;
 }
 
+/* A request as a whole: at least one batch, and no more bytes than a segment may hold. */
+static int check_request_size(Py_ssize_t n, long long segment_bytes) {
+    if (n == 0) return scan_error("EMPTY", 0, "no record batch in the request");
+    if ((long long)n > segment_bytes)
+        return scan_error("RECORD_LIST_TOO_LARGE", 0, "%lld bytes exceed segment.bytes %lld",
+                          (long long)n, segment_bytes);
+    return 0;
+}
+
 static int parse_append_args(PyObject *const *args, Py_ssize_t nargs, const char *usage,
                              long long *v) {
     if (nargs != 6 || !PyCallable_Check(args[5])) {
@@ -695,7 +722,7 @@ static int parse_append_args(PyObject *const *args, Py_ssize_t nargs, const char
 }
 
 static int check_open(SegmentAppender *self) {
-    if (self->fd < 0 || self->index_offsets == NULL || self->index_positions == NULL) {
+    if (self->fd < 0 || self->offsets_append == NULL || self->positions_append == NULL) {
         PyErr_SetString(PyExc_ValueError, "segment is closed or not set up for appends");
         return -1;
     }
@@ -724,6 +751,7 @@ static PyObject *append_leader(SegmentAppender *self, PyObject *const *args, Py_
     if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) return NULL;
     PyObject *result = NULL;
     scan_t s = {0};
+    if (check_request_size(view.len, v[2]) < 0) goto done;
     if (do_scan_leader((uint8_t *)view.buf, view.len, self->next_offset, v[0], v[1], &s) < 0)
         goto done;
     int roll = roll_due(self, &s, v[2], v[3], args[5]);
@@ -732,7 +760,7 @@ static PyObject *append_leader(SegmentAppender *self, PyObject *const *args, Py_
         goto done;
     }
     if (write_scanned(self, (const uint8_t *)view.buf, &s) < 0) goto done;
-    result = info_of(&s);
+    result = info_of(&s, NULL);
 done:
     PyBuffer_Release(&view);
     return result;
@@ -740,11 +768,12 @@ done:
 
 PyDoc_STRVAR(append_follower_doc,
              "append_follower(buf, latest_epoch, max_message_bytes, segment_bytes, segment_ms,\n"
-             "                now_ms) -> (LogAppendInfo, new_epochs) | None\n\n"
+             "                now_ms) -> LogAppendInfo | None\n\n"
              "Batches a follower fetched: validate each, check that the first is not below this\n"
              "segment's next offset, that the rest follow without gaps and that leader epochs\n"
-             "never go below latest_epoch or each other, and append them here. new_epochs lists\n"
-             "(epoch, start offset) for every epoch newer than latest_epoch. None, with nothing\n"
+             "never go below latest_epoch or each other, and append them here. The info's\n"
+             "new_epochs lists (epoch, start offset) of every epoch newer than latest_epoch\n"
+             "(None if there is none). None, with nothing\n"
              "written, when the segment must roll first or the batches start past its next\n"
              "offset (a new segment must start there).");
 
@@ -757,17 +786,14 @@ static PyObject *append_follower(SegmentAppender *self, PyObject *const *args,
                           v) < 0 ||
         check_open(self) < 0)
         return NULL;
-    PyObject *new_epochs = PyList_New(0);
-    if (new_epochs == NULL) return NULL;
+    PyObject *new_epochs = NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        Py_DECREF(new_epochs);
-        return NULL;
-    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *result = NULL;
     scan_t s = {0};
+    if (check_request_size(view.len, v[2]) < 0) goto done;
     if (do_scan_follower((const uint8_t *)view.buf, view.len, self->next_offset, v[0], v[1],
-                         new_epochs, &s) < 0)
+                         &new_epochs, &s) < 0)
         goto done;
     int roll = s.first != self->next_offset ? 1 : roll_due(self, &s, v[2], v[3], args[5]);
     if (roll != 0) {
@@ -775,12 +801,10 @@ static PyObject *append_follower(SegmentAppender *self, PyObject *const *args,
         goto done;
     }
     if (write_scanned(self, (const uint8_t *)view.buf, &s) < 0) goto done;
-    PyObject *info = info_of(&s);
-    if (info != NULL) result = PyTuple_Pack(2, info, new_epochs);
-    Py_XDECREF(info);
+    result = info_of(&s, new_epochs);
 done:
     PyBuffer_Release(&view);
-    Py_DECREF(new_epochs);
+    Py_XDECREF(new_epochs);
     return result;
 }
 
@@ -813,6 +837,7 @@ static PyType_Spec appender_spec = {
 
 static PyMethodDef methods[] = {
     {"crc32c", py_crc32c, METH_O, crc32c_doc},
+    {"set_append_info_type", set_append_info_type, METH_O, set_append_info_type_doc},
     {"header_fields", (PyCFunction)(void (*)(void))header_fields, METH_FASTCALL, header_fields_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -833,10 +858,6 @@ static int exec_module(PyObject *module) {
 #endif
     str_append = PyUnicode_InternFromString("append");
     if (str_append == NULL) return -1;
-    LogAppendInfoType = PyStructSequence_NewType(&append_info_desc);
-    if (LogAppendInfoType == NULL) return -1;
-    if (PyModule_AddObjectRef(module, "LogAppendInfo", (PyObject *)LogAppendInfoType) < 0)
-        return -1;
     PyObject *appender = PyType_FromModuleAndSpec(module, &appender_spec, NULL);
     if (appender == NULL) return -1;
     if (PyModule_AddObject(module, "SegmentAppender", appender) < 0) {

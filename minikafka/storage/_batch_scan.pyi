@@ -1,33 +1,17 @@
 # Stub of the C extension minikafka/storage/_batch_scan.c.
 from array import array
 from collections.abc import Callable
-from typing import Final, final
+from typing import Any
 
 from typing_extensions import Buffer
 
-@final
-class LogAppendInfo(tuple[int, int, int, int, int, int]):
-    """What one append wrote (Kafka's LogAppendInfo); a C struct sequence."""
-
-    n_fields: Final[int]
-    def __new__(cls, seq: tuple[int, int, int, int, int, int]) -> LogAppendInfo: ...
-    @property
-    def first_offset(self) -> int: ...
-    @property
-    def last_offset(self) -> int: ...
-    @property
-    def max_timestamp(self) -> int: ...
-    @property
-    def num_batches(self) -> int: ...
-    @property
-    def num_records(self) -> int: ...
-    @property
-    def valid_bytes(self) -> int: ...
+from minikafka.storage.segment import LogAppendInfo
 
 class BatchScanError(ValueError):
     args: tuple[str, int, str]  # (kind, position, detail)
 
 def crc32c(data: Buffer, /) -> int: ...
+def set_append_info_type(cls: type[tuple[Any, ...]], /) -> None: ...
 def header_fields(
     buf: Buffer, pos: int, limit: int, max_batch_size: int = -1, /
 ) -> tuple[int, ...]: ...
@@ -65,4 +49,4 @@ class SegmentAppender:
         segment_ms: int,
         now_ms: Callable[[], int],
         /,
-    ) -> tuple[LogAppendInfo, list[tuple[int, int]]] | None: ...
+    ) -> LogAppendInfo | None: ...

@@ -30,7 +30,6 @@ from minikafka.protocol.errors import (
     RecordListTooLargeError,
 )
 from minikafka.storage._batch_scan import BatchScanError
-from minikafka.storage._batch_scan import LogAppendInfo as LogAppendInfo  # C, one per append
 from minikafka.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     CorruptCheckpointError,
@@ -41,7 +40,14 @@ from minikafka.storage.checkpoint import (
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import BatchHeader, invalid_batch_error, peek_offset_and_size
-from minikafka.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, LogSlice, base_offset_of
+from minikafka.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    LogAppendInfo,
+    LogSegment,
+    LogSlice,
+    base_offset_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -250,20 +256,14 @@ class Log:
 
     # --- appends -------------------------------------------------------------------------
 
-    def _check_request_size(self, n: int) -> None:
-        if n == 0:
-            raise CorruptRecordError("no record batch in the request")
-        if n > self.config.segment_bytes:
-            raise RecordListTooLargeError(
-                f"{n} bytes exceed segment.bytes {self.config.segment_bytes}"
-            )
-
     def _scan_error(self, e: BatchScanError) -> KafkaError:
         """The Kafka error for a request the batch scanner refused."""
         kind, _position, detail = e.args
         if kind == "MESSAGE_TOO_LARGE":
             return MessageTooLargeError(detail)
-        if kind == "OUT_OF_SEQUENCE":
+        if kind == "RECORD_LIST_TOO_LARGE":
+            return RecordListTooLargeError(detail)
+        if kind in ("OUT_OF_SEQUENCE", "EMPTY"):
             return CorruptRecordError(detail)
         return CorruptRecordError(str(invalid_batch_error(e)))
 
@@ -281,32 +281,9 @@ class Log:
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = records if type(records) is bytearray else bytearray(records)
-        config = self.config
-        n = len(buf)
-        if n == 0 or n > config.segment_bytes:
-            self._check_request_size(n)
-        seg = self._segments[-1]
-        max_bytes, segment_bytes, segment_ms = (
-            config.max_message_bytes,
-            config.segment_bytes,
-            config.segment_ms,
-        )
-        try:
-            info = seg.append_leader(
-                buf, leader_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
-            )
-            if info is None:  # the segment must roll first
-                seg = self.roll()
-                info = seg.append_leader(
-                    buf, leader_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
-                )
-                assert info is not None, "a new segment takes any request"
-        except BatchScanError as e:
-            raise self._scan_error(e) from None
-        except OSError as e:
-            raise KafkaStorageError(f"append to {seg.log_path} failed: {e}") from e
+        info = self._append(LogSegment.append_leader, buf, leader_epoch)
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
-        self._appended(info.num_records)
+        self._count_unflushed(info.num_records)
         return info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
@@ -315,42 +292,62 @@ class Log:
         One C call (`SegmentAppender.append_follower`) checks them (each batch valid, the
         first at or above the LEO, the rest contiguous, leader epochs never going backwards)
         and writes them."""
-        config = self.config
-        n = len(records)
-        if n == 0 or n > config.segment_bytes:
-            self._check_request_size(n)
-        seg = self._segments[-1]
-        latest_epoch = self.leader_epoch_cache.latest_epoch()
-        max_bytes, segment_bytes, segment_ms = (
-            config.max_message_bytes,
-            config.segment_bytes,
-            config.segment_ms,
+        info = self._append(
+            LogSegment.append_follower, records, self.leader_epoch_cache.latest_epoch()
         )
+        if info.new_epochs is not None:
+            for epoch, start in info.new_epochs:
+                self.leader_epoch_cache.assign(epoch, start)
+        self._count_unflushed(info.num_records)
+        return info
+
+    def _append(
+        self,
+        append: Callable[..., LogAppendInfo | None],
+        records: bytes | bytearray | memoryview,
+        epoch: int,
+    ) -> LogAppendInfo:
+        """One request through the active segment's C append (`append_leader` with the
+        leader's epoch, `append_follower` with the latest epoch of the cache); a roll first
+        when it hands the request back. The caller records the epochs before counting the
+        records towards flush.messages: a flush moves the recovery point past them, and
+        recovery rebuilds epochs only from there on."""
+        config = self.config
+        seg = self._segments[-1]
         try:
-            appended = seg.append_follower(
-                records, latest_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
+            info = append(
+                seg,
+                records,
+                epoch,
+                config.max_message_bytes,
+                config.segment_bytes,
+                config.segment_ms,
+                self._now_ms,
             )
-            if appended is None:
-                # The segment must roll first, or the leader's log starts past ours: then
-                # continue in a segment of its own, since offsets inside one segment are
-                # contiguous (recovery relies on it).
+            if info is None:
+                # The segment must roll first, or (a follower) the leader's log starts past
+                # ours: continue in a segment of its own, since offsets inside one segment
+                # are contiguous (recovery relies on it). The leader's first batch already
+                # carries the LEO as its base offset.
                 first, _ = peek_offset_and_size(records)
                 seg = self.roll(max(first, self.log_end_offset))
-                appended = seg.append_follower(
-                    records, latest_epoch, max_bytes, segment_bytes, segment_ms, self._now_ms
+                info = append(
+                    seg,
+                    records,
+                    epoch,
+                    config.max_message_bytes,
+                    config.segment_bytes,
+                    config.segment_ms,
+                    self._now_ms,
                 )
-                assert appended is not None, "a new segment at the first offset takes them"
+                assert info is not None, "a new segment at the first offset takes the request"
         except BatchScanError as e:
             raise self._scan_error(e) from None
         except OSError as e:
             raise KafkaStorageError(f"append to {seg.log_path} failed: {e}") from e
-        info, new_epochs = appended
-        for epoch, start in new_epochs:
-            self.leader_epoch_cache.assign(epoch, start)
-        self._appended(info.num_records)
         return info
 
-    def _appended(self, num_records: int) -> None:
+    def _count_unflushed(self, num_records: int) -> None:
         unflushed = self._unflushed_records + num_records
         self._unflushed_records = unflushed
         if unflushed >= self.config.flush_messages:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from minikafka.storage._batch_scan import LogAppendInfo, SegmentAppender
+from minikafka.storage import _batch_scan
+from minikafka.storage._batch_scan import SegmentAppender
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
 from minikafka.storage.record_batch import (
     HEADER_SIZE,
@@ -42,6 +43,24 @@ def file_name_for(base_offset: int, suffix: str) -> str:
 
 def base_offset_of(path: Path) -> int:
     return int(path.name.split(".", 1)[0])
+
+
+class LogAppendInfo(NamedTuple):
+    """What one append wrote (Kafka's LogAppendInfo). The C append side builds one per
+    produce request and follower fetch."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    num_batches: int
+    num_records: int
+    valid_bytes: int
+    # Follower appends: (epoch, start offset) of each leader epoch newer than the log's
+    # latest that these batches start; None if none.
+    new_epochs: list[tuple[int, int]] | None = None
+
+
+_batch_scan.set_append_info_type(LogAppendInfo)
 
 
 class LogSlice(NamedTuple):
@@ -197,10 +216,10 @@ class LogSegment(SegmentAppender):
         """Append whole, valid batches that continue this segment's offsets (checked, as a
         follower's are), whatever the roll rules say: for tools and tests; the Log appends
         through `append_leader` / `append_follower`."""
-        appended = self.append_follower(data, -1, _INT32_MAX, 2**62, 2**62, _never)
-        if appended is None:
+        info = self.append_follower(data, -1, _INT32_MAX, 2**62, 2**62, _never)
+        if info is None:
             raise ValueError(f"batches start past this segment's next offset {self.next_offset}")
-        return appended[0]
+        return info
 
     def largest_timestamp(self) -> int:
         """Max record timestamp in the segment (-1 if empty); computed once from headers."""

@@ -128,7 +128,7 @@ def test_append_leader_stamps_every_batch_and_summarises(tmp_path):
     seg = _new_segment(tmp_path, base=100)
     buf = bytearray(build_batch([b"a", b"b"], timestamp=5) + build_batch([b"c"] * 3, timestamp=9))
     info = seg.append_leader(buf, 7, 1 << 20, NEVER, NEVER, _never)
-    assert tuple(info) == (100, 104, 9, 2, 5, len(buf))
+    assert info == (100, 104, 9, 2, 5, len(buf), None)
     first = parse_header(buf, 0)
     second = parse_header(buf, first.size_in_bytes)
     assert (first.base_offset, first.partition_leader_epoch) == (100, 7)
@@ -155,28 +155,36 @@ def test_append_leader_needs_a_writable_buffer(tmp_path):
 def test_append_follower_lists_new_epochs_and_checks_the_sequence(tmp_path):
     seg = _new_segment(tmp_path, base=10)
     data = _fetched(10, 3) + _fetched(12, 3) + _fetched(14, 5)
-    info, new_epochs = seg.append_follower(data, 2, 1 << 20, NEVER, NEVER, _never)
-    assert tuple(info) == (10, 15, 0, 3, 6, len(data))
-    assert new_epochs == [(3, 10), (5, 14)]
+    info = seg.append_follower(data, 2, 1 << 20, NEVER, NEVER, _never)
+    assert info[:6] == (10, 15, 0, 3, 6, len(data))
+    assert info.new_epochs == [(3, 10), (5, 14)]
+    same_epoch = seg.append_follower(_fetched(16, 5), 5, 1 << 20, NEVER, NEVER, _never)
+    assert same_epoch.new_epochs is None
     cases = [
-        (_fetched(8, 5), "first batch has base offset 8, below LEO 16"),
-        (_fetched(16, 5) + _fetched(19, 5), "has base offset 19, expected 18"),
-        (_fetched(16, 5) + _fetched(18, 4), "has leader epoch 4 below 5"),
-        (_fetched(16, 4), "has leader epoch 4 below 5"),
+        (_fetched(8, 5), "first batch has base offset 8, below LEO 18"),
+        (_fetched(18, 5) + _fetched(21, 5), "has base offset 21, expected 20"),
+        (_fetched(18, 5) + _fetched(20, 4), "has leader epoch 4 below 5"),
+        (_fetched(18, 4), "has leader epoch 4 below 5"),
     ]
     for data, message in cases:
         with pytest.raises(BatchScanError, match=message) as e:
             seg.append_follower(data, 5, 1 << 20, NEVER, NEVER, _never)
         assert e.value.args[0] == "OUT_OF_SEQUENCE"
-    assert seg.next_offset == 16
+    assert seg.next_offset == 18
 
 
-def test_an_empty_request_is_refused(tmp_path):
+def test_empty_and_oversized_requests_are_refused(tmp_path):
     seg = _new_segment(tmp_path)
-    with pytest.raises(BatchScanError, match="no record batch"):
+    with pytest.raises(BatchScanError, match="no record batch") as e:
         seg.append_leader(bytearray(), 0, 1 << 20, NEVER, NEVER, _never)
+    assert e.value.args[0] == "EMPTY"
     with pytest.raises(BatchScanError, match="no record batch"):
         seg.append_follower(b"", 0, 1 << 20, NEVER, NEVER, _never)
+    two = build_batch([b"x"]) * 2
+    with pytest.raises(BatchScanError, match=f"{len(two)} bytes exceed segment.bytes") as e:
+        seg.append_leader(bytearray(two), 0, 1 << 20, len(two) - 1, NEVER, _never)
+    assert e.value.args[0] == "RECORD_LIST_TOO_LARGE"
+    assert seg.size == 0
 
 
 def test_append_leader_writes_indexes_and_tracks_timestamps(tmp_path):
