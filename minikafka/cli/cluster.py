@@ -127,8 +127,9 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
         )
     table = Table(title=f"minikafka cluster in {status['data_dir']}")
     # Addresses, pids and epochs are never cut; headers may wrap in a narrow terminal.
-    for column in ("broker", "address", "pid", "process", "registered", "epoch", "role"):
-        table.add_column(column, no_wrap=column in ("address", "pid", "epoch"))
+    columns = ("broker", "address", "admin", "pid", "process", "registered", "epoch", "role")
+    for column in columns:
+        table.add_column(column, no_wrap=column in ("address", "admin", "pid", "epoch"))
     for b in status["brokers"]:
         if b["paused"]:
             process = "[yellow]paused[/]"
@@ -139,6 +140,7 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
         table.add_row(
             str(b["id"]),
             f"{b['host']}:{b['port']}",
+            b["admin_url"],
             "" if b["pid"] is None else str(b["pid"]),
             process,
             "[green]yes[/]" if b["registered"] else "[red]no[/]",
@@ -173,6 +175,14 @@ def cluster() -> None:
 )
 @click.option("--zookeeper-port", type=click.IntRange(0, 65535), default=2181, show_default=True)
 @click.option(
+    "--admin-port",
+    type=click.IntRange(0, 65535),
+    default=9644,
+    show_default=True,
+    help="Port of broker 1's HTTP admin endpoint (/metrics, /health, /v1/broker, "
+    "/v1/partitions); broker N's is admin-port+N-1 (0: free ports).",
+)
+@click.option(
     "--broker-config",
     multiple=True,
     metavar="[ID:]KEY=VALUE",
@@ -202,6 +212,7 @@ def up(
     data_dir: Path,
     port: int,
     zookeeper_port: int,
+    admin_port: int,
     broker_config: tuple[str, ...],
     network: Any,
     subnet: str | None,
@@ -222,6 +233,7 @@ def up(
             brokers if explicit else None,
             base_port=port,
             zookeeper_port=zookeeper_port,
+            admin_base_port=admin_port,
             overrides=common,
             broker_overrides=per_broker,
             network=network,

@@ -73,7 +73,9 @@ DEFAULT_HOST = "127.0.0.1"
 POLL_INTERVAL_S = 0.05
 
 # The cluster sets these per broker; an override would make cluster.json (ports, dirs) lie.
-MANAGED_KEYS = frozenset({"broker.id", "listeners", "log.dirs", "log.dir", "zookeeper.connect"})
+MANAGED_KEYS = frozenset(
+    {"broker.id", "listeners", "admin.listeners", "log.dirs", "log.dir", "zookeeper.connect"}
+)
 
 INSTALL_HINT = "apt-get install -y zookeeper"
 
@@ -184,6 +186,7 @@ class _Broker:
     id: int
     port: int
     pid: int | None = None  # the last pid we started or read from cluster.json
+    admin_port: int = 0  # its HTTP admin endpoint (admin.listeners)
     proc: subprocess.Popen[bytes] | None = None  # set when the process is our child
 
 
@@ -192,8 +195,10 @@ class LocalCluster:
 
     On a data dir that already holds a `cluster.json`, the saved ports, overrides and broker
     command are kept; `brokers=None` means the saved broker count (else 3), and `overrides`
-    given here are applied over the saved ones. `base_port=0` / `zookeeper_port=0` pick free
-    ports on the first start; brokers otherwise listen on base_port, base_port+1, ...
+    given here are applied over the saved ones. `base_port=0` / `zookeeper_port=0` /
+    `admin_base_port=0` pick free ports on the first start; brokers otherwise listen on
+    base_port, base_port+1, ... and serve their HTTP admin endpoint (metrics, health) on
+    admin_base_port, admin_base_port+1, ...
     `broker_overrides` maps a broker id to properties for that broker only.
 
     `network="netns"` (root only) runs each broker in its own network namespace at its own
@@ -208,6 +213,7 @@ class LocalCluster:
         *,
         base_port: int = 0,
         zookeeper_port: int = 0,
+        admin_base_port: int = 0,
         overrides: Mapping[str, str] | None = None,
         broker_overrides: Mapping[int, Mapping[str, str]] | None = None,
         host: str = DEFAULT_HOST,
@@ -238,6 +244,7 @@ class LocalCluster:
                 raise ValueError("subnet applies to network='netns' only")
             self.host = saved.get("host", host) if saved_net.get("mode") == "loopback" else host
         self.base_port = base_port
+        self.admin_base_port = admin_base_port
         self.overrides: dict[str, str] = dict(saved.get("overrides", {}))
         self.overrides.update(overrides or {})
         self.broker_overrides: dict[int, dict[str, str]] = {
@@ -258,7 +265,9 @@ class LocalCluster:
         self._brokers: dict[int, _Broker] = {}
         for bid in range(1, count + 1):
             b = saved_brokers.get(bid, {})
-            self._brokers[bid] = _Broker(bid, int(b.get("port", 0)), b.get("pid"))
+            self._brokers[bid] = _Broker(
+                bid, int(b.get("port", 0)), b.get("pid"), admin_port=int(b.get("admin_port", 0))
+            )
         saved_zk_port = int(saved.get("zookeeper", {}).get("port", 0))
         self.zookeeper: LocalZooKeeper = _ClusterZooKeeper(
             self.data_dir / "zookeeper",
@@ -322,6 +331,10 @@ class LocalCluster:
         """Port of each broker (0 for one that has never been started with a picked port)."""
         return {bid: b.port for bid, b in sorted(self._brokers.items())}
 
+    def admin_url(self, broker_id: int) -> str:
+        """Base URL of broker N's HTTP admin endpoint (`/metrics`, `/health`, `/v1/...`)."""
+        return f"http://{self.broker_host(broker_id)}:{self._broker(broker_id).admin_port}"
+
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{self.broker_host(bid)}:{p}" for bid, p in self.broker_ports.items())
@@ -359,6 +372,7 @@ class LocalCluster:
         props = {
             "broker.id": str(broker_id),
             "listeners": f"PLAINTEXT://{self.broker_host(broker_id)}:{b.port}",
+            "admin.listeners": f"http://{self.broker_host(broker_id)}:{b.admin_port}",
             "log.dirs": str(self.log_dir(broker_id)),
             "zookeeper.connect": self.zookeeper.connect_string,
         }
@@ -870,6 +884,7 @@ class LocalCluster:
                     "id": bid,
                     "host": self.broker_host(bid),
                     "port": self._brokers[bid].port,
+                    "admin_url": self.admin_url(bid),
                     "netns": self.broker_netns(bid),
                     "faults": faults.get(bid, {}),
                     "pid": pid,
@@ -935,11 +950,13 @@ class LocalCluster:
         if self._layout is not None:
             # A namespace of its own: nothing else can hold its port there.
             netns.add_broker(self._layout, b.id)
-        elif not _port_bindable(self.host, b.port):
-            raise BrokerStartError(
-                f"port {b.port} of broker {b.id} is in use by another process "
-                f"(another Kafka or minikafka?); see `ss -ltnp 'sport = :{b.port}'`"
-            )
+        else:
+            for what, port in (("port", b.port), ("admin port", b.admin_port)):
+                if not _port_bindable(self.host, port):
+                    raise BrokerStartError(
+                        f"{what} {port} of broker {b.id} is in use by another process "
+                        f"(another Kafka or minikafka?); see `ss -ltnp 'sport = :{port}'`"
+                    )
         props = self.broker_properties(b.id)
         self.config_path(b.id).write_text(
             "# Written by `minikafka cluster` at every start; edit the cluster's overrides "
@@ -1001,21 +1018,27 @@ class LocalCluster:
                 self._wait_exit(b, pid, 10.0)
 
     def _assign_ports(self) -> None:
-        taken = {b.port for b in self._brokers.values() if b.port}
+        """Ports for brokers that have none yet: the Kafka port, then the admin one."""
+        taken = {p for b in self._brokers.values() for p in (b.port, b.admin_port) if p}
         taken.add(self.zookeeper.port)
+
+        def pick(base: int, bid: int) -> int:
+            if base:
+                return base + bid - 1
+            # Kernel-chosen ports are handed out in turn, so repeats are rare; skip them.
+            port = pick_free_port(self.host)
+            while port in taken:
+                port = pick_free_port(self.host)
+            return port
+
         for bid in self.broker_ids:
             b = self._brokers[bid]
-            if b.port:
-                continue
-            if self.base_port:
-                b.port = self.base_port + bid - 1
-            else:
-                # Kernel-chosen ports are handed out in turn, so repeats are rare; skip them.
-                port = pick_free_port(self.host)
-                while port in taken:
-                    port = pick_free_port(self.host)
-                b.port = port
-            taken.add(b.port)
+            if not b.port:
+                b.port = pick(self.base_port, bid)
+                taken.add(b.port)
+            if not b.admin_port:
+                b.admin_port = pick(self.admin_base_port, bid)
+                taken.add(b.admin_port)
 
     def _saved_running(self) -> list[str]:
         """What the saved state says runs and still does (ZooKeeper, broker ids)."""
@@ -1147,7 +1170,7 @@ class LocalCluster:
             for bid in self.broker_ids:
                 b = self._brokers[bid]
                 pid = self._live_pid(b)
-                brokers.append({"id": bid, "port": b.port, "pid": pid})
+                brokers.append({"id": bid, "port": b.port, "admin_port": b.admin_port, "pid": pid})
             state = {
                 "version": STATE_VERSION,
                 "host": self.host,

@@ -122,6 +122,26 @@ class ControllerContext:
             tp for t in sorted(self.partition_assignments) for tp in self.partitions_for_topic(t)
         ]
 
+    def offline_partition_count(self) -> int:
+        """Kafka's OfflinePartitionsCount: partitions without a live leader, those of topics
+        queued for deletion left out."""
+        live = self.live_or_shutting_down_broker_ids
+        return sum(
+            1
+            for tp, leadership in self.partition_leadership.items()
+            if leadership.leader not in live and tp.topic not in self.topics_to_be_deleted
+        )
+
+    def preferred_replica_imbalance_count(self) -> int:
+        """Kafka's PreferredReplicaImbalanceCount: partitions whose leader is not their
+        preferred (first assigned) replica, topics queued for deletion left out."""
+        return sum(
+            1
+            for tp, leadership in self.partition_leadership.items()
+            if tp.topic not in self.topics_to_be_deleted
+            and self.partition_replicas(tp)[:1] != (leadership.leader,)
+        )
+
     def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
         return [tp for tp in self.all_partitions() if broker_id in self.partition_replicas(tp)]
 

@@ -391,12 +391,13 @@ class ReplicaFetcher:
         data = records if isinstance(records, bytes | bytearray | memoryview) else b""
         if len(data):
             try:
-                p.log.append_as_follower(data)
+                info = p.log.append_as_follower(data)
             except KafkaError as e:
                 # Invalid data from the leader (Kafka logs it at ERROR too): it will not
                 # heal by itself, an operator has to look.
                 self._delay(tp, f"append of fetched data failed: {e}", logging.ERROR)
                 return False
+            self._rm.topic_stats.record_replication_in(tp.topic, info.valid_bytes)
         # §7.7: the follower's HW is the leader's, capped by what it has.
         p.log.update_high_watermark(min(p.log.log_end_offset, leader_hw))
         if leader_log_start > p.log.log_start_offset:

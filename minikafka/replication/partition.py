@@ -18,7 +18,11 @@ from minikafka.protocol.errors import (
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
-from minikafka.protocol.messages import NO_LEADER_EPOCH, LeaderAndIsrPartitionState
+from minikafka.protocol.messages import (
+    NO_LEADER_EPOCH,
+    LeaderAndIsrPartitionState,
+    ReplicaState,
+)
 from minikafka.replication.partition_state import LeaderReplicaState
 from minikafka.storage.log import FetchDataInfo, Log
 from minikafka.storage.segment import LogAppendInfo
@@ -198,6 +202,23 @@ class Partition:
             fetch_offset, follower_log_start_offset, leader_end_offset, self._clock.now_ms()
         )
         return self.maybe_increment_high_watermark()
+
+    def replica_states(self, now_ms: int) -> list[ReplicaState]:
+        """On the leader: each replica as the leader sees it (itself first), for
+        DescribeReplicas and the admin endpoint. A follower that has not caught up since this
+        broker became leader has age -1."""
+        states = [ReplicaState(self.local_broker_id, self.log_end_offset, 0, True)]
+        for st in self.replica_state.followers.values():
+            caught_up = st.last_caught_up_time_ms
+            states.append(
+                ReplicaState(
+                    st.broker_id,
+                    st.log_end_offset,
+                    now_ms - caught_up if caught_up else -1,
+                    st.broker_id in self.isr,
+                )
+            )
+        return states
 
     def update_isr(self, isr: tuple[int, ...], zk_version: int) -> bool:
         """A new ISR was written (by us, §8.5); returns whether the HW moved."""

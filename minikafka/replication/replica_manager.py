@@ -76,6 +76,7 @@ from minikafka.replication.partition_state import (
     refresh_idle_followers,
 )
 from minikafka.replication.purgatory import Purgatory
+from minikafka.server.broker_topic_stats import BrokerTopicStats
 from minikafka.server.config import BrokerConfig
 from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
@@ -150,6 +151,9 @@ class ReplicaManager:
             clock.now_ms(),
         )
         self.failed_isr_updates = 0  # Kafka's FailedIsrUpdatesPerSec, as a count
+        self.isr_shrinks = 0  # IsrShrinksPerSec, as a count
+        self.isr_expands = 0  # IsrExpandsPerSec, as a count
+        self.topic_stats = BrokerTopicStats()
         self._isr_tasks: set[asyncio.Task[None]] = set()
 
     # --- controller requests -------------------------------------------------------------
@@ -368,6 +372,10 @@ class ReplicaManager:
                     current.become_offline()
                 self.purgatory.notify(tp)
                 errors.append(PartitionError(sp.topic, sp.partition, int(code)))
+            # As Kafka: a topic's metrics go once none of its partitions is left here.
+            deleted = {sp.topic for sp in req.partitions if sp.delete_partition}
+            for topic in deleted - {tp.topic for tp in self.partitions}:
+                self.topic_stats.remove(topic)
             return StopReplicaResponse(int(ErrorCode.NONE), errors)
 
     # --- produce -------------------------------------------------------------------------
@@ -398,12 +406,15 @@ class ReplicaManager:
                     records, required_acks, p.log.config.min_insync_replicas
                 )
             except KafkaError as e:
+                self.topic_stats.record_failed_produce(tp.topic)
                 results[tp] = ProducePartitionResponse(tp.partition, int(e.code), -1, -1, e.message)
                 continue
             except OSError as e:
+                self.topic_stats.record_failed_produce(tp.topic)
                 err = KafkaStorageError(f"append to {tp} failed: {e}")
                 results[tp] = ProducePartitionResponse(tp.partition, int(err.code), -1, -1, str(e))
                 continue
+            self.topic_stats.record_produce(tp.topic, info.num_records, info.valid_bytes)
             self.purgatory.notify(tp)  # new data for waiting fetches
             results[tp] = ProducePartitionResponse(
                 tp.partition, int(ErrorCode.NONE), info.first_offset, p.log.log_start_offset
@@ -932,6 +943,10 @@ class ReplicaManager:
             return
         if self.partitions.get(p.tp) is not p or not p.is_leader or p.leader_epoch != epoch:
             return  # superseded by a newer LeaderAndIsr while we wrote
+        if len(new_isr) < len(p.isr):
+            self.isr_shrinks += 1
+        else:
+            self.isr_expands += 1
         p.update_isr(new_isr, version)
         self.purgatory.notify(p.tp)
         self.isr_propagation.record_change(p.tp, self._clock.now_ms())

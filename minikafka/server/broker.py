@@ -16,6 +16,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from minikafka.client.connection import BrokerConnection, NetworkError
@@ -27,7 +28,7 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
-from minikafka.server.config import BrokerConfig
+from minikafka.server.config import BrokerConfig, parse_admin_listener
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
@@ -36,6 +37,9 @@ from minikafka.storage.log_manager import LogManager
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkClient, ZkError, ZkState
 from minikafka.zk.codecs import BrokerInfo
+
+if TYPE_CHECKING:
+    from minikafka.admin_http.server import AdminHttpServer
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +98,19 @@ class KafkaServer:
         self._shutting_down = False
         self._session_file = os.environ.get(ZK_SESSION_FILE_ENV) or None
         self._published_session: int | None = None
+        self.zk_session_expirations = 0  # Kafka's ZooKeeperExpiresPerSec, as a count
+        self.admin_server: AdminHttpServer | None = None
+
+    @property
+    def zk_session_lost(self) -> bool:
+        """True from a session's expiry until the broker has registered on a new one."""
+        return self._session_lost or (
+            self._reregistering is not None and not self._reregistering.done()
+        )
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
 
     # --- topic configs -------------------------------------------------------------------
 
@@ -157,6 +174,14 @@ class KafkaServer:
         )
         await self.socket_server.start()
         self.advertised = self._advertised_endpoint(host, self.socket_server.port)
+        if self.config.admin_listeners is not None:
+            # Imported only when asked for: aiohttp's server side and prometheus_client
+            # add to every broker's start-up.
+            from minikafka.admin_http.server import AdminHttpServer
+
+            host_port = parse_admin_listener(self.config.admin_listeners)
+            self.admin_server = AdminHttpServer(self, *host_port)
+            await self.admin_server.start()
         await self._register()
         await self.controller.startup()
         self._start_periodic_tasks()
@@ -218,6 +243,7 @@ class KafkaServer:
         if state is ZkState.LOST:
             log.warning("ZooKeeper session lost; will re-register when a new one is established")
             self._session_lost = True
+            self.zk_session_expirations += 1
             if self.controller is not None:
                 self.controller.on_zk_session_expired()
         elif state is ZkState.CONNECTED and self._session_lost and not self._shutting_down:
@@ -325,6 +351,10 @@ class KafkaServer:
         if self.socket_server is not None:
             await self.socket_server.stop()
 
+    async def _stop_admin_server(self) -> None:
+        if self.admin_server is not None:
+            await self.admin_server.stop()
+
     async def _stop_controller(self) -> None:
         if self.controller is not None:
             await self.controller.shutdown()
@@ -344,6 +374,7 @@ class KafkaServer:
             ("replica manager", self.replica_manager.shutdown),
             ("replica fetchers", self.fetcher_manager.shutdown),
             ("socket server", self._stop_socket_server),
+            ("admin endpoint", self._stop_admin_server),
             ("controller", self._stop_controller),
             ("log manager", lambda: asyncio.to_thread(self.log_manager.shutdown)),
             ("ZooKeeper client", lambda: asyncio.to_thread(self.zk.close)),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
@@ -50,6 +51,15 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def _int(v: str) -> int:
     return int(v.strip())
+
+
+def parse_admin_listener(listener: str) -> tuple[str, int]:
+    """`admin.listeners`: `http://host:port` → (host, port); an empty host binds every
+    interface, port 0 any free port."""
+    parts = urlsplit(listener.strip())
+    if parts.scheme.lower() != "http" or parts.port is None:
+        raise ValueError(f"unsupported admin listener {listener!r}: expected http://host:port")
+    return parts.hostname or "", parts.port
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,9 @@ class BrokerConfig:
     isr_change_propagation_blackout_ms: int = 5000
     isr_change_propagation_max_delay_ms: int = 60000
     broker_rack: str | None = None
+    # Not Kafka's (Kafka has JMX): `http://host:port` of the HTTP admin endpoint (Prometheus
+    # metrics, health, JSON views; minikafka.admin_http). Unset: no endpoint.
+    admin_listeners: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     # Kafka accepts `log.retention.hours` / `minutes`; the most precise one given wins.
@@ -176,6 +189,11 @@ class BrokerConfig:
             raise InvalidConfigError("min.insync.replicas must be >= 1")
         if self.replica_lag_time_max_ms <= 0:
             raise InvalidConfigError("replica.lag.time.max.ms must be positive")
+        if self.admin_listeners is not None:
+            try:
+                parse_admin_listener(self.admin_listeners)
+            except ValueError as e:
+                raise InvalidConfigError(f"admin.listeners: {e}") from e
         if self.max_incremental_fetch_session_cache_slots < 0:
             raise InvalidConfigError("max.incremental.fetch.session.cache.slots must be >= 0")
         self.log_config().validate()

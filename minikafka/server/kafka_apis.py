@@ -7,7 +7,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from minikafka.common import TopicPartition
 from minikafka.controller.assignment import (
@@ -55,13 +55,13 @@ from minikafka.protocol.messages import (
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
-    ReplicaState,
     StopReplicaRequest,
     StopReplicaResponse,
     TopicResult,
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from minikafka.protocol.schema import FileRegion
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.config import BrokerConfig
 from minikafka.server.metadata_cache import MetadataCache
@@ -172,7 +172,22 @@ class KafkaApis:
         )
 
     async def handle_fetch(self, req: FetchRequest) -> Any:
-        return await self.rm.fetch_messages(req)
+        resp = await self.rm.fetch_messages(req)
+        stats = self.rm.topic_stats
+        to_follower = req.replica_id >= 0
+        for t in resp.topics:
+            for r in t.partitions:
+                records = r.records
+                if records is None:
+                    size = 0
+                elif isinstance(records, bytes | bytearray | memoryview):
+                    size = len(records)
+                else:
+                    size = cast(FileRegion, records).size  # sent with sendfile
+                stats.record_fetch(
+                    t.name, size, failed=r.error_code != ErrorCode.NONE, to_follower=to_follower
+                )
+        return resp
 
     async def handle_list_offsets(self, req: ListOffsetsRequest) -> Any:
         return self.rm.list_offsets(req)
@@ -339,16 +354,6 @@ class KafkaApis:
         for tp, p in sorted(self.rm.partitions.items()):
             if not p.is_leader or (req.topics is not None and tp.topic not in req.topics):
                 continue
-            replicas = [ReplicaState(p.local_broker_id, p.log_end_offset, 0, True)]
-            for st in p.replica_state.followers.values():
-                replicas.append(
-                    ReplicaState(
-                        st.broker_id,
-                        st.log_end_offset,
-                        now - st.last_caught_up_time_ms if st.last_caught_up_time_ms else -1,
-                        st.broker_id in p.isr,
-                    )
-                )
             out.append(
                 PartitionReplicaStates(
                     tp.topic,
@@ -358,7 +363,7 @@ class KafkaApis:
                     p.leader_epoch,
                     p.high_watermark,
                     p.log_end_offset,
-                    replicas,
+                    p.replica_states(now),
                 )
             )
         return DescribeReplicasResponse(out)

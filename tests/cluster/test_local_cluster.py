@@ -50,6 +50,7 @@ def test_broker_properties_are_ours_then_the_overrides(tmp_path: Path) -> None:
         2,
         base_port=19092,
         zookeeper_port=12181,
+        admin_base_port=19644,
         overrides={"num.partitions": "3"},
         broker_overrides={2: {"broker.rack": "r2", "num.partitions": "5"}},
     )
@@ -59,13 +60,16 @@ def test_broker_properties_are_ours_then_the_overrides(tmp_path: Path) -> None:
     assert c.broker_properties(2) == {
         "broker.id": "2",
         "listeners": "PLAINTEXT://127.0.0.1:19093",
+        "admin.listeners": "http://127.0.0.1:19645",
         "log.dirs": str(tmp_path.resolve() / "broker-2" / "logs"),
         "zookeeper.connect": "127.0.0.1:12181",
         "num.partitions": "5",
         "broker.rack": "r2",
     }
-    with pytest.raises(ValueError, match="cannot be overridden"):
-        LocalCluster(tmp_path, overrides={"broker.id": "7"})
+    assert c.admin_url(1) == "http://127.0.0.1:19644"
+    for managed in ({"broker.id": "7"}, {"admin.listeners": "http://127.0.0.1:1"}):
+        with pytest.raises(ValueError, match="cannot be overridden"):
+            LocalCluster(tmp_path, overrides=managed)
 
 
 def test_missing_zookeeper_names_the_install_command(tmp_path: Path) -> None:
@@ -126,6 +130,8 @@ def test_stand_in_cluster_lifecycle_and_same_ports_on_the_same_data_dir(
     assert c.terminate(3) == 0
     assert c.status()["brokers"][2]["alive"] is False
     ports, zk_port = c.broker_ports, c.zookeeper.port
+    admin_urls = [c.admin_url(b) for b in c.broker_ids]
+    assert len(set(admin_urls)) == 3 and not any(u.endswith(":0") for u in admin_urls)
     c.stop()
     state = json.loads(c.state_path.read_text())
     assert [b["pid"] for b in state["brokers"]] == [None, None, None]
@@ -133,6 +139,7 @@ def test_stand_in_cluster_lifecycle_and_same_ports_on_the_same_data_dir(
 
     again = LocalCluster(c.data_dir)  # as `cluster up` on the same dir would
     assert again.broker_ports == ports and again.zookeeper.port == zk_port
+    assert [again.admin_url(b) for b in again.broker_ids] == admin_urls
     assert again.overrides == TEST_OVERRIDES and again.broker_command == FAKE_BROKER
     again.start(timeout=60)
     try:
@@ -282,6 +289,7 @@ def test_cli_up_detach_status_faults_down_and_up_again_on_the_same_ports(tmp_pat
     data_dir = tmp_path / "dev"
     overrides = [f"--broker-config={k}={v}" for k, v in TEST_OVERRIDES.items()]
     up = ["up", "--detach", "--data-dir", data_dir, "--port", "0", "--zookeeper-port", "0"]
+    up += ["--admin-port", "0"]
     try:
         out = cli_ok(*up, "--brokers", "3", *overrides)
         status = cli_status(data_dir)
@@ -341,7 +349,7 @@ def test_cli_up_in_the_foreground_stops_everything_on_ctrl_c_or_sigterm(
     data_dir, out_path = tmp_path / "dev", tmp_path / "up.out"
     overrides = [f"--broker-config={k}={v}" for k, v in TEST_OVERRIDES.items()]
     cmd = [sys.executable, "-m", "minikafka", "cluster", "up", "--data-dir", str(data_dir)]
-    cmd += ["--port", "0", "--zookeeper-port", "0", *overrides]
+    cmd += ["--port", "0", "--zookeeper-port", "0", "--admin-port", "0", *overrides]
     with open(out_path, "w") as out:
         # Its own process group: a Ctrl-C in a terminal goes to the whole foreground group.
         up = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

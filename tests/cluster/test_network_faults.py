@@ -415,6 +415,8 @@ def test_cli_partition_isolate_heal_expire_session_and_zookeeper_restart(
             "0",
             "--zookeeper-port",
             "0",
+            "--admin-port",
+            "0",
             "--network",
             "netns",
             *overrides,

@@ -58,6 +58,7 @@ BOOKWORM_PACKAGES = {
     "python3-click": "8.1.3-2",
     "python3-rich": "13.3.1-1",
     "python3-crc32c": "2.3-1.1+b1",
+    "python3-prometheus-client": "0.16.0-0.1",
     "python3-pip": "23.0.1+dfsg-1",
     # build-only, for the C extension (installed and purged in one layer)
     "gcc": "4:12.2.0-3",
@@ -75,6 +76,7 @@ DEBIAN_PACKAGE_FOR = {
     "click": "python3-click",
     "rich": "python3-rich",
     "crc32c": "python3-crc32c",
+    "prometheus-client": "python3-prometheus-client",
     "matplotlib": "python3-matplotlib",
 }
 # Dependencies the broker image leaves out, and why. Each must be imported lazily (inside a

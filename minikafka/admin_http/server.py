@@ -1,0 +1,168 @@
+"""The admin endpoint's HTTP side (aiohttp), served on the broker's event loop:
+
+    GET /metrics           Prometheus text format (metrics.py)
+    GET /health            200 once registered in ZooKeeper with a live session, else 503
+    GET /v1/broker         id, broker epoch, advertised address, controller, counts
+    GET /v1/partitions     every replica on this broker (?topic=T for one topic): role,
+                           leader, leader epoch, replicas, ISR, log start, LEO, HW, size;
+                           on the leader each replica's LEO, lag and caught-up age
+
+Errors are JSON with Kafka's error names and codes (an unknown topic is
+UNKNOWN_TOPIC_OR_PARTITION, 404). Everything is read-only: the endpoint changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from minikafka.admin_http.metrics import broker_registry
+from minikafka.protocol.errors import ErrorCode
+from minikafka.replication.partition import Partition
+
+if TYPE_CHECKING:
+    from minikafka.server.broker import KafkaServer
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: ErrorCode, message: str) -> web.Response:
+    return web.json_response(
+        {"error_code": int(code), "error": code.name, "message": message}, status=status
+    )
+
+
+def partition_view(p: Partition, now_ms: int) -> dict[str, Any]:
+    role = "leader" if p.is_leader else ("follower" if p.leader_id >= 0 else "offline")
+    view: dict[str, Any] = {
+        "topic": p.tp.topic,
+        "partition": p.tp.partition,
+        "role": role,
+        "leader": p.leader_id,
+        "leader_epoch": p.leader_epoch,
+        "replicas": list(p.assigned_replicas),
+        "isr": list(p.isr),
+        "log_start_offset": p.log.log_start_offset,
+        "log_end_offset": p.log_end_offset,
+        "high_watermark": p.high_watermark,
+        "size_bytes": p.log.size_in_bytes,
+        "segments": len(p.log.segments),
+    }
+    if p.is_leader:
+        leo = p.log_end_offset
+        view["replica_states"] = [
+            {
+                "broker_id": r.broker_id,
+                "log_end_offset": r.log_end_offset,
+                "lag": leo - r.log_end_offset if r.log_end_offset >= 0 else None,
+                "in_isr": r.in_isr,
+                "last_caught_up_ms_ago": r.last_caught_up_ms_ago,
+            }
+            for r in p.replica_states(now_ms)
+        ]
+    return view
+
+
+class AdminHttpServer:
+    def __init__(self, server: KafkaServer, host: str, port: int) -> None:
+        self._server = server
+        self._host = host
+        self._requested_port = port
+        self._registry = broker_registry(server)
+        self._runner: web.AppRunner | None = None
+        self.port = port
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/metrics", self.metrics)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/v1/broker", self.broker)
+        app.router.add_get("/v1/partitions", self.partitions)
+        return app
+
+    async def start(self) -> None:
+        runner = web.AppRunner(self.app(), access_log=None)
+        await runner.setup()
+        # Our own socket, so that with port 0 (any free port) we know which one we got.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self._host or "0.0.0.0", self._requested_port))
+            site = web.SockSite(runner, sock)
+            await site.start()
+        except BaseException:
+            sock.close()
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = sock.getsockname()[1]
+        log.info("admin endpoint on http://%s:%d", self._host or "0.0.0.0", self.port)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # --- handlers ----------------------------------------------------------------------
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        body = generate_latest(self._registry)
+        # aiohttp wants the charset apart from the content type.
+        content_type, _, charset = CONTENT_TYPE_LATEST.partition("; charset=")
+        return web.Response(body=body, content_type=content_type, charset=charset or None)
+
+    async def health(self, request: web.Request) -> web.Response:
+        s = self._server
+        problems = []
+        if not s.zk.connected:
+            problems.append("no ZooKeeper session")
+        if s.broker_epoch < 0 or s.zk_session_lost:
+            problems.append("not registered in ZooKeeper")
+        if s.shutting_down:
+            problems.append("shutting down")
+        body = {
+            "status": "unavailable" if problems else "ok",
+            "broker_id": s.broker_id,
+            "broker_epoch": s.broker_epoch,
+            "problems": problems,
+        }
+        return web.json_response(body, status=503 if problems else 200)
+
+    async def broker(self, request: web.Request) -> web.Response:
+        s = self._server
+        rm = s.replica_manager
+        controller = s.controller
+        host, port = s.advertised
+        return web.json_response(
+            {
+                "broker_id": s.broker_id,
+                "broker_epoch": s.broker_epoch,
+                "advertised": f"{host}:{port}",
+                "zookeeper_connected": s.zk.connected,
+                "controller_id": -1 if controller is None else controller.controller_id,
+                "is_controller": controller is not None and controller.is_active,
+                "controller_epoch": rm.controller_epoch,
+                "partitions": len(rm.partitions),
+                "leaders": len(rm.leader_partitions()),
+            }
+        )
+
+    async def partitions(self, request: web.Request) -> web.Response:
+        topic = request.query.get("topic")
+        now = self._server.clock.now_ms()
+        views = [
+            partition_view(p, now)
+            for tp, p in sorted(self._server.replica_manager.partitions.items())
+            if topic is None or tp.topic == topic
+        ]
+        if topic is not None and not views:
+            return error_response(
+                404,
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"broker {self._server.broker_id} has no replica of topic {topic!r}",
+            )
+        return web.json_response({"partitions": views})
