@@ -127,9 +127,8 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
         )
     table = Table(title=f"minikafka cluster in {status['data_dir']}")
     # Addresses, pids and epochs are never cut; headers may wrap in a narrow terminal.
-    columns = ("broker", "address", "admin", "pid", "process", "registered", "epoch", "role")
-    for column in columns:
-        table.add_column(column, no_wrap=column in ("address", "admin", "pid", "epoch"))
+    for column in ("broker", "address", "pid", "process", "registered", "epoch", "role"):
+        table.add_column(column, no_wrap=column in ("address", "pid", "epoch"))
     for b in status["brokers"]:
         if b["paused"]:
             process = "[yellow]paused[/]"
@@ -140,7 +139,6 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
         table.add_row(
             str(b["id"]),
             f"{b['host']}:{b['port']}",
-            b["admin_url"],
             "" if b["pid"] is None else str(b["pid"]),
             process,
             "[green]yes[/]" if b["registered"] else "[red]no[/]",
@@ -155,6 +153,9 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
                 f"[bold]network fault[/] broker {b['id']}: {describe_faults(b['faults'])}"
             )
     console.print(f"[bold]bootstrap servers:[/] {status['bootstrap_servers']}")
+    # Below the table too: a column of URLs would squeeze an 80-column table.
+    admin = ", ".join(b["admin_url"] for b in status["brokers"])
+    console.print(f"[bold]admin endpoints (/metrics, /health):[/] {admin}")
 
 
 @click.group()

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -303,6 +304,13 @@ def test_cli_up_detach_status_faults_down_and_up_again_on_the_same_ports(tmp_pat
         assert all(os.getsid(b["pid"]) == b["pid"] for b in brokers)
         ports = {b["id"]: b["port"] for b in brokers}
         zk_port = status["zookeeper"]["port"]
+        # Each broker serves its admin endpoint where status says; the table lists them.
+        admin_urls = [b["admin_url"] for b in brokers]
+        text = cli_ok("status", "--data-dir", data_dir)
+        assert all(url in text for url in admin_urls)
+        for url in admin_urls:
+            with urllib.request.urlopen(url + "/health", timeout=10) as resp:
+                assert resp.status == 200
 
         victim = next(b["id"] for b in brokers if not b["controller"])
         cli_ok("kill", "--broker", victim, "--data-dir", data_dir)
