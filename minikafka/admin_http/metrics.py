@@ -3,25 +3,28 @@ JMX exporter (`kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions` 
 `kafka_server_replicamanager_underreplicatedpartitions`), so that dashboards and alerts
 written for Kafka read them. Kafka's meters (`...PerSec`) are counters here (`..._total`):
 take `rate()` of them. A few gauges Kafka has no metric for (the high watermark, each
-follower's LEO on the leader) are named `minikafka_...`.
+replica's LEO on the leader) are named `minikafka_...`.
 
-Everything is read from the broker's state when scraped (the collector runs on the event
-loop, in the request handler), so nothing is kept twice and no hot path pays for metrics
-beyond the counts it already keeps.
+A scrape is two steps. `take_snapshot` copies the numbers out of the broker's state, on the
+event loop that owns it (plain tuples, a few microseconds per partition). `render` turns a
+snapshot into the text format, a pure function run in a worker thread: with 10,000
+partitions it is most of a second of work, which must not stall replication on the loop.
+No hot path pays for metrics beyond the counts it already keeps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple
 
+from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from minikafka import __version__
-from minikafka.replication.partition import Partition
-from minikafka.server.broker_topic_stats import COUNTER_NAMES
+from minikafka.protocol.messages import ReplicaState
+from minikafka.server.broker_topic_stats import COUNTER_NAMES, TopicStats
 
 if TYPE_CHECKING:
     from minikafka.server.broker import KafkaServer
@@ -41,18 +44,119 @@ TOPIC_METERS: dict[str, tuple[str, str]] = {
 assert set(TOPIC_METERS) == set(COUNTER_NAMES), "every BrokerTopicStats counter is exported"
 
 
+# --- the snapshot (taken on the event loop) ----------------------------------------------
+
+
+class LedPartition(NamedTuple):
+    """What only the leader knows of a partition."""
+
+    isr: int  # ISR size
+    replicas: int  # assigned replicas
+    min_isr: int  # min.insync.replicas
+    replica_states: list[ReplicaState]
+
+    @property
+    def under_replicated(self) -> bool:
+        return self.isr < self.replicas
+
+    @property
+    def under_min_isr(self) -> bool:
+        return self.isr < self.min_isr
+
+    @property
+    def at_min_isr(self) -> bool:
+        return self.isr == self.min_isr
+
+
+class PartitionSnapshot(NamedTuple):
+    topic: str
+    partition: int
+    log_end_offset: int
+    log_start_offset: int
+    size: int
+    segments: int
+    high_watermark: int
+    leader_epoch: int
+    led: LedPartition | None  # None on a follower
+
+
 @dataclass(frozen=True)
-class IsrHealth:
-    """How a led partition's ISR stands against its replicas and min.insync.replicas."""
+class ControllerSnapshot:
+    offline_partitions: int
+    preferred_replica_imbalance: int
+    topics: int
+    partitions: int
 
-    under_replicated: bool
-    under_min_isr: bool
-    at_min_isr: bool
 
-    @classmethod
-    def of(cls, p: Partition) -> IsrHealth:
-        isr, min_isr = len(p.isr), p.log.config.min_insync_replicas
-        return cls(isr < len(p.assigned_replicas), isr < min_isr, isr == min_isr)
+@dataclass(frozen=True)
+class BrokerSnapshot:
+    broker_id: int
+    broker_epoch: int
+    zk_connected: bool
+    zk_expirations: int
+    isr_shrinks: int
+    isr_expands: int
+    failed_isr_updates: int
+    unclean_leader_elections: int
+    controller: ControllerSnapshot | None  # None unless this broker is the active controller
+    topic_stats: dict[str, TopicStats]
+    partitions: list[PartitionSnapshot]  # sorted by topic, partition
+
+
+def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
+    """The broker's numbers as of now. Run it on the broker's event loop."""
+    rm = server.replica_manager
+    now = server.clock.now_ms()
+    partitions = []
+    for tp, p in sorted(rm.partitions.items()):
+        log = p.log
+        led = None
+        if p.is_leader:
+            led = LedPartition(
+                len(p.isr),
+                len(p.assigned_replicas),
+                log.config.min_insync_replicas,
+                p.replica_states(now),
+            )
+        partitions.append(
+            PartitionSnapshot(
+                tp.topic,
+                tp.partition,
+                log.log_end_offset,
+                log.log_start_offset,
+                log.size_in_bytes,
+                len(log.segments),
+                log.high_watermark,
+                p.leader_epoch,
+                led,
+            )
+        )
+    controller = server.controller
+    ctx = controller.context if controller is not None else None
+    controller_snapshot = None
+    if ctx is not None and controller is not None and controller.is_active:
+        controller_snapshot = ControllerSnapshot(
+            ctx.offline_partition_count(),
+            ctx.preferred_replica_imbalance_count(),
+            len(ctx.all_topics),
+            len(ctx.partition_leadership),
+        )
+    return BrokerSnapshot(
+        broker_id=server.broker_id,
+        broker_epoch=server.broker_epoch,
+        zk_connected=server.zk.connected,
+        zk_expirations=server.zk_session_expirations,
+        isr_shrinks=rm.isr_shrinks,
+        isr_expands=rm.isr_expands,
+        failed_isr_updates=rm.failed_isr_updates,
+        unclean_leader_elections=0 if ctx is None else ctx.unclean_leader_elections,
+        controller=controller_snapshot,
+        topic_stats={t: replace(s) for t, s in rm.topic_stats.topics.items()},
+        partitions=partitions,
+    )
+
+
+# --- rendering (pure; in a worker thread) ------------------------------------------------
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -63,183 +167,179 @@ def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=value)
 
 
-class BrokerCollector(Collector):
-    def __init__(self, server: KafkaServer) -> None:
-        self._server = server
+def metric_families(snap: BrokerSnapshot) -> Iterator[Metric]:
+    yield from _broker(snap)
+    yield from _replica_manager(snap)
+    yield from _topics(snap)
+    yield from _controller(snap)
+    yield from _partitions(snap)
+
+
+def _broker(snap: BrokerSnapshot) -> Iterator[Metric]:
+    info = GaugeMetricFamily(
+        "minikafka_broker_info", "This broker's id and version", labels=["broker_id", "version"]
+    )
+    info.add_metric([str(snap.broker_id), __version__], 1)
+    yield info
+    yield _gauge(
+        "minikafka_broker_epoch",
+        "The czxid of this broker's registration in ZooKeeper (-1 when not registered)",
+        snap.broker_epoch,
+    )
+    yield _gauge(
+        "minikafka_zookeeper_connected",
+        "1 while this broker has a ZooKeeper session, else 0",
+        int(snap.zk_connected),
+    )
+    yield _counter(
+        "kafka_server_sessionexpirelistener_zookeeperexpires",
+        "ZooKeeper sessions of this broker that expired",
+        snap.zk_expirations,
+    )
+
+
+def _replica_manager(snap: BrokerSnapshot) -> Iterator[Metric]:
+    led = [p.led for p in snap.partitions if p.led is not None]
+    prefix = "kafka_server_replicamanager_"
+    yield _gauge(prefix + "partitioncount", "Replicas on this broker", len(snap.partitions))
+    yield _gauge(prefix + "leadercount", "Partitions this broker leads", len(led))
+    yield _gauge(
+        prefix + "underreplicatedpartitions",
+        "Led partitions whose ISR is smaller than their replica set",
+        sum(p.under_replicated for p in led),
+    )
+    yield _gauge(
+        prefix + "underminisrpartitioncount",
+        "Led partitions whose ISR is below min.insync.replicas",
+        sum(p.under_min_isr for p in led),
+    )
+    yield _gauge(
+        prefix + "atminisrpartitioncount",
+        "Led partitions whose ISR is exactly min.insync.replicas",
+        sum(p.at_min_isr for p in led),
+    )
+    yield _counter(prefix + "isrshrinks", "ISR shrinks written by this leader", snap.isr_shrinks)
+    yield _counter(prefix + "isrexpands", "ISR expands written by this leader", snap.isr_expands)
+    yield _counter(
+        prefix + "failedisrupdates",
+        "ISR writes that lost to a concurrent change of the state znode",
+        snap.failed_isr_updates,
+    )
+
+
+def _topics(snap: BrokerSnapshot) -> Iterator[Metric]:
+    stats = sorted(snap.topic_stats.items())
+    for field, (meter, doc) in TOPIC_METERS.items():
+        family = CounterMetricFamily(
+            f"kafka_server_brokertopicmetrics_{meter}", doc, labels=["topic"]
+        )
+        for topic, s in stats:
+            family.add_metric([topic], getattr(s, field))
+        yield family
+
+
+def _controller(snap: BrokerSnapshot) -> Iterator[Metric]:
+    c = snap.controller
+    prefix = "kafka_controller_kafkacontroller_"
+    yield _gauge(prefix + "activecontrollercount", "1 on the active controller", int(c is not None))
+    # Kafka reports the cluster-wide gauges on the active controller only (0 elsewhere).
+    yield _gauge(
+        prefix + "offlinepartitionscount",
+        "Partitions without a live leader (active controller only)",
+        0 if c is None else c.offline_partitions,
+    )
+    yield _gauge(
+        prefix + "preferredreplicaimbalancecount",
+        "Partitions not led by their preferred replica (active controller only)",
+        0 if c is None else c.preferred_replica_imbalance,
+    )
+    yield _gauge(
+        prefix + "globaltopiccount",
+        "Topics in the cluster (active controller only)",
+        0 if c is None else c.topics,
+    )
+    yield _gauge(
+        prefix + "globalpartitioncount",
+        "Partitions in the cluster (active controller only)",
+        0 if c is None else c.partitions,
+    )
+    yield _counter(
+        "kafka_controller_controllerstats_uncleanleaderelections",
+        "Unclean leader elections run by this broker as controller",
+        snap.unclean_leader_elections,
+    )
+
+
+# Per-partition gauges of every replica: (name, help, PartitionSnapshot field).
+REPLICA_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("kafka_log_log_logendoffset", "Log end offset (LEO)", "log_end_offset"),
+    ("kafka_log_log_logstartoffset", "Log start offset", "log_start_offset"),
+    ("kafka_log_log_size", "Bytes in the log's segments", "size"),
+    ("kafka_log_log_numlogsegments", "Segments of the log", "segments"),
+    (
+        "minikafka_partition_highwatermark",
+        "This replica's high watermark (a follower's trails its leader's)",
+        "high_watermark",
+    ),
+    ("minikafka_partition_leaderepoch", "Leader epoch this replica is in", "leader_epoch"),
+)
+# Kafka's per-partition gauges of kafka.cluster:type=Partition, on the leader only:
+# (name suffix, help, value of a LedPartition).
+LEADER_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("underreplicated", "1 if the ISR is smaller than the replica set", "under_replicated"),
+    ("underminisr", "1 if the ISR is below min.insync.replicas", "under_min_isr"),
+    ("atminisr", "1 if the ISR is exactly min.insync.replicas", "at_min_isr"),
+    ("insyncreplicascount", "Replicas in the ISR", "isr"),
+    ("replicascount", "Assigned replicas", "replicas"),
+)
+
+
+def _partitions(snap: BrokerSnapshot) -> Iterator[Metric]:
+    tp_labels = ["topic", "partition"]
+    labelled = [([p.topic, str(p.partition)], p) for p in snap.partitions]
+    for name, doc, field in REPLICA_GAUGES:
+        family = GaugeMetricFamily(name, doc, labels=tp_labels)
+        for labels, p in labelled:
+            family.add_metric(labels, getattr(p, field))
+        yield family
+
+    led = [(labels, p.led) for labels, p in labelled if p.led is not None]
+    for suffix, doc, field in LEADER_GAUGES:
+        family = GaugeMetricFamily(f"kafka_cluster_partition_{suffix}", doc, labels=tp_labels)
+        for labels, lp in led:
+            family.add_metric(labels, int(getattr(lp, field)))
+        yield family
+
+    replica_leo = GaugeMetricFamily(
+        "minikafka_replica_logendoffset",
+        "Each replica's LEO as its leader last saw it (on the leader)",
+        labels=[*tp_labels, "replica"],
+    )
+    caught_up_age = GaugeMetricFamily(
+        "minikafka_replica_lastcaughtupagems",
+        "Milliseconds since each replica last caught up with the leader's LEO, the clock of "
+        "ISR shrinking (on the leader; -1: not since this leadership began)",
+        labels=[*tp_labels, "replica"],
+    )
+    for labels, lp in led:
+        for r in lp.replica_states:
+            replica = [*labels, str(r.broker_id)]
+            replica_leo.add_metric(replica, r.log_end_offset)
+            caught_up_age.add_metric(replica, r.last_caught_up_ms_ago)
+    yield replica_leo
+    yield caught_up_age
+
+
+class _Families(Collector):
+    def __init__(self, snap: BrokerSnapshot) -> None:
+        self._snap = snap
 
     def collect(self) -> Iterable[Metric]:
-        server = self._server
-        yield from self._broker(server)
-        yield from self._replica_manager(server)
-        yield from self._topics(server)
-        yield from self._controller(server)
-        yield from self._partitions(server)
-
-    def _broker(self, server: KafkaServer) -> Iterator[Metric]:
-        info = GaugeMetricFamily(
-            "minikafka_broker_info", "This broker's id and version", labels=["broker_id", "version"]
-        )
-        info.add_metric([str(server.broker_id), __version__], 1)
-        yield info
-        yield _gauge(
-            "minikafka_broker_epoch",
-            "The czxid of this broker's registration in ZooKeeper (-1 when not registered)",
-            server.broker_epoch,
-        )
-        yield _gauge(
-            "minikafka_zookeeper_connected",
-            "1 while this broker has a ZooKeeper session, else 0",
-            1 if server.zk.connected else 0,
-        )
-        yield _counter(
-            "kafka_server_sessionexpirelistener_zookeeperexpires",
-            "ZooKeeper sessions of this broker that expired",
-            server.zk_session_expirations,
-        )
-
-    def _replica_manager(self, server: KafkaServer) -> Iterator[Metric]:
-        rm = server.replica_manager
-        leaders = rm.leader_partitions()
-        health = [IsrHealth.of(p) for p in leaders]
-        prefix = "kafka_server_replicamanager_"
-        yield _gauge(prefix + "partitioncount", "Replicas on this broker", len(rm.partitions))
-        yield _gauge(prefix + "leadercount", "Partitions this broker leads", len(leaders))
-        yield _gauge(
-            prefix + "underreplicatedpartitions",
-            "Led partitions whose ISR is smaller than their replica set",
-            sum(h.under_replicated for h in health),
-        )
-        yield _gauge(
-            prefix + "underminisrpartitioncount",
-            "Led partitions whose ISR is below min.insync.replicas",
-            sum(h.under_min_isr for h in health),
-        )
-        yield _gauge(
-            prefix + "atminisrpartitioncount",
-            "Led partitions whose ISR is exactly min.insync.replicas",
-            sum(h.at_min_isr for h in health),
-        )
-        yield _counter(prefix + "isrshrinks", "ISR shrinks written by this leader", rm.isr_shrinks)
-        yield _counter(prefix + "isrexpands", "ISR expands written by this leader", rm.isr_expands)
-        yield _counter(
-            prefix + "failedisrupdates",
-            "ISR writes that lost to a concurrent change of the state znode",
-            rm.failed_isr_updates,
-        )
-
-    def _topics(self, server: KafkaServer) -> Iterator[Metric]:
-        stats = sorted(server.replica_manager.topic_stats.topics.items())
-        for field, (meter, doc) in TOPIC_METERS.items():
-            family = CounterMetricFamily(
-                f"kafka_server_brokertopicmetrics_{meter}", doc, labels=["topic"]
-            )
-            for topic, s in stats:
-                family.add_metric([topic], getattr(s, field))
-            yield family
-
-    def _controller(self, server: KafkaServer) -> Iterator[Metric]:
-        controller = server.controller
-        active = controller is not None and controller.is_active
-        ctx = controller.context if controller is not None and active else None
-        prefix = "kafka_controller_kafkacontroller_"
-        yield _gauge(prefix + "activecontrollercount", "1 on the active controller", int(active))
-        # Kafka reports the cluster-wide gauges on the active controller only (0 elsewhere).
-        yield _gauge(
-            prefix + "offlinepartitionscount",
-            "Partitions without a live leader (active controller only)",
-            0 if ctx is None else ctx.offline_partition_count(),
-        )
-        yield _gauge(
-            prefix + "preferredreplicaimbalancecount",
-            "Partitions not led by their preferred replica (active controller only)",
-            0 if ctx is None else ctx.preferred_replica_imbalance_count(),
-        )
-        yield _gauge(
-            prefix + "globaltopiccount",
-            "Topics in the cluster (active controller only)",
-            0 if ctx is None else len(ctx.all_topics),
-        )
-        yield _gauge(
-            prefix + "globalpartitioncount",
-            "Partitions in the cluster (active controller only)",
-            0 if ctx is None else len(ctx.partition_leadership),
-        )
-        yield _counter(
-            "kafka_controller_controllerstats_uncleanleaderelections",
-            "Unclean leader elections run by this broker as controller",
-            0 if controller is None else controller.context.unclean_leader_elections,
-        )
-
-    def _partitions(self, server: KafkaServer) -> Iterator[Metric]:
-        tp_labels = ["topic", "partition"]
-        log_gauges: dict[str, tuple[str, Callable[[Partition], int]]] = {
-            "kafka_log_log_logendoffset": ("Log end offset (LEO)", lambda p: p.log_end_offset),
-            "kafka_log_log_logstartoffset": (
-                "Log start offset",
-                lambda p: p.log.log_start_offset,
-            ),
-            "kafka_log_log_size": ("Bytes in the log's segments", lambda p: p.log.size_in_bytes),
-            "kafka_log_log_numlogsegments": ("Segments of the log", lambda p: len(p.log.segments)),
-            "minikafka_partition_highwatermark": (
-                "This replica's high watermark (a follower's trails its leader's)",
-                lambda p: p.high_watermark,
-            ),
-            "minikafka_partition_leaderepoch": (
-                "Leader epoch this replica is in",
-                lambda p: p.leader_epoch,
-            ),
-        }
-        partitions = sorted(server.replica_manager.partitions.items())
-        for name, (doc, value) in log_gauges.items():
-            family = GaugeMetricFamily(name, doc, labels=tp_labels)
-            for tp, p in partitions:
-                family.add_metric([tp.topic, str(tp.partition)], value(p))
-            yield family
-
-        # Kafka's per-partition gauges of kafka.cluster:type=Partition, on the leader only.
-        led = [(tp, p) for tp, p in partitions if p.is_leader]
-        cluster = {
-            "underreplicated": "1 if the ISR is smaller than the replica set",
-            "underminisr": "1 if the ISR is below min.insync.replicas",
-            "atminisr": "1 if the ISR is exactly min.insync.replicas",
-            "insyncreplicascount": "Replicas in the ISR",
-            "replicascount": "Assigned replicas",
-        }
-        families = {
-            k: GaugeMetricFamily(f"kafka_cluster_partition_{k}", doc, labels=tp_labels)
-            for k, doc in cluster.items()
-        }
-        now = server.clock.now_ms()
-        follower_leo = GaugeMetricFamily(
-            "minikafka_replica_logendoffset",
-            "Each replica's LEO as its leader last saw it (on the leader)",
-            labels=[*tp_labels, "replica"],
-        )
-        caught_up_age = GaugeMetricFamily(
-            "minikafka_replica_lastcaughtupagems",
-            "Milliseconds since each replica last caught up with the leader's LEO, the clock "
-            "of ISR shrinking (on the leader; -1: not since this leadership began)",
-            labels=[*tp_labels, "replica"],
-        )
-        for tp, p in led:
-            labels = [tp.topic, str(tp.partition)]
-            h = IsrHealth.of(p)
-            families["underreplicated"].add_metric(labels, int(h.under_replicated))
-            families["underminisr"].add_metric(labels, int(h.under_min_isr))
-            families["atminisr"].add_metric(labels, int(h.at_min_isr))
-            families["insyncreplicascount"].add_metric(labels, len(p.isr))
-            families["replicascount"].add_metric(labels, len(p.assigned_replicas))
-            for r in p.replica_states(now):
-                follower_leo.add_metric([*labels, str(r.broker_id)], r.log_end_offset)
-                caught_up_age.add_metric([*labels, str(r.broker_id)], r.last_caught_up_ms_ago)
-        yield from families.values()
-        yield follower_leo
-        yield caught_up_age
+        return metric_families(self._snap)
 
 
-def broker_registry(server: KafkaServer) -> CollectorRegistry:
-    """A registry of this broker's metrics only (not the process-wide default one, so that
-    several brokers in one process, as in tests, each export their own)."""
+def render(snap: BrokerSnapshot) -> bytes:
+    """The snapshot in Prometheus' text format (pure: safe in any thread)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerCollector(server))
-    return registry
+    registry.register(_Families(snap))
+    return generate_latest(registry)

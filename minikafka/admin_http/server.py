@@ -13,14 +13,15 @@ UNKNOWN_TOPIC_OR_PARTITION, 404). Everything is read-only: the endpoint changes 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
-from minikafka.admin_http.metrics import broker_registry
+from minikafka.admin_http.metrics import render, take_snapshot
 from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.partition import Partition
 
@@ -72,7 +73,6 @@ class AdminHttpServer:
         self._server = server
         self._host = host
         self._requested_port = port
-        self._registry = broker_registry(server)
         self._runner: web.AppRunner | None = None
         self.port = port
 
@@ -110,7 +110,8 @@ class AdminHttpServer:
     # --- handlers ----------------------------------------------------------------------
 
     async def metrics(self, request: web.Request) -> web.Response:
-        body = generate_latest(self._registry)
+        # The numbers on the loop that owns them, the text in a thread (see metrics.py).
+        body = await asyncio.to_thread(render, take_snapshot(self._server))
         # aiohttp wants the charset apart from the content type.
         content_type, _, charset = CONTENT_TYPE_LATEST.partition("; charset=")
         return web.Response(body=body, content_type=content_type, charset=charset or None)

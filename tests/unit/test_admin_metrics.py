@@ -4,11 +4,20 @@ counts, and the `admin.listeners` setting."""
 from __future__ import annotations
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from minikafka.admin_http.metrics import (
+    BrokerSnapshot,
+    ControllerSnapshot,
+    LedPartition,
+    PartitionSnapshot,
+    render,
+)
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import InvalidConfigError
-from minikafka.server.broker_topic_stats import BrokerTopicStats
+from minikafka.protocol.messages import ReplicaState
+from minikafka.server.broker_topic_stats import BrokerTopicStats, TopicStats
 from minikafka.server.config import BrokerConfig, parse_admin_listener
 from minikafka.zk.codecs import BrokerInfo
 
@@ -66,3 +75,81 @@ def test_admin_listener_setting() -> None:
     assert BrokerConfig.from_properties({"broker.id": "1"}).admin_listeners is None
     with pytest.raises(InvalidConfigError, match=r"admin\.listeners"):
         BrokerConfig.from_properties({"broker.id": "1", "admin.listeners": "tcp://x:1"})
+
+
+def parse(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text.decode())
+        for sample in family.samples
+    }
+
+
+def snapshot(controller: ControllerSnapshot | None) -> BrokerSnapshot:
+    states = [ReplicaState(1, 10, 0, True), ReplicaState(2, 7, 4500, False)]
+    return BrokerSnapshot(
+        broker_id=1,
+        broker_epoch=42,
+        zk_connected=True,
+        zk_expirations=2,
+        isr_shrinks=3,
+        isr_expands=1,
+        failed_isr_updates=0,
+        unclean_leader_elections=0,
+        controller=controller,
+        topic_stats={"t": TopicStats(messages_in=10, bytes_in=999)},
+        partitions=[
+            # Led, an ISR of 1 out of 3 replicas (2 is behind): under-replicated, and at
+            # min.insync.replicas (1).
+            PartitionSnapshot("t", 0, 10, 0, 2048, 1, 7, 3, LedPartition(1, 3, 1, states)),
+            PartitionSnapshot("t", 1, 5, 2, 512, 2, 5, 4, None),  # followed
+        ],
+    )
+
+
+def test_render_exports_kafka_names_with_leader_only_and_controller_only_values() -> None:
+    m = parse(render(snapshot(None)))
+    tp0, tp1 = (("partition", "0"), ("topic", "t")), (("partition", "1"), ("topic", "t"))
+    assert m[("minikafka_broker_info", (("broker_id", "1"), ("version", "0.1.0")))] == 1
+    assert m[("minikafka_broker_epoch", ())] == 42
+    assert m[("kafka_server_sessionexpirelistener_zookeeperexpires_total", ())] == 2
+    assert m[("kafka_server_replicamanager_partitioncount", ())] == 2
+    assert m[("kafka_server_replicamanager_leadercount", ())] == 1
+    assert m[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 1
+    assert m[("kafka_server_replicamanager_underminisrpartitioncount", ())] == 0
+    assert m[("kafka_server_replicamanager_atminisrpartitioncount", ())] == 1
+    assert m[("kafka_server_replicamanager_isrshrinks_total", ())] == 3
+    assert m[("kafka_server_replicamanager_isrexpands_total", ())] == 1
+    assert m[("kafka_server_brokertopicmetrics_messagesin_total", (("topic", "t"),))] == 10
+    assert m[("kafka_server_brokertopicmetrics_bytesin_total", (("topic", "t"),))] == 999
+    assert m[("kafka_server_brokertopicmetrics_bytesout_total", (("topic", "t"),))] == 0
+    # Every replica: its log and its own HW.
+    assert m[("kafka_log_log_logendoffset", tp1)] == 5
+    assert m[("kafka_log_log_logstartoffset", tp1)] == 2
+    assert m[("kafka_log_log_numlogsegments", tp1)] == 2
+    assert m[("kafka_log_log_size", tp0)] == 2048
+    assert m[("minikafka_partition_highwatermark", tp0)] == 7
+    assert m[("minikafka_partition_leaderepoch", tp1)] == 4
+    # The leader's partition gauges and its view of each replica; none for the follower.
+    assert m[("kafka_cluster_partition_underreplicated", tp0)] == 1
+    assert m[("kafka_cluster_partition_insyncreplicascount", tp0)] == 1
+    assert m[("kafka_cluster_partition_replicascount", tp0)] == 3
+    assert ("kafka_cluster_partition_underreplicated", tp1) not in m
+    replica_2 = (("partition", "0"), ("replica", "2"), ("topic", "t"))
+    assert m[("minikafka_replica_logendoffset", replica_2)] == 7
+    assert m[("minikafka_replica_lastcaughtupagems", replica_2)] == 4500
+    assert not any(
+        name.startswith("minikafka_replica_") and ("partition", "1") in labels for name, labels in m
+    )
+    # Not the controller: the cluster-wide gauges are 0, as Kafka reports them.
+    assert m[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 0
+    assert m[("kafka_controller_kafkacontroller_globalpartitioncount", ())] == 0
+
+
+def test_render_on_the_active_controller() -> None:
+    m = parse(render(snapshot(ControllerSnapshot(1, 2, 3, 40))))
+    assert m[("kafka_controller_kafkacontroller_activecontrollercount", ())] == 1
+    assert m[("kafka_controller_kafkacontroller_offlinepartitionscount", ())] == 1
+    assert m[("kafka_controller_kafkacontroller_preferredreplicaimbalancecount", ())] == 2
+    assert m[("kafka_controller_kafkacontroller_globaltopiccount", ())] == 3
+    assert m[("kafka_controller_kafkacontroller_globalpartitioncount", ())] == 40
