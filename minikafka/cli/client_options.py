@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
 
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
+from minikafka.client.producer import Producer
+from minikafka.client.properties import PropertyError, consumer_config, producer_config
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,27 +48,13 @@ def parse_key_values(values: Iterable[str], option: str) -> dict[str, str]:
 
 
 def client_kwargs(cls: type, props: dict[str, str], option: str) -> dict[str, Any]:
-    """Kafka config names (`linger.ms`) -> keyword arguments of a client class
-    (`linger_ms`), converted to the parameter's type (int where the default is an int)."""
-    params = inspect.signature(cls).parameters
-    out: dict[str, Any] = {}
-    for name, raw in props.items():
-        arg = name.replace(".", "_").replace("-", "_")
-        p = params.get(arg)
-        if p is None or p.kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise click.BadParameter(f"unknown config {name!r}", param_hint=option)
-        if isinstance(p.default, bool):
-            out[arg] = raw.strip().lower() == "true"
-        elif isinstance(p.default, int) and arg != "acks":
-            try:
-                out[arg] = int(raw)
-            except ValueError:
-                raise click.BadParameter(
-                    f"{name} must be an integer, not {raw!r}", param_hint=option
-                ) from None
-        else:
-            out[arg] = raw
-    return out
+    """Kafka config names (`linger.ms`) -> keyword arguments of the Producer or Consumer
+    (`linger_ms`), checked as `minikafka.client.properties` checks them."""
+    convert = producer_config if cls is Producer else consumer_config
+    try:
+        return convert(props)
+    except PropertyError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
 
 
 def truthy(props: dict[str, str], key: str, default: bool = False) -> bool:

@@ -16,6 +16,12 @@ import uvloop
 
 from minikafka.cli.client_options import bootstrap_server_option
 from minikafka.client.producer import Producer
+from minikafka.client.properties import (
+    PropertyError,
+    consumer_config,
+    parse_properties,
+    producer_config,
+)
 from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -26,12 +32,6 @@ from minikafka.perf.consume import (
 from minikafka.perf.end_to_end import EndToEndError, run_end_to_end_latency
 from minikafka.perf.histogram import MissingDependencyError, require_hdrhistogram
 from minikafka.perf.produce import run_producer_perf
-from minikafka.perf.properties import (
-    PropertyError,
-    consumer_config,
-    parse_properties,
-    producer_config,
-)
 from minikafka.perf.shape import TopicShape
 from minikafka.protocol.errors import KafkaError
 

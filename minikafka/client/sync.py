@@ -10,7 +10,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, NamedTuple, Self, TypeVar
 
 from minikafka.client.accumulator import RecordMetadata
 from minikafka.client.admin import (
@@ -27,6 +27,18 @@ from minikafka.client.producer import BytesLike, Producer
 from minikafka.common import TopicPartition
 
 T = TypeVar("T")
+
+
+class ProducerRecord(NamedTuple):
+    """A record for `SyncProducer.send_many` (Kafka's ProducerRecord, without timestamp)."""
+
+    topic: str
+    value: BytesLike | None = None
+    key: BytesLike | None = None
+    partition: int | None = None
+    headers: Sequence[tuple[str, BytesLike]] | None = None
+
+
 _ClientT = TypeVar("_ClientT")
 
 
@@ -139,6 +151,35 @@ class SyncProducer(_SyncBase):
         timestamp_ms: int | None = None,
     ) -> RecordMetadata:
         return self.send(topic, value, key, partition, headers, timestamp_ms).result()
+
+    def send_many(
+        self, records: Iterable[ProducerRecord]
+    ) -> concurrent.futures.Future[list[RecordMetadata]]:
+        """Queue many records in one trip to the producer's loop (a `send` per record pays a
+        thread hop each). Returns once all are queued; the future completes when every one
+        is acknowledged, with their metadata in order, or fails with the first failure."""
+        items = list(records)
+        out: concurrent.futures.Future[list[RecordMetadata]] = concurrent.futures.Future()
+
+        async def send() -> None:
+            futures = [
+                await self._producer.send(r.topic, r.value, r.key, r.partition, r.headers)
+                for r in items
+            ]
+            done = asyncio.gather(*futures)
+
+            def copy(fut: asyncio.Future[list[RecordMetadata]]) -> None:
+                if fut.cancelled():
+                    out.cancel()
+                elif (error := fut.exception()) is not None:
+                    out.set_exception(error)
+                else:
+                    out.set_result(fut.result())
+
+            done.add_done_callback(copy)
+
+        self._runner.run(send())
+        return out
 
     def partitions_for(self, topic: str) -> list[int]:
         return self._runner.run(self._producer.partitions_for(topic))

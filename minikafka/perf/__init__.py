@@ -5,6 +5,7 @@ and `EndToEndLatency`, as async functions that return result dataclasses. The re
 Latency percentiles need the `hdrhistogram` package (`pip install 'minikafka[perf]'`).
 """
 
+from minikafka.client.properties import PropertyError, consumer_config, producer_config
 from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -33,7 +34,6 @@ from minikafka.perf.produce import (
     make_payload,
     run_producer_perf,
 )
-from minikafka.perf.properties import PropertyError, consumer_config, producer_config
 from minikafka.perf.shape import TopicShape, topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
 

@@ -235,7 +235,7 @@ async def run_producer_perf(
 
     `throughput` > 0 throttles to about that many records/s (Kafka's ThroughputThrottler),
     < 0 does not. `producer_config` is Producer keyword arguments (see
-    `minikafka.perf.properties.producer_config`). `on_ready(shape)` is called once the
+    `minikafka.client.properties.producer_config`). `on_ready(shape)` is called once the
     topic's metadata is known, before the clock starts; `on_progress(line)` with each
     5-second line. Failed records do not raise: see `result.failed` and `first_error`.
     """

@@ -149,7 +149,7 @@ def test_produce_accepts_producer_properties_by_kafka_name(threaded):
     )
     assert ok.exit_code == 0, ok.output
     bad = run(threaded, "produce", "--topic", "t", "--producer-property", "nope=1", input=b"")
-    assert bad.exit_code == 2 and "unknown config 'nope'" in bad.output
+    assert bad.exit_code == 2 and "unknown producer property 'nope'" in bad.output
 
 
 def append(threaded, partition, values, keys=None):

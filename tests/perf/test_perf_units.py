@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from minikafka.cli.main import cli
 from minikafka.client.consumer import ConsumerRecord
+from minikafka.client.properties import parse_properties
 from minikafka.perf import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -28,7 +29,6 @@ from minikafka.perf import (
     producer_config,
 )
 from minikafka.perf.end_to_end import check_received
-from minikafka.perf.properties import parse_properties
 from tests.perf.patterns import (
     CONSUME_DETAILED_ROW,
     CONSUME_ROW,

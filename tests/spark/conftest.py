@@ -1,0 +1,73 @@
+"""Real PySpark (local[2], one session for the whole run) against a real 3-broker cluster
+and ZooKeeper (one per test module; tests use topics of their own)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from minikafka.client import NewTopic, SyncAdmin
+from minikafka.cluster import LocalCluster
+from minikafka.spark import MinikafkaDataSource
+from tests.cluster.conftest import TEST_OVERRIDES
+
+# Retention runs every half second, so tests can age data out of a log on purpose.
+SPARK_TEST_OVERRIDES = {**TEST_OVERRIDES, "log.retention.check.interval.ms": "500"}
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    # Spark's Python workers must run this interpreter (the venv with minikafka in it).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("minikafka-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(MinikafkaDataSource)
+    yield session
+    session.stop()
+
+
+def start_cluster(data_dir: Path, overrides: dict[str, str] | None = None) -> LocalCluster:
+    cluster = LocalCluster(
+        data_dir,
+        3,
+        base_port=0,
+        zookeeper_port=0,
+        overrides={**SPARK_TEST_OVERRIDES, **(overrides or {})},
+        zookeeper_fsync=False,
+    )
+    cluster.start(timeout=60)
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = start_cluster(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop(timeout=30)
+
+
+def new_topic(cluster: LocalCluster, prefix: str = "t", partitions: int = 3, **configs: str) -> str:
+    """A fresh RF=3 topic (min.insync.replicas 2) with a unique name."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with SyncAdmin(cluster.bootstrap_servers) as admin:
+        admin.create_topics(
+            [NewTopic(name, partitions, 3, configs={"min.insync.replicas": "2", **configs})]
+        )
+    return name

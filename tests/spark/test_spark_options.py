@@ -1,0 +1,286 @@
+"""The Spark source's and sink's option checks and offset arithmetic (pure logic: no Spark,
+no cluster)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minikafka.common import TopicPartition
+from minikafka.spark import offsets as offs
+from minikafka.spark.options import (
+    Assign,
+    OffsetSpec,
+    SparkOptionError,
+    Subscribe,
+    SubscribePattern,
+    parse_sink_options,
+    parse_source_options,
+    select_partitions,
+)
+
+BS = {"kafka.bootstrap.servers": "localhost:9092"}
+
+
+def tp(topic: str, p: int) -> TopicPartition:
+    return TopicPartition(topic, p)
+
+
+def source(streaming: bool | None = False, **options: str):
+    return parse_source_options({**BS, **options}, streaming=streaming)
+
+
+def refused(match: str, streaming: bool | None = False, **options: str) -> None:
+    with pytest.raises(SparkOptionError, match=match):
+        source(streaming, **options)
+
+
+# --- source options ----------------------------------------------------------------------
+
+
+def test_defaults_are_sparks():
+    batch = source(subscribe="a")
+    assert batch.starting == OffsetSpec("earliest") and batch.ending == OffsetSpec("latest")
+    assert batch.fail_on_data_loss is True and batch.include_headers is False
+    stream = source(True, subscribe="a")
+    assert stream.starting == OffsetSpec("latest") and stream.ending is None
+
+
+def test_option_names_are_case_insensitive_and_values_parsed():
+    opts = parse_source_options(
+        {
+            "KAFKA.BOOTSTRAP.SERVERS": "h:1,h:2",
+            "subscribePattern": "orders-.*",
+            "StartingOffsets": '{"orders-1":{"0":5,"1":-2}}',
+            "maxOffsetsPerTrigger": "100",
+            "failOnDataLoss": "false",
+            "includeHeaders": "TRUE",
+            "kafka.fetch.max.wait.ms": "50",
+        },
+        streaming=True,
+    )
+    assert opts.subscription == SubscribePattern("orders-.*")
+    assert opts.starting.offsets == {tp("orders-1", 0): 5, tp("orders-1", 1): -2}
+    assert opts.max_offsets_per_trigger == 100
+    assert not opts.fail_on_data_loss and opts.include_headers
+    assert opts.consumer_config["fetch_max_wait_ms"] == 50
+
+
+def test_bootstrap_servers_are_required():
+    with pytest.raises(SparkOptionError, match=r"kafka\.bootstrap\.servers"):
+        parse_source_options({"subscribe": "a"}, streaming=False)
+    refused("kafka.bootstrap.servers", **{"kafka.bootstrap.servers": "nohost"}, subscribe="a")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"subscribe": "a", "assign": '{"a":[0]}'}, {"subscribe": "a", "subscribePattern": "a"}],
+)
+def test_exactly_one_subscription_option(options):
+    with pytest.raises(SparkOptionError, match="Exactly one of the options 'subscribe'"):
+        source(**options)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("startingOffsets", "{not json", "startingOffsets: expected e.g."),
+        ("startingOffsets", '{"a":[0]}', "startingOffsets: expected e.g."),
+        ("startingOffsets", '{"a":{"x":1}}', "startingOffsets: expected e.g."),
+        ("startingOffsets", '{"a":{"0":-7}}', "-7 for a-0 is not an offset"),
+        ("endingOffsets", '{"a":{"0":"5"}}', "endingOffsets: expected e.g."),
+        ("assign", '{"a":{"0":1}}', "assign: expected e.g."),
+        ("assign", "[1]", "assign: expected e.g."),
+        ("subscribePattern", "(", "subscribePattern: '\\(' is not a pattern"),
+        ("subscribe", " , ", "subscribe: no topic"),
+        ("maxOffsetsPerTrigger", "0", "maxOffsetsPerTrigger must be a positive integer"),
+        ("failOnDataLoss", "maybe", "failOnDataLoss must be true or false"),
+    ],
+)
+def test_malformed_values_name_the_option(key, value, match):
+    options = {"subscribe": "a", key: value} if key not in ("assign", "subscribe") else {key: value}
+    if key == "subscribePattern":
+        options = {key: value}
+    refused(match, streaming=None if key == "maxOffsetsPerTrigger" else False, **options)
+
+
+def test_batch_rejects_latest_start_and_earliest_end_as_spark_does():
+    refused("startingOffsets can't be latest", subscribe="a", startingOffsets="latest")
+    refused("endingOffsets can't be earliest", subscribe="a", endingOffsets="earliest")
+    refused(
+        "startingOffsets for a-0 can't be latest",
+        subscribe="a",
+        startingOffsets='{"a":{"0":-1}}',
+    )
+    refused(
+        "endingOffsets for a-1 can't be earliest",
+        subscribe="a",
+        endingOffsets='{"a":{"0":-1,"1":-2}}',
+    )
+    refused("maxOffsetsPerTrigger applies to streaming", subscribe="a", maxOffsetsPerTrigger="5")
+
+
+def test_streaming_rejects_ending_offsets():
+    refused("endingOffsets is not valid in streaming", True, subscribe="a", endingOffsets="latest")
+
+
+def test_specific_offsets_must_be_for_partitions_the_query_reads():
+    refused(
+        "startingOffsets names partitions the query does not read: b-0",
+        subscribe="a",
+        startingOffsets='{"b":{"0":1}}',
+    )
+    refused(
+        "endingOffsets names partitions the query does not read: a-3",
+        assign='{"a":[0]}',
+        endingOffsets='{"a":{"0":1,"3":4}}',
+    )
+
+
+def test_unknown_unsupported_and_spark_owned_options_are_refused():
+    refused("unknown option 'subscrbe'", subscribe="a", subscrbe="b")
+    refused("'minPartitions' is not supported", subscribe="a", minPartitions="10")
+    refused("takes no path", subscribe="a", path="/x")
+    refused(
+        "'auto.offset.reset' is not supported", subscribe="a", **{"kafka.auto.offset.reset": "x"}
+    )
+    refused("'group.id' is not supported", subscribe="a", **{"kafka.group.id": "g"})
+    refused("unknown consumer property 'nope'", subscribe="a", **{"kafka.nope": "1"})
+
+
+def test_select_partitions():
+    topics = {"orders-1": [0, 1], "orders-2": [0], "other": [0, 1, 2]}
+    assert select_partitions(Subscribe(("orders-2", "missing")), topics) == [tp("orders-2", 0)]
+    assert select_partitions(SubscribePattern("orders-.*"), topics) == [
+        tp("orders-1", 0),
+        tp("orders-1", 1),
+        tp("orders-2", 0),
+    ]
+    # A pattern matches whole names, as Java's Pattern.matches does.
+    assert select_partitions(SubscribePattern("orders"), topics) == []
+    assert select_partitions(Assign((tp("other", 2), tp("other", 0))), topics) == [
+        tp("other", 0),
+        tp("other", 2),
+    ]
+    with pytest.raises(SparkOptionError, match="assign: ghost-0, other-7 not found"):
+        select_partitions(Assign((tp("ghost", 0), tp("other", 7))), topics)
+
+
+# --- sink options ------------------------------------------------------------------------
+
+
+def test_sink_options():
+    opts = parse_sink_options({**BS, "topic": "out", "kafka.linger.ms": "5"})
+    assert opts.topic == "out"
+    assert opts.producer_config["acks"] == "all"  # Spark's sink default
+    assert opts.producer_config["linger_ms"] == 5
+    assert parse_sink_options({**BS, "kafka.acks": "1"}).producer_config["acks"] == "1"
+    with pytest.raises(SparkOptionError, match=r"'value\.serializer' is not supported"):
+        parse_sink_options({**BS, "kafka.value.serializer": "x"})
+    with pytest.raises(SparkOptionError, match="unknown option 'subscribe' for the minikafka sink"):
+        parse_sink_options({**BS, "subscribe": "x"})
+    with pytest.raises(SparkOptionError, match="acks must be"):
+        parse_sink_options({**BS, "kafka.acks": "2"})
+
+
+# --- offsets -----------------------------------------------------------------------------
+
+
+def test_offsets_json_is_sorted_by_topic_then_partition_number():
+    offsets = {tp("b", 10): 1, tp("a", 2): 5, tp("b", 2): 3, tp("a", 0): 0}
+    text = json.dumps(offs.to_json(offsets))
+    assert text == '{"a": {"0": 0, "2": 5}, "b": {"2": 3, "10": 1}}'
+
+
+partition_offsets = st.dictionaries(
+    st.builds(TopicPartition, st.sampled_from(["a", "b", "c.d"]), st.integers(0, 20)),
+    st.integers(0, 2**62),
+)
+
+
+@given(partition_offsets)
+def test_offsets_json_round_trips_and_prints_the_same_whatever_the_insertion_order(offsets):
+    data = offs.to_json(offsets)
+    assert offs.from_json(json.loads(json.dumps(data))) == offsets
+    shuffled = dict(reversed(list(offsets.items())))
+    assert json.dumps(offs.to_json(shuffled)) == json.dumps(data)
+
+
+def test_resolve_specific_offsets():
+    tps = [tp("a", 0), tp("a", 1), tp("a", 2)]
+    earliest = {tp("a", 0): 3, tp("a", 1): 4, tp("a", 2): 5}
+    latest = {tp("a", 0): 10, tp("a", 1): 11, tp("a", 2): 12}
+    spec = OffsetSpec("specific", {tp("a", 0): 7, tp("a", 1): -2, tp("a", 2): -1})
+    assert offs.resolve(spec, tps, earliest, latest, "startingOffsets") == {
+        tp("a", 0): 7,
+        tp("a", 1): 4,
+        tp("a", 2): 12,
+    }
+    assert offs.resolve(OffsetSpec("earliest"), tps, earliest, latest, "x") == earliest
+    assert offs.resolve(OffsetSpec("latest"), tps, earliest, latest, "x") == latest
+    with pytest.raises(SparkOptionError, match=r"must name every partition.*missing: a-2"):
+        offs.resolve(OffsetSpec("specific", {tp("a", 0): 1, tp("a", 1): 1}), tps, {}, {}, "s")
+
+
+def test_rate_limit_shares_by_backlog_and_never_starves_a_partition():
+    start = {tp("a", 0): 0, tp("a", 1): 0, tp("a", 2): 100}
+    end = {tp("a", 0): 1000, tp("a", 1): 10, tp("a", 2): 100}
+    # backlogs 1000 and 10 of 1010: 99.0 -> 99 and 0.99 -> ceil 1; no backlog: unchanged
+    assert offs.rate_limit(100, start, end, {}) == {
+        tp("a", 0): 99,
+        tp("a", 1): 1,
+        tp("a", 2): 100,
+    }
+    # a new partition counts from its earliest offset
+    assert offs.rate_limit(10, {}, {tp("n", 0): 50}, {tp("n", 0): 40}) == {tp("n", 0): 50}
+    assert offs.rate_limit(5, {}, {tp("n", 0): 50}, {tp("n", 0): 40}) == {tp("n", 0): 45}
+
+
+@given(
+    st.integers(1, 10_000),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), min_size=1, max_size=8),
+)
+def test_rate_limit_properties(limit, spans):
+    start = {tp("t", i): s for i, (s, _) in enumerate(spans)}
+    end = {tp("t", i): s + n for i, (s, n) in enumerate(spans)}
+    limited = offs.rate_limit(limit, start, end, {})
+    backlog = sum(end[p] - start[p] for p in end)
+    moved = sum(limited[p] - start[p] for p in end)
+    for p in end:
+        assert start[p] <= limited[p] <= end[p]
+        if end[p] > start[p]:
+            assert limited[p] > start[p]  # every partition with a backlog moves
+    assert moved <= max(limit, 0) + len(spans)  # prorated shares, each rounded up at most 1
+    if backlog <= limit:
+        assert limited == end
+
+
+def test_plan_ranges_by_sparks_rules(caplog):
+    start = {tp("a", 0): 5, tp("a", 1): 0, tp("gone", 0): 3}
+    end = {tp("a", 0): 9, tp("a", 1): 0, tp("a", 2): 4}  # a-2 is new
+    earliest = {tp("a", 0): 0, tp("a", 1): 0, tp("a", 2): 1}
+    with pytest.raises(offs.DataLossError, match=r"gone-0 are gone.*failOnDataLoss.*false"):
+        offs.plan_ranges(start, end, earliest, fail_on_data_loss=True)
+    with caplog.at_level(logging.WARNING):
+        ranges = offs.plan_ranges(start, end, earliest, fail_on_data_loss=False)
+    assert "gone-0 are gone" in caplog.text
+    assert ranges == [offs.OffsetRange("a", 0, 5, 9), offs.OffsetRange("a", 2, 1, 4)]
+
+
+def test_plan_ranges_below_the_log_start():
+    start, end, earliest = {tp("a", 0): 2}, {tp("a", 0): 10}, {tp("a", 0): 6}
+    with pytest.raises(offs.DataLossError, match="offset 2 is below its log start offset 6"):
+        offs.plan_ranges(start, end, earliest, fail_on_data_loss=True)
+    assert offs.plan_ranges(start, end, earliest, fail_on_data_loss=False) == [
+        offs.OffsetRange("a", 0, 6, 10)
+    ]
+
+
+def test_plan_ranges_end_below_start_is_data_loss():
+    with pytest.raises(offs.DataLossError, match="offset was changed from 8 to 5"):
+        offs.plan_ranges({tp("a", 0): 8}, {tp("a", 0): 5}, {tp("a", 0): 0}, True)
+    assert offs.plan_ranges({tp("a", 0): 8}, {tp("a", 0): 5}, {tp("a", 0): 0}, False) == []

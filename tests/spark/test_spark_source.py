@@ -1,0 +1,167 @@
+"""The minikafka source under real PySpark against a real 3-broker cluster: batch reads,
+offsets options, data loss, and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+
+from minikafka.client import SyncConsumer
+from minikafka.cluster import LocalCluster
+from tests.cluster.conftest import wait_until
+from tests.spark.conftest import new_topic
+from tests.spark.helpers import BASE_TS, produce, row_tuple
+
+
+def read(spark: SparkSession, cluster: LocalCluster, **options: str) -> DataFrame:
+    return (
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .options(**options)
+        .load()
+    )
+
+
+def test_batch_read_of_three_partitions_equals_what_was_produced(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "batch")
+    sent = produce(spark_cluster, topic, 300)
+    df = read(spark, spark_cluster, subscribe=topic, includeHeaders="true")
+    assert [f.name for f in df.schema.fields] == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ]
+    assert df.schema.simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+        "timestamp:timestamp,timestampType:int,headers:array<struct<key:string,value:binary>>>"
+    )
+    rows = df.selectExpr("*", "unix_millis(timestamp) AS ts_ms").collect()
+    got = sorted(row_tuple(r) for r in rows)
+    expected = sorted(
+        (topic, md.partition, md.offset, key, value, (("i", key[1:]),)) for md, key, value in sent
+    )
+    assert got == expected
+    assert {r["partition"] for r in rows} == {0, 1, 2}
+    by_value = {bytes(r["value"]): r for r in rows}
+    for md, _, value in sent:
+        assert by_value[value]["ts_ms"] == md.timestamp == BASE_TS + int(value[1:])
+        assert by_value[value]["timestampType"] == 0  # CreateTime
+    # Without includeHeaders there is no headers column.
+    assert "headers" not in read(spark, spark_cluster, subscribe=topic).columns
+
+
+def test_starting_and_ending_offsets(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "ranges")
+    sent = produce(spark_cluster, topic, 90)
+    ends = {p: sum(1 for md, _, _ in sent if md.partition == p) for p in range(3)}
+    assert all(n >= 10 for n in ends.values()), ends  # the keys spread over the partitions
+
+    def offsets(**options: str | None) -> set[tuple[int, int]]:
+        options.setdefault("subscribe", topic)
+        options = {k: v for k, v in options.items() if v is not None}
+        df = read(spark, spark_cluster, **options)
+        return {(r.partition, r.offset) for r in df.select("partition", "offset").collect()}
+
+    everything = {(md.partition, md.offset) for md, _, _ in sent}
+    assert offsets() == everything
+    assert offsets(startingOffsets="earliest", endingOffsets="latest") == everything
+    start = json.dumps({topic: {"0": 3, "1": -2, "2": 5}})
+    end = json.dumps({topic: {"0": 7, "1": -1, "2": 5}})
+    assert offsets(startingOffsets=start, endingOffsets=end) == (
+        {(0, o) for o in range(3, 7)} | {(1, o) for o in range(ends[1])}
+    )
+    # assign reads just the partitions named
+    assert offsets(subscribe=None, assign=json.dumps({topic: [2]})) == {
+        (2, o) for o in range(ends[2])
+    }
+
+
+def test_subscribe_pattern_reads_every_matching_topic(spark, spark_cluster):
+    a = new_topic(spark_cluster, "pat-x", partitions=1)
+    b = new_topic(spark_cluster, "pat-x", partitions=2)
+    produce(spark_cluster, a, 5)
+    produce(spark_cluster, b, 7)
+    pattern = "pat-x-[0-9a-f]{8}"
+    df = read(spark, spark_cluster, subscribePattern=pattern).where(f"topic IN ('{a}', '{b}')")
+    counts = {r["topic"]: r["count"] for r in df.groupBy("topic").count().collect()}
+    assert counts == {a: 5, b: 7}
+
+
+def planning_error(df_builder) -> str:
+    with pytest.raises((PySparkException, ValueError)) as info:
+        df_builder().collect()
+    return str(info.value)
+
+
+def test_bad_input_fails_at_planning_naming_the_problem(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "bad")
+    produce(spark_cluster, topic, 10)
+    cases = {
+        "Exactly one of the options 'subscribe', 'subscribePattern' or 'assign'": {},
+        "given: subscribe, assign": {"subscribe": topic, "assign": json.dumps({topic: [0]})},
+        "startingOffsets: expected e.g.": {"subscribe": topic, "startingOffsets": "{oops"},
+        "assign: ghost-0 not found in the cluster": {"assign": '{"ghost":[0]}'},
+        f"assign: {topic}-9 not found": {"assign": json.dumps({topic: [0, 9]})},
+        "startingOffsets can't be latest for batch queries": {
+            "subscribe": topic,
+            "startingOffsets": "latest",
+        },
+        "endingOffsets can't be earliest for batch queries": {
+            "subscribe": topic,
+            "endingOffsets": "earliest",
+        },
+        "must name every partition the query reads": {
+            "subscribe": topic,
+            "startingOffsets": json.dumps({topic: {"0": 0}}),
+        },
+        "is past its high watermark": {
+            "subscribe": topic,
+            "endingOffsets": json.dumps({topic: {"0": 10_000, "1": -1, "2": -1}}),
+        },
+        "'minPartitions' is not supported": {"subscribe": topic, "minPartitions": "4"},
+    }
+    for message, options in cases.items():
+        text = planning_error(lambda options=options: read(spark, spark_cluster, **options))
+        assert message in text, (options, text)
+
+
+def aged_out_topic(cluster: LocalCluster) -> tuple[str, int]:
+    """A one-partition topic whose first segments retention has deleted: (name, log start)."""
+    topic = new_topic(
+        cluster, "aged", partitions=1, **{"segment.bytes": "2048", "retention.bytes": "4096"}
+    )
+    for start in range(0, 200, 20):  # separate requests, so batches fill several segments
+        produce(cluster, topic, 20, start=start)
+    log_start = [0]
+
+    def moved() -> bool:
+        with SyncConsumer(cluster.bootstrap_servers) as consumer:
+            tp = consumer.assign_topic(topic)[0]
+            log_start[0] = consumer.beginning_offsets([tp])[tp]
+        return log_start[0] > 0
+
+    wait_until(moved, timeout=30, what="retention to delete the first segments")
+    return topic, log_start[0]
+
+
+def test_an_offset_below_the_log_start_fails_or_skips_per_fail_on_data_loss(spark, spark_cluster):
+    topic, log_start = aged_out_topic(spark_cluster)
+    start = json.dumps({topic: {"0": 0}})
+    text = planning_error(
+        lambda: read(spark, spark_cluster, subscribe=topic, startingOffsets=start)
+    )
+    assert f"{topic}-0's offset 0 is below its log start offset" in text
+    assert 'set the source option "failOnDataLoss" to "false"' in text
+
+    df = read(spark, spark_cluster, subscribe=topic, startingOffsets=start, failOnDataLoss="false")
+    offsets = sorted(r.offset for r in df.select("offset").collect())
+    # skipped to the log start (retention may have moved it further since)
+    assert offsets[0] >= log_start and offsets == list(range(offsets[0], 200))
