@@ -398,6 +398,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     topic = opts.pop("topic", None)
     if topic is not None and not topic.strip():
         raise SparkOptionError("topic: the topic name is empty")
+    opts.pop("checkpointlocation", None)  # Spark's own (the streaming query's checkpoint)
     props = _kafka_props(opts)
     _refuse_leftovers(opts, "sink", ["kafka.bootstrap.servers", "topic"])
     for name, message in _SPARK_OWNED_PRODUCER.items():

@@ -49,7 +49,11 @@ class OffsetRangePartition(InputPartition):
 
 
 def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    assert isinstance(partition, OffsetRangePartition)
+    if not isinstance(partition, OffsetRangePartition):
+        # Spark plans a batch read with no partitions as one InputPartition(None).
+        if partition.value is not None:
+            raise TypeError(f"not a minikafka offset range: {partition!r}")
+        return
     for chunk in read_range(options, partition.range):
         yield records_to_batch(chunk, options.include_headers)
 

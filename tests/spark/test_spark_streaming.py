@@ -1,0 +1,240 @@
+"""Structured Streaming from minikafka under real PySpark against a real cluster:
+Trigger.AvailableNow with admission control, restarts from a checkpoint, topics that appear
+mid-stream, and a leader killed while a query runs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from minikafka.client import SyncAdmin, SyncProducer
+from minikafka.cluster import LocalCluster
+from tests.cluster.conftest import wait_until
+from tests.spark.conftest import new_topic, start_cluster
+from tests.spark.helpers import produce
+
+
+def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
+    return (
+        spark.readStream.format("minikafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**options)
+        .load()
+    )
+
+
+def to_memory(df: DataFrame, trigger: dict[str, object]) -> tuple[StreamingQuery, str]:
+    name = f"q_{uuid.uuid4().hex[:8]}"
+    query = (
+        df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
+        .writeStream.format("memory")
+        .queryName(name)
+        .trigger(**trigger)
+        .start()
+    )
+    return query, name
+
+
+def offsets_in(spark: SparkSession, table: str) -> Counter[tuple[str, int, int]]:
+    rows = spark.sql(f"SELECT topic, partition, offset FROM {table}").collect()
+    return Counter((r.topic, r.partition, r.offset) for r in rows)
+
+
+def test_available_now_with_max_offsets_per_trigger(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "avail")
+    for p in range(3):
+        produce(spark_cluster, topic, 100, start=p * 100, partition=p)
+    df = stream(
+        spark,
+        spark_cluster.bootstrap_servers,
+        subscribe=topic,
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="100",
+    )
+    query, table = to_memory(df, {"availableNow": True})
+    query.awaitTermination(120)
+    assert query.exception() is None
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    # backlogs of 100, 67, 34 each: a third of 100 each time, rounded down (33 x 3); then 1 each
+    assert sizes == [99, 99, 99, 3]
+    seen = offsets_in(spark, table)
+    assert seen == Counter({(topic, p, o): 1 for p in range(3) for o in range(100)})
+
+
+def test_available_now_reads_only_what_was_there_at_the_start(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "avail-stop", partitions=1)
+    produce(spark_cluster, topic, 50)
+    df = stream(spark, spark_cluster.bootstrap_servers, subscribe=topic, startingOffsets="earliest")
+    query, table = to_memory(df, {"availableNow": True})
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert sorted(o for _, _, o in offsets_in(spark, table)) == list(range(50))
+
+
+def test_restart_from_the_checkpoint_reads_exactly_the_new_records(spark, spark_cluster, tmp_path):
+    topic = new_topic(spark_cluster, "restart")
+    sent = produce(spark_cluster, topic, 60)
+    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+
+    def run() -> None:
+        df = stream(
+            spark, spark_cluster.bootstrap_servers, subscribe=topic, startingOffsets="earliest"
+        )
+        query = (
+            df.selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    run()
+    assert spark.read.parquet(str(out)).count() == 60
+    sent += produce(spark_cluster, topic, 45, start=60)
+    ends = Counter(md.partition for md, _, _ in sent)
+    run()
+    rows = spark.read.parquet(str(out)).collect()
+    values = Counter(r.value for r in rows)
+    assert values == Counter({f"v{i}": 1 for i in range(105)})  # nothing twice or missing
+    # The checkpoint's offsets are Kafka's JSON: usable as startingOffsets as they are.
+    logs = [p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    last = max(logs, key=lambda p: int(p.name))
+    source_offsets = last.read_text().splitlines()[-1]
+    assert json.loads(source_offsets) == {topic: {"0": ends[0], "1": ends[1], "2": ends[2]}}
+    assert list(json.loads(source_offsets)[topic]) == ["0", "1", "2"]  # sorted keys
+    df = (
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", source_offsets)
+        .load()
+    )
+    assert df.count() == 0  # the checkpoint is at the end
+
+
+def test_a_topic_created_mid_stream_is_read_from_its_earliest_offset(spark, spark_cluster):
+    prefix = f"mid-{uuid.uuid4().hex[:6]}"
+    first = f"{prefix}-a"
+    with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
+        from minikafka.client import NewTopic
+
+        admin.create_topics([NewTopic(first, 1, 3)])
+    df = stream(spark, spark_cluster.bootstrap_servers, subscribePattern=f"{prefix}-.*")
+    query, table = to_memory(df, {"processingTime": "2 seconds"})
+    try:
+        query.processAllAvailable()
+        produce(spark_cluster, first, 5)
+        # Created and written between two triggers: the records exist before the query
+        # sees the topic, so only "new partitions start at earliest" reads them.
+        second = f"{prefix}-b"
+        with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
+            from minikafka.client import NewTopic
+
+            admin.create_topics([NewTopic(second, 2, 3)])
+        produce(spark_cluster, second, 8)
+
+        def seen() -> Counter[tuple[str, int, int]]:
+            query.processAllAvailable()
+            return offsets_in(spark, table)
+
+        wait_until(lambda: sum(seen().values()) >= 13, timeout=60, what="13 records")
+        got = seen()
+        assert sum(1 for t, _, _ in got if t == first) == 5
+        assert sum(1 for t, _, _ in got if t == second) == 8
+        assert set(got.values()) == {1}
+    finally:
+        query.stop()
+
+
+def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
+    with SyncAdmin(cluster.bootstrap_servers) as admin:
+        (desc,) = admin.describe_topics([topic])
+    return desc.partitions[partition].leader
+
+
+def test_a_leader_killed_mid_query_loses_and_repeats_nothing(spark, tmp_path):
+    """kill -9 of a partition leader while an acks=all producer and a streaming query run:
+    the query goes on once a new leader is elected, and every acknowledged record is in its
+    output exactly once."""
+    cluster = start_cluster(tmp_path / "cluster")
+    try:
+        topic = new_topic(cluster, "failover")
+        out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+        df = stream(spark, cluster.bootstrap_servers, subscribe=topic, startingOffsets="earliest")
+        query = (
+            df.selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(processingTime="500 milliseconds")
+            .start()
+        )
+        acked: list[str] = []
+        failed: list[BaseException] = []
+        stop = threading.Event()
+
+        def producer_loop() -> None:
+            with SyncProducer(cluster.bootstrap_servers, acks="all", linger_ms=2) as producer:
+                i = 0
+                pending = []
+                while not stop.is_set():
+                    value = f"r{i}"
+                    pending.append((producer.send(topic, value.encode()), value))
+                    i += 1
+                    if len(pending) >= 20:
+                        for fut, v in pending:
+                            try:
+                                fut.result(timeout=120)
+                                acked.append(v)
+                            except Exception as e:  # an unacknowledged record is allowed
+                                failed.append(e)
+                        pending = []
+                producer.flush()
+                for fut, v in pending:
+                    try:
+                        fut.result(timeout=120)
+                        acked.append(v)
+                    except Exception as e:
+                        failed.append(e)
+
+        thread = threading.Thread(target=producer_loop, daemon=True)
+        thread.start()
+        try:
+            wait_until(lambda: len(acked) >= 300, timeout=60, what="300 acked records")
+            # (processAllAvailable would chase the running producer: wait for a batch instead)
+            wait_until(
+                lambda: any(p["numInputRows"] for p in query.recentProgress),
+                timeout=60,
+                what="the query to read a micro-batch",
+            )
+            victim = leader_of(cluster, topic, 0)
+            cluster.kill(victim)
+            before = len(acked)
+            wait_until(
+                lambda: leader_of(cluster, topic, 0) not in (victim, -1),
+                timeout=60,
+                what="a new leader of partition 0",
+            )
+            wait_until(lambda: len(acked) >= before + 300, timeout=120, what="acks after failover")
+        finally:
+            stop.set()
+            thread.join(timeout=180)
+        query.processAllAvailable()
+        assert query.isActive and query.exception() is None
+        query.stop()
+        values = Counter(r.value for r in spark.read.parquet(str(out)).collect())
+        missing = [v for v in acked if values[v] == 0]
+        repeated = [v for v, n in values.items() if n > 1]
+        assert not missing, f"{len(missing)} acknowledged records missing, e.g. {missing[:5]}"
+        assert not repeated, f"records read twice: {repeated[:5]}"
+        assert len(acked) >= 600
+    finally:
+        cluster.stop(timeout=30)
