@@ -7,6 +7,7 @@ with them; nothing else in `minikafka.spark` touches a client.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -62,6 +63,29 @@ class OffsetsClient:
         self._admin = self._consumer = None
 
 
+# Consumers kept between the reads of one Python worker (Spark reuses its workers), as
+# spark-sql-kafka pools its consumers: a micro-batch then pays no connection set-up and
+# metadata round trip per partition. A consumer is taken out while a read uses it.
+_idle_consumers: dict[tuple[str, tuple[tuple[str, Any], ...]], list[SyncConsumer]] = {}
+
+
+@contextlib.contextmanager
+def _pooled_consumer(options: SourceOptions) -> Iterator[SyncConsumer]:
+    key = (options.bootstrap_servers, tuple(sorted(options.consumer_config.items())))
+    idle = _idle_consumers.setdefault(key, [])
+    consumer = idle.pop() if idle else None
+    if consumer is None:
+        consumer = SyncConsumer(
+            options.bootstrap_servers, auto_offset_reset="none", **options.consumer_config
+        )
+    try:
+        yield consumer
+    except BaseException:
+        consumer.close()  # a failed or abandoned read: start the next one afresh
+        raise
+    idle.append(consumer)
+
+
 def read_range(options: SourceOptions, rng: OffsetRange) -> Iterator[list[ConsumerRecord]]:
     """The records of one offset range, in chunks, from whichever broker leads the partition
     (the consumer follows leader changes). The range ends at or below the high watermark it
@@ -72,9 +96,7 @@ def read_range(options: SourceOptions, rng: OffsetRange) -> Iterator[list[Consum
     kafkaConsumer.pollTimeoutMs is an error.
     """
     tp = rng.tp
-    with SyncConsumer(
-        options.bootstrap_servers, auto_offset_reset="none", **options.consumer_config
-    ) as consumer:
+    with _pooled_consumer(options) as consumer:
         consumer.assign([tp])
         consumer.seek(tp, rng.from_offset)
         position = rng.from_offset
