@@ -29,6 +29,11 @@ from minikafka.common import TopicPartition
 T = TypeVar("T")
 
 
+def _mark_retrieved(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
 class ProducerRecord(NamedTuple):
     """A record for `SyncProducer.send_many` (Kafka's ProducerRecord, without timestamp)."""
 
@@ -157,15 +162,24 @@ class SyncProducer(_SyncBase):
     ) -> concurrent.futures.Future[list[RecordMetadata]]:
         """Queue many records in one trip to the producer's loop (a `send` per record pays a
         thread hop each). Returns once all are queued; the future completes when every one
-        is acknowledged, with their metadata in order, or fails with the first failure."""
+        is acknowledged, with their metadata in order, or fails with the first failure.
+
+        A record refused at once (its topic not in metadata after max.block.ms, a partition
+        the topic does not have, a record too large) stops the rest from being queued: one
+        such wait, not one per record."""
         items = list(records)
         out: concurrent.futures.Future[list[RecordMetadata]] = concurrent.futures.Future()
 
         async def send() -> None:
-            futures = [
-                await self._producer.send(r.topic, r.value, r.key, r.partition, r.headers)
-                for r in items
-            ]
+            futures: list[asyncio.Future[RecordMetadata]] = []
+            for r in items:
+                fut = await self._producer.send(r.topic, r.value, r.key, r.partition, r.headers)
+                if fut.done() and not fut.cancelled() and fut.exception() is not None:
+                    for queued in futures:  # they go on; their outcome is not awaited
+                        queued.add_done_callback(_mark_retrieved)
+                    out.set_exception(fut.exception())
+                    return
+                futures.append(fut)
             done = asyncio.gather(*futures)
 
             def copy(fut: asyncio.Future[list[RecordMetadata]]) -> None:

@@ -6,7 +6,8 @@ import pytest
 
 from minikafka.client import NewTopic, SyncAdmin, SyncConsumer, SyncProducer, TopicPartition
 from minikafka.client.errors import IllegalStateError
-from minikafka.protocol.errors import TopicAlreadyExistsError
+from minikafka.client.sync import ProducerRecord
+from minikafka.protocol.errors import KafkaError, TopicAlreadyExistsError
 from tests.client.fake_broker import ThreadedCluster
 
 
@@ -46,3 +47,32 @@ def test_a_closed_sync_producer_refuses_to_send(threaded):
     producer.close()  # twice is fine
     with pytest.raises(IllegalStateError):
         producer.send("t", b"v")
+
+
+def test_send_many_queues_in_one_call_and_completes_with_every_metadata(threaded):
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=2))
+    with SyncProducer(threaded.cluster.bootstrap, linger_ms=5) as producer:
+        records = [ProducerRecord("t", f"v{i}", partition=i % 2) for i in range(6)]
+        metadata = producer.send_many(records).result(timeout=10)
+        assert [(m.partition, m.offset) for m in metadata] == [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (1, 1),
+            (0, 2),
+            (1, 2),
+        ]
+
+
+def test_send_many_stops_at_the_first_record_refused_at_once(threaded):
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=1))
+    with SyncProducer(threaded.cluster.bootstrap, max_block_ms=200) as producer:
+        records = [ProducerRecord("t", b"ok"), ProducerRecord("ghost", b"x")]
+        records += [ProducerRecord("ghost", b"x")] * 50  # not waited for one by one
+        fut = producer.send_many(records)
+        with pytest.raises(KafkaError, match="ghost not present in metadata after 200 ms"):
+            fut.result(timeout=5)
+        producer.flush()
+    with SyncConsumer(threaded.cluster.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition("t", 0)])
+        assert consumer.end_offsets([TopicPartition("t", 0)]) == {TopicPartition("t", 0): 1}
