@@ -131,3 +131,9 @@ def test_a_failed_write_is_not_rolled_back(spark: SparkSession, spark_cluster):
     writer(df.where("topic IS NOT NULL"), spark_cluster).save()
     values = [r.value for r in read_topic(spark_cluster, topic)]
     assert sorted(values) == sorted(f"v{i}".encode() for i in range(10) for _ in range(2))
+
+
+def test_a_topic_that_does_not_exist_fails_the_write_once_naming_it(spark, spark_cluster):
+    df = spark.createDataFrame([(f"v{i}",) for i in range(500)], "value string").coalesce(1)
+    with pytest.raises(PySparkException, match="ghost-topic not present in metadata after 1500 ms"):
+        writer(df, spark_cluster, topic="ghost-topic", **{"kafka.max.block.ms": "1500"}).save()
