@@ -16,7 +16,11 @@ but auto.leader.rebalance.enable=false):
    `--settle-seconds` (default 10) so that start-up work (first checkpoints, follower
    fetch sessions) is over.
 3. resident memory (VmRSS, and the peak VmHWM) per broker and of ZooKeeper.
-4. clean shutdown: SIGTERM to every broker (controlled shutdown, the controller last) until
+4. a scrape of each broker's `/metrics` (admin endpoint): how long it takes, its size, and
+   the longest a request to the same broker (ApiVersions, sent back to back) waited while
+   the scrape ran, against the same requests without a scrape: what a scrape costs the
+   broker's event loop.
+5. clean shutdown: SIGTERM to every broker (controlled shutdown, the controller last) until
    all have exited, as `LocalCluster.stop` does it.
 
 Prints a table and writes the figures as JSON (`--json`, default <data-dir>/bench_scale.json).
@@ -42,13 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from rich.console import Console
 from rich.table import Table
 
 from minikafka.client import Admin, NewTopic
 from minikafka.client.connection import BrokerConnection
 from minikafka.cluster import LocalCluster
-from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.protocol.messages import ApiVersionsRequest, MetadataRequest, MetadataResponse
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -181,6 +186,47 @@ async def create_and_wait(
     }
 
 
+async def ping_while(
+    host: str, port: int, busy: asyncio.Future[object] | None, seconds: float
+) -> list[float]:
+    """Round trips (s) of ApiVersions requests sent one after another to a broker, until
+    `busy` is done (or for `seconds` when there is none)."""
+    conn = BrokerConnection(host, port, client_id="bench-scale-ping")
+    await conn.connect()
+    times: list[float] = []
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    try:
+        while (busy is not None and not busy.done()) or (busy is None and loop.time() < end):
+            t = time.perf_counter()
+            await conn.send(ApiVersionsRequest(), timeout_s=30)
+            times.append(time.perf_counter() - t)
+    finally:
+        await conn.close()
+    return times
+
+
+async def measure_scrape(cluster: LocalCluster, broker_id: int) -> dict[str, Any]:
+    """One /metrics scrape of a broker, with ApiVersions round trips to it meanwhile."""
+    host, port = cluster.broker_address(broker_id)
+    quiet = await ping_while(host, port, None, 2.0)
+    async with aiohttp.ClientSession() as session:
+        t = time.perf_counter()
+        scrape = asyncio.ensure_future(session.get(cluster.admin_url(broker_id) + "/metrics"))
+        pings = await ping_while(host, port, scrape, 0)
+        resp = await scrape
+        body = await resp.read()
+        took = time.perf_counter() - t
+    return {
+        "scrape_s": took,
+        "bytes": len(body),
+        "samples": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
+        "ping_max_ms_during_scrape": 1000 * max(pings, default=0.0),
+        "pings_during_scrape": len(pings),
+        "ping_max_ms_quiet": 1000 * max(quiet, default=0.0),
+    }
+
+
 def measure_idle(pids: dict[str, int], seconds: float) -> dict[str, float]:
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     t0 = time.monotonic()
@@ -299,6 +345,10 @@ def main() -> None:
         time.sleep(args.settle_seconds)
         figures["idle_cpu_percent"] = measure_idle(pids, args.idle_seconds)
         figures["memory_kb"] = {name: memory_kb(pid) for name, pid in pids.items()}
+        console.print("scraping each broker's /metrics")
+        figures["scrape"] = {
+            str(b): asyncio.run(measure_scrape(cluster, b)) for b in cluster.broker_ids
+        }
         t1 = time.monotonic()
         cluster.stop(timeout=args.stop_timeout)
         stopped = True
@@ -332,6 +382,12 @@ def main() -> None:
             f"{name}: idle CPU over {args.idle_seconds:.0f} s / RSS (peak)",
             f"{pct:.1f} %  /  {mem.get('VmRSS', 0) / 1024:.0f} MiB "
             f"({mem.get('VmHWM', 0) / 1024:.0f} MiB)",
+        )
+    for b, sc in figures["scrape"].items():
+        table.add_row(
+            f"broker {b}: /metrics scrape; longest ApiVersions during it (without one)",
+            f"{sc['scrape_s']:.2f} s, {sc['samples']:,} samples; "
+            f"{sc['ping_max_ms_during_scrape']:.0f} ms ({sc['ping_max_ms_quiet']:.0f} ms)",
         )
     table.add_row("clean shutdown of the cluster", f"{figures['shutdown_s']:.1f} s")
     console.print(table)
