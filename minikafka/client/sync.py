@@ -29,6 +29,22 @@ from minikafka.common import TopicPartition
 T = TypeVar("T")
 
 
+def _copy_outcome_to(
+    out: concurrent.futures.Future[T],
+) -> Callable[[asyncio.Future[T]], None]:
+    """A done-callback that hands an asyncio future's outcome to a thread-safe future."""
+
+    def copy(fut: asyncio.Future[T]) -> None:
+        if fut.cancelled():
+            out.cancel()
+        elif (error := fut.exception()) is not None:
+            out.set_exception(error)
+        else:
+            out.set_result(fut.result())
+
+    return copy
+
+
 def _mark_retrieved(fut: asyncio.Future[Any]) -> None:
     if not fut.cancelled():
         fut.exception()
@@ -131,17 +147,9 @@ class SyncProducer(_SyncBase):
     ) -> concurrent.futures.Future[RecordMetadata]:
         out: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
 
-        def copy(fut: asyncio.Future[RecordMetadata]) -> None:
-            if fut.cancelled():
-                out.cancel()
-            elif (error := fut.exception()) is not None:
-                out.set_exception(error)
-            else:
-                out.set_result(fut.result())
-
         async def send() -> None:
             fut = await self._producer.send(topic, value, key, partition, headers, timestamp_ms)
-            fut.add_done_callback(copy)
+            fut.add_done_callback(_copy_outcome_to(out))
 
         self._runner.run(send())
         return out
@@ -180,17 +188,7 @@ class SyncProducer(_SyncBase):
                     out.set_exception(fut.exception())
                     return
                 futures.append(fut)
-            done = asyncio.gather(*futures)
-
-            def copy(fut: asyncio.Future[list[RecordMetadata]]) -> None:
-                if fut.cancelled():
-                    out.cancel()
-                elif (error := fut.exception()) is not None:
-                    out.set_exception(error)
-                else:
-                    out.set_result(fut.result())
-
-            done.add_done_callback(copy)
+            asyncio.gather(*futures).add_done_callback(_copy_outcome_to(out))
 
         self._runner.run(send())
         return out

@@ -11,7 +11,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 from minikafka.client.consumer import ConsumerRecord
@@ -134,7 +133,8 @@ def read_range(options: SourceOptions, rng: OffsetRange) -> Iterator[list[Consum
 
 class RecordSender:
     """One write task's producer: sends the rows of each input batch and, at `finish`,
-    waits until every record is acknowledged (or raises the first failure)."""
+    waits until every record is acknowledged (or raises the first failure). `close` when
+    done, failed or not."""
 
     def __init__(self, options: SinkOptions) -> None:
         self._producer = SyncProducer(options.bootstrap_servers, **options.producer_config)
@@ -160,15 +160,7 @@ class RecordSender:
             self._collect(self._pending.pop(0))
         return self.partitions
 
-    def __enter__(self) -> RecordSender:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        # Also after a failure: what was handed to the producer is delivered (or fails on
-        # its own), so a failed task leaves behind exactly the records it acknowledged.
+    def close(self) -> None:
+        # Also after a failure: what was handed to the producer is still delivered (or fails
+        # on its own) instead of being cut off mid-batch; nothing is rolled back.
         self._producer.close()

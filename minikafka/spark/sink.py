@@ -11,6 +11,7 @@ the log, and a retried task or micro-batch sends its rows again (duplicates, nev
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ def check_sink_schema(schema: StructType, topic_option: str | None) -> None:
 
 
 def _write(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
-    with RecordSender(options) as sender:
+    with contextlib.closing(RecordSender(options)) as sender:
         for batch in batches:
             if batch.num_rows:
                 sender.send(batch_to_records(batch, options.topic))
