@@ -13,6 +13,7 @@ from minikafka.cli.cluster import cluster
 from minikafka.cli.consume import consume
 from minikafka.cli.dump_log import dump_log
 from minikafka.cli.perf import perf
+from minikafka.cli.pipeline import pipeline
 from minikafka.cli.produce import produce
 from minikafka.cli.replicas import replicas
 from minikafka.cli.storage_demo import storage
@@ -38,6 +39,7 @@ cli.add_command(consume)
 cli.add_command(replicas)
 cli.add_command(chaos)
 cli.add_command(perf)
+cli.add_command(pipeline)
 
 
 def main() -> None:

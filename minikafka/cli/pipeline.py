@@ -1,0 +1,167 @@
+"""`minikafka pipeline`: the click-count demo of a Spark job on minikafka (generate events,
+run the Structured Streaming job, or both at once). Needs the `spark` extra."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import click
+
+from minikafka.cli.client_options import bootstrap_server_option
+from minikafka.client import SyncConsumer
+
+if TYPE_CHECKING:
+    from minikafka.spark.pipeline import Click
+
+
+def _pipeline() -> ModuleType:
+    try:
+        from minikafka.spark import pipeline
+    except ImportError as e:
+        raise click.ClickException(
+            f"the Spark pipeline needs the spark extra ({e}): pip install -e '.[spark]'"
+        ) from None
+    return pipeline
+
+
+@click.group()
+def pipeline() -> None:
+    """The click-count pipeline: JSON click events -> a Spark job counting clicks per page per
+    10-second window (watermark 10 s) -> topic page-counts and Parquet.
+
+    \b
+    minikafka pipeline demo                  # all of it on a small synthetic event set
+    minikafka pipeline run &                 # the streaming job, until Ctrl-C
+    minikafka pipeline generate --rate 50    # live clicks, until Ctrl-C
+    minikafka consume --topic page-counts --from-beginning --property print.key=true
+    """
+
+
+@pipeline.command()
+@bootstrap_server_option
+@click.option("--events", type=int, default=0, help="How many (0: until Ctrl-C).")
+@click.option("--rate", type=float, default=20.0, show_default=True, help="Events per second.")
+@click.option("--clicks-topic", default="clicks", show_default=True)
+def generate(bootstrap_server: str, events: int, rate: float, clicks_topic: str) -> None:
+    """Produce click events with the current time as event time (acks=all, key: the user)."""
+    p = _pipeline()
+    p.ensure_topics(bootstrap_server, clicks_topic, "page-counts")
+
+    def live() -> Iterator[Click]:
+        i = 0
+        while events == 0 or i < events:
+            (click_,) = p.make_clicks(1, int(time.time() * 1000), 0, seed=i)
+            yield click_
+            i += 1
+
+    try:
+        sent = p.generate(bootstrap_server, clicks_topic, live(), rate)
+    except KeyboardInterrupt:
+        return
+    click.echo(f"{sent} click events produced to {clicks_topic}")
+
+
+def _dirs(work_dir: Path) -> tuple[Path, Path]:
+    return work_dir / "page-counts.parquet", work_dir / "checkpoints"
+
+
+@pipeline.command()
+@bootstrap_server_option
+@click.option("--clicks-topic", default="clicks", show_default=True)
+@click.option("--counts-topic", default="page-counts", show_default=True)
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("pipeline-out"),
+    show_default=True,
+    help="Parquet output and the queries' checkpoints.",
+)
+@click.option("--available-now", is_flag=True, help="Process what is there, then stop.")
+def run(
+    bootstrap_server: str,
+    clicks_topic: str,
+    counts_topic: str,
+    work_dir: Path,
+    available_now: bool,
+) -> None:
+    """Run the streaming job (until Ctrl-C, or with --available-now until caught up)."""
+    p = _pipeline()
+    p.ensure_topics(bootstrap_server, clicks_topic, counts_topic)
+    spark = p.spark_session()
+    parquet, checkpoints = _dirs(work_dir)
+    queries = p.start_pipeline(
+        spark,
+        bootstrap_server,
+        clicks_topic=clicks_topic,
+        counts_topic=counts_topic,
+        parquet_dir=parquet,
+        checkpoint_dir=checkpoints,
+        available_now=available_now,
+    )
+    click.echo(f"counting clicks of {clicks_topic} into {counts_topic} and {parquet}")
+    try:
+        for q in queries:
+            q.awaitTermination()
+    except KeyboardInterrupt:
+        for q in queries:
+            q.stop()
+    spark.stop()
+
+
+@pipeline.command()
+@bootstrap_server_option
+@click.option("--events", type=int, default=300, show_default=True)
+@click.option(
+    "--work-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("pipeline-out"),
+    show_default=True,
+)
+def demo(bootstrap_server: str, events: int, work_dir: Path) -> None:
+    """Produce EVENTS clicks spread over EVENTS x 0.3 s of event time, run the job once over
+    them (Trigger.AvailableNow) and print the window counts it wrote to page-counts."""
+    p = _pipeline()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    clicks_topic, counts_topic = f"clicks-{stamp}", f"page-counts-{stamp}"
+    p.ensure_topics(bootstrap_server, clicks_topic, counts_topic)
+    start = int(time.time() * 1000) - events * 300
+    clicks = p.make_clicks(events, start - start % 10_000 + 1, 300)
+    p.generate(bootstrap_server, clicks_topic, clicks)
+    click.echo(f"{events} click events produced to {clicks_topic}; running the job ...")
+    spark = p.spark_session()
+    parquet, checkpoints = _dirs(work_dir / stamp)
+    for q in p.start_pipeline(
+        spark,
+        bootstrap_server,
+        clicks_topic=clicks_topic,
+        counts_topic=counts_topic,
+        parquet_dir=parquet,
+        checkpoint_dir=checkpoints,
+        available_now=True,
+    ):
+        q.awaitTermination()
+    spark.stop()
+    rows = read_counts(bootstrap_server, counts_topic)
+    for row in sorted(rows, key=lambda r: (r["window_start"], r["page"])):
+        click.echo(f"{row['window_start']}  {row['page']:<10} {row['clicks']:>4}")
+    click.echo(
+        f"{len(rows)} window counts in {counts_topic} and {parquet}; watch them with: "
+        f"minikafka consume --topic {counts_topic} --from-beginning"
+    )
+
+
+def read_counts(bootstrap: str, topic: str) -> list[dict[str, object]]:
+    """Every window count in the counts topic."""
+    with SyncConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        tps = consumer.assign_topic(topic)
+        ends = consumer.end_offsets(tps)
+        rows: list[dict[str, object]] = []
+        while any(consumer.position(tp) < end for tp, end in ends.items()):
+            rows += [json.loads(r.value or b"{}") for r in consumer.poll(1000)]
+    return rows
