@@ -140,9 +140,9 @@ class MinikafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = offs.from_json(start)
         if self._available_now_target is not None:
+            # Never past what was there when the query started; a partition the target has
+            # and `begin` lacks (new since a restart) is read from its earliest offset.
             latest = dict(self._available_now_target)
-            # A partition of the target that a restarted query's start lacks is new: it
-            # starts at earliest, and is read up to the target too.
         else:
             latest = self._latest_offsets()
         end = latest
