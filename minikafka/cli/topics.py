@@ -1,4 +1,5 @@
-"""`minikafka topics`: create, list, describe and delete topics, like kafka-topics.sh."""
+"""`minikafka topics`: create, list, describe, alter (add partitions to) and delete topics,
+like kafka-topics.sh."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import click
 
 from minikafka.cli.client_options import bootstrap_server_option, parse_key_values
-from minikafka.client.admin import Admin, NewTopic, TopicDescription
+from minikafka.client.admin import Admin, NewPartitions, NewTopic, TopicDescription
 from minikafka.client.metadata import PartitionMetadata
 from minikafka.common import NO_LEADER
 from minikafka.protocol.errors import (
@@ -109,6 +110,9 @@ async def _run(
                     raise
                 return
             click.echo(f"Created topic {topic}.")
+        elif action == "alter":
+            assert topic is not None and partitions is not None
+            await _alter(admin, topic, partitions, replica_assignment, if_exists)
         elif action == "list":
             for name in await admin.list_topics():
                 click.echo(name)
@@ -143,14 +147,45 @@ async def _run(
                 raise TopicCommandError(f"Topic '{topic}' does not exist as expected") from None
 
 
+async def _alter(
+    admin: Admin, topic: str, partitions: int, replica_assignment: str | None, if_exists: bool
+) -> None:
+    """Kafka's `--alter --partitions N`: add partitions (silent on success, as Kafka). A
+    `--replica-assignment` lists every partition's replicas, as for --create; those of the
+    partitions the topic already has are left out of the request, as Kafka does."""
+    try:
+        (current,) = await admin.describe_topics([topic])
+    except UnknownTopicOrPartitionError:
+        if if_exists:
+            return
+        raise TopicCommandError(f"Topic '{topic}' does not exist as expected") from None
+    new_assignments = None
+    if replica_assignment is not None:
+        full = parse_replica_assignment(replica_assignment)
+        new_assignments = [full[p] for p in sorted(full) if p >= len(current.partitions)]
+    try:
+        await admin.create_partitions({topic: NewPartitions(partitions, new_assignments)})
+    except UnknownTopicOrPartitionError:
+        if if_exists:
+            return
+        raise
+
+
 @click.command("topics")
 @bootstrap_server_option
 @click.option("--create", "action", flag_value="create", help="Create a topic.")
 @click.option("--list", "action", flag_value="list", help="List all topics.")
 @click.option("--describe", "action", flag_value="describe", help="Describe topics.")
 @click.option("--delete", "action", flag_value="delete", help="Delete a topic.")
-@click.option("--topic", help="The topic to create, describe or delete.")
-@click.option("--partitions", type=click.IntRange(min=1), help="Partitions of a new topic.")
+@click.option(
+    "--alter", "action", flag_value="alter", help="Add partitions to a topic (with --partitions)."
+)
+@click.option("--topic", help="The topic to create, describe, alter or delete.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    help="Partitions of a new topic; with --alter, the topic's new (larger) partition count.",
+)
 @click.option(
     "--replication-factor", type=click.IntRange(min=1), help="Replication factor of a new topic."
 )
@@ -164,10 +199,13 @@ async def _run(
 @click.option(
     "--replica-assignment",
     metavar="B:B,B:B",
-    help="Manual assignment for --create: partitions separated by ',', replicas by ':'.",
+    help="Manual assignment for --create (or, with --alter, of every partition, the new ones "
+    "taken): partitions separated by ',', replicas by ':'.",
 )
 @click.option("--if-not-exists", is_flag=True, help="With --create: no error if it exists.")
-@click.option("--if-exists", is_flag=True, help="With --describe/--delete: no error if absent.")
+@click.option(
+    "--if-exists", is_flag=True, help="With --describe/--alter/--delete: no error if absent."
+)
 @click.option(
     "--under-replicated-partitions",
     "under_replicated",
@@ -193,13 +231,22 @@ def topics(
     under_replicated: bool,
     unavailable: bool,
 ) -> None:
-    """Create, list, describe or delete topics (like kafka-topics.sh)."""
+    """Create, list, describe, alter or delete topics (like kafka-topics.sh)."""
     if action is None:
         raise click.UsageError(
-            "Command must include exactly one action: --list, --describe, --create or --delete"
+            "Command must include exactly one action: --list, --describe, --create, --alter "
+            "or --delete"
         )
-    if action in ("create", "delete") and not topic:
+    if action in ("create", "alter", "delete") and not topic:
         raise click.UsageError(f"--{action} needs --topic")
+    if action == "alter":
+        if partitions is None:
+            raise click.UsageError("--alter needs --partitions (the new partition count)")
+        if replication_factor is not None or config:
+            raise click.UsageError(
+                "--alter only adds partitions: --replication-factor and --config are not "
+                "supported with it"
+            )
     configs = parse_key_values(config, "--config")
     try:
         asyncio.run(

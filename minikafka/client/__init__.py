@@ -4,6 +4,7 @@ from minikafka.client.accumulator import RecordMetadata
 from minikafka.client.admin import (
     Admin,
     ClusterDescription,
+    NewPartitions,
     NewTopic,
     PartitionReplicas,
     ReplicaDescription,
@@ -35,6 +36,7 @@ __all__ = [
     "IllegalStateError",
     "KafkaTimeoutError",
     "NetworkError",
+    "NewPartitions",
     "NewTopic",
     "NoOffsetForPartitionError",
     "PartitionMetadata",

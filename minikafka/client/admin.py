@@ -1,6 +1,8 @@
-"""The async admin client: create, delete, list and describe topics; describe the cluster.
+"""The async admin client: create, delete, list and describe topics, add partitions to them;
+describe the cluster.
 
-CreateTopics and DeleteTopics go to the controller, as Kafka's admin client sends them;
+CreateTopics, DeleteTopics and CreatePartitions go to the controller, as Kafka's admin
+client sends them;
 NOT_CONTROLLER (the controller moved) refreshes metadata and retries the topics it concerned
 until the call's timeout. Each topic succeeds or fails on its own: a call raises the failed
 topic's KafkaError, or an ExceptionGroup of them when several failed (`except*` handles both).
@@ -33,6 +35,9 @@ from minikafka.protocol.messages import (
     DEBUG_REPLICA_ID,
     BrokerNode,
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -62,6 +67,23 @@ class NewTopic:
     replication_factor: int = -1
     configs: Mapping[str, str] = field(default_factory=dict)
     replica_assignment: Mapping[int, Sequence[int]] | None = None
+
+
+@dataclass(frozen=True)
+class NewPartitions:
+    """Kafka's NewPartitions: the topic's new total partition count, and optionally the
+    replicas of each new partition (partition `current count` first; all with the topic's
+    replication factor). Without them the controller assigns replicas as for a new topic."""
+
+    total_count: int
+    new_assignments: Sequence[Sequence[int]] | None = None
+
+    @classmethod
+    def increase_to(
+        cls, total_count: int, new_assignments: Sequence[Sequence[int]] | None = None
+    ) -> NewPartitions:
+        """Kafka's `NewPartitions.increaseTo`."""
+        return cls(total_count, new_assignments)
 
 
 @dataclass(frozen=True)
@@ -260,6 +282,42 @@ class Admin:
 
         errors = await self._controller_call(list(dict.fromkeys(names)), request, results, timeout)
         _raise_collected(errors, "delete")
+
+    async def create_partitions(
+        self,
+        new_partitions: Mapping[str, NewPartitions],
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Add partitions to existing topics (Kafka's `createPartitions`); returns once the
+        controller has answered for each topic, i.e. once the new partitions have leaders
+        in its metadata (or its wait timed out: REQUEST_TIMED_OUT, and they are added still).
+
+        Raises the failed topic's KafkaError (an ExceptionGroup when several failed):
+        UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (the count is not an increase),
+        INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR (fewer live brokers than the
+        topic's replication factor), INVALID_TOPIC_EXCEPTION (queued for deletion).
+        Producers and consumers see the new partitions at their next metadata refresh.
+        """
+        timeout = self._default_api_timeout_ms if timeout_ms is None else timeout_ms
+        topics = dict(new_partitions)
+
+        def topic(name: str) -> CreatePartitionsTopic:
+            new = topics[name]
+            assignments = (
+                None if new.new_assignments is None else [list(r) for r in new.new_assignments]
+            )
+            return CreatePartitionsTopic(name, new.total_count, assignments)
+
+        def request(names: list[str]) -> CreatePartitionsRequest:
+            return CreatePartitionsRequest([topic(n) for n in names], timeout, validate_only)
+
+        def results(response: Any) -> list[TopicResult]:
+            assert isinstance(response, CreatePartitionsResponse)
+            return response.results
+
+        errors = await self._controller_call(list(topics), request, results, timeout)
+        _raise_collected(errors, "add partitions")
 
     async def _controller_call(
         self,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeVar
 
@@ -16,6 +16,7 @@ from minikafka.client.accumulator import RecordMetadata
 from minikafka.client.admin import (
     Admin,
     ClusterDescription,
+    NewPartitions,
     NewTopic,
     PartitionReplicas,
     TopicDescription,
@@ -283,6 +284,14 @@ class SyncAdmin(_SyncBase):
 
     def delete_topics(self, names: Sequence[str], timeout_ms: int | None = None) -> None:
         self._runner.run(self._admin.delete_topics(names, timeout_ms))
+
+    def create_partitions(
+        self,
+        new_partitions: Mapping[str, NewPartitions],
+        timeout_ms: int | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        self._runner.run(self._admin.create_partitions(new_partitions, timeout_ms, validate_only))
 
     def list_topics(self) -> list[str]:
         return self._runner.run(self._admin.list_topics())

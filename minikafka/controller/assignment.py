@@ -11,12 +11,14 @@ is left out.
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from minikafka.protocol.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
 )
 
 
@@ -94,3 +96,84 @@ def validate_manual_assignment(
             raise InvalidReplicaAssignmentError(
                 f"Unknown broker(s) in replica assignment for partition {partition}: {unknown}."
             )
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+def new_partitions_assignment(
+    topic: str,
+    existing: Mapping[int, Sequence[int]],
+    broker_ids: Collection[int],
+    total_count: int,
+    new_assignments: Sequence[Sequence[int]] | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """The replicas of the partitions that take `topic` from `existing` to `total_count`
+    partitions, or Kafka's error for the request: its `ZkAdminManager.createPartitions`
+    checks, then `AdminZkClient.createNewPartitionsAssignment`.
+
+    `broker_ids` are the registered brokers. `new_assignments` lists the replicas of each
+    new partition in order (partition `len(existing)` first); without it the new
+    partitions continue the topic's rotation: `assign_replicas` from the first broker whose
+    id is at least partition 0's first replica, counting partitions from `len(existing)`.
+    """
+    if not existing:
+        raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+    old = len(existing)
+    increment = total_count - old
+    if increment < 0:
+        raise InvalidPartitionsError(
+            f"Topic currently has {old} partitions, which is higher than the requested "
+            f"{total_count}."
+        )
+    if increment == 0:
+        raise InvalidPartitionsError(f"Topic already has {old} partitions.")
+    brokers = sorted(set(broker_ids))
+    if new_assignments is not None:
+        unknown = sorted({b for replicas in new_assignments for b in replicas} - set(brokers))
+        if unknown:
+            raise InvalidReplicaAssignmentError(
+                f"Unknown broker(s) in replica assignment: {_ids(unknown)}."
+            )
+        if len(new_assignments) != increment:
+            raise InvalidReplicaAssignmentError(
+                f"Increasing the number of partitions by {increment} but "
+                f"{len(new_assignments)} assignments provided."
+            )
+    partition0 = existing.get(0)
+    if not partition0:
+        # Kafka's AdminOperationException, answered as UNKNOWN_SERVER_ERROR.
+        raise KafkaError(
+            f"Unexpected existing replica assignment for topic '{topic}', partition id 0 is "
+            f"missing. Assignment: {dict(existing)}"
+        )
+    replication_factor = len(partition0)
+    if new_assignments is None:
+        start_index = next((i for i, b in enumerate(brokers) if b >= partition0[0]), 0)
+        return assign_replicas(
+            brokers,
+            increment,
+            replication_factor,
+            start_partition=old,
+            start_index=start_index,
+        )
+    proposed = {old + i: tuple(replicas) for i, replicas in enumerate(new_assignments)}
+    for partition, replicas in proposed.items():
+        if not replicas:
+            raise InvalidReplicaAssignmentError(
+                f"Cannot have replication factor of 0 for partition id {partition}."
+            )
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignmentError(
+                "Duplicate brokers not allowed in replica assignment: "
+                f"{_ids(replicas)} for partition id {partition}."
+            )
+    bad = {p: len(r) for p, r in proposed.items() if len(r) != replication_factor}
+    if bad:
+        raise InvalidReplicaAssignmentError(
+            "Inconsistent replication factor between partitions, partition 0 has "
+            f"{replication_factor} while partitions [{_ids(bad)}] have replication factors "
+            f"[{_ids(bad.values())}], respectively."
+        )
+    return proposed

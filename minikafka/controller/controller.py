@@ -115,6 +115,17 @@ class TopicDeletion(ControllerEvent):
     """Children of `/admin/delete_topics` changed."""
 
 
+@dataclass(repr=False)
+class PartitionModifications(ControllerEvent):
+    """`/brokers/topics/<topic>` (its assignment) changed: Kafka's PartitionModifications,
+    from its PartitionModificationsHandler. Partitions added by an admin get created."""
+
+    topic: str
+
+    def __repr__(self) -> str:
+        return f"PartitionModifications({self.topic})"
+
+
 class IsrChangeNotification(ControllerEvent):
     """Children of `/isr_change_notification` changed."""
 
@@ -218,6 +229,8 @@ class KafkaController:
         self._active_controller_id = -1
         self._controller_watch: WatchHandle | None = None
         self._controller_only_watches: list[WatchHandle] = []
+        # Kafka's partitionModificationsHandlers: one data watch per topic.
+        self._partition_modification_watches: dict[str, WatchHandle] = {}
         self._timers: set[asyncio.Task[None]] = set()
         self._rebalance_timer: asyncio.Task[None] | None = None
         self.active_since_ms: int | None = None
@@ -266,6 +279,10 @@ class KafkaController:
     def controller_id(self) -> int:
         """The controller as last seen in `/controller`; -1 if unknown."""
         return self._active_controller_id
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        """Kafka's `topicDeletionManager.isTopicQueuedUpForDeletion` (False unless active)."""
+        return self._active and self.context.is_topic_queued_for_deletion(topic)
 
     async def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
         """Move leadership off a broker that is shutting down (§8.7); returns the replicated
@@ -347,6 +364,8 @@ class KafkaController:
             await self._process_broker_change()
         elif isinstance(event, TopicChange):
             await self._process_topic_change()
+        elif isinstance(event, PartitionModifications):
+            await self._process_partition_modifications(event.topic)
         elif isinstance(event, TopicDeletion):
             await self._process_topic_deletion()
         elif isinstance(event, TopicDeletionStopReplicaResponseReceived):
@@ -529,6 +548,8 @@ class KafkaController:
         for broker in brokers.values():
             self.channel.add_broker(broker)
         topics = await zk.get_all_topics()
+        # Before reading the assignments, so that no partition added later is missed.
+        await self._watch_partition_modifications(topics)
         for topic, assignment in (await zk.get_assignments(topics)).items():
             ctx.set_assignment(topic, assignment)
         ctx.partition_leadership.update(await zk.get_partition_states(ctx.all_partitions()))
@@ -549,6 +570,7 @@ class KafkaController:
         for watch in self._controller_only_watches:
             watch.cancel()
         self._controller_only_watches = []
+        self._unwatch_partition_modifications(list(self._partition_modification_watches))
         if self._rebalance_timer is not None:
             self._rebalance_timer.cancel()
             self._rebalance_timer = None
@@ -984,19 +1006,93 @@ class KafkaController:
         for topic in sorted(ctx.all_topics - topics):
             log.info("topic %s disappeared from ZooKeeper", topic)
             ctx.remove_topic(topic)
+            self._unwatch_partition_modifications([topic])
         if not new_topics:
             return
+        # Watched before their assignments are read, as at failover.
+        await self._watch_partition_modifications(new_topics)
         assignments = await self.zk.get_assignments(new_topics)
         new_partitions: list[TopicPartition] = []
         for topic, assignment in sorted(assignments.items()):
             ctx.set_assignment(topic, assignment)
             new_partitions += ctx.partitions_for_topic(topic)
         log.info("new topics %s: creating partitions %s", sorted(assignments), _tps(new_partitions))
+        await self._on_new_partition_creation(new_partitions)
+
+    async def _on_new_partition_creation(self, new_partitions: Sequence[TopicPartition]) -> None:
+        """Kafka's onNewPartitionCreation: NewPartition -> OnlinePartition (first leader and
+        ISR written, LeaderAndIsr to the replicas, UpdateMetadata to every broker)."""
         if new_partitions:
-            # Kafka's onNewPartitionCreation: NewPartition -> OnlinePartition.
             self._batch.new_batch()
             await self._initialize_leader_and_isr(new_partitions)
-            self._batch.send_requests_to_brokers(ctx.epoch)
+            self._batch.send_requests_to_brokers(self.context.epoch)
+
+    # --- partitions added to existing topics (Kafka's PartitionModificationsHandler) -------------
+
+    async def _watch_partition_modifications(self, topics: Iterable[str]) -> None:
+        names = sorted(set(topics))
+        if not names:
+            return
+        handles = await self.zk.watch_partition_modifications(
+            names, self._on_partition_modification
+        )
+        for topic, handle in handles.items():
+            previous = self._partition_modification_watches.pop(topic, None)
+            if previous is not None:
+                previous.cancel()
+            self._partition_modification_watches[topic] = handle
+
+    def _unwatch_partition_modifications(self, topics: Iterable[str]) -> None:
+        for topic in topics:
+            handle = self._partition_modification_watches.pop(topic, None)
+            if handle is not None:
+                handle.cancel()
+
+    def _on_partition_modification(self, topic: str) -> None:
+        self._enqueue(PartitionModifications(topic))
+
+    async def _process_partition_modifications(self, topic: str) -> None:
+        """Kafka's `processPartitionModifications`: partitions in the topic's assignment that
+        the controller does not know yet are new (CreatePartitions wrote them); they take
+        the path a new topic's partitions take. Changes to existing partitions' replicas are
+        left alone (that would be a reassignment). A topic being deleted gets its
+        assignment back without the additions."""
+        ctx = self.context
+        if topic not in ctx.all_topics:
+            log.debug("ignoring a change of unknown topic %s", topic)
+            return
+        assignment = (await self.zk.get_assignments([topic])).get(topic)
+        if assignment is None:
+            return  # deleted meanwhile: the topic change watch sees to it
+        known = ctx.partition_assignments.get(topic, {})
+        added = {p: replicas for p, replicas in assignment.items() if p not in known}
+        if ctx.is_topic_queued_for_deletion(topic):
+            if added:
+                log.warning(
+                    "Skipping adding partitions %s for topic %s since it is currently being "
+                    "deleted",
+                    ",".join(str(p) for p in sorted(added)),
+                    topic,
+                )
+                # Kafka's restorePartitionReplicaAssignment.
+                with contextlib.suppress(ZkNoNodeError):
+                    await self.zk.set_topic_assignment(topic, known, ctx.epoch_zk_version)
+            else:
+                log.info(
+                    "Ignoring partition change of %s during topic deletion as no new partitions "
+                    "are added",
+                    topic,
+                )
+            return
+        if not added:
+            return
+        ctx.set_assignment(topic, {**known, **added})
+        new_partitions = [TopicPartition(topic, p) for p in sorted(added)]
+        log.info(
+            "New partitions to be added %s",
+            ", ".join(f"{tp} -> {list(added[tp.partition])}" for tp in new_partitions),
+        )
+        await self._on_new_partition_creation(new_partitions)
 
     # --- topic deletion (Kafka's TopicDeletionManager) ----------------------------------------------
 
@@ -1163,6 +1259,7 @@ class KafkaController:
         ctx = self.context
         await self.zk.delete_topic_znodes(topic, ctx.epoch_zk_version)
         ctx.remove_topic(topic)
+        self._unwatch_partition_modifications([topic])
         log.info("topic %s deleted", topic)
         self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, deleted_topics=[topic])
 
@@ -1306,6 +1403,7 @@ __all__ = [
     "Expire",
     "IsrChangeNotification",
     "KafkaController",
+    "PartitionModifications",
     "PreferredReplicaLeaderElection",
     "Reelect",
     "RegisterBrokerAndReelect",

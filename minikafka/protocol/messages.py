@@ -35,6 +35,7 @@ class ApiKey(IntEnum):
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
+    CREATE_PARTITIONS = 37
     ALTER_ISR = 56
     # minikafka's own admin APIs live above Kafka's range.
     DESCRIBE_REPLICAS = 1000
@@ -336,6 +337,30 @@ class DeleteTopicsResponse:
     topics: list[TopicResult]
 
 
+# --- CreatePartitions -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatePartitionsTopic:
+    name: str
+    count: int  # the new total number of partitions
+    # Replicas of each new partition, in partition order (partition `old count` first);
+    # None: the broker assigns them as topic creation does.
+    assignments: list[list[int]] | None = None
+
+
+@dataclass(frozen=True)
+class CreatePartitionsRequest:
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: int
+    validate_only: bool = False
+
+
+@dataclass(frozen=True)
+class CreatePartitionsResponse:
+    results: list[TopicResult]
+
+
 # --- Controller -> broker -----------------------------------------------------------------
 
 
@@ -535,6 +560,7 @@ API_TYPES: dict[ApiKey, tuple[type, type]] = {
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.ALTER_ISR: (AlterIsrRequest, AlterIsrResponse),
     ApiKey.DESCRIBE_REPLICAS: (DescribeReplicasRequest, DescribeReplicasResponse),
 }

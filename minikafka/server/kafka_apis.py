@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 from minikafka.common import TopicPartition
 from minikafka.controller.assignment import (
     assign_replicas,
+    new_partitions_assignment,
     random_start_index,
     validate_manual_assignment,
 )
@@ -37,6 +38,9 @@ from minikafka.protocol.messages import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -66,9 +70,13 @@ from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.config import BrokerConfig
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import NO_RESPONSE
-from minikafka.zk.client import ZkClient
+from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkNoNodeError
 
 log = logging.getLogger(__name__)
+
+# CreatePartitions re-reads and re-validates a topic whose assignment changed between its
+# read and its conditional write (another admin), at most this many times.
+CREATE_PARTITIONS_ATTEMPTS = 5
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -93,6 +101,8 @@ class ControllerLike(Protocol):
     async def controlled_shutdown(
         self, broker_id: int, broker_epoch: int
     ) -> list[TopicPartition]: ...
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool: ...
 
 
 class KafkaApis:
@@ -124,6 +134,7 @@ class KafkaApis:
             ControlledShutdownRequest: self.handle_controlled_shutdown,
             CreateTopicsRequest: self.handle_create_topics,
             DeleteTopicsRequest: self.handle_delete_topics,
+            CreatePartitionsRequest: self.handle_create_partitions,
             DescribeReplicasRequest: self.handle_describe_replicas,
         }
 
@@ -336,6 +347,96 @@ class KafkaApis:
                         )
                         results[name] = TopicResult(name, int(err.code), err.message)
         return DeleteTopicsResponse([results[n] for n in req.topic_names if n in results])
+
+    async def handle_create_partitions(
+        self, req: CreatePartitionsRequest
+    ) -> CreatePartitionsResponse:
+        """Kafka's handleCreatePartitionsRequest + ZkAdminManager.createPartitions: the new
+        partitions go into the topic's assignment znode (a conditional write of the whole
+        assignment); the controller's watch on it creates them."""
+        names = list(dict.fromkeys(t.name for t in req.topics))
+        if self.controller is None or not self.controller.is_active:
+            return CreatePartitionsResponse(
+                [TopicResult(n, int(ErrorCode.NOT_CONTROLLER)) for n in names]
+            )
+        counts: dict[str, int] = {}
+        for t in req.topics:
+            counts[t.name] = counts.get(t.name, 0) + 1
+        results: dict[str, TopicResult] = {}
+        changed: dict[str, int] = {}
+        for t in req.topics:
+            if t.name in results:
+                continue
+            if counts[t.name] > 1:
+                results[t.name] = TopicResult(
+                    t.name, int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
+                )
+                continue
+            if self.controller.is_topic_queued_for_deletion(t.name):
+                err: KafkaError = InvalidTopicError("The topic is queued for deletion.")
+                results[t.name] = TopicResult(t.name, int(err.code), err.message)
+                continue
+            try:
+                await self._create_partitions(t, validate_only=req.validate_only)
+            except KafkaError as e:
+                results[t.name] = TopicResult(t.name, int(e.code), e.message)
+                continue
+            results[t.name] = TopicResult(t.name, int(ErrorCode.NONE))
+            if not req.validate_only:
+                changed[t.name] = t.count
+        if changed and req.timeout_ms > 0:
+            # Kafka's DelayedCreatePartitions: answer once every partition of the topics has
+            # a leader in this broker's metadata, or REQUEST_TIMED_OUT (the partitions are
+            # still added).
+            done = await self._wait_for_metadata(
+                lambda: all(
+                    self.cache.all_partitions_have_leaders(name, n) for name, n in changed.items()
+                ),
+                req.timeout_ms,
+            )
+            if not done:
+                for name, n in changed.items():
+                    if not self.cache.all_partitions_have_leaders(name, n):
+                        err = RequestTimedOutError(
+                            f"partitions were added to topic {name} but not all {n} "
+                            f"partitions have leaders after {req.timeout_ms} ms"
+                        )
+                        results[name] = TopicResult(name, int(err.code), err.message)
+        return CreatePartitionsResponse([results[n] for n in names])
+
+    async def _create_partitions(self, t: CreatePartitionsTopic, *, validate_only: bool) -> None:
+        if not _LEGAL_TOPIC.match(t.name) or t.name in (".", ".."):
+            raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
+        for _ in range(CREATE_PARTITIONS_ATTEMPTS):
+            got = await asyncio.to_thread(self.zk.get_assignment_and_version, t.name)
+            if got is None:
+                raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
+            existing, version = got
+            brokers = await asyncio.to_thread(self.zk.get_broker_ids)
+            added = new_partitions_assignment(t.name, existing, brokers, t.count, t.assignments)
+            if validate_only:
+                return
+            try:
+                await asyncio.to_thread(
+                    self.zk.set_topic_assignment, t.name, {**existing, **added}, version
+                )
+            except ZkBadVersionError:
+                log.info("assignment of topic %s changed while adding partitions; again", t.name)
+                continue
+            except ZkNoNodeError:
+                raise UnknownTopicOrPartitionError(
+                    f"The topic '{t.name}' does not exist."
+                ) from None
+            log.info(
+                "Creating %d partitions for '%s' with the following replica assignment: %s",
+                len(added),
+                t.name,
+                added,
+            )
+            return
+        raise KafkaError(
+            f"the assignment of topic {t.name} kept changing while partitions were added to it"
+        )
 
     async def _wait_for_metadata(self, condition: Callable[[], bool], timeout_ms: int) -> bool:
         loop = asyncio.get_running_loop()

@@ -429,6 +429,45 @@ class ZkClient:
         got = self._get(paths.topic(topic))
         return None if got is None else codecs.decode_topic_assignment(topic, got[0])
 
+    def get_assignment_and_version(
+        self, topic: str
+    ) -> tuple[dict[int, tuple[int, ...]], int] | None:
+        """The assignment with the znode's version (for a conditional `set_topic_assignment`);
+        None if the topic does not exist."""
+        got = self._get(paths.topic(topic))
+        if got is None:
+            return None
+        data, stat = got
+        return codecs.decode_topic_assignment(topic, data), int(stat.version)
+
+    def set_topic_assignment(
+        self, topic: str, assignment: Mapping[int, Iterable[int]], expected_version: int
+    ) -> int:
+        """Replace the topic's whole assignment if its znode is still at `expected_version`
+        (adding partitions: Kafka's AdminZkClient.createPartitionsWithAssignment); returns
+        the new version. ZkBadVersionError if someone wrote it meanwhile, ZkNoNodeError if
+        the topic is gone. The controller's data watch on the znode picks the change up."""
+        path = paths.topic(topic)
+        stat = self._call(
+            f"set assignment of {topic}",
+            self._kazoo().set_async(
+                path, codecs.encode_topic_assignment(assignment), version=expected_version
+            ),
+        )
+        return int(stat.version)
+
+    def set_topic_assignment_as_controller(
+        self,
+        topic: str,
+        assignment: Mapping[int, Iterable[int]],
+        controller_epoch_zk_version: int,
+    ) -> None:
+        """The controller's fenced overwrite of a topic's assignment (Kafka's
+        setTopicAssignment with the controller epoch's zk version): it restores the
+        assignment of a topic being deleted that someone added partitions to."""
+        op = _Op("set", paths.topic(topic), codecs.encode_topic_assignment(assignment))
+        self._multi([op], controller_epoch_zk_version, f"restore assignment of {topic}")
+
     def get_assignments(self, topics: Iterable[str]) -> dict[str, dict[int, tuple[int, ...]]]:
         """Assignments of the topics that exist (one pipelined round trip)."""
         got = self._get_many({t: paths.topic(t) for t in topics})
@@ -816,8 +855,13 @@ class ZkClient:
             raise ZkNoNodeError(f"watch children of {path}: no such znode")
         return handle
 
-    def watch_data(self, path: str, cb: Callable[[bytes | None], None]) -> Watch:
-        """`cb(data)` now and after every change, creation (data) or deletion (None)."""
+    def watch_data(
+        self, path: str, cb: Callable[[bytes | None], None], *, until_deleted: bool = False
+    ) -> Watch:
+        """`cb(data)` now and after every change, creation (data) or deletion (None).
+
+        `until_deleted`: the watch ends with the znode: after the call for its deletion (or
+        the first call, if it does not exist), nothing more, even if it is created again."""
         handle = Watch(path)
 
         def on_data(data: bytes | None, stat: Any) -> bool | None:
@@ -827,6 +871,9 @@ class ZkClient:
                 cb(None if stat is None else (data or b""))
             except Exception:
                 log.exception("data watch callback for %s failed", path)
+            if until_deleted and stat is None:
+                handle.cancel()
+                return False
             return None
 
         with _kazoo_errors(f"watch {path}"):

@@ -14,8 +14,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from minikafka.controller.assignment import new_partitions_assignment
 from minikafka.protocol import messages as m
-from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.framing import RequestHeader
 from minikafka.server.network import NO_RESPONSE, SocketServer
 from minikafka.storage.record_batch import (
@@ -321,6 +322,30 @@ class FakeCluster:
                         )
                 results.append(m.TopicResult(t.name, 0))
         return m.CreateTopicsResponse(results)
+
+    async def _on_CreatePartitionsRequest(
+        self, broker_id: int, r: m.CreatePartitionsRequest
+    ) -> Any:
+        """The real broker's rules (the pure `new_partitions_assignment`), partitions added at
+        once; a new partition's leader is its first replica."""
+        results = []
+        for t in r.topics:
+            if broker_id != self.controller_id:
+                results.append(m.TopicResult(t.name, ErrorCode.NOT_CONTROLLER))
+                continue
+            existing = {p: part.replicas for p, part in self.topics.get(t.name, {}).items()}
+            try:
+                added = new_partitions_assignment(
+                    t.name, existing, sorted(self.alive), t.count, t.assignments
+                )
+            except KafkaError as e:
+                results.append(m.TopicResult(t.name, int(e.code), e.message))
+                continue
+            if not r.validate_only:
+                for p, reps in added.items():
+                    self.topics[t.name][p] = FakePartition(reps[0], 0, list(reps), list(reps))
+            results.append(m.TopicResult(t.name, 0))
+        return m.CreatePartitionsResponse(results)
 
     async def _on_DeleteTopicsRequest(self, broker_id: int, r: m.DeleteTopicsRequest) -> Any:
         results = []

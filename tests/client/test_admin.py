@@ -2,10 +2,14 @@
 
 import pytest
 
-from minikafka.client.admin import Admin, NewTopic
+from minikafka.client.admin import Admin, NewPartitions, NewTopic
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import (
+    ErrorCode,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -133,3 +137,79 @@ async def test_an_unreachable_bootstrap_server_is_skipped(cluster):
         assert [b.node_id for b in (await admin.describe_cluster()).brokers] == [1, 2, 3]
     finally:
         await admin.close()
+
+
+# --- create_partitions ---------------------------------------------------------------------------
+
+
+async def test_create_partitions_goes_to_the_controller_with_kafkas_fields(cluster):
+    cluster.controller_id = 2
+    cluster.create_topic("t", partitions=3, replication_factor=2)
+    cluster.create_topic("u", partitions=1, replication_factor=2)
+    async with fast_admin(cluster) as admin:
+        await admin.create_partitions(
+            {"t": NewPartitions(5), "u": NewPartitions.increase_to(2, [[3, 1]])}, timeout_ms=1500
+        )
+    ((broker, request),) = cluster.requests_of(m.CreatePartitionsRequest)
+    assert broker == 2 and request.timeout_ms == 1500 and not request.validate_only
+    assert request.topics == [
+        m.CreatePartitionsTopic("t", 5, None),
+        m.CreatePartitionsTopic("u", 2, [[3, 1]]),
+    ]
+    assert sorted(cluster.topics["t"]) == [0, 1, 2, 3, 4]
+    assert cluster.topics["u"][1].replicas == [3, 1]
+
+
+async def test_create_partitions_validate_only_changes_nothing(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=1)
+    async with fast_admin(cluster) as admin:
+        await admin.create_partitions({"t": NewPartitions(4)}, validate_only=True)
+    (_, request), *_ = cluster.requests_of(m.CreatePartitionsRequest)
+    assert request.validate_only and len(cluster.topics["t"]) == 1
+
+
+async def test_create_partitions_retries_at_the_new_controller(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=1)
+    async with fast_admin(cluster) as admin:
+        await admin.describe_cluster()  # learns controller 1
+        cluster.controller_id = 3
+        await admin.create_partitions({"t": NewPartitions(2)})
+    assert [b for b, _ in cluster.requests_of(m.CreatePartitionsRequest)] == [1, 3]
+    assert len(cluster.topics["t"]) == 2
+
+
+async def test_create_partitions_errors_are_kafkas_exceptions(cluster):
+    cluster.create_topic("t", partitions=3, replication_factor=2)
+    async with fast_admin(cluster) as admin:
+        with pytest.raises(UnknownTopicOrPartitionError, match="The topic 'nope' does not exist"):
+            await admin.create_partitions({"nope": NewPartitions(2)})
+        with pytest.raises(InvalidPartitionsError) as err:
+            await admin.create_partitions({"t": NewPartitions(2)})
+        assert str(err.value) == (
+            "INVALID_PARTITIONS: Topic currently has 3 partitions, which is higher than the "
+            "requested 2."
+        )
+        with pytest.raises(ExceptionGroup) as group:
+            await admin.create_partitions(
+                {"t": NewPartitions(4, [[1, 9]]), "nope": NewPartitions(1)}
+            )
+        errors = group.value.exceptions
+        assert [type(e) for e in errors] == [
+            InvalidReplicaAssignmentError,
+            UnknownTopicOrPartitionError,
+        ]
+        assert errors[0].code == ErrorCode.INVALID_REPLICA_ASSIGNMENT == 39
+
+        def queued_for_deletion(broker_id, request):
+            return m.CreatePartitionsResponse(
+                [
+                    m.TopicResult(
+                        "t", ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion."
+                    )
+                ]
+            )
+
+        cluster.inject(m.CreatePartitionsRequest, queued_for_deletion)
+        with pytest.raises(InvalidTopicError, match="queued for deletion"):
+            await admin.create_partitions({"t": NewPartitions(4)})
+    assert len(cluster.topics["t"]) == 3

@@ -75,6 +75,69 @@ def test_an_invalid_replication_factor_fails_with_the_brokers_message(threaded):
     assert "larger than available brokers" in result.stderr
 
 
+def test_alter_adds_partitions_silently_like_kafka(threaded):
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=2, replication_factor=3))
+    result = run(threaded, "topics", "--alter", "--topic", "t", "--partitions", "4")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    described = run(threaded, "topics", "--describe", "--topic", "t")
+    assert "PartitionCount: 4\t" in described.stdout
+    (_, request), *_ = threaded.cluster.requests_of(m.CreatePartitionsRequest)
+    assert request.topics == [m.CreatePartitionsTopic("t", 4, None)]
+
+
+def test_alter_with_a_replica_assignment_sends_only_the_new_partitions(threaded):
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=2, replication_factor=2))
+    result = run(
+        threaded,
+        "topics",
+        "--alter",
+        "--topic",
+        "t",
+        "--partitions",
+        "4",
+        "--replica-assignment",
+        "1:2,2:3,3:1,2:1",
+    )
+    assert result.exit_code == 0, result.output
+    (_, request), *_ = threaded.cluster.requests_of(m.CreatePartitionsRequest)
+    assert request.topics == [m.CreatePartitionsTopic("t", 4, [[3, 1], [2, 1]])]
+    assert threaded.cluster.partition("t", 3).replicas == [2, 1]
+
+
+def test_alter_errors_are_kafkas_messages(threaded):
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=3))
+    fewer = run(threaded, "topics", "--alter", "--topic", "t", "--partitions", "2")
+    assert fewer.exit_code == 1
+    assert fewer.stderr == (
+        "Error while executing topic command : INVALID_PARTITIONS: Topic currently has 3 "
+        "partitions, which is higher than the requested 2.\n"
+    )
+    missing = run(threaded, "topics", "--alter", "--topic", "nope", "--partitions", "2")
+    assert missing.exit_code == 1
+    assert "Topic 'nope' does not exist as expected" in missing.stderr
+    quiet = run(
+        threaded, "topics", "--alter", "--topic", "nope", "--partitions", "2", "--if-exists"
+    )
+    assert quiet.exit_code == 0 and quiet.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--alter", "--partitions", "3"], "--alter needs --topic"),
+        (["--alter", "--topic", "t"], "--alter needs --partitions"),
+        (
+            ["--alter", "--topic", "t", "--partitions", "3", "--replication-factor", "2"],
+            "--alter only adds partitions",
+        ),
+    ],
+)
+def test_alter_usage_errors(threaded, args, message):
+    result = run(threaded, "topics", *args)
+    assert result.exit_code == 2 and message in result.stderr
+
+
 def test_list_and_delete(threaded):
     threaded.call(lambda: threaded.cluster.create_topic("b"))
     threaded.call(lambda: threaded.cluster.create_topic("a"))

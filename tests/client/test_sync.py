@@ -4,10 +4,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from minikafka.client import NewTopic, SyncAdmin, SyncConsumer, SyncProducer, TopicPartition
+from minikafka.client import (
+    NewPartitions,
+    NewTopic,
+    SyncAdmin,
+    SyncConsumer,
+    SyncProducer,
+    TopicPartition,
+)
 from minikafka.client.errors import IllegalStateError
 from minikafka.client.sync import ProducerRecord
-from minikafka.protocol.errors import KafkaError, TopicAlreadyExistsError
+from minikafka.protocol.errors import (
+    InvalidPartitionsError,
+    KafkaError,
+    TopicAlreadyExistsError,
+)
 from tests.client.fake_broker import ThreadedCluster
 
 
@@ -76,3 +87,14 @@ def test_send_many_stops_at_the_first_record_refused_at_once(threaded):
     with SyncConsumer(threaded.cluster.bootstrap, auto_offset_reset="earliest") as consumer:
         consumer.assign([TopicPartition("t", 0)])
         assert consumer.end_offsets([TopicPartition("t", 0)]) == {TopicPartition("t", 0): 1}
+
+
+def test_sync_admin_adds_partitions(threaded):
+    with SyncAdmin(threaded.cluster.bootstrap) as admin:
+        admin.create_topics([NewTopic("t", 2, 3)])
+        admin.create_partitions({"t": NewPartitions(4)}, None, True)  # validate only
+        assert len(admin.describe_topics(["t"])[0].partitions) == 2
+        admin.create_partitions({"t": NewPartitions(4)})
+        assert [p.partition for p in admin.describe_topics(["t"])[0].partitions] == [0, 1, 2, 3]
+        with pytest.raises(InvalidPartitionsError, match=r"Topic already has 4 partitions\."):
+            admin.create_partitions({"t": NewPartitions(4)})

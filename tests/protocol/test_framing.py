@@ -74,6 +74,11 @@ SAMPLES = [
         30_000,
     ),
     m.DeleteTopicsRequest(["t"], 1000),
+    m.CreatePartitionsRequest(
+        [m.CreatePartitionsTopic("t", 5), m.CreatePartitionsTopic("u", 3, [[1, 2], [2, 3]])],
+        30_000,
+        True,
+    ),
     m.LeaderAndIsrRequest(
         1,
         5,

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from minikafka.controller.assignment import (
     assign_replicas,
+    new_partitions_assignment,
     random_start_index,
     validate_manual_assignment,
 )
@@ -15,6 +16,8 @@ from minikafka.protocol.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
 )
 
 # --- assign_replicas -------------------------------------------------------------------------
@@ -218,3 +221,116 @@ def test_adding_partitions_extends_the_same_rotation(
     assert before | extra == assign_replicas(
         brokers, num_partitions + added, rf, start_index=start_index
     )
+
+
+# --- new_partitions_assignment (CreatePartitions) ---------------------------------------------
+
+# A 3-partition RF=2 topic created with start index 1 on brokers 1, 2, 3.
+EXISTING = assign_replicas([1, 2, 3], 3, 2, start_index=1)
+
+
+def test_existing_fixture_starts_at_broker_2() -> None:
+    assert EXISTING == {0: (2, 3), 1: (3, 1), 2: (1, 2)}
+
+
+def test_added_partitions_continue_the_rotation_from_partition_0s_first_replica() -> None:
+    """Kafka's addPartitions: start index = the first broker whose id is at least partition
+    0's first replica, partition ids counted from the current count."""
+    added = new_partitions_assignment("t", EXISTING, [3, 1, 2], 5)
+    assert added == {3: (2, 3), 4: (3, 1)}
+    assert EXISTING | added == assign_replicas([1, 2, 3], 5, 2, start_index=1)
+
+
+def test_start_index_when_partition_0s_first_broker_is_gone() -> None:
+    # Broker 2 (partition 0's first replica) is not registered: the next id up (3, index 1)
+    # is the start index, so partition 3 starts at index (3 + 1) % 3.
+    assert new_partitions_assignment("t", EXISTING, [1, 3, 4], 4) == {3: (3, 4)}
+    # No id at least as large: Kafka's max(0, indexWhere(...)) = the first broker.
+    existing = {0: (9, 1)}
+    assert new_partitions_assignment("t", existing, [1, 2, 3], 2) == {1: (2, 3)}
+
+
+@given(cluster_requests(), st.integers(1, 30))
+def test_added_partitions_extend_any_topic_created_with_the_same_brokers(
+    request: tuple[list[int], int, int, int], added: int
+) -> None:
+    brokers, num_partitions, rf, start_index = request
+    existing = assign_replicas(brokers, num_partitions, rf, start_index=start_index)
+    new = new_partitions_assignment("t", existing, brokers, num_partitions + added)
+    assert list(new) == list(range(num_partitions, num_partitions + added))
+    assert existing | new == assign_replicas(
+        brokers, num_partitions + added, rf, start_index=start_index % len(brokers)
+    )
+
+
+def test_manual_assignment_names_the_new_partitions_in_order() -> None:
+    assert new_partitions_assignment("t", EXISTING, [1, 2, 3], 5, [[1, 3], [3, 2]]) == {
+        3: (1, 3),
+        4: (3, 2),
+    }
+
+
+def test_unknown_topic() -> None:
+    with pytest.raises(UnknownTopicOrPartitionError, match=r"The topic .nope. does not exist\."):
+        new_partitions_assignment("nope", {}, [1, 2, 3], 5)
+
+
+@pytest.mark.parametrize(
+    ("count", "message"),
+    [
+        (2, "Topic currently has 3 partitions, which is higher than the requested 2."),
+        (0, "Topic currently has 3 partitions, which is higher than the requested 0."),
+        (3, "Topic already has 3 partitions."),
+    ],
+)
+def test_the_count_must_grow(count: int, message: str) -> None:
+    with pytest.raises(InvalidPartitionsError) as err:
+        new_partitions_assignment("t", EXISTING, [1, 2, 3], count)
+    assert err.value.code == ErrorCode.INVALID_PARTITIONS == 37
+    assert err.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("assignments", "message"),
+    [
+        ([[1, 4], [5, 2]], "Unknown broker(s) in replica assignment: 4, 5."),
+        ([[1, 2]], "Increasing the number of partitions by 2 but 1 assignments provided."),
+        (
+            [[1, 2], [2, 3], [3, 1]],
+            "Increasing the number of partitions by 2 but 3 assignments provided.",
+        ),
+        ([[1, 2], []], "Cannot have replication factor of 0 for partition id 4."),
+        (
+            [[1, 1], [2, 3]],
+            "Duplicate brokers not allowed in replica assignment: 1, 1 for partition id 3.",
+        ),
+        (
+            [[1, 2, 3], [1]],
+            "Inconsistent replication factor between partitions, partition 0 has 2 while "
+            "partitions [3, 4] have replication factors [3, 1], respectively.",
+        ),
+    ],
+)
+def test_invalid_manual_assignments(assignments: list[list[int]], message: str) -> None:
+    with pytest.raises(InvalidReplicaAssignmentError) as err:
+        new_partitions_assignment("t", EXISTING, [1, 2, 3], 5, assignments)
+    assert err.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT == 39
+    assert err.value.message == message
+
+
+def test_count_is_checked_before_the_assignment() -> None:
+    with pytest.raises(InvalidPartitionsError):
+        new_partitions_assignment("t", EXISTING, [1, 2, 3], 3, [[9, 9]])
+
+
+def test_too_few_brokers_for_the_topics_replication_factor() -> None:
+    with pytest.raises(InvalidReplicationFactorError) as err:
+        new_partitions_assignment("t", {0: (1, 2, 3)}, [1, 2], 2)
+    assert err.value.message == "Replication factor: 3 larger than available brokers: 2."
+
+
+def test_an_assignment_without_partition_0_is_an_unknown_server_error() -> None:
+    with pytest.raises(KafkaError) as err:
+        new_partitions_assignment("t", {1: (1, 2)}, [1, 2], 3)
+    assert err.value.code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert "partition id 0 is missing" in err.value.message

@@ -7,6 +7,7 @@ each step ends with `wait_for_idle()`, which returns once the event queue is dra
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -136,6 +137,11 @@ class FakeZk:
         self.topics[topic] = {p: tuple(r) for p, r in assignment.items()}
         self._fire("topics")
 
+    def add_partitions(self, topic: str, assignment: Mapping[int, Iterable[int]]) -> None:
+        """An admin's CreatePartitions: the topic's assignment znode gets new partitions."""
+        self.topics[topic] = {**self.topics[topic], **{p: tuple(r) for p, r in assignment.items()}}
+        self._fire(f"topic:{topic}")
+
     def set_state(self, tp: TopicPartition, state: LeaderAndIsr) -> None:
         """Write a state znode as someone else would (a leader's ISR change, a setup)."""
         old = self.states.get(tp)
@@ -196,6 +202,18 @@ class FakeZk:
 
     async def get_topic_config(self, topic: str) -> dict[str, str]:
         return dict(self.topic_configs.get(topic, {}))
+
+    async def set_topic_assignment(
+        self,
+        topic: str,
+        assignment: Mapping[int, Iterable[int]],
+        controller_epoch_zk_version: int,
+    ) -> None:
+        self._fence(controller_epoch_zk_version)
+        if topic not in self.topics:
+            raise ZkNoNodeError(f"no topic {topic}")
+        self.topics[topic] = {p: tuple(r) for p, r in assignment.items()}
+        self._fire(f"topic:{topic}")
 
     async def get_partition_states(
         self, tps: Iterable[TopicPartition]
@@ -291,6 +309,11 @@ class FakeZk:
 
     async def watch_preferred_replica_election(self, cb: Callable[[], None]) -> FakeWatch:
         return self._watch("preferred", cb)
+
+    async def watch_partition_modifications(
+        self, topics: Iterable[str], cb: Callable[[str], None]
+    ) -> dict[str, FakeWatch]:
+        return {t: self._watch(f"topic:{t}", functools.partial(cb, t)) for t in topics}
 
 
 @dataclass
@@ -887,6 +910,177 @@ async def test_topic_deletion_retried_after_a_replica_failed_to_delete(
     answer_stop_replicas(sender, 2)
     await c.wait_for_idle()
     assert "t" not in zk.topics
+
+
+# --- partitions added to existing topics (CreatePartitions) ------------------------------------
+
+T3 = TopicPartition("t", 3)
+T4 = TopicPartition("t", 4)
+
+
+async def test_added_partitions_get_states_leader_and_isr_and_metadata(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    epochs = brokers(zk, 1, 2, 3)
+    c = await start(1)
+    zk.create_topic("t", {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})
+    await c.wait_for_idle()
+    before = {tp: zk.states[tp] for tp in (T0, T1, T2)}
+    sender.clear()
+    zk.add_partitions("t", {3: [1, 2, 3], 4: [2, 3, 1]})
+    await c.wait_for_idle()
+    # Kafka's onNewPartitionCreation, as for a new topic: first state, leader epoch 0 ...
+    assert zk.states[T3] == LeaderAndIsr(1, 0, (1, 2, 3), 1, 0)
+    assert zk.states[T4] == LeaderAndIsr(2, 0, (2, 3, 1), 1, 0)
+    assert {tp: zk.states[tp] for tp in (T0, T1, T2)} == before  # the others untouched
+    assert c.context.partition_assignments["t"] == {
+        0: (1, 2, 3),
+        1: (2, 3, 1),
+        2: (3, 1, 2),
+        3: (1, 2, 3),
+        4: (2, 3, 1),
+    }
+    # ... LeaderAndIsr (is_new) for the new partitions only, to their replicas ...
+    assert sender.receivers(LeaderAndIsrRequest) == {1, 2, 3}
+    (req,) = sender.requests(LeaderAndIsrRequest, 3)
+    assert (req.controller_epoch, req.broker_epoch) == (1, epochs[3])
+    assert req.partition_states == [
+        LeaderAndIsrPartitionState("t", 3, 1, 1, 0, [1, 2, 3], 0, [1, 2, 3], is_new=True),
+        LeaderAndIsrPartitionState("t", 4, 1, 2, 0, [2, 3, 1], 0, [2, 3, 1], is_new=True),
+    ]
+    # ... then UpdateMetadata with them to every broker.
+    kinds = [type(s.request).__name__ for s in sender.sent if s.broker_id == 2]
+    assert kinds == ["LeaderAndIsrRequest", "UpdateMetadataRequest"]
+    assert sender.receivers(UpdateMetadataRequest) == {1, 2, 3}
+    assert set(sender.update_metadata(1)) == {T3, T4}
+
+
+async def test_added_partition_with_dead_replicas(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2)
+    c = await start(1)
+    zk.create_topic("t", {0: [1, 2]})
+    await c.wait_for_idle()
+    zk.add_partitions("t", {1: [2, 3], 2: [3, 4]})
+    await c.wait_for_idle()
+    assert lai(zk.states[T1]) == (2, 0, (2,))
+    assert lai(zk.states[T2]) == (NO_LEADER, 0, (3, 4))
+    assert sender.update_metadata(1)[T2].offline_replicas == [3, 4]
+
+
+async def test_partition_modification_watches_follow_the_topics(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """One watch per topic (Kafka's PartitionModificationsHandler): registered for every
+    topic at failover and for each new topic, removed when a topic is deleted and when the
+    controller resigns."""
+    brokers(zk, 1, 2, 3)
+    existing_topic(zk, {0: (2, 3)}, p0=state(2, 0, (2, 3)))
+    c = await start(1)
+    assert zk.live_watches("topic:t") == 1
+    zk.create_topic("u", {0: [3]})
+    await c.wait_for_idle()
+    assert zk.live_watches("topic:u") == 1
+    zk.request_deletion("u")
+    await c.wait_for_idle()
+    answer_stop_replicas(sender, 3)
+    await c.wait_for_idle()
+    assert "u" not in zk.topics and zk.live_watches("topic:u") == 0
+    zk.create_topic("u", {0: [2]})  # re-created: watched anew
+    await c.wait_for_idle()
+    assert zk.live_watches("topic:u") == 1
+    zk.elect_other_controller(2, fire=True)
+    await c.wait_for_idle()
+    assert not c.is_active
+    assert zk.live_watches("topic:t") == 0 and zk.live_watches("topic:u") == 0
+
+
+async def test_a_new_controller_handles_partitions_added_after_it_took_over(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    first = await start(1)
+    zk.create_topic("t", {0: [1, 2], 1: [2, 3]})
+    await first.wait_for_idle()
+    # The controller's session expires; broker 2 becomes controller.
+    first.on_zk_session_expired()
+    await first.wait_for_idle()
+    zk.controller = None
+    second = await start(2)
+    assert second.is_active and second.epoch == 2
+    assert zk.live_watches("topic:t") == 1  # the first one's is gone
+    sender.clear()
+    zk.add_partitions("t", {2: [3, 1]})
+    await second.wait_for_idle()
+    await first.wait_for_idle()
+    assert zk.states[T2] == LeaderAndIsr(3, 0, (3, 1), 2, 0)
+    (req,) = sender.requests(LeaderAndIsrRequest, 1)
+    assert req.controller_id == 2 and [s.partition for s in req.partition_states] == [2]
+
+
+async def test_partitions_added_while_there_was_no_controller_are_created_at_failover(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2)
+    existing_topic(zk, {0: (1, 2), 1: (2, 1)}, p0=state(1, 0, (1, 2)))  # t-1 added meanwhile
+    await start(1)
+    assert lai(zk.states[T1]) == (2, 0, (2, 1))
+    assert sender.leader_and_isr(1)[T1].is_new
+
+
+async def test_an_assignment_change_without_new_partitions_does_nothing(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    zk.create_topic("t", {0: [1, 2]})
+    await c.wait_for_idle()
+    sender.clear()
+    # Another replica list for an existing partition would be a reassignment: not this path.
+    zk.add_partitions("t", {0: [3, 2]})
+    await c.wait_for_idle()
+    assert sender.sent == [] and c.context.partition_replicas(T0) == (1, 2)
+    assert lai(zk.states[T0]) == (1, 0, (1, 2))
+
+
+async def test_partitions_added_to_a_topic_being_deleted_are_taken_back(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """Kafka's restorePartitionReplicaAssignment: the controller writes the assignment back
+    without them; they never get a state or a replica."""
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    zk.create_topic("t", {0: [2, 3]})
+    await c.wait_for_idle()
+    zk.request_deletion("t")  # its replicas do not answer yet
+    await c.wait_for_idle()
+    assert c.is_topic_queued_for_deletion("t")
+    zk.add_partitions("t", {1: [3, 1]})
+    await c.wait_for_idle()
+    assert zk.topics["t"] == {0: (2, 3)}
+    assert T1 not in zk.states and all(T1 not in sender.leader_and_isr(b) for b in (1, 2, 3))
+    assert c.context.partition_assignments["t"] == {0: (2, 3)}
+    answer_stop_replicas(sender, 2)
+    answer_stop_replicas(sender, 3)
+    await c.wait_for_idle()
+    assert "t" not in zk.topics and not c.is_topic_queued_for_deletion("t")
+
+
+async def test_a_deposed_controller_does_not_restore_an_assignment(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    zk.create_topic("t", {0: [2, 3]})
+    await c.wait_for_idle()
+    zk.request_deletion("t")
+    await c.wait_for_idle()
+    zk.elect_other_controller(3)  # unnoticed: its next write is fenced
+    zk.add_partitions("t", {1: [3, 1]})
+    await c.wait_for_idle()
+    assert zk.fenced_writes == 1 and zk.topics["t"] == {0: (2, 3), 1: (3, 1)}
+    assert not c.is_active
 
 
 # --- ISR change notifications --------------------------------------------------------------------

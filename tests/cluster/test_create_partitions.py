@@ -1,0 +1,285 @@
+"""Adding partitions to existing topics (Kafka's CreatePartitions, `kafka-topics --alter
+--partitions`) on a real cluster: ZooKeeper, broker processes, the real client and CLI.
+
+The broker that is controller writes the new assignment to `/brokers/topics/<t>`; the
+controller's watch on that znode creates the partitions as it creates a new topic's.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from minikafka.client import Admin, Consumer, NewPartitions, Producer
+from minikafka.client.partitioner import partition_for_key
+from minikafka.cluster import LocalCluster
+from minikafka.common import TopicPartition
+from minikafka.controller.assignment import assign_replicas
+from minikafka.protocol.errors import (
+    ErrorCode,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidTopicError,
+    UnknownTopicOrPartitionError,
+)
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, wait_until, wait_until_async
+from tests.cluster.helpers import (
+    create_topic,
+    metadata,
+    partition_states,
+    produce_values,
+    run_cli,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+FAILOVER_S = SESSION_TIMEOUT_MS / 1000 + 15
+
+
+async def fully_replicated_everywhere(cluster: LocalCluster, topic: str, partitions: int) -> bool:
+    """Every live broker's metadata has `partitions` partitions of `topic`, each with a
+    leader and every replica in its ISR."""
+    for b in cluster.broker_ids:
+        if not cluster.is_alive(b):
+            continue
+        md = await metadata(cluster, b)
+        found = [t for t in md.topics if t.name == topic and t.error_code == ErrorCode.NONE]
+        if not found or len(found[0].partitions) != partitions:
+            return False
+        for p in found[0].partitions:
+            if p.leader < 0 or sorted(p.isr) != sorted(p.replicas):
+                return False
+    return True
+
+
+async def topic_on_broker(cluster: LocalCluster, broker_id: int, topic: str) -> bool:
+    md = await metadata(cluster, broker_id)
+    return any(t.name == topic and t.error_code == ErrorCode.NONE for t in md.topics)
+
+
+async def consume_partitions(
+    cluster: LocalCluster, tps: list[TopicPartition], expected: int
+) -> list[tuple[int, bytes]]:
+    """(partition, value) of the first `expected` records of `tps`, from their beginning."""
+    got: list[tuple[int, bytes]] = []
+    async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+
+        async def all_read() -> bool:
+            got.extend((r.partition, r.value or b"") for r in await consumer.poll(500))
+            return len(got) >= expected
+
+        await wait_until_async(all_read, 30, f"{expected} records from {tps}")
+    return got
+
+
+async def test_added_partitions_get_leaders_full_isrs_everywhere_and_carry_records(
+    cluster: LocalCluster,
+) -> None:
+    await create_topic(cluster, "t", 3, 3)
+    old = await produce_values(cluster, "t", [f"old-{i}".encode() for i in range(30)])
+    zk = cluster.zk_client()
+    before = zk.get_assignment("t") or {}
+    # A key that moves from an old partition to a new one when the count goes 3 -> 5.
+    key = next(
+        k for k in (f"key-{i}".encode() for i in itertools.count()) if partition_for_key(k, 5) >= 3
+    )
+    # Producers that know the topic with its 3 partitions before the addition.
+    async with (
+        Producer(cluster.bootstrap_servers, acks="all", linger_ms=5) as explicit,
+        Producer(
+            cluster.bootstrap_servers, acks="all", linger_ms=5, metadata_max_age_ms=300
+        ) as keyed,
+    ):
+        assert (await explicit.send_and_wait("t", b"warm-up", partition=0)).partition == 0
+        assert (await keyed.send_and_wait("t", b"warm-up", key=key)).partition < 3
+
+        async with Admin(cluster.bootstrap_servers) as admin:
+            # Answered once the controller broker's metadata has them; the others' metadata
+            # follows with UpdateMetadata (awaited next).
+            await admin.create_partitions({"t": NewPartitions(5)}, timeout_ms=30_000)
+        await wait_until_async(
+            lambda: fully_replicated_everywhere(cluster, "t", 5),
+            30,
+            "5 partitions, each with a leader and a full ISR, in every broker's metadata",
+        )
+        # ZooKeeper: the old partitions untouched, the new ones continue the rotation from
+        # partition 0's first replica (Kafka's addPartitions); each got its state znode.
+        after = zk.get_assignment("t") or {}
+        assert {p: after[p] for p in range(3)} == before
+        start = sorted(cluster.broker_ids).index(before[0][0])
+        assert {p: after[p] for p in (3, 4)} == assign_replicas(
+            cluster.broker_ids, 2, 3, start_partition=3, start_index=start
+        )
+        states = partition_states(cluster, "t", 5)
+        for p in (3, 4):
+            assert states[p].leader == after[p][0] and states[p].leader_epoch == 0
+            assert sorted(states[p].isr) == sorted(after[p])
+
+        # An explicit new partition makes the producer refresh its metadata.
+        new_values = [(p, f"new-{p}-{i}".encode()) for p in (3, 4) for i in range(10)]
+        for p, v in new_values:
+            assert (await explicit.send_and_wait("t", v, partition=p)).partition == p
+
+        # The keyed producer learns the new count at its next metadata refresh
+        # (metadata.max.age.ms), after which the key hashes over 5 partitions.
+        async def key_moved() -> bool:
+            md = await keyed.send_and_wait("t", b"keyed", key=key)
+            return md.partition == partition_for_key(key, 5)
+
+        await wait_until_async(key_moved, 20, "the keyed producer to use 5 partitions")
+
+    got = await consume_partitions(cluster, [TopicPartition("t", 3), TopicPartition("t", 4)], 20)
+    assert sorted((p, v) for p, v in got if v.startswith(b"new-")) == sorted(new_values)
+    assert len(old) == 30
+
+
+async def test_a_new_controller_watches_every_topic_and_handles_a_later_addition(
+    cluster: LocalCluster,
+) -> None:
+    await create_topic(cluster, "t", 3, 3)
+    old_controller, old_epoch = cluster.controller() or (-1, -1)
+    cluster.kill(old_controller)
+    new_controller, new_epoch = cluster.wait_for_controller(
+        timeout=FAILOVER_S, exclude=[old_controller]
+    )
+    assert new_epoch > old_epoch
+    # Back as a plain broker, so that RF 3 has its three live brokers.
+    cluster.restart(old_controller)
+    assert cluster.controller() == (new_controller, new_epoch)
+    await wait_until_async(
+        lambda: topic_on_broker(cluster, old_controller, "t"), 30, "the restarted broker's metadata"
+    )
+
+    async with Admin(cluster.bootstrap_servers) as admin:
+        # A topic the new controller knew at failover ...
+        await admin.create_partitions({"t": NewPartitions(5)}, timeout_ms=30_000)
+        await wait_until_async(
+            lambda: fully_replicated_everywhere(cluster, "t", 5),
+            30,
+            "t's 5 partitions with leaders and full ISRs everywhere",
+        )
+        # ... and one it saw created.
+        await create_topic(cluster, "u", 1, 3)
+        await admin.create_partitions({"u": NewPartitions(3)}, timeout_ms=30_000)
+        await wait_until_async(
+            lambda: fully_replicated_everywhere(cluster, "u", 3),
+            30,
+            "u's 3 partitions with leaders and full ISRs everywhere",
+        )
+    states = partition_states(cluster, "t", 5)
+    assert {states[p].controller_epoch for p in (3, 4)} == {new_epoch}
+    assert cluster.controller() == (new_controller, new_epoch)
+    values = [b"a", b"b"]
+    async with Producer(cluster.bootstrap_servers, acks="all") as producer:
+        for v in values:
+            assert (await producer.send_and_wait("u", v, partition=2)).partition == 2
+    got = await consume_partitions(cluster, [TopicPartition("u", 2)], 2)
+    assert [v for _, v in got] == values
+
+
+async def test_refusals_come_back_with_kafkas_error_codes(cluster: LocalCluster) -> None:
+    await create_topic(cluster, "t", 3, 3)
+    zk = cluster.zk_client()
+    async with Admin(cluster.bootstrap_servers, default_api_timeout_ms=30_000) as admin:
+        with pytest.raises(UnknownTopicOrPartitionError) as unknown:
+            await admin.create_partitions({"nope": NewPartitions(2)})
+        assert unknown.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION == 3
+
+        with pytest.raises(InvalidPartitionsError) as fewer:
+            await admin.create_partitions({"t": NewPartitions(2)})
+        assert fewer.value.code == ErrorCode.INVALID_PARTITIONS == 37
+        assert fewer.value.message == (
+            "Topic currently has 3 partitions, which is higher than the requested 2."
+        )
+        with pytest.raises(InvalidPartitionsError, match=r"Topic already has 3 partitions\."):
+            await admin.create_partitions({"t": NewPartitions(3)})
+
+        live = sorted(cluster.broker_ids)
+        refused = {
+            "Unknown broker(s) in replica assignment: 99.": [[live[0], live[1], 99]],
+            "Increasing the number of partitions by 2 but 1 assignments provided.": [live],
+            "Inconsistent replication factor between partitions, partition 0 has 3 while "
+            "partitions [3] have replication factors [2], respectively.": [live[:2]],
+            f"Duplicate brokers not allowed in replica assignment: {live[0]}, {live[0]}, "
+            f"{live[1]} for partition id 3.": [[live[0], live[0], live[1]]],
+        }
+        for message, assignments in refused.items():
+            count = 3 + (2 if "by 2" in message else 1)
+            with pytest.raises(InvalidReplicaAssignmentError) as bad:
+                await admin.create_partitions({"t": NewPartitions(count, assignments)})
+            assert bad.value.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT == 39
+            assert bad.value.message == message
+
+        await admin.create_partitions({"t": NewPartitions(4)}, validate_only=True)
+        assert len(zk.get_assignment("t") or {}) == 3  # nothing was written
+
+        # A topic queued for deletion: its deletion waits for a dead broker's replicas.
+        controller, _ = cluster.controller() or (-1, -1)
+        victim = next(b for b in cluster.broker_ids if b != controller)
+        cluster.kill(victim)
+        cluster.wait_for_unregistered([victim], timeout=FAILOVER_S)
+        zk.request_topic_deletion("t")
+
+        # The controller queued it once it told the brokers to forget it.
+        async def forgotten() -> bool:
+            return not await topic_on_broker(cluster, controller, "t")
+
+        await wait_until_async(forgotten, 30, "t queued for deletion")
+        with pytest.raises(InvalidTopicError) as deleting:
+            await admin.create_partitions({"t": NewPartitions(4)})
+        assert deleting.value.code == ErrorCode.INVALID_TOPIC_EXCEPTION == 17
+        assert deleting.value.message == "The topic is queued for deletion."
+        assert len(zk.get_assignment("t") or {}) == 3
+
+    # The dead broker comes back; the deletion completes.
+    cluster.restart(victim)
+    wait_until(lambda: not zk.topic_exists("t"), 30, "t's deletion to complete")
+
+
+def test_cli_alter_adds_partitions_like_kafka_topics(cluster: LocalCluster) -> None:
+    b = cluster.bootstrap_servers
+    created = run_cli(
+        "topics", "--bootstrap-server", b, "--create", "--topic", "cli",
+        "--partitions", "2", "--replication-factor", "3",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    altered = run_cli(
+        "topics", "--bootstrap-server", b, "--alter", "--topic", "cli", "--partitions", "4"
+    )
+    assert altered.returncode == 0, altered.stderr
+    assert altered.stdout == ""  # kafka-topics prints nothing either
+
+    def described() -> list[str]:
+        out = run_cli("topics", "--bootstrap-server", b, "--describe", "--topic", "cli")
+        return out.stdout.splitlines()
+
+    def four_with_leaders() -> bool:
+        lines = described()
+        return (
+            bool(lines)
+            and "PartitionCount: 4\t" in lines[0]
+            and len(lines) == 5
+            and all("Leader: none" not in line for line in lines[1:])
+        )
+
+    wait_until(four_with_leaders, 30, "describe to show 4 partitions with leaders")
+    assert [line.split("\t")[2] for line in described()[1:]] == [
+        f"Partition: {p}" for p in range(4)
+    ]
+
+    fewer = run_cli(
+        "topics", "--bootstrap-server", b, "--alter", "--topic", "cli", "--partitions", "3"
+    )
+    assert fewer.returncode == 1
+    assert fewer.stderr.startswith("Error while executing topic command : ")
+    assert "Topic currently has 4 partitions, which is higher than the requested 3." in (
+        fewer.stderr
+    )
+    missing = run_cli(
+        "topics", "--bootstrap-server", b, "--alter", "--topic", "nope", "--partitions", "3"
+    )
+    assert missing.returncode == 1
+    assert "Topic 'nope' does not exist as expected" in missing.stderr
