@@ -18,10 +18,11 @@ BASE_MS = 1_700_000_000_000  # a window boundary: 10-second windows start at BAS
 
 
 def as_ms(value: object) -> int:
-    if isinstance(value, dt.datetime):
-        value = value.replace(tzinfo=value.tzinfo or dt.UTC)
-        return int(value.timestamp() * 1000)
-    return int(dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
+    """Epoch ms of a window bound: a datetime from a Spark row (naive, in the local time
+    zone of this process, whatever the session time zone) or an ISO string from the JSON."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return round(value.timestamp() * 1000)
 
 
 def test_pipeline_counts_every_closed_window_once(spark, spark_cluster, tmp_path):
@@ -53,6 +54,7 @@ def test_pipeline_counts_every_closed_window_once(spark, spark_cluster, tmp_path
         (as_ms(r["window_start"]), r["page"], r["clicks"]) for r in read_counts(bs, counts_topic)
     )
     assert all(n == 1 for n in from_topic.values()), "a window written twice"
+    assert len(from_topic) == len(expected), "a window written twice, with different counts"
     assert {(start, page): n for start, page, n in from_topic} == expected
     for row in read_counts(bs, counts_topic):
         assert as_ms(row["window_end"]) == as_ms(row["window_start"]) + 10_000
@@ -82,7 +84,10 @@ def test_pipeline_counts_every_closed_window_once(spark, spark_cluster, tmp_path
     assert {(as_ms(r["window_start"]), r["page"]): r["clicks"] for r in rows} == expected
 
 
-def test_the_demo_command_prints_the_window_counts(spark, spark_cluster, tmp_path):
+def test_the_demo_command_prints_the_window_counts(spark, spark_cluster, tmp_path, monkeypatch):
+    # The demo stops its SparkSession when done; here that is the session every later Spark
+    # test module shares, so it must survive.
+    monkeypatch.setattr(spark, "stop", lambda: None)
     result = CliRunner().invoke(
         cli,
         [
@@ -97,9 +102,14 @@ def test_the_demo_command_prints_the_window_counts(spark, spark_cluster, tmp_pat
         ],
     )
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if line[:2] == "20"]
-    assert lines, result.output
-    total = sum(int(line.split()[-1]) for line in lines)
-    # 120 clicks over 36 s of event time: the windows before the last two are closed
-    assert 0 < total < 120
     assert "window counts in page-counts-" in result.output
+    printed = [line.split() for line in result.output.splitlines() if line[:2] == "20"]
+    got = {(as_ms(start), page): int(n) for start, page, n in printed}
+    assert len(got) == len(printed), result.output
+    # The demo's 120 clicks are 0.3 s apart from 1 ms past a window start (event times in
+    # the past, pages as make_clicks picks them with its default seed): the last is at
+    # +35.7 s, so the watermark closes the windows at +0 s and +10 s.
+    clicks = pipeline.make_clicks(120, 1, 300)
+    expected = pipeline.expected_counts(clicks, clicks[-1].ts_ms - 10_000)
+    first = min(start for start, _ in got)
+    assert {(start - first, page): n for (start, page), n in got.items()} == expected

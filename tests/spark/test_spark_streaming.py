@@ -12,7 +12,7 @@ from collections import Counter
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from minikafka.client import SyncAdmin, SyncProducer
+from minikafka.client import NewPartitions, NewTopic, SyncAdmin, SyncProducer
 from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic, start_cluster
@@ -124,8 +124,6 @@ def test_a_topic_created_mid_stream_is_read_from_its_earliest_offset(spark, spar
     prefix = f"mid-{uuid.uuid4().hex[:6]}"
     first = f"{prefix}-a"
     with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
-        from minikafka.client import NewTopic
-
         admin.create_topics([NewTopic(first, 1, 3)])
     df = stream(spark, spark_cluster.bootstrap_servers, subscribePattern=f"{prefix}-.*")
     query, table = to_memory(df, {"processingTime": "2 seconds"})
@@ -136,8 +134,6 @@ def test_a_topic_created_mid_stream_is_read_from_its_earliest_offset(spark, spar
         # sees the topic, so only "new partitions start at earliest" reads them.
         second = f"{prefix}-b"
         with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
-            from minikafka.client import NewTopic
-
             admin.create_topics([NewTopic(second, 2, 3)])
         produce(spark_cluster, second, 8)
 
@@ -238,3 +234,33 @@ def test_a_leader_killed_mid_query_loses_and_repeats_nothing(spark, tmp_path):
         assert len(acked) >= 600
     finally:
         cluster.stop(timeout=30)
+
+
+def test_a_partition_added_mid_stream_is_read_from_its_earliest_offset(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "grow", partitions=2)
+    produce(spark_cluster, topic, 10)
+    df = stream(spark, spark_cluster.bootstrap_servers, subscribe=topic)  # from latest
+    query, table = to_memory(df, {"processingTime": "2 seconds"})
+    try:
+        query.processAllAvailable()
+        with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
+            admin.create_partitions({topic: NewPartitions(4)})
+        # Written to the new partitions before the query can have seen them: only "a new
+        # partition starts at earliest" reads these.
+        produce(spark_cluster, topic, 6, start=100, partition=2)
+        produce(spark_cluster, topic, 4, start=200, partition=3)
+        produce(spark_cluster, topic, 3, start=300, partition=0)
+
+        def seen() -> Counter[tuple[str, int, int]]:
+            query.processAllAvailable()
+            return offsets_in(spark, table)
+
+        wait_until(lambda: sum(seen().values()) >= 13, timeout=60, what="13 records")
+        got = seen()
+        assert sorted(p for _, p, _ in got) == [0] * 3 + [2] * 6 + [3] * 4
+        assert {(p, o) for _, p, o in got if p >= 2} == {(2, o) for o in range(6)} | {
+            (3, o) for o in range(4)
+        }
+        assert set(got.values()) == {1}
+    finally:
+        query.stop()
