@@ -31,7 +31,9 @@ by removing them from that link:
   error at once. ARP passes so that a heal is not followed by neighbour-resolution failures.
   The filters are classic BPF programs that cls_bpf runs in direct-action mode (returning
   TC_ACT_SHOT): iproute2 only, no iptables or nftables, and no need for act_gact or
-  cls_flower, which some kernels lack. Blackhole or unreachable routes would be simpler but
+  cls_flower, which some kernels lack. (The one iptables rule: where bridged frames go
+  through iptables' FORWARD chain, as on a machine with a Docker Engine, a rule accepting
+  the bridge's own traffic, added and removed with the bridge.) Blackhole or unreachable routes would be simpler but
   make every new connect() fail at once (EINVAL, EHOSTUNREACH): a reject, not a partition.
 - degrade: netem (delay, jitter, loss) as the root qdisc of both ends of the veth, so each
   packet to or from the broker is delayed (and may be dropped) once. Needs sch_netem.
@@ -269,6 +271,36 @@ def setup_bridge(layout: NetnsLayout) -> None:
     ip("link", "add", layout.bridge, "type", "bridge", "forward_delay", "0")
     ip("addr", "add", f"{layout.gateway}/{layout.subnet.prefixlen}", "dev", layout.bridge)
     ip("link", "set", layout.bridge, "up")
+    _accept_bridged_traffic(layout.bridge, accept=True)
+
+
+_BRIDGE_NF_CALL_IPTABLES = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
+
+
+def _bridged_traffic_filtered() -> bool:
+    """Whether frames between a bridge's ports go through iptables' FORWARD chain: with
+    br_netfilter loaded and bridge-nf-call-iptables=1, as a Docker Engine sets it up (with
+    FORWARD's policy DROP). Then brokers on our bridge cannot reach one another unless a
+    rule accepts their traffic, as Docker's does for docker0."""
+    try:
+        return _BRIDGE_NF_CALL_IPTABLES.read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def _accept_bridged_traffic(bridge: str, *, accept: bool) -> None:
+    """Add (or remove) `FORWARD -i BRIDGE -o BRIDGE -j ACCEPT` when bridged traffic is
+    filtered: it only lets our brokers' frames through the bridge, where the faults (tc
+    filters on each link) decide what is dropped."""
+    iptables = shutil.which("iptables") or shutil.which("iptables", path=_SBIN)
+    if iptables is None or not _bridged_traffic_filtered():
+        return
+    rule = ["FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
+    present = _run([iptables, "-w", "-C", *rule], check=False).returncode == 0
+    if accept and not present:
+        _run([iptables, "-w", "-I", *rule])
+    elif not accept and present:
+        _run([iptables, "-w", "-D", *rule], check=False)
 
 
 def has_broker(layout: NetnsLayout, broker_id: int) -> bool:
@@ -316,6 +348,7 @@ def teardown(layout: NetnsLayout, is_ours: Callable[[int], bool]) -> None:
             ip("link", "del", name, check=False)
     if layout.bridge in link_names():
         ip("link", "del", layout.bridge)
+    _accept_bridged_traffic(layout.bridge, accept=False)
     left = [n for n in link_names() if layout.is_our_link(n)]
     if left:
         raise ClusterError(f"could not delete links {left}")
