@@ -51,7 +51,7 @@ def pipeline() -> None:
 def generate(bootstrap_server: str, events: int, rate: float, clicks_topic: str) -> None:
     """Produce click events with the current time as event time (acks=all, key: the user)."""
     p = _pipeline()
-    p.ensure_topics(bootstrap_server, clicks_topic, "page-counts")
+    p.ensure_topics(bootstrap_server, {clicks_topic: 3})
 
     def live() -> Iterator[Click]:
         i = 0
@@ -92,7 +92,7 @@ def run(
 ) -> None:
     """Run the streaming job (until Ctrl-C, or with --available-now until caught up)."""
     p = _pipeline()
-    p.ensure_topics(bootstrap_server, clicks_topic, counts_topic)
+    p.ensure_topics(bootstrap_server, {clicks_topic: 3, counts_topic: 1})
     spark = p.spark_session()
     parquet, checkpoints = _dirs(work_dir)
     queries = p.start_pipeline(
@@ -129,7 +129,7 @@ def demo(bootstrap_server: str, events: int, work_dir: Path) -> None:
     p = _pipeline()
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     clicks_topic, counts_topic = f"clicks-{stamp}", f"page-counts-{stamp}"
-    p.ensure_topics(bootstrap_server, clicks_topic, counts_topic)
+    p.ensure_topics(bootstrap_server, {clicks_topic: 3, counts_topic: 1})
     start = int(time.time() * 1000) - events * 300
     clicks = p.make_clicks(events, start - start % 10_000 + 1, 300)
     p.generate(bootstrap_server, clicks_topic, clicks)

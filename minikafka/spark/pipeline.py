@@ -4,7 +4,8 @@ An event generator produces JSON click events (`{"user", "page", "ts"}`, keyed b
 `clicks` topic. A Structured Streaming job reads them with the minikafka source, parses the
 JSON, counts clicks per page per 10-second event-time window with a watermark, and writes
 each closed window both to a `page-counts` topic (key: the page, value: JSON) through the
-minikafka sink and to Parquet files. `scripts/pipeline.py` is its command line.
+minikafka sink and to Parquet files. `minikafka pipeline` (minikafka/cli/pipeline.py) is its
+command line.
 """
 
 from __future__ import annotations
@@ -69,10 +70,18 @@ def expected_counts(clicks: list[Click], watermark_ms: int) -> dict[tuple[int, s
     return dict(counts)
 
 
-def ensure_topics(bootstrap: str, clicks: str, counts: str) -> None:
+def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0) -> None:
+    """Create the topics (name -> partitions) that do not exist yet, with a replication
+    factor of min(3, brokers)."""
     with SyncAdmin(bootstrap) as admin:
-        rf = min(3, len(admin.describe_cluster().brokers))
-        for name, partitions in ((clicks, 3), (counts, 1)):
+        # A broker that has just started may not know its peers yet: wait until it does.
+        deadline = time.monotonic() + timeout_s
+        while not (brokers := admin.describe_cluster().brokers):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no brokers in the metadata of {bootstrap}")
+            time.sleep(0.2)
+        rf = min(3, len(brokers))
+        for name, partitions in topics.items():
             with contextlib.suppress(TopicAlreadyExistsError):
                 admin.create_topics([NewTopic(name, partitions, rf)])
 

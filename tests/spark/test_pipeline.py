@@ -29,7 +29,7 @@ def test_pipeline_counts_every_closed_window_once(spark, spark_cluster, tmp_path
     bs = spark_cluster.bootstrap_servers
     suffix = uuid.uuid4().hex[:8]
     clicks_topic, counts_topic = f"clicks-{suffix}", f"page-counts-{suffix}"
-    pipeline.ensure_topics(bs, clicks_topic, counts_topic)
+    pipeline.ensure_topics(bs, {clicks_topic: 3, counts_topic: 1})
     # 200 clicks 0.3 s apart: the last at +59.7 s, so the watermark ends at +49.7 s and
     # closes the four windows up to +30..+40 s; +40..+50 and +50..+60 stay open.
     clicks = pipeline.make_clicks(200, BASE_MS, 300, seed=7)
