@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -49,6 +48,7 @@ from rich.table import Table
 from minikafka.client import NewTopic, SyncAdmin, SyncProducer
 from minikafka.cluster import LocalCluster
 from minikafka.perf import run_consumer_perf, run_producer_perf
+from minikafka.spark import pipeline
 
 MB = 1024 * 1024
 PRODUCER = {"acks": "all", "batch_size": 65536, "linger_ms": 5}
@@ -72,25 +72,6 @@ def figures(rows: int, nbytes: int, seconds: float) -> dict[str, float]:
         "rows_per_s": round(rows / seconds, 1),
         "mb_per_s": round(nbytes / MB / seconds, 2),
     }
-
-
-def spark_session(partitions: int) -> Any:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
-    from minikafka.spark import MinikafkaDataSource
-
-    spark = (
-        SparkSession.builder.master(f"local[{partitions}]")
-        .appName("minikafka-bench-spark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(MinikafkaDataSource)
-    return spark
 
 
 def trickle(
@@ -198,7 +179,9 @@ def main() -> int:
         out["perf_consume"] = figures(consumed.messages, consumed.bytes, consumed.elapsed_s)
 
         console.print("Spark: start and warm up ...")
-        spark = spark_session(args.spark_partitions)
+        spark = pipeline.spark_session(
+            "minikafka-bench-spark", cores=args.spark_partitions, driver_memory="4g"
+        )
         SyncProducer(bs).close()
 
         def read(topic: str) -> Any:

@@ -107,21 +107,29 @@ def generate(bootstrap: str, topic: str, clicks: Iterable[Click], rate: float = 
     return sent
 
 
-def spark_session() -> SparkSession:
-    """A local Spark with the minikafka format registered."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+def spark_session(
+    app_name: str = "minikafka-click-pipeline",
+    cores: int = 2,
+    driver_memory: str | None = None,
+) -> SparkSession:
+    """A local Spark (`local[cores]`, UI off, UTC, log level ERROR) with the minikafka format
+    registered; its Python workers run this interpreter (the one minikafka is installed in)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     from minikafka.spark import MinikafkaDataSource
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-click-pipeline")
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.shuffle.partitions", str(cores))
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    if driver_memory is not None:
+        builder = builder.config("spark.driver.memory", driver_memory)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(MinikafkaDataSource)
     return spark

@@ -3,8 +3,6 @@ and ZooKeeper (one per test module; tests use topics of their own)."""
 
 from __future__ import annotations
 
-import os
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from minikafka.client import NewTopic, SyncAdmin
 from minikafka.cluster import LocalCluster
-from minikafka.spark import MinikafkaDataSource
+from minikafka.spark import pipeline
 from tests.cluster.conftest import TEST_OVERRIDES
 
 # Retention runs every half second, so tests can age data out of a log on purpose.
@@ -23,20 +21,7 @@ SPARK_TEST_OVERRIDES = {**TEST_OVERRIDES, "log.retention.check.interval.ms": "50
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    # Spark's Python workers must run this interpreter (the venv with minikafka in it).
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(MinikafkaDataSource)
+    session = pipeline.spark_session(app_name="minikafka-tests", driver_memory="2g")
     yield session
     session.stop()
 
