@@ -28,7 +28,7 @@ from minikafka.protocol.messages import (
     UpdateMetadataResponse,
 )
 from minikafka.zk.client import ControllerMovedError
-from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until, wait_until_async
 from tests.cluster.helpers import (
     consume_all,
     create_topic,
@@ -302,10 +302,15 @@ async def test_bad_frames_do_not_kill_a_broker(cluster: LocalCluster) -> None:
                     pass
             except OSError:
                 pass
-    # Same process, still answering.
+    # Same process, still answering (its metadata lists every broker once the controller's
+    # UpdateMetadata, which may trail the cluster's start, has arrived).
     assert cluster.pid(bid) == pid and cluster.is_alive(bid)
-    meta = await metadata(cluster)
-    assert sorted(b.node_id for b in meta.brokers) == cluster.broker_ids
+
+    async def lists_every_broker() -> bool:
+        meta = await metadata(cluster, bid)
+        return sorted(b.node_id for b in meta.brokers) == cluster.broker_ids
+
+    await wait_until_async(lists_every_broker, 15, "every broker in the metadata")
 
 
 async def test_oversized_batch_and_corrupt_crc_are_rejected_without_changing_the_log(
