@@ -2,7 +2,7 @@
 """Health check of a minikafka broker container (installed as `minikafka-healthcheck`).
 
 Reads the server.properties the entrypoint wrote, sends a Metadata request (no topics) to
-this broker's own listener, and exits 0 only if the broker lists itself among the live
+this broker's own inter-broker listener, and exits 0 only if the broker lists itself among the live
 brokers: then it serves requests, is registered in ZooKeeper, and the controller has sent
 it UpdateMetadata. A broker that is up but cut off from ZooKeeper or the controller, or
 still recovering its logs, is reported unhealthy, with the reason on stdout (shown by
@@ -20,19 +20,19 @@ import sys
 from pathlib import Path
 
 from minikafka.client.connection import BrokerConnection
+from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.messages import MetadataRequest, MetadataResponse
-from minikafka.server.broker import parse_listener
-from minikafka.server.config import BrokerConfig
 
 DEFAULT_CONFIG = "/etc/minikafka/server.properties"
 TIMEOUT_S = 3.0
 
 
 def local_address(config: BrokerConfig) -> tuple[str, int]:
-    """Where to reach this broker from inside its container: its bind address, or loopback
-    when it binds every interface."""
-    host, port = parse_listener(config.listeners)
-    return (host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"), port
+    """Where to reach this broker from inside its container: the inter-broker listener's
+    bind address, or loopback when it binds every interface."""
+    listeners = config.resolved_listeners()
+    ep = next(e for e in listeners.bind if e.listener == listeners.inter_broker)
+    return (ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"), ep.port
 
 
 async def check(host: str, port: int, broker_id: int, timeout_s: float = TIMEOUT_S) -> str | None:

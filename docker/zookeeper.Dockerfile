@@ -5,9 +5,13 @@ FROM debian:bookworm-slim
 
 # `zookeeper` pulls in the JRE (default-jre) and, through libzookeeper-java, the slf4j
 # log4j binding and log4j 1.2 that the command below puts on the class path.
+# The package puts a placeholder `myid` (a symlink to /etc/zookeeper/conf/myid, "replace
+# this text ...") into the data directory; a standalone server must not have one, it would
+# refuse to start.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends zookeeper \
-    && rm -rf /var/lib/apt/lists/*
+    && rm -rf /var/lib/apt/lists/* \
+    && rm -f /var/lib/zookeeper/myid
 
 COPY zookeeper/zoo.cfg zookeeper/log4j.properties /etc/zookeeper/minikafka/
 

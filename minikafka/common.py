@@ -52,3 +52,20 @@ class LeaderAndIsr:
         return LeaderAndIsr(
             self.leader, self.leader_epoch, tuple(isr), self.controller_epoch, self.zk_version
         )
+
+
+# The listener name (and security protocol) of a broker that configures just one listener.
+PLAINTEXT = "PLAINTEXT"
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A broker's address on one listener (`NAME://host:port`, Kafka's EndPoint)."""
+
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener}://{host}:{self.port}"

@@ -8,33 +8,28 @@
 #
 #   scripts/docker-chaos.sh [more minikafka chaos options...]
 #
-#   NEMESIS      faults to inject (default kill,pause; also restart, controller): what
-#                scripts/docker-fault.sh can do; network partitions and ZooKeeper session
-#                expiry need the local cluster (`minikafka cluster up`), not containers
+#   NEMESIS      faults to inject (default kill,pause; also restart, controller, and the
+#                network partitions partition, partition-from-brokers, partition-2013):
+#                what scripts/docker-fault.sh can do (ZooKeeper session expiry needs the
+#                local cluster, `minikafka cluster up`)
 #   TIME_LIMIT   seconds of workload (default 60)
-#   BOOTSTRAP    default broker1:9092,broker2:9093,broker3:9094
-#   ZOOKEEPER    default localhost:2181 (published by docker-compose.yml)
+#   BOOTSTRAP    default: the brokers' published EXTERNAL ports, localhost:9092,9093,9094
+#                (moved with MINIKAFKA_BROKER{1,2,3}_PORT, as in docker-compose.yml)
+#   ZOOKEEPER    default localhost:2181 (MINIKAFKA_ZOOKEEPER_PORT moves it)
 #   NO_UP=1      do not run `docker compose up -d --wait` first
-#   COMPOSE      the compose command (default: docker compose)
+#   COMPOSE      the compose command (default: docker compose); COMPOSE_PROJECT_NAME picks
+#                another project than minikafka
 #
-# minikafka chaos runs on the host and reaches the brokers by the names they advertise, so
-# the host needs `127.0.0.1 broker1 broker2 broker3` in /etc/hosts (see docker-compose.yml).
-# Each fault is `scripts/docker-fault.sh {op} {broker}`, run by chaos with its op and a
-# broker id substituted. Extra arguments go to `minikafka chaos` as they are, e.g.
+# minikafka chaos runs on the host and reaches the brokers through their published ports
+# (the EXTERNAL listener). Each fault is `scripts/docker-fault.sh {op} {broker}`, run by
+# chaos with its op and a broker id substituted (network cuts need root: nsenter and
+# iptables). Extra arguments go to `minikafka chaos` as they are, e.g.
 #   scripts/docker-chaos.sh --seed 7 --interval 10
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 read -ra compose <<<"${COMPOSE:-docker compose}"
 compose+=(-f "$root/docker-compose.yml")
-
-for name in broker1 broker2 broker3; do
-    if ! getent hosts "$name" >/dev/null; then
-        echo "docker-chaos: $name does not resolve on this host; add the brokers' names once:" >&2
-        echo "  echo '127.0.0.1 broker1 broker2 broker3' | sudo tee -a /etc/hosts" >&2
-        exit 2
-    fi
-done
 
 if [ "${NO_UP:-0}" != 1 ]; then
     "${compose[@]}" up -d --wait
@@ -47,8 +42,8 @@ fi
 
 fault=$(printf '%q' "$root/scripts/docker-fault.sh")
 exec minikafka chaos \
-    --bootstrap-server "${BOOTSTRAP:-broker1:9092,broker2:9093,broker3:9094}" \
-    --zookeeper "${ZOOKEEPER:-localhost:2181}" \
+    --bootstrap-server "${BOOTSTRAP:-localhost:${MINIKAFKA_BROKER1_PORT:-9092},localhost:${MINIKAFKA_BROKER2_PORT:-9093},localhost:${MINIKAFKA_BROKER3_PORT:-9094}}" \
+    --zookeeper "${ZOOKEEPER:-localhost:${MINIKAFKA_ZOOKEEPER_PORT:-2181}}" \
     --nemesis "${NEMESIS:-kill,pause}" \
     --time-limit "${TIME_LIMIT:-60}" \
     --nemesis-command "$fault {op} {broker}" \

@@ -2,7 +2,7 @@
 
     GET /metrics           Prometheus text format (metrics.py)
     GET /health            200 once registered in ZooKeeper with a live session, else 503
-    GET /v1/broker         id, broker epoch, advertised address, controller, counts
+    GET /v1/broker         id, broker epoch, advertised addresses, controller, counts
     GET /v1/partitions     every replica on this broker (?topic=T for one topic): role,
                            leader, leader epoch, replicas, ISR, log start, LEO, HW, size;
                            on the leader each replica's LEO, lag and caught-up age
@@ -143,6 +143,7 @@ class AdminHttpServer:
                 "broker_id": s.broker_id,
                 "broker_epoch": s.broker_epoch,
                 "advertised": f"{host}:{port}",
+                "listeners": [str(e) for e in s.advertised_endpoints],
                 "zookeeper_connected": s.zk.connected,
                 "controller_id": -1 if controller is None else controller.controller_id,
                 "is_controller": controller is not None and controller.is_active,

@@ -8,14 +8,16 @@ ops are those of scripts/docker-fault.sh:
     kill      crash the broker (SIGKILL); it stays down     start     start it again
     pause     freeze it                                      unpause   thaw it
     restart   clean stop, then start                         status    print its state
+    isolate   cut it off the network (ZooKeeper included)    heal      undo a network cut
+    partition-from-brokers   cut it off from the other brokers only
 
 `status` prints the broker's state as its last line of output, as `docker inspect` names
 them: running, paused, exited, ... Every op must be idempotent (a heal phase may start or
 unpause a broker that already runs) and exit non-zero on failure.
 
-Only process faults can be done this way: network partitions and ZooKeeper session expiry
-need the local cluster (`minikafka cluster up`), which has the brokers' namespaces and
-session credentials.
+Process faults and network partitions can be done this way; ZooKeeper session expiry
+needs the local cluster (`minikafka cluster up`), which has the brokers' session
+credentials.
 """
 
 from __future__ import annotations
@@ -34,9 +36,27 @@ from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
 log = logging.getLogger(__name__)
 
 # The nemesis ops a command can do (see minikafka/chaos/nemesis.py).
-COMMAND_NEMESIS_OPS = ("kill", "pause", "restart", "controller")
+COMMAND_NEMESIS_OPS = (
+    "kill",
+    "pause",
+    "restart",
+    "controller",
+    "partition",
+    "partition-from-brokers",
+    "partition-2013",
+)
 # The ops the command is run with.
-COMMAND_OPS = ("kill", "start", "restart", "pause", "unpause", "status")
+COMMAND_OPS = (
+    "kill",
+    "start",
+    "restart",
+    "pause",
+    "unpause",
+    "status",
+    "isolate",
+    "partition-from-brokers",
+    "heal",
+)
 # States in which the broker's process exists (it may be frozen); docker's names.
 ALIVE_STATES = frozenset({"running", "paused", "restarting"})
 PLACEHOLDERS = ("{op}", "{broker}")
@@ -78,7 +98,7 @@ class CommandCluster:
     a killed broker leaves `/brokers/ids`, so they are remembered from then on.
     """
 
-    # Network faults need the local cluster's namespaces; this one's network is not ours.
+    # Not ours: network faults are the nemesis command's (isolate, partition-from-brokers).
     network = "external"
 
     def __init__(
@@ -96,6 +116,8 @@ class CommandCluster:
         self.command_timeout_s = command_timeout_s
         self._zk: ZkClient | None = None
         self._broker_ids: list[int] | None = None
+        # Brokers a network cut was made on and not healed yet: heal(None) heals these.
+        self._cut: set[int] = set()
 
     def __enter__(self) -> CommandCluster:
         return self
@@ -170,14 +192,19 @@ class CommandCluster:
         newer_than: Mapping[int, int] | None = None,
     ) -> dict[int, BrokerInfo]:
         """Wait until each broker is registered (with an epoch above `newer_than[id]`, if
-        given) and its advertised address accepts connections from here."""
+        given) and one of its advertised addresses (a broker may advertise an internal and
+        an external listener) accepts connections from here."""
         ids = sorted(set(broker_ids))
         newer = dict(newer_than or {})
         deadline = time.monotonic() + timeout
         while True:
             regs = self.registrations()
             registered = {b: regs[b] for b in ids if b in regs and regs[b].epoch > newer.get(b, -1)}
-            ready = {b: r for b, r in registered.items() if _accepts(r.host, r.port)}
+            ready = {
+                b: r
+                for b, r in registered.items()
+                if any(_accepts(e.host, e.port) for e in r.all_endpoints())
+            }
             if len(ready) == len(ids):
                 return ready
             if time.monotonic() >= deadline:
@@ -186,7 +213,9 @@ class CommandCluster:
                 if missing:
                     problems.append(f"broker(s) {missing} not registered in ZooKeeper")
                 unreachable = [
-                    f"{r.host}:{r.port}" for b, r in registered.items() if b not in ready
+                    "/".join(f"{e.host}:{e.port}" for e in r.all_endpoints())
+                    for b, r in registered.items()
+                    if b not in ready
                 ]
                 if unreachable:
                     problems.append(
@@ -275,20 +304,25 @@ class CommandCluster:
         return self.wait_for_registered([broker_id], left, newer_than=newer)[broker_id]
 
     def partition_from_brokers(self, broker_id: int) -> None:
-        raise self._unsupported("network partitions")
+        self._cut.add(broker_id)
+        self.run("partition-from-brokers", broker_id)
 
     def isolate(self, broker_id: int) -> None:
-        raise self._unsupported("network partitions")
+        self._cut.add(broker_id)
+        self.run("isolate", broker_id)
 
     def heal(self, broker_id: int | None = None) -> None:
-        raise self._unsupported("network partitions")
+        """Undo the network cut of one broker, or of every broker cut so far (None)."""
+        for b in sorted(self._cut) if broker_id is None else [broker_id]:
+            self.run("heal", b)
+            self._cut.discard(b)
 
     def expire_session(self, broker_id: int, timeout: float = 10.0) -> int:
         raise self._unsupported("ZooKeeper session expiry")
 
     @staticmethod
     def _unsupported(what: str) -> ClusterError:
-        return ClusterError(f"{what} need a local cluster (`minikafka cluster up`)")
+        return ClusterError(f"{what} needs a local cluster (`minikafka cluster up`)")
 
 
 def _accepts(host: str, port: int) -> bool:

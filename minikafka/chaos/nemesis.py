@@ -43,7 +43,7 @@ class FaultableCluster(Protocol):
     """What the nemesis needs from a cluster (LocalCluster has all of it)."""
 
     @property
-    def network(self) -> str: ...  # "loopback", "netns" or "external"; partitions need "netns"
+    def network(self) -> str: ...  # "loopback", "netns" or "external" (partitions: not loopback)
 
     @property
     def broker_ids(self) -> list[int]: ...
@@ -199,7 +199,7 @@ def _start_if_dead(cluster: FaultableCluster, broker_id: int) -> None:
 
 def heal_everything(cluster: FaultableCluster) -> None:
     """After the run: every broker running, none paused, no network fault left."""
-    if cluster.network == "netns":
+    if cluster.network != "loopback":
         cluster.heal(None)
     for b in cluster.broker_ids:
         if cluster.is_alive(b) and cluster.is_paused(b):

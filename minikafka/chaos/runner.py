@@ -140,9 +140,8 @@ def _check_nemesis(cluster: ChaosCluster, ops: tuple[str, ...]) -> None:
         if unsupported:
             raise ValueError(
                 f"nemesis {','.join(unsupported)} cannot be done with a nemesis command, which "
-                f"kills, pauses and restarts brokers ({','.join(COMMAND_NEMESIS_OPS)}); network "
-                "partitions and ZooKeeper session expiry need a local cluster "
-                "(`minikafka cluster up`, with --network netns for partitions)"
+                f"kills, pauses, restarts and cuts off brokers ({','.join(COMMAND_NEMESIS_OPS)}); "
+                "ZooKeeper session expiry needs a local cluster (`minikafka cluster up`)"
             )
     elif any(op in NETWORK_OPS for op in ops) and cluster.network != "netns":
         raise ValueError("network partitions need a cluster started with --network netns (as root)")

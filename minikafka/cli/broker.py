@@ -13,8 +13,8 @@ import click
 import uvloop
 
 from minikafka.cli.client_options import parse_key_values
+from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import KafkaError
-from minikafka.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 

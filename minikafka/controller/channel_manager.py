@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
 from minikafka.client.connection import BrokerConnection, NetworkError
-from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.common import PLAINTEXT, LeaderAndIsr, TopicPartition
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import KafkaError, RequestTimedOutError
 from minikafka.protocol.messages import (
@@ -67,8 +67,11 @@ class BrokerRequestSender(Protocol):
         ...
 
 
-def broker_node(info: BrokerInfo) -> BrokerNode:
-    return BrokerNode(info.id, info.host, info.port, info.rack)
+def broker_node(info: BrokerInfo, inter_broker_listener: str = PLAINTEXT) -> BrokerNode:
+    """A live broker as the controller describes it to the brokers: its inter-broker
+    address, and all of its advertised listeners."""
+    ep = info.inter_broker_endpoint(inter_broker_listener)
+    return BrokerNode(info.id, ep.host, ep.port, info.rack, list(info.endpoints))
 
 
 # --- ControllerChannelManager ------------------------------------------------------------------
@@ -164,19 +167,23 @@ class ControllerChannelManager:
         retry_backoff_ms: int = 100,
         max_retry_backoff_ms: int = 1000,
         connection_factory: ConnectionFactory | None = None,
+        inter_broker_listener: str = PLAINTEXT,
     ) -> None:
         self.controller_id = controller_id
         self._request_timeout_s = request_timeout_ms / 1000
         self._retry_backoff_s = retry_backoff_ms / 1000
         self._max_retry_backoff_s = max_retry_backoff_ms / 1000
-        self._connect: ConnectionFactory = connection_factory or (
-            lambda b: BrokerConnection(
-                b.host,
-                b.port,
+
+        def connect(broker: BrokerInfo) -> BrokerConnection:
+            ep = broker.inter_broker_endpoint(inter_broker_listener)
+            return BrokerConnection(
+                ep.host,
+                ep.port,
                 client_id=f"controller-{controller_id}",
                 connect_timeout_s=connect_timeout_ms / 1000,
             )
-        )
+
+        self._connect: ConnectionFactory = connection_factory or connect
         self._brokers: dict[int, _RequestSendTask] = {}
         self._stopping: set[asyncio.Task[None]] = set()
 
@@ -245,8 +252,10 @@ class ControllerBrokerRequestBatch:
         context: ControllerContext,
         sender: BrokerRequestSender,
         stop_replica_callback: StopReplicaCallback | None = None,
+        inter_broker_listener: str = PLAINTEXT,
     ) -> None:
         self.controller_id = controller_id
+        self.inter_broker_listener = inter_broker_listener
         self.context = context
         self.sender = sender
         self.stop_replica_callback = stop_replica_callback
@@ -366,7 +375,8 @@ class ControllerBrokerRequestBatch:
                         broker_epoch=ctx.broker_epoch(broker_id),
                         partition_states=[states[tp] for tp in ctx.sorted_partitions(states)],
                         live_leaders=[
-                            broker_node(ctx.live_brokers[b]) for b in sorted(leader_ids & live)
+                            broker_node(ctx.live_brokers[b], self.inter_broker_listener)
+                            for b in sorted(leader_ids & live)
                         ],
                     ),
                 )
@@ -376,7 +386,10 @@ class ControllerBrokerRequestBatch:
                     self.update_metadata_partitions[tp]
                     for tp in ctx.sorted_partitions(self.update_metadata_partitions)
                 ]
-                live_brokers = [broker_node(ctx.live_brokers[b]) for b in sorted(live)]
+                live_brokers = [
+                    broker_node(ctx.live_brokers[b], self.inter_broker_listener)
+                    for b in sorted(live)
+                ]
                 deleted = sorted(self.update_metadata_deleted_topics)
                 for broker_id in sorted(self.update_metadata_brokers & live):
                     self.sender.send(

@@ -25,6 +25,7 @@ from enum import Enum
 
 from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import (
     BrokerRequestSender,
     ControllerBrokerRequestBatch,
@@ -52,7 +53,6 @@ from minikafka.protocol.errors import (
     StaleBrokerEpochError,
 )
 from minikafka.protocol.messages import StopReplicaResponse
-from minikafka.server.config import BrokerConfig
 from minikafka.storage.log_config import parse_bool
 from minikafka.zk.client import ControllerMovedError, ZkError, ZkNodeExistsError, ZkNoNodeError
 
@@ -211,16 +211,23 @@ class KafkaController:
         self.broker_id = config.broker_id
         self.zk = zk
         self.clock = clock
+        inter_broker_listener = config.resolved_listeners().inter_broker
         self.channel: BrokerRequestSender = (
             channel
             if channel is not None
             else ControllerChannelManager(
-                config.broker_id, request_timeout_ms=config.controller_socket_timeout_ms
+                config.broker_id,
+                request_timeout_ms=config.controller_socket_timeout_ms,
+                inter_broker_listener=inter_broker_listener,
             )
         )
         self.context = ControllerContext()
         self._batch = ControllerBrokerRequestBatch(
-            config.broker_id, self.context, self.channel, self._on_stop_replica_response
+            config.broker_id,
+            self.context,
+            self.channel,
+            self._on_stop_replica_response,
+            inter_broker_listener,
         )
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
         self._event_task: asyncio.Task[None] | None = None

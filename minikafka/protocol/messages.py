@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from minikafka.common import Endpoint
 from minikafka.protocol.schema import Records, RecordsValue
 
 # Fetch / ListOffsets replica ids (Kafka's)
@@ -76,6 +77,10 @@ class BrokerNode:
     host: str
     port: int
     rack: str | None = None
+    # In UpdateMetadata: every advertised listener of the broker (host/port above are its
+    # inter-broker listener's), so each broker can answer a client with the addresses on the
+    # listener the client came in on. Empty in what clients receive.
+    endpoints: list[Endpoint] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

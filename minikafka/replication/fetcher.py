@@ -25,6 +25,7 @@ from enum import Enum
 
 from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.common import TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import ErrorCode, KafkaError, error_for_code
 from minikafka.protocol.messages import (
     NO_LEADER_EPOCH,
@@ -41,7 +42,6 @@ from minikafka.protocol.messages import (
 )
 from minikafka.replication.fetch_session import FetchSessionHandler, PartitionData
 from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
-from minikafka.server.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 

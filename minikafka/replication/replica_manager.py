@@ -18,6 +18,7 @@ from typing import Protocol, cast
 
 from minikafka.clock import Clock
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import (
     ErrorCode,
     InvalidRequiredAcksError,
@@ -77,7 +78,6 @@ from minikafka.replication.partition_state import (
 )
 from minikafka.replication.purgatory import Purgatory
 from minikafka.server.broker_topic_stats import BrokerTopicStats
-from minikafka.server.config import BrokerConfig
 from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig

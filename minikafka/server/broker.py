@@ -17,18 +17,18 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.clock import SYSTEM_CLOCK, Clock
-from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.common import Endpoint, LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig, parse_admin_listener
+from minikafka.config.listeners import Listeners
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
-from minikafka.server.config import BrokerConfig, parse_admin_listener
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
@@ -49,15 +49,6 @@ RECOVERY_POINT_CHECKPOINT_INTERVAL_MS = 60_000
 # Not a Kafka property: `minikafka cluster` sets this so that it can expire our ZooKeeper
 # session on demand (LocalCluster.expire_session). Unset, nothing is written.
 ZK_SESSION_FILE_ENV = "MINIKAFKA_ZK_SESSION_FILE"
-
-
-def parse_listener(listener: str) -> tuple[str, int]:
-    """`PLAINTEXT://host:port` → (host, port); the first listener is the one we serve."""
-    first = listener.split(",")[0].strip()
-    parts = urlsplit(first)
-    if parts.scheme.upper() != "PLAINTEXT" or parts.port is None:
-        raise ValueError(f"unsupported listener {first!r}: expected PLAINTEXT://host:port")
-    return parts.hostname or "", parts.port
 
 
 class KafkaServer:
@@ -88,8 +79,12 @@ class KafkaServer:
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
-        self.socket_server: SocketServer | None = None
+        # One socket server per listener (`listeners`), by listener name.
+        self.socket_servers: dict[str, SocketServer] = {}
         self.broker_epoch = -1
+        # Advertised endpoints, as registered in /brokers/ids/<id>; `advertised` is the
+        # inter-broker one's (host, port).
+        self.advertised_endpoints: tuple[Endpoint, ...] = ()
         self.advertised: tuple[str, int] = ("", 0)
         self._tasks: list[asyncio.Task[None]] = []
         self._session_lost = False
@@ -165,15 +160,19 @@ class KafkaServer:
             self.controller,
             self.clock.now_ms,
         )
-        host, port = parse_listener(self.config.listeners)
-        self.socket_server = SocketServer(
-            self.apis.handle,
-            host or "0.0.0.0",
-            port,
-            max_frame_bytes=self.config.socket_request_max_bytes,
-        )
-        await self.socket_server.start()
-        self.advertised = self._advertised_endpoint(host, self.socket_server.port)
+        listeners = self.config.resolved_listeners()
+        for ep in listeners.bind:
+            server = SocketServer(
+                self.apis.handler_for(ep.listener),
+                ep.host or "0.0.0.0",
+                ep.port,
+                max_frame_bytes=self.config.socket_request_max_bytes,
+            )
+            self.socket_servers[ep.listener] = server
+            await server.start()
+        self.advertised_endpoints = self._advertised_endpoints(listeners)
+        inter = next(e for e in self.advertised_endpoints if e.listener == listeners.inter_broker)
+        self.advertised = (inter.host, inter.port)
         if self.config.admin_listeners is not None:
             # Imported only when asked for: aiohttp's server side and prometheus_client
             # add to every broker's start-up.
@@ -194,17 +193,21 @@ class KafkaServer:
             len(logs),
         )
 
-    def _advertised_endpoint(self, bind_host: str, bound_port: int) -> tuple[str, int]:
-        if self.config.advertised_listeners:
-            host, port = parse_listener(self.config.advertised_listeners)
-        else:
-            host, port = bind_host, bound_port
-        # Port 0 means "any free port": advertise the one we got.
-        return (host or socket.getfqdn(), port or bound_port)
+    def _advertised_endpoints(self, listeners: Listeners) -> tuple[Endpoint, ...]:
+        bound = {e.listener: e for e in listeners.bind}
+        out = []
+        for e in listeners.advertised:
+            # An empty host: this machine's name (Kafka: the canonical host name); port 0:
+            # the port the listener got.
+            host = e.host or bound[e.listener].host or socket.getfqdn()
+            port = e.port or self.socket_servers[e.listener].port
+            out.append(Endpoint(e.listener, host, port))
+        return tuple(out)
 
     async def _register(self) -> None:
-        host, port = self.advertised
-        info = BrokerInfo(self.broker_id, host, port, self.config.broker_rack)
+        info = BrokerInfo.from_endpoints(
+            self.broker_id, self.advertised_endpoints, self.config.broker_rack
+        )
         # A restart within the session timeout finds our old registration still there.
         self.broker_epoch = await asyncio.to_thread(
             self.zk.register_broker, info, self.config.zookeeper_session_timeout_ms + 5000
@@ -334,7 +337,8 @@ class KafkaServer:
         info = await asyncio.to_thread(self.zk.get_broker, controller_id)
         if info is None:
             raise NetworkError(f"controller {controller_id} is not registered")
-        conn = BrokerConnection(info.host, info.port, client_id=f"broker-{self.broker_id}")
+        ep = info.inter_broker_endpoint(self.config.resolved_listeners().inter_broker)
+        conn = BrokerConnection(ep.host, ep.port, client_id=f"broker-{self.broker_id}")
         await conn.connect()
         try:
             resp: ControlledShutdownResponse = await conn.send(
@@ -348,8 +352,8 @@ class KafkaServer:
         return list(resp.remaining_partitions)
 
     async def _stop_socket_server(self) -> None:
-        if self.socket_server is not None:
-            await self.socket_server.stop()
+        for server in self.socket_servers.values():
+            await server.stop()
 
     async def _stop_admin_server(self) -> None:
         if self.admin_server is not None:

@@ -9,7 +9,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
-from minikafka.common import TopicPartition
+from minikafka.common import PLAINTEXT, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.controller.assignment import (
     assign_replicas,
     new_partitions_assignment,
@@ -67,9 +68,8 @@ from minikafka.protocol.messages import (
 )
 from minikafka.protocol.schema import FileRegion
 from minikafka.replication.replica_manager import ReplicaManager
-from minikafka.server.config import BrokerConfig
 from minikafka.server.metadata_cache import MetadataCache
-from minikafka.server.network import NO_RESPONSE
+from minikafka.server.network import NO_RESPONSE, Handler
 from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkNoNodeError
 
 log = logging.getLogger(__name__)
@@ -138,6 +138,18 @@ class KafkaApis:
             DescribeReplicasRequest: self.handle_describe_replicas,
         }
 
+    def handler_for(self, listener: str) -> Handler:
+        """The socket server's handler for one listener: Metadata answers with the brokers'
+        addresses on the listener the request came in on (as Kafka does), so a client that
+        bootstrapped from an external address is sent external addresses."""
+
+        async def handle(header: RequestHeader, request: Any) -> Any:
+            if isinstance(request, MetadataRequest):
+                return await self.handle_metadata(request, listener)
+            return await self.handle(header, request)
+
+        return handle
+
     async def handle(self, header: RequestHeader, request: Any) -> Any:
         handler = self._handlers.get(type(request))
         if handler is None:
@@ -154,9 +166,11 @@ class KafkaApis:
         ]
         return ApiVersionsResponse(int(ErrorCode.NONE), keys)
 
-    async def handle_metadata(self, req: MetadataRequest) -> MetadataResponse:
+    async def handle_metadata(
+        self, req: MetadataRequest, listener: str = PLAINTEXT
+    ) -> MetadataResponse:
         return MetadataResponse(
-            sorted(self.cache.live_brokers.values(), key=lambda b: b.node_id),
+            self.cache.alive_brokers_on(listener),
             self.cache.controller_id,
             self.cache.get_topic_metadata(req.topics),
         )

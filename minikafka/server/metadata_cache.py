@@ -53,6 +53,20 @@ class MetadataCache:
         except TimeoutError:
             return False
 
+    def alive_brokers_on(self, listener: str) -> list[BrokerNode]:
+        """Live brokers with their address on `listener`, sorted by id (Kafka's
+        getAliveBrokerNodes(listenerName)): a broker without that listener is left out. A
+        broker described without endpoints has just the one listener (host/port)."""
+        nodes = []
+        for b in sorted(self.live_brokers.values(), key=lambda b: b.node_id):
+            if not b.endpoints:
+                nodes.append(b)
+                continue
+            ep = next((e for e in b.endpoints if e.listener == listener), None)
+            if ep is not None:
+                nodes.append(BrokerNode(b.node_id, ep.host, ep.port, b.rack))
+        return nodes
+
     def topics(self) -> list[str]:
         return sorted(self._partitions)
 

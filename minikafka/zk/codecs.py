@@ -7,15 +7,15 @@ offending field on anything else, so a corrupt znode is reported, never half-par
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.common import PLAINTEXT, Endpoint, LeaderAndIsr, TopicPartition
 
-PLAINTEXT = "PLAINTEXT"
 BROKER_INFO_VERSION = 4
 TOPIC_ASSIGNMENT_VERSION = 2
 PARTITION_STATE_VERSION = 1
@@ -38,6 +38,37 @@ class BrokerInfo:
     port: int
     rack: str | None = None
     epoch: int = -1
+    # Every advertised listener. Empty: the one PLAINTEXT listener at host:port. host/port
+    # are the PLAINTEXT listener's where there is one (what Kafka's JSON carries), else the
+    # first listener's.
+    endpoints: tuple[Endpoint, ...] = ()
+
+    @classmethod
+    def from_endpoints(
+        cls, broker_id: int, endpoints: Sequence[Endpoint], rack: str | None = None
+    ) -> BrokerInfo:
+        primary = next((e for e in endpoints if e.listener == PLAINTEXT), endpoints[0])
+        only_plaintext = len(endpoints) == 1 and primary.listener == PLAINTEXT
+        return cls(
+            broker_id,
+            primary.host,
+            primary.port,
+            rack,
+            endpoints=() if only_plaintext else tuple(endpoints),
+        )
+
+    def all_endpoints(self) -> tuple[Endpoint, ...]:
+        return self.endpoints or (Endpoint(PLAINTEXT, self.host, self.port),)
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        """This broker's address on `listener`, None if it has no such listener."""
+        return next((e for e in self.all_endpoints() if e.listener == listener), None)
+
+    def inter_broker_endpoint(self, listener: str) -> Endpoint:
+        """Where other brokers reach this one: its address on the inter-broker listener
+        (every broker is configured with the same); a broker without that listener is
+        reached at its registration's host/port."""
+        return self.endpoint(listener) or Endpoint(listener, self.host, self.port)
 
 
 def _now_ms() -> int:
@@ -102,12 +133,15 @@ def _check_version(obj: Mapping[str, Any], what: str, supported: Iterable[int]) 
 
 
 def encode_broker_info(info: BrokerInfo, timestamp_ms: int | None = None) -> bytes:
+    endpoints = info.all_endpoints()
+    plaintext = info.endpoint(PLAINTEXT)
     obj: dict[str, Any] = {
         "version": BROKER_INFO_VERSION,
-        "host": info.host,
-        "port": info.port,
-        "endpoints": [f"{PLAINTEXT}://{info.host}:{info.port}"],
-        "listener_security_protocol_map": {PLAINTEXT: PLAINTEXT},
+        # As Kafka writes them: host/port only for a listener named PLAINTEXT.
+        "host": plaintext.host if plaintext else None,
+        "port": plaintext.port if plaintext else -1,
+        "endpoints": [str(e) for e in endpoints],
+        "listener_security_protocol_map": {e.listener: PLAINTEXT for e in endpoints},
         "jmx_port": -1,
         "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
     }
@@ -136,16 +170,17 @@ def decode_broker_info(broker_id: int, data: bytes | str | None, epoch: int = -1
         raise ValueError(f"{what}: field 'rack' must be a string, got {rack!r}")
     host = obj.get("host")
     port = obj.get("port")
+    endpoints = obj.get("endpoints")
     # Kafka writes host/port only for a PLAINTEXT listener; otherwise they are null and the
     # endpoints list is authoritative.
-    if isinstance(host, str) and host and port not in (None, -1):
-        return BrokerInfo(broker_id, host, _int(port, what, "port"), rack, epoch)
-    endpoints = _field(obj, "endpoints", what)
     if not isinstance(endpoints, list) or not endpoints:
+        if isinstance(host, str) and host and port not in (None, -1):
+            return BrokerInfo(broker_id, host, _int(port, what, "port"), rack, epoch)
+        _field(obj, "endpoints", what)  # names a missing field
         raise ValueError(f"{what}: no host/port and no endpoints")
     parsed = [_parse_endpoint(e, what) for e in endpoints]
-    _, ep_host, ep_port = next((p for p in parsed if p[0] == PLAINTEXT), parsed[0])
-    return BrokerInfo(broker_id, ep_host, ep_port, rack, epoch)
+    info = BrokerInfo.from_endpoints(broker_id, [Endpoint(*p) for p in parsed], rack)
+    return dataclasses.replace(info, epoch=epoch)
 
 
 # --- /brokers/topics/<t> ----------------------------------------------------------------

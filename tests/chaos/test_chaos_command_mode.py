@@ -342,11 +342,28 @@ def test_a_missing_or_hanging_command_raises(tmp_path: Path) -> None:
         hanging.pause(1)
 
 
-def test_network_faults_and_session_expiry_are_refused_by_the_cluster(tmp_path: Path) -> None:
+def test_session_expiry_is_refused_by_the_cluster(tmp_path: Path) -> None:
     cc = CommandCluster("localhost:1", "localhost:2", fake_command(tmp_path, "true"))
-    for fault in (cc.isolate, cc.partition_from_brokers, cc.expire_session):
-        with pytest.raises(Exception, match="need a local cluster"):
-            fault(1)
+    with pytest.raises(Exception, match="needs a local cluster"):
+        cc.expire_session(1)
+
+
+def test_network_cuts_run_the_command_and_heal_all_heals_what_was_cut(tmp_path: Path) -> None:
+    calls = tmp_path / "calls"
+    cc = CommandCluster(
+        "localhost:1", "localhost:2", fake_command(tmp_path, f'echo "$1 $2" >> {calls}')
+    )
+    cc.isolate(2)
+    cc.partition_from_brokers(3)
+    cc.heal(2)
+    cc.heal(None)  # only broker 3 is still cut
+    cc.heal(None)  # nothing is
+    assert calls.read_text().splitlines() == [
+        "isolate 2",
+        "partition-from-brokers 3",
+        "heal 2",
+        "heal 3",
+    ]
 
 
 # --- option validation ---------------------------------------------------------------------
@@ -382,7 +399,7 @@ def test_option_errors(args: list[str], message: str) -> None:
     assert message in result.output
 
 
-@pytest.mark.parametrize("nemesis", ["partition", "zk-expire", "kill,isr-change-zk-expire"])
+@pytest.mark.parametrize("nemesis", ["zk-expire", "kill,isr-change-zk-expire"])
 def test_faults_a_command_cannot_do_are_refused_before_anything_runs(nemesis: str) -> None:
     # Nothing listens on these ports: the refusal comes before any connection.
     result = CliRunner().invoke(cli, ["chaos", *COMMAND_MODE, "--nemesis", nemesis])

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from minikafka.server.config import parse_properties
+from minikafka.config.broker import parse_properties
 from minikafka.zk import paths
 from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
 

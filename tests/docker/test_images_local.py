@@ -1,11 +1,13 @@
-"""Run what the images run, on this machine (there is no Docker engine here).
+"""Run what the images run, on this machine, without a Docker engine (the real containers
+are tests/docker/test_compose_cluster.py's).
 
 ZooKeeper starts with the zookeeper image's CMD and is probed with docker-compose.yml's
 healthcheck; three brokers start through docker/broker-entrypoint.sh with the compose
-file's environment (ports moved to free ones, advertised names to 127.0.0.1, data to a temp
-dir) and are probed with docker/broker-healthcheck.py; then a topic with three replicas takes
-writes with acks=all and reads them back, and SIGTERM (what `docker stop` sends) stops every
-broker cleanly through the entrypoint's exec.
+file's environment (every port moved to a free one: the INTERNAL and EXTERNAL listeners and
+the admin endpoint; advertised names to 127.0.0.1, data to a temp dir) and are probed with
+docker/broker-healthcheck.py; then a topic with three replicas takes writes with acks=all
+through the EXTERNAL ports and reads them back, and SIGTERM (what `docker stop` sends) stops
+every broker cleanly through the entrypoint's exec.
 
 By default the `minikafka` of this venv runs. To try the code on other libraries, e.g.
 Debian bookworm's packages unpacked with `dpkg -x`, point IMAGE_TEST_PYTHON at an
@@ -136,12 +138,17 @@ def test_brokers_from_the_entrypoint_become_healthy_and_replicate(
     brokers: dict[str, tuple[subprocess.Popen[bytes], Path, int]] = {}
     try:
         for name in BROKERS:
-            port = pick_free_port()
+            internal, port, admin = pick_free_port(), pick_free_port(), pick_free_port()
             env = environment(services()[name])
+            # The compose file's listener names and settings, on ports of this test's own.
+            assert env["LISTENERS"] == "INTERNAL://0.0.0.0:19092,EXTERNAL://0.0.0.0:9092"
             env.update(
                 ZOOKEEPER_CONNECT=f"127.0.0.1:{zk_port}",
-                LISTENERS=f"PLAINTEXT://0.0.0.0:{port}",
-                ADVERTISED_LISTENERS=f"PLAINTEXT://127.0.0.1:{port}",
+                LISTENERS=f"INTERNAL://0.0.0.0:{internal},EXTERNAL://0.0.0.0:{port}",
+                ADVERTISED_LISTENERS=(
+                    f"INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{port}"
+                ),
+                MINIKAFKA_ADMIN_LISTENERS=f"http://127.0.0.1:{admin}",
                 LOG_DIRS=str(tmp_path / name / "data"),
                 SERVER_PROPERTIES=str(tmp_path / name / "server.properties"),
             )

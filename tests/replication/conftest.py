@@ -18,6 +18,7 @@ import pytest
 from minikafka.client.connection import BrokerConnection
 from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.messages import (
     BrokerNode,
     FetchPartition,
@@ -32,7 +33,6 @@ from minikafka.protocol.messages import (
 )
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
-from minikafka.server.config import BrokerConfig
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer

@@ -17,8 +17,8 @@ import pytest
 
 from minikafka.clock import ManualClock
 from minikafka.common import TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.server.broker import KafkaServer
-from minikafka.server.config import BrokerConfig
 from minikafka.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,

@@ -48,6 +48,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from minikafka.client.connection import BrokerConnection
 from minikafka.clock import ManualClock
 from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.framing import decode_response, encode_response
 from minikafka.protocol.messages import (
@@ -62,7 +63,6 @@ from minikafka.protocol.messages import (
 from minikafka.replication.fetcher import FetchPhase, ReplicaFetcher
 from minikafka.replication.partition import Partition
 from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
-from minikafka.server.config import BrokerConfig
 from minikafka.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig

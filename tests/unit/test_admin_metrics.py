@@ -14,11 +14,11 @@ from minikafka.admin_http.metrics import (
     render,
 )
 from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig, parse_admin_listener
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.protocol.messages import ReplicaState
 from minikafka.server.broker_topic_stats import BrokerTopicStats, TopicStats
-from minikafka.server.config import BrokerConfig, parse_admin_listener
 from minikafka.zk.codecs import BrokerInfo
 
 

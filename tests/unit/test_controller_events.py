@@ -17,6 +17,7 @@ import pytest
 
 from minikafka.client.connection import BrokerConnection
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import (
     ControllerBrokerRequestBatch,
     ControllerChannelManager,
@@ -44,7 +45,6 @@ from minikafka.protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from minikafka.server.config import BrokerConfig
 from minikafka.server.network import SocketServer
 from minikafka.zk.client import ControllerMovedError, ZkNodeExistsError, ZkNoNodeError
 from minikafka.zk.codecs import BrokerInfo

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.common import Endpoint, LeaderAndIsr, TopicPartition
 from minikafka.zk import codecs, paths
 from minikafka.zk.codecs import BrokerInfo
 
@@ -54,7 +54,42 @@ def test_broker_info_decodes_kafkas_own_registration() -> None:
         b'"endpoints":["SASL_PLAINTEXT://[::1]:9093"],"jmx_port":9999,"port":-1,"host":null,'
         b'"version":5,"timestamp":"1700000000000"}'
     )
-    assert codecs.decode_broker_info(3, kafka) == BrokerInfo(3, "::1", 9093)
+    sasl = Endpoint("SASL_PLAINTEXT", "::1", 9093)
+    assert codecs.decode_broker_info(3, kafka) == BrokerInfo(3, "::1", 9093, endpoints=(sasl,))
+
+
+def test_broker_info_with_two_listeners_is_kafkas_json() -> None:
+    internal = Endpoint("INTERNAL", "broker1", 19092)
+    external = Endpoint("EXTERNAL", "localhost", 9092)
+    info = BrokerInfo.from_endpoints(1, [internal, external], rack="r1")
+    data = codecs.encode_broker_info(info, timestamp_ms=5)
+    obj = parsed(data)
+    assert isinstance(obj, dict)
+    # No listener is named PLAINTEXT: host and port are null, as Kafka writes them.
+    assert (obj["host"], obj["port"]) == (None, -1)
+    assert obj["endpoints"] == ["INTERNAL://broker1:19092", "EXTERNAL://localhost:9092"]
+    assert obj["listener_security_protocol_map"] == {
+        "INTERNAL": "PLAINTEXT",
+        "EXTERNAL": "PLAINTEXT",
+    }
+    decoded = codecs.decode_broker_info(1, data, epoch=9)
+    assert decoded.endpoint("EXTERNAL") == external
+    assert decoded.endpoint("INTERNAL") == internal
+    assert decoded.endpoint("PLAINTEXT") is None
+    assert decoded.all_endpoints() == (internal, external)
+    assert (decoded.rack, decoded.epoch) == ("r1", 9)
+
+
+def test_broker_info_host_port_are_the_plaintext_listeners() -> None:
+    eps = [Endpoint("REPLICATION", "10.0.0.1", 19092), Endpoint("PLAINTEXT", "::1", 9092)]
+    data = codecs.encode_broker_info(BrokerInfo.from_endpoints(2, eps), timestamp_ms=5)
+    obj = parsed(data)
+    assert isinstance(obj, dict)
+    assert (obj["host"], obj["port"]) == ("::1", 9092)
+    assert obj["endpoints"] == ["REPLICATION://10.0.0.1:19092", "PLAINTEXT://[::1]:9092"]
+    decoded = codecs.decode_broker_info(2, data)
+    assert (decoded.host, decoded.port) == ("::1", 9092)
+    assert decoded.all_endpoints() == tuple(eps)
 
 
 def test_topic_assignment_is_kafkas_v2_json() -> None:

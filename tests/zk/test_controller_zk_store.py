@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import ControllerRequest, ResponseCallback
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
-from minikafka.server.config import BrokerConfig
 from minikafka.zk.client import (
     BrokerInfo,
     ControllerMovedError,

@@ -11,6 +11,7 @@ from typing import cast
 import pytest
 
 from minikafka.common import TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import (
@@ -22,7 +23,6 @@ from minikafka.protocol.messages import (
     UpdateMetadataRequest,
 )
 from minikafka.replication.replica_manager import ReplicaManager
-from minikafka.server.config import BrokerConfig
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.zk.client import (

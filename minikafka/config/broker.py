@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 
@@ -67,6 +68,8 @@ class BrokerConfig:
     broker_id: int = -1
     listeners: str = "PLAINTEXT://:9092"
     advertised_listeners: str | None = None
+    listener_security_protocol_map: str | None = None
+    inter_broker_listener_name: str | None = None
     log_dirs: tuple[str, ...] = ("/tmp/kafka-logs",)
     zookeeper_connect: str = "localhost:2181"
     zookeeper_session_timeout_ms: int = 18000
@@ -194,9 +197,23 @@ class BrokerConfig:
                 parse_admin_listener(self.admin_listeners)
             except ValueError as e:
                 raise InvalidConfigError(f"admin.listeners: {e}") from e
+        self.resolved_listeners()
         if self.max_incremental_fetch_session_cache_slots < 0:
             raise InvalidConfigError("max.incremental.fetch.session.cache.slots must be >= 0")
         self.log_config().validate()
+
+    def resolved_listeners(self) -> Listeners:
+        """listeners, advertised.listeners, the protocol map and the inter-broker listener,
+        checked together (InvalidConfigError naming the setting)."""
+        try:
+            return resolve_listeners(
+                self.listeners,
+                self.advertised_listeners,
+                self.listener_security_protocol_map,
+                self.inter_broker_listener_name,
+            )
+        except ListenerConfigError as e:
+            raise InvalidConfigError(str(e)) from e
 
     def log_config(self) -> LogConfig:
         """Default topic config derived from the broker's log.* settings."""

@@ -1,0 +1,194 @@
+"""The docker-compose cluster (docker-compose.yml) driven from the host, as a user runs it.
+
+A `ComposeCluster` is one compose project: its own project name (containers, network and
+volumes of its own) and its own host ports for ZooKeeper, the brokers' EXTERNAL listeners
+and their admin endpoints, given through the compose file's variables. Faults go through
+scripts/docker-fault.sh, the script users run. Used by the Docker tests and
+scripts/bench_docker.py; the repository checkout is where the compose file and scripts are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.zk import paths
+from minikafka.zk.client import ZkClient
+from minikafka.zk.server import pick_free_port
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+BASE_IMAGE = "debian:bookworm-slim"
+BROKERS = (1, 2, 3)
+
+
+def _run(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def docker_problem(root: Path = REPOSITORY) -> str | None:
+    """Why a compose cluster cannot run here, or None. Creates the base image with
+    scripts/docker-base-image.sh when it is missing and this is root."""
+    if shutil.which("docker") is None:
+        return "no docker command on PATH"
+    try:
+        info = _run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=30)
+        if info.returncode != 0:
+            return f"the Docker engine does not answer: {info.stderr.strip()}"
+        if _run(["docker", "compose", "version"], timeout=30).returncode != 0:
+            return "`docker compose` (Compose v2, the CLI plugin) is missing"
+    except subprocess.TimeoutExpired:
+        return "the Docker engine did not answer within 30 s"
+    if _run(["docker", "image", "inspect", BASE_IMAGE]).returncode != 0:
+        if os.geteuid() != 0:
+            return (
+                f"no {BASE_IMAGE} image, and creating it (scripts/docker-base-image.sh) needs root"
+            )
+        made = _run([str(root / "scripts" / "docker-base-image.sh")], timeout=900)
+        if made.returncode != 0:
+            return f"scripts/docker-base-image.sh failed: {made.stderr.strip()[-2000:]}"
+    return None
+
+
+def wait_for(
+    what: str, check: Callable[[], object], timeout: float, interval: float = 0.2
+) -> float:
+    """Poll until `check()` is truthy; the seconds it took. TimeoutError after `timeout`."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+    return time.monotonic() - start
+
+
+class ComposeError(RuntimeError):
+    pass
+
+
+class ComposeCluster:
+    def __init__(
+        self,
+        session_timeout_ms: int | None = None,
+        *,
+        name: str | None = None,
+        root: Path = REPOSITORY,
+    ) -> None:
+        self.name = name or f"minikafka-test-{uuid.uuid4().hex[:8]}"
+        self.root = root
+        self.compose_file = root / "docker-compose.yml"
+        self.zookeeper_port = pick_free_port("127.0.0.1")
+        self.broker_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
+        self.admin_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
+        self.env = {
+            **os.environ,
+            "COMPOSE_PROJECT_NAME": self.name,
+            "MINIKAFKA_ZOOKEEPER_PORT": str(self.zookeeper_port),
+            **{f"MINIKAFKA_BROKER{b}_PORT": str(p) for b, p in self.broker_ports.items()},
+            **{f"MINIKAFKA_BROKER{b}_ADMIN_PORT": str(p) for b, p in self.admin_ports.items()},
+        }
+        if session_timeout_ms is not None:
+            self.env["MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = str(session_timeout_ms)
+        self._zk: ZkClient | None = None
+
+    # --- compose ---------------------------------------------------------------------------
+
+    def compose(self, *args: str, timeout: float = 900, check: bool = True) -> str:
+        """`docker compose ARGS` for this project; its stdout (ComposeError if it fails)."""
+        argv = ["docker", "compose", "-f", str(self.compose_file), "-p", self.name, *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env)
+        if check and done.returncode != 0:
+            raise ComposeError(
+                f"`docker compose {' '.join(args)}` exited {done.returncode}:\n"
+                f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            )
+        return done.stdout
+
+    def up(self, *extra: str) -> None:
+        """`docker compose up -d --wait` (add --build for images of this checkout)."""
+        self.compose("up", "-d", "--wait", *extra)
+
+    def down(self, *extra: str) -> None:
+        self.close_zk()
+        self.compose("down", *extra, timeout=300)
+
+    def logs(self, service: str | None = None, tail: int = 200) -> str:
+        args = ["logs", "--no-color", "--tail", str(tail)]
+        return self.compose(*args, *([service] if service else []), check=False)
+
+    def container(self, service: str) -> str:
+        cid = self.compose("ps", "--all", "--quiet", service).strip().splitlines()
+        if not cid:
+            raise ComposeError(f"no container for {service} in project {self.name}")
+        return cid[0]
+
+    def state(self, service: str) -> Mapping[str, Any]:
+        """`docker inspect`'s State of the service's container (Status, ExitCode, Health...)."""
+        out = _run(["docker", "inspect", self.container(service)]).stdout
+        state: Mapping[str, Any] = json.loads(out)[0]["State"]
+        return state
+
+    def volumes(self) -> list[str]:
+        label = f"label=com.docker.compose.project={self.name}"
+        out = _run(["docker", "volume", "ls", "--quiet", "--filter", label]).stdout
+        return sorted(out.split())
+
+    def fault(self, op: str, target: int | str) -> str:
+        """scripts/docker-fault.sh OP TARGET for this project; the state it prints."""
+        script = self.root / "scripts" / "docker-fault.sh"
+        done = subprocess.run(
+            [str(script), op, str(target)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=self.env,
+        )
+        if done.returncode != 0:
+            raise ComposeError(f"docker-fault.sh {op} {target}: {done.stderr}")
+        return done.stdout.strip()
+
+    # --- addresses -------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"localhost:{p}" for p in self.broker_ports.values())
+
+    def bootstrap_without(self, broker: int) -> str:
+        return ",".join(f"localhost:{p}" for b, p in self.broker_ports.items() if b != broker)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return f"127.0.0.1:{self.zookeeper_port}"
+
+    # --- ZooKeeper's view ------------------------------------------------------------------
+
+    def zk(self) -> ZkClient:
+        if self._zk is None:
+            self._zk = ZkClient(self.zookeeper_connect, session_timeout_ms=30000)
+            self._zk.start()
+        return self._zk
+
+    def close_zk(self) -> None:
+        if self._zk is not None:
+            self._zk.close()
+            self._zk = None
+
+    def partition_state(self, topic: str, partition: int) -> LeaderAndIsr | None:
+        return self.zk().get_partition_state(TopicPartition(topic, partition))
+
+    def partition_state_mtime_ms(self, topic: str, partition: int) -> int:
+        """When the partition's state znode was last written (ZooKeeper's clock)."""
+        stat = self.zk().stat(paths.partition_state(topic, partition))
+        if stat is None:
+            raise ComposeError(f"no state znode for {topic}-{partition}")
+        return int(stat.mtime)
+
+    def controller(self) -> int | None:
+        return self.zk().get_controller_id()

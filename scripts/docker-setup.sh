@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Make this machine ready for `docker compose up -d --wait` and the tests in tests/docker:
+#
+#   1. the Docker engine answers (started if it is installed but not running);
+#   2. `docker compose` is Compose v2 (the CLI plugin) and `docker buildx` is there: where
+#      they are missing (Debian bookworm packages only Compose v1 as `docker-compose`), the
+#      plugins are taken from Debian's own docker-compose and docker-buildx packages of the
+#      next release (static Go programs) and put into /usr/local/lib/docker/cli-plugins;
+#   3. the base image debian:bookworm-slim exists (scripts/docker-base-image.sh builds it
+#      from Debian's packages on a machine that cannot pull from a registry).
+#
+#   scripts/docker-setup.sh          (root for anything it has to install or start)
+#
+# Every step that finds its part in place does nothing. Exits non-zero, saying what is
+# missing, when a step cannot be done.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+mirror=${MIRROR:-http://deb.debian.org/debian}
+plugin_dir=/usr/local/lib/docker/cli-plugins
+# The Debian release whose docker-compose package is Compose v2 (bookworm's is v1).
+plugin_release=${PLUGIN_RELEASE:-trixie}
+
+say() { echo "docker-setup: $*" >&2; }
+die() {
+    say "$*"
+    exit 1
+}
+
+command -v docker >/dev/null ||
+    die "no docker command; install a Docker Engine (Debian: apt-get install docker.io)"
+
+# 1. The engine.
+if ! docker info >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || die "the Docker engine does not answer, and starting it needs root"
+    say "the Docker engine does not answer; starting it"
+    if command -v systemctl >/dev/null && systemctl start docker 2>/dev/null; then
+        :
+    elif command -v service >/dev/null && service docker start >/dev/null 2>&1; then
+        :
+    elif command -v dockerd >/dev/null; then
+        nohup dockerd >/var/log/minikafka-dockerd.log 2>&1 &
+    else
+        die "the Docker engine is not running and there is no dockerd to start"
+    fi
+    for _ in $(seq 120); do
+        docker info >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    docker info >/dev/null 2>&1 || die "the Docker engine did not come up within 60 s"
+fi
+
+# 2. Compose v2 and buildx, as CLI plugins.
+install_plugin() { # NAME: the Debian package and the plugin (docker-compose, docker-buildx)
+    local name=$1 index file tmp
+    [ "$(id -u)" = 0 ] || die "${name/-/ } is missing, and installing it needs root"
+    say "installing the ${name/-/ } plugin from Debian $plugin_release's $name package"
+    index=$(curl -fsSL "$mirror/dists/$plugin_release/main/binary-amd64/Packages.xz" | xz -d) ||
+        die "cannot read Debian $plugin_release's package index from $mirror"
+    file=$(awk -v pkg="$name" '
+        $1 == "Package:" { found = ($2 == pkg) }
+        found && $1 == "Filename:" { print $2; exit }' <<<"$index")
+    [ -n "$file" ] || die "no $name package in Debian $plugin_release"
+    tmp=$(mktemp -d)
+    curl -fsSL -o "$tmp/$name.deb" "$mirror/$file" || die "cannot download $mirror/$file"
+    dpkg-deb -x "$tmp/$name.deb" "$tmp/x"
+    mkdir -p "$plugin_dir"
+    install -m 0755 "$tmp/x/usr/libexec/docker/cli-plugins/$name" "$plugin_dir/"
+    rm -rf "$tmp"
+}
+docker compose version >/dev/null 2>&1 || install_plugin docker-compose
+docker buildx version >/dev/null 2>&1 || install_plugin docker-buildx
+docker compose version >/dev/null 2>&1 || die "docker compose still does not work"
+
+# 3. The base image.
+"$root/scripts/docker-base-image.sh"
+say "ready: $(docker compose version), engine $(docker info --format '{{.ServerVersion}}')"
