@@ -114,9 +114,13 @@ def partition_states(cluster: LocalCluster, topic: str, partitions: int) -> dict
 
 async def metadata(cluster: LocalCluster, broker_id: int | None = None) -> MetadataResponse:
     """One broker's Metadata answer (any broker's when `broker_id` is None)."""
-    host, port = cluster.broker_address(
-        broker_id if broker_id is not None else cluster.broker_ids[0]
+    return await metadata_at(
+        *cluster.broker_address(broker_id if broker_id is not None else cluster.broker_ids[0])
     )
+
+
+async def metadata_at(host: str, port: int) -> MetadataResponse:
+    """The Metadata answer of whatever broker listens at host:port."""
     conn = BrokerConnection(host, port)
     await conn.connect()
     try:

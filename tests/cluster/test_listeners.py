@@ -10,24 +10,13 @@ import json
 import pytest
 
 from minikafka.client import Consumer, Producer
-from minikafka.client.connection import BrokerConnection
 from minikafka.cluster import LocalCluster
-from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.protocol.messages import MetadataResponse
 from minikafka.zk.server import pick_free_port
 from tests.cluster.conftest import ClusterFactory, wait_until
-from tests.cluster.helpers import create_topic, partition_states
+from tests.cluster.helpers import create_topic, metadata_at, partition_states
 
 pytestmark = pytest.mark.timeout(180)
-
-
-async def metadata_at(port: int) -> MetadataResponse:
-    conn = BrokerConnection("127.0.0.1", port)
-    await conn.connect()
-    try:
-        resp: MetadataResponse = await conn.send(MetadataRequest(None), timeout_s=10)
-        return resp
-    finally:
-        await conn.close()
 
 
 def with_two_listeners(cluster: LocalCluster) -> dict[int, int]:
@@ -71,8 +60,8 @@ async def test_clients_get_the_addresses_of_the_listener_they_came_in_on(
 
     # Every broker knows every broker's two addresses (from the controller's UpdateMetadata).
     for bid in cluster.broker_ids:
-        assert ports(await metadata_at(external[bid])) == external
-        assert ports(await metadata_at(internal[bid])) == internal
+        assert ports(await metadata_at("127.0.0.1", external[bid])) == external
+        assert ports(await metadata_at("127.0.0.1", internal[bid])) == internal
 
     # A client that knows only the external addresses: create, produce with acks=all on
     # three replicas (the followers fetch over INTERNAL), consume.
