@@ -6,7 +6,7 @@
 #   BROKER_ID             broker.id              (required)
 #   ZOOKEEPER_CONNECT     zookeeper.connect      (required), e.g. zookeeper:2181
 #   LISTENERS             listeners              default PLAINTEXT://0.0.0.0:9092
-#   ADVERTISED_LISTENERS  advertised.listeners   e.g. PLAINTEXT://broker1:9092
+#   ADVERTISED_LISTENERS  advertised.listeners   e.g. INTERNAL://broker1:19092,EXTERNAL://localhost:9092
 #   LOG_DIRS              log.dirs               default /var/lib/minikafka/data
 #   MINIKAFKA_<NAME>      any broker property: '_' becomes '.', '__' becomes '_', lower
 #                         case (MINIKAFKA_MIN_INSYNC_REPLICAS=2 -> min.insync.replicas=2);
@@ -15,10 +15,9 @@
 #                         (MINIKAFKA_ZK_SESSION_FILE), which stay variables.
 #   SERVER_PROPERTIES     where to write the file, default /etc/minikafka/server.properties
 #
-# minikafka serves one listener (the first of `listeners`), so a broker binds 0.0.0.0 and
-# advertises one name that must work everywhere: docker-compose.yml uses the service name
-# (brokerN) with the same port inside and outside, and the host maps those names to
-# 127.0.0.1 in /etc/hosts.
+# docker-compose.yml gives every broker two listeners (INTERNAL://brokerN:19092 between
+# containers, EXTERNAL://localhost:<published port> for the host), with
+# MINIKAFKA_LISTENER_SECURITY_PROTOCOL_MAP and MINIKAFKA_INTER_BROKER_LISTENER_NAME.
 #
 # Arguments that start with '-' are added to the broker's command line
 # (`--override key=value`); any other command runs as is, without a broker
