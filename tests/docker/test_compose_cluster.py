@@ -47,8 +47,9 @@ pytestmark = pytest.mark.timeout(900)
 
 SESSION_TIMEOUT_MS = 6000
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
-# Failover: the session timeout, then the controller's election and its LeaderAndIsr.
-FAILOVER_BUDGET_S = SESSION_TIMEOUT_S + 10
+# Failover: the session timeout, then the controller's election (measured: 5.5-6.0 s in all;
+# scripts/bench_docker.py); the rest is room for a loaded machine.
+FAILOVER_BUDGET_S = SESSION_TIMEOUT_S + 4
 
 
 @pytest.fixture(scope="module")
