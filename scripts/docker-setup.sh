@@ -54,6 +54,10 @@ fi
 install_plugin() { # NAME: the Debian package and the plugin (docker-compose, docker-buildx)
     local name=$1 index file tmp
     [ "$(id -u)" = 0 ] || die "${name/-/ } is missing, and installing it needs root"
+    if ! command -v curl >/dev/null || ! command -v xz >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl xz-utils >/dev/null
+    fi
     say "installing the ${name/-/ } plugin from Debian $plugin_release's $name package"
     index=$(curl -fsSL "$mirror/dists/$plugin_release/main/binary-amd64/Packages.xz" | xz -d) ||
         die "cannot read Debian $plugin_release's package index from $mirror"
