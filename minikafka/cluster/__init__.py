@@ -6,6 +6,7 @@ from minikafka.cluster.local import (
     BrokerStartError,
     ClusterError,
     LocalCluster,
+    PortInUseError,
     parse_overrides,
 )
 from minikafka.zk.server import ZooKeeperNotInstalledError
@@ -15,6 +16,7 @@ __all__ = [
     "BrokerStartError",
     "ClusterError",
     "LocalCluster",
+    "PortInUseError",
     "ZooKeeperNotInstalledError",
     "parse_overrides",
 ]

@@ -9,3 +9,7 @@ class ClusterError(RuntimeError):
 
 class BrokerStartError(ClusterError):
     """A broker exited or did not register in time; the message has the tail of its log."""
+
+
+class PortInUseError(ClusterError):
+    """A port the cluster needs is taken; raised before anything starts."""

@@ -48,6 +48,7 @@ from typing import Any, Literal
 from minikafka.cluster import netns
 from minikafka.cluster.errors import BrokerStartError as BrokerStartError
 from minikafka.cluster.errors import ClusterError as ClusterError
+from minikafka.cluster.errors import PortInUseError as PortInUseError
 from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
 from minikafka.zk.client import expire_session as zk_expire_session
 from minikafka.zk.server import (
@@ -395,6 +396,9 @@ class LocalCluster:
                 f"the cluster in {self.data_dir} is already running ({', '.join(running)}); "
                 "`minikafka cluster status` shows it, `minikafka cluster down` stops it"
             )
+        # Before anything starts or is written: a taken port is named with the flag that
+        # moves it, not found in a ZooKeeper or broker log after half the cluster started.
+        self._check_ports_free()
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._save_state()  # from here on, `cluster down` finds whatever we start
@@ -1016,6 +1020,41 @@ class LocalCluster:
                 )
                 _signal(pid, signal.SIGKILL)
                 self._wait_exit(b, pid, 10.0)
+
+    def _check_ports_free(self) -> None:
+        """PortInUseError naming every fixed port that another process listens on, and the
+        `minikafka cluster up` option that moves it. Picked ports (0) are free by choice;
+        in netns mode each broker's ports are in a namespace of its own."""
+        wanted: list[tuple[str, int, str]] = []
+        if self.zookeeper.port:
+            wanted.append(("ZooKeeper's port", self.zookeeper.port, "--zookeeper-port"))
+        if self._layout is None:
+            for bid in self.broker_ids:
+                b = self._brokers[bid]
+                port = b.port or (self.base_port + bid - 1 if self.base_port else 0)
+                admin = b.admin_port or (
+                    self.admin_base_port + bid - 1 if self.admin_base_port else 0
+                )
+                if port:
+                    wanted.append((f"broker {bid}'s port", port, "--port"))
+                if admin:
+                    wanted.append((f"broker {bid}'s admin port", admin, "--admin-port"))
+        taken = [
+            (what, port, flag) for what, port, flag in wanted if not _port_bindable(self.host, port)
+        ]
+        if taken:
+            lines = [
+                f"{what} {port} ({self.host}) is in use by another process"
+                for what, port, _ in taken
+            ]
+            flags = sorted({flag for _, _, flag in taken})
+            raise PortInUseError(
+                "; ".join(lines)
+                + f". Stop what holds it (`ss -ltnp 'sport = :{taken[0][1]}'` shows it), or "
+                + "move it with "
+                + " and ".join(f"`minikafka cluster up {f} PORT`" for f in flags)
+                + " (0 picks free ports)"
+            )
 
     def _assign_ports(self) -> None:
         """Ports for brokers that have none yet: the Kafka port, then the admin one."""

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from minikafka.cluster import (
     BrokerStartError,
     ClusterError,
     LocalCluster,
+    PortInUseError,
     ZooKeeperNotInstalledError,
     parse_overrides,
 )
@@ -385,3 +388,55 @@ def test_cli_up_in_the_foreground_stops_everything_on_ctrl_c_or_sigterm(
             up.wait()
         if (data_dir / "cluster.json").exists():
             LocalCluster(data_dir).kill_all()
+
+
+# --- ports taken before the start ----------------------------------------------------------
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port some other process listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("which", "what", "flag"),
+    [
+        ("zookeeper_port", "ZooKeeper's port", "--zookeeper-port"),
+        ("base_port", "broker 1's port", "--port"),
+        ("admin_base_port", "broker 1's admin port", "--admin-port"),
+    ],
+)
+def test_a_taken_port_is_named_with_its_flag_before_anything_starts(
+    tmp_path: Path, taken_port: int, which: str, what: str, flag: str
+) -> None:
+    ports: dict[str, Any] = {"base_port": 0, "zookeeper_port": 0, "admin_base_port": 0}
+    ports[which] = taken_port
+    lc = LocalCluster(tmp_path / "c", 1, **ports)
+    with pytest.raises(PortInUseError) as e:
+        lc.start()
+    message = str(e.value)
+    assert f"{what} {taken_port} (127.0.0.1) is in use by another process" in message
+    assert f"`minikafka cluster up {flag} PORT`" in message
+    # Nothing was started or written: no ZooKeeper, no cluster.json left behind.
+    assert not lc.zookeeper.is_running()
+    assert not (tmp_path / "c").exists()
+
+
+def test_cli_up_on_a_taken_port_says_which_and_leaves_nothing(
+    tmp_path: Path, taken_port: int
+) -> None:
+    data = tmp_path / "c"
+    done = run_cli(
+        *("up", "--data-dir", data, "--brokers", "1", "--detach"),
+        *("--zookeeper-port", taken_port, "--port", "0", "--admin-port", "0"),
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert f"ZooKeeper's port {taken_port}" in done.stderr
+    assert "--zookeeper-port" in done.stderr
+    assert "Exception" not in done.stderr + done.stdout  # no Java (or Python) trace
+    assert not data.exists()
