@@ -291,8 +291,8 @@ def _watch(lc: LocalCluster, console: Console) -> None:
 
 def _stop(lc: LocalCluster, console: Console) -> None:
     try:
-        with console.status("stopping the brokers (controlled shutdown) and ZooKeeper…"):
-            lc.stop()
+        with console.status("stopping the cluster…") as status:
+            lc.stop(progress=status.update)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted again: killing every process[/]")
         lc.kill_all()
@@ -305,9 +305,10 @@ def _stop(lc: LocalCluster, console: Console) -> None:
 def down(data_dir: Path, timeout: float) -> None:
     """Stop a detached cluster: brokers (SIGTERM, then SIGKILL after the timeout), ZooKeeper."""
     lc = _open(data_dir)
-    with _failures_as_click_errors():
-        lc.stop(timeout=timeout)
-    Console().print(f"cluster in {lc.data_dir} stopped")
+    console = Console()
+    with _failures_as_click_errors(), console.status("stopping the cluster…") as status:
+        lc.stop(timeout=timeout, progress=status.update)
+    console.print(f"cluster in {lc.data_dir} stopped")
 
 
 @cluster.command("status")

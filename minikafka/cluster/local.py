@@ -424,12 +424,13 @@ class LocalCluster:
                 self.stop(timeout=10.0)
             raise
 
-    def stop(self, timeout: float = 30.0) -> None:
+    def stop(self, timeout: float = 30.0, progress: Callable[[str], None] | None = None) -> None:
         """SIGTERM every broker (the controller last, so the others' controlled shutdowns
         go to a live controller and no election runs), SIGKILL any still running after
         `timeout` seconds, then stop ZooKeeper. In netns mode, network faults are healed
         first (a controlled shutdown needs the controller) and the namespaces, links and
-        bridge are removed last."""
+        bridge are removed last. `progress` hears what is being waited for."""
+        say = progress or (lambda _: None)
         if self._layout is not None:
             netns.require_privileges()
             with contextlib.suppress(ClusterError):
@@ -438,9 +439,16 @@ class LocalCluster:
         controller = self._current_controller() if alive else None
         first = [b for b in alive if b.id != controller]
         last = [b for b in alive if b.id == controller]
-        for group in (first, last):
+        for group, role in ((first, ""), (last, " (the controller)")):
+            if group:
+                ids = ", ".join(str(b.id) for b in group)
+                say(
+                    f"stopping broker{'s' if len(group) > 1 else ''} {ids}{role}: controlled "
+                    "shutdown, checkpoints, clean close…"
+                )
             self._terminate_all(group, timeout)
         self.close_zk_client()
+        say("stopping ZooKeeper…")
         self.zookeeper.stop()
         self._network_down()
         self._save_state()

@@ -323,12 +323,26 @@ class KafkaServer:
                     attempt,
                     len(remaining),
                 )
+                if not self._other_live_brokers():
+                    # The last broker of a cluster that is stopping: no retry can find a
+                    # broker to lead these (Kafka would retry controlled.shutdown.max.retries
+                    # times all the same, 3 x 5 s by default).
+                    log.info(
+                        "controlled shutdown: no other live broker can lead the %d "
+                        "partitions left; not retrying",
+                        len(remaining),
+                    )
+                    return False
             except (KafkaError, ZkError, OSError) as e:
                 log.warning("controlled shutdown attempt %d failed: %s", attempt, e)
             if attempt < cfg.controlled_shutdown_max_retries:
                 await asyncio.sleep(cfg.controlled_shutdown_retry_backoff_ms / 1000)
         log.warning("controlled shutdown did not complete; shutting down anyway")
         return False
+
+    def _other_live_brokers(self) -> list[int]:
+        """Live brokers but this one, as the controller's latest UpdateMetadata says."""
+        return [b for b in self.metadata_cache.live_brokers if b != self.broker_id]
 
     async def _send_controlled_shutdown(self) -> list[object]:
         controller_id = await asyncio.to_thread(self.zk.get_controller_id)

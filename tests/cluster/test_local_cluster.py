@@ -29,6 +29,7 @@ from minikafka.cluster import (
     parse_overrides,
 )
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, TEST_OVERRIDES, ClusterFactory, wait_until
+from tests.cluster.helpers import create_topic
 
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
 FAKE_BROKER = [sys.executable, str(Path(__file__).with_name("fake_broker.py"))]
@@ -440,3 +441,30 @@ def test_cli_up_on_a_taken_port_says_which_and_leaves_nothing(
     assert "--zookeeper-port" in done.stderr
     assert "Exception" not in done.stderr + done.stdout  # no Java (or Python) trace
     assert not data.exists()
+
+
+# --- stopping the whole cluster ------------------------------------------------------------------
+
+
+async def test_a_whole_cluster_stop_does_not_retry_where_no_broker_can_take_over(
+    make_cluster: ClusterFactory,
+) -> None:
+    """The last broker's controlled shutdown cannot move its leaders anywhere: it says so
+    and closes at once instead of retrying (3 x 5 s by default), and every broker still
+    closes cleanly. `progress` hears each phase."""
+    cluster = make_cluster(3, {"controlled.shutdown.retry.backoff.ms": "5000"})
+    await create_topic(cluster, "t", 6, 3)
+    controller = cluster.controller()
+    assert controller is not None
+    phases: list[str] = []
+    cluster.stop(progress=phases.append)
+
+    last = cluster.broker_log_path(controller[0]).read_text()
+    assert "no other live broker can lead the 6 partitions left; not retrying" in last
+    for bid in cluster.broker_ids:
+        log = cluster.broker_log_path(bid).read_text()
+        assert "controlled shutdown attempt 2" not in log, f"broker {bid} retried"
+        assert (cluster.log_dir(bid) / ".kafka_cleanshutdown").exists(), f"broker {bid}"
+    assert len(phases) == 3, phases
+    assert "(the controller)" in phases[1] and f"broker {controller[0]}" in phases[1]
+    assert phases[2] == "stopping ZooKeeper…"
