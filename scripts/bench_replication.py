@@ -159,7 +159,7 @@ async def isr_run(
         paused_at = time.time()
         cluster.pause(victim)
         try:
-            # A follower with the leader's LEO is never out of sync (DESIGN §7.3).
+            # A follower with the leader's LEO is never out of sync (design §7.3).
             await producer.send_and_wait(ISR_TOPIC, b"behind")
             shrink_seen, shrink_mtime = await probe.wait_zk(
                 ISR_TOPIC, lambda isr: victim not in isr, 60

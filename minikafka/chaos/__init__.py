@@ -1,4 +1,4 @@
-"""Chaos runs (issue 5): the history a workload records and the checker that judges it.
+"""Chaos runs: the history a workload records and the checker that judges it.
 
 `history` is the event model (plain dataclasses, JSON round-trip); `checker.check` counts
 acknowledged, in-doubt, lost, unseen, duplicate and moved values, divergence, epoch

@@ -1,5 +1,5 @@
 """The chaos checker: judge a `History` as Jepsen's Kafka analysis and Kafka's system tests
-count (DESIGN §12.5, issue 5). Pure logic over recorded events; nothing here does I/O.
+count (design §12.5). Pure logic over recorded events; nothing here does I/O.
 
 Counting, for the topic of the history. A position is (partition, offset). A position is
 *covered* when some read returned a record of that partition at that offset or a later one,

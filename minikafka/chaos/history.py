@@ -1,4 +1,4 @@
-"""What a chaos run records: the history the checker judges (DESIGN §12.4–§12.5, issue 5).
+"""What a chaos run records: the history the checker judges (design §12.4–§12.5).
 
 A history is plain data. The workload appends events while it runs and the checker reads
 them afterwards; nothing here talks to a broker. Every event is a frozen dataclass with

@@ -1,4 +1,4 @@
-"""The nemesis: which fault, when, on whom, and how it is healed (issue 5).
+"""The nemesis: which fault, when, on whom, and how it is healed.
 
 A schedule is a pure function of (ops, interval, time limit, seed): the same seed gives the
 same sequence of fault kinds and target choices, so a failing run can be replayed. Targets

@@ -1,4 +1,4 @@
-"""One chaos run: workload + nemesis, then heal, drain, check, report (issue 5).
+"""One chaos run: workload + nemesis, then heal, drain, check, report.
 `minikafka chaos` is the command-line face of `run_chaos`.
 
 The cluster is a LocalCluster (`minikafka cluster up`), or a CommandCluster: any running

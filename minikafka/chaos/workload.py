@@ -1,5 +1,5 @@
 """The chaos workload: producers of unique integers, a live consumer, and observers of the
-cluster's state in ZooKeeper, all recording into one History (issue 5).
+cluster's state in ZooKeeper, all recording into one History.
 
 Recording contract (what makes the checker sound, see minikafka.chaos.checker):
 - one attempt per unique value, recorded with one monotonic clock;

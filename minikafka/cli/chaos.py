@@ -1,4 +1,4 @@
-"""`minikafka chaos`: a Jepsen-style run against a running cluster (issue 5): the local one
+"""`minikafka chaos`: a Jepsen-style run against a running cluster: the local one
 of `minikafka cluster up` (`--data-dir`), or any other, e.g. docker-compose's, reached with
 `--bootstrap-server` and `--zookeeper` and faulted by a `--nemesis-command`."""
 

@@ -3,7 +3,7 @@
 For every partition the leader (found through metadata) is asked with minikafka's
 DescribeReplicas; one row per replica shows its role, ISR membership, LEO, the partition's
 HW, its lag behind the leader in messages, and how long ago it last caught up with the
-leader (DESIGN §7: `lastCaughtUpTimeMs`, the clock that drives ISR shrinking).
+leader (design §7: `lastCaughtUpTimeMs`, the clock that drives ISR shrinking).
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ class ClusterDescription:
 
 @dataclass(frozen=True)
 class ReplicaDescription:
-    """One replica of a partition as the partition's leader sees it (DESIGN §7)."""
+    """One replica of a partition as the partition's leader sees it (design §7)."""
 
     broker_id: int
     is_leader: bool

@@ -1,4 +1,4 @@
-"""Broker configuration: Kafka's property names and defaults (DESIGN.md §11).
+"""Broker configuration: Kafka's property names and defaults (design §11).
 
 `server.properties` uses Java's properties syntax; `--override key=value` on the command line
 wins over the file. Unknown keys are reported (as Kafka does) and otherwise ignored.

@@ -1,4 +1,4 @@
-"""Replica assignment for new topics and partitions (DESIGN §10), pure.
+"""Replica assignment for new topics and partitions (design §10), pure.
 
 The seeds' rule: sort the brokers, and partition i's replica j goes to broker
 `(i + j + start_index) mod n`. Consecutive partitions start one broker further on,

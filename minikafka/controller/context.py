@@ -1,6 +1,6 @@
 """The controller's cache of cluster state: Kafka's `ControllerContext`.
 
-Filled from ZooKeeper when a broker becomes controller (DESIGN §8.2), kept current by the
+Filled from ZooKeeper when a broker becomes controller (design §8.2), kept current by the
 controller's events, cleared when it resigns. Only the controller's event task touches it.
 """
 

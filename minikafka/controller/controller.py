@@ -1,4 +1,4 @@
-"""The controller: Kafka's ZooKeeper-era `KafkaController` (DESIGN §8).
+"""The controller: Kafka's ZooKeeper-era `KafkaController` (design §8).
 
 Every broker runs one; the one that wins the `/controller` election (§8.1) loads the cluster
 from ZooKeeper and decides leadership for everybody (§8.2–8.5, §8.7). All work happens in

@@ -1,4 +1,4 @@
-"""Leader election strategies (DESIGN §8.4), as pure functions.
+"""Leader election strategies (design §8.4), as pure functions.
 
 Kafka's `PartitionLeaderElectionAlgorithms` plus the ISR each caller in its
 `PartitionStateMachine` writes alongside the new leader. No I/O: the controller

@@ -1,4 +1,4 @@
-"""Auto leader rebalance decision (DESIGN §8.2), pure.
+"""Auto leader rebalance decision (design §8.2), pure.
 
 Kafka's `KafkaController.checkAndTriggerAutoLeaderRebalance`: after a broker
 bounces, its partitions are led by others; every

@@ -3,7 +3,7 @@
 `ControllerZkStore` is what `KafkaController` talks to; `KazooControllerZkStore` implements
 it over the blocking `ZkClient` (each call in a worker thread, watches handed to the event
 loop with `LoopBridge`), and unit tests pass an in-memory fake. Every write takes the
-`/controller_epoch` zk version that fences it (DESIGN §8.1): a deposed controller's write
+`/controller_epoch` zk version that fences it (design §8.1): a deposed controller's write
 raises `ControllerMovedError` and changes nothing.
 
 Watch semantics: a callback runs on the event loop for every change after the watch was
@@ -37,7 +37,7 @@ class WatchHandle(Protocol):
 
 
 class ControllerZkStore(Protocol):
-    """Kafka's `KafkaZkClient` as the controller uses it; paths and JSON as in DESIGN §3."""
+    """Kafka's `KafkaZkClient` as the controller uses it; paths and JSON as in design §3."""
 
     # --- election (§8.1) -------------------------------------------------------------------
 

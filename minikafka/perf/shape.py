@@ -1,5 +1,5 @@
 """The shape of the cluster a measurement ran against, as the client's metadata shows it
-(DESIGN §13: always state it). min.insync.replicas is a topic config, which the client
+(design §13: always state it). min.insync.replicas is a topic config, which the client
 cannot read (no DescribeConfigs); the smallest ISR is shown instead."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Followers pull from leaders: one fetcher (one connection, one loop) per source broker.
 
 Each partition a fetcher serves first reconciles its log with the leader's by leader epoch
-(DESIGN §9, OffsetsForLeaderEpoch, iterating until the epochs agree), then fetches from its
+(design §9, OffsetsForLeaderEpoch, iterating until the epochs agree), then fetches from its
 LEO. Fetched batches are appended as the bytes they arrived as. A partition removed while a
 request is in flight ignores the response: removal and response handling both run on the
 event loop, and nothing between the membership check and the append awaits.

@@ -1,4 +1,4 @@
-"""The leader's view of its followers, and the rules that follow from it (DESIGN §7).
+"""The leader's view of its followers, and the rules that follow from it (design §7).
 
 Sans-IO: no logs, sockets or ZooKeeper here. The partition adapter feeds in what happened
 (a follower fetched, the leader appended, time passed) with `now_ms` from its clock and
@@ -66,7 +66,7 @@ def refresh_idle_followers(states: Iterable[FollowerState], now_ms: int) -> None
 
 class LeaderReplicaState:
     """Follower states of one partition led by `local_broker_id`, with the HW, shrink and
-    expand rules of DESIGN §7.2–7.4."""
+    expand rules of design §7.2–7.4."""
 
     def __init__(self, local_broker_id: int, replica_lag_time_max_ms: int) -> None:
         self.local_broker_id = local_broker_id
@@ -143,7 +143,7 @@ class LeaderReplicaState:
 
 
 class IsrChangePropagation:
-    """When a broker tells the controller about its ISR changes (DESIGN §8.5).
+    """When a broker tells the controller about its ISR changes (design §8.5).
 
     Changes are batched: checked every `check_interval_ms` (2500); propagated once no change
     happened for `blackout_ms` (5000), or at the latest `max_delay_ms` (60000) after the

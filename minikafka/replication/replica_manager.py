@@ -1,7 +1,7 @@
 """The partitions this broker hosts, and the requests that act on them.
 
 Controller requests (LeaderAndIsr, StopReplica) change roles under one lock, in arrival
-order, fenced by the controller epoch and the broker epoch (DESIGN §8.8). Produce and fetch
+order, fenced by the controller epoch and the broker epoch (design §8.8). Produce and fetch
 go to the partition; requests that must wait (acks=all, long-polling fetches) wait in the
 purgatory for the partition to move, not on a timer.
 """

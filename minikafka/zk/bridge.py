@@ -2,7 +2,7 @@
 
 kazoo runs watch and connection-state callbacks on its own threads, where touching
 asyncio objects is unsafe. Wrapping them with `LoopBridge.wrap` makes every call schedule
-the real callback on the loop with `call_soon_threadsafe` (DESIGN §8.2: watch callbacks
+the real callback on the loop with `call_soon_threadsafe` (design §8.2: watch callbacks
 only enqueue; the controller's event loop acts).
 """
 

@@ -6,7 +6,7 @@ and then raises `ZkConnectionError`, so a broker cut off from ZooKeeper cannot p
 worker threads forever (a timed-out write may still have been applied, as with any
 connection loss). kazoo exceptions never escape: callers see the `Zk*Error` classes below.
 
-Fencing (DESIGN §8.1, §8.8): every controller write is one multi that starts with a
+Fencing (design §8.1, §8.8): every controller write is one multi that starts with a
 version check on `/controller_epoch`; a failed check raises `ControllerMovedError` and
 nothing is applied.
 """
@@ -213,7 +213,7 @@ class Watch:
 
 
 class ZkClient:
-    """Kafka's ZooKeeper reads and writes, by Kafka's names (see DESIGN §3 for the layout)."""
+    """Kafka's ZooKeeper reads and writes, by Kafka's names (see design §3 for the layout)."""
 
     def __init__(
         self,
@@ -679,7 +679,7 @@ class ZkClient:
     def update_partition_state_as_leader(
         self, tp: TopicPartition, new: LeaderAndIsr, expected_zk_version: int
     ) -> int | None:
-        """A leader's own ISR change (DESIGN §8.5), conditional on its cached zk version.
+        """A leader's own ISR change (design §8.5), conditional on its cached zk version.
 
         Returns the znode's new version, or None if someone else wrote it meanwhile (keep
         the old ISR and wait for the controller). If the znode already holds exactly `new`
@@ -729,7 +729,7 @@ class ZkClient:
         return codecs.decode_controller_epoch(data), int(stat.version)
 
     def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
-        """Kafka's registerControllerAndIncrementControllerEpoch (DESIGN §8.1).
+        """Kafka's registerControllerAndIncrementControllerEpoch (design §8.1).
 
         Returns (new controller epoch, its zk version), which must fence every later
         controller write, or None if another broker is controller.

@@ -1,4 +1,4 @@
-"""Kafka's znode JSON (DESIGN §3), as pure encode/decode functions.
+"""Kafka's znode JSON (design §3), as pure encode/decode functions.
 
 Encoders write exactly Kafka's field names and versions, compact, as UTF-8 bytes. Decoders
 accept what Kafka itself would read and raise `ValueError` naming the znode kind and the

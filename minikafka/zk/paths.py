@@ -1,4 +1,4 @@
-"""Every znode path minikafka uses: Kafka's ZooKeeper layout (DESIGN §3, Kafka's `ZkData`).
+"""Every znode path minikafka uses: Kafka's ZooKeeper layout (design §3, Kafka's `ZkData`).
 
 Paths are relative to the chroot, if any: the client prefixes it.
 """

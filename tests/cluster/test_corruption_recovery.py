@@ -1,4 +1,4 @@
-"""Damaged segment files on a real 3-broker cluster (DESIGN §5, recovery).
+"""Damaged segment files on a real 3-broker cluster (design §5, recovery).
 
 A follower is killed with SIGKILL, its active segment is damaged on disk (torn mid-header,
 torn mid-body, garbage appended, a byte flipped inside a committed batch above its recovery

@@ -1,4 +1,4 @@
-"""The HW and leader-epoch checkpoints across a restart (DESIGN §5).
+"""The HW and leader-epoch checkpoints across a restart (design §5).
 
 Already covered in tests/storage: the checkpoint file format, a clean shutdown writing the
 HW checkpoint, and a checkpointed HW above a recovered (torn) LEO being clamped down to it

@@ -1,4 +1,4 @@
-"""The leader-epoch truncation scenarios of DESIGN §9 (KIP-101 and KIP-279), reproduced
+"""The leader-epoch truncation scenarios of design §9 (KIP-101 and KIP-279), reproduced
 deterministically with replica managers over real TCP in one event loop (see conftest.py).
 
 Broker 1 is "A", broker 2 is "B". The test plays the controller: it decides who leads in
@@ -128,7 +128,7 @@ async def _acked_m2_above_followers_hw(brokers: BrokerFactory) -> tuple[Broker, 
 async def test_restarted_follower_keeps_acked_record_above_its_hw(
     brokers: BrokerFactory,
 ) -> None:
-    """KIP-101 scenario 1 (loss), DESIGN §9: A crashes holding m2 above its HW, restarts from
+    """KIP-101 scenario 1 (loss), design §9: A crashes holding m2 above its HW, restarts from
     disk and follows B again. It must not cut m2 (its first fetch asks for offset 2, not 1),
     and once B dies and A leads, m2 is still there."""
     a, b = await _acked_m2_above_followers_hw(brokers)
@@ -180,7 +180,7 @@ async def test_restarted_follower_that_cannot_reach_the_leader_keeps_acked_recor
 async def test_diverged_follower_truncates_by_leader_epoch(
     brokers: BrokerFactory,
 ) -> None:
-    """KIP-101 scenario 2 (DESIGN §9): A has m1, m2 in epoch 0; B has only m1, becomes leader
+    """KIP-101 scenario 2 (design §9): A has m1, m2 in epoch 0; B has only m1, becomes leader
     in epoch 1 and writes m3 at offset 1. A must drop m2 and take m3, not keep m2 at 1."""
     a, b = brokers(1), brokers(2)
     await a.start()
@@ -215,7 +215,7 @@ async def test_diverged_follower_truncates_by_leader_epoch(
 async def test_fast_leader_changes_follower_iterates_epoch_queries(
     brokers: BrokerFactory,
 ) -> None:
-    """KIP-279, DESIGN §9: leadership flaps A→B→A→B in epochs 0..3 faster than the
+    """KIP-279, design §9: leadership flaps A→B→A→B in epochs 0..3 faster than the
     controller's requests reach the other broker, and each leader writes meanwhile.
 
     A ends with epochs (0,0),(2,1) and B with (0,0),(1,1),(3,2). A asks B about its epoch 2;

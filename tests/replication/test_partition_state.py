@@ -1,4 +1,4 @@
-"""The leader-side replication rules of DESIGN §7, driven step by step with explicit times."""
+"""The leader-side replication rules of design §7, driven step by step with explicit times."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A hypothesis state machine over one partition replicated on three brokers (DESIGN §12.1).
+"""A hypothesis state machine over one partition replicated on three brokers (design §12.1).
 
 Each broker is the real replication stack without sockets: its own LogManager over its own
 directory, a ReplicaManager, and ReplicaFetchers that are stepped by the test instead of
