@@ -278,7 +278,7 @@ def _watch(lc: LocalCluster, console: Console) -> None:
             if pid == pids[bid]:
                 continue
             if pid is None:
-                code = lc.returncode(bid)
+                code = lc.returncode(bid, pids[bid])
                 how = "" if code is None else f" with code {code}"
                 console.print(f"[red]broker {bid} (pid {pids[bid]}) exited{how}[/]")
             else:

@@ -27,6 +27,10 @@ def cli(verbose: int) -> None:
     """minikafka: Kafka's replicated log, rebuilt in Python."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        # kazoo warns of every dropped connection and reconnect (ZooKeeper stopping under a
+        # command, a broker restarted): the commands say themselves what failed.
+        logging.getLogger("kazoo").setLevel(logging.ERROR)
 
 
 cli.add_command(broker)

@@ -573,11 +573,15 @@ class LocalCluster:
         pid = self.pid(broker_id)
         return pid is not None and _proc_state(pid) in ("T", "t")
 
-    def returncode(self, broker_id: int) -> int | None:
+    def returncode(self, broker_id: int, pid: int | None = None) -> int | None:
         """Exit code of the last process we started for this broker (negative: killed by
-        that signal); None while it runs or if it was started by another process."""
+        that signal); None while it runs or if it was started by another process. With
+        `pid`: None unless that process was the one we started (another command may have
+        restarted the broker since, and its exit code is not ours to know)."""
         proc = self._broker(broker_id).proc
-        return None if proc is None else proc.poll()
+        if proc is None or (pid is not None and proc.pid != pid):
+            return None
+        return proc.poll()
 
     def log_tail(self, broker_id: int, lines: int = 40) -> str:
         return _tail(self.broker_log_path(broker_id), lines)

@@ -468,3 +468,21 @@ async def test_a_whole_cluster_stop_does_not_retry_where_no_broker_can_take_over
     assert len(phases) == 3, phases
     assert "(the controller)" in phases[1] and f"broker {controller[0]}" in phases[1]
     assert phases[2] == "stopping ZooKeeper…"
+
+
+def test_an_exit_code_is_only_reported_for_the_process_that_had_it(
+    make_cluster: ClusterFactory,
+) -> None:
+    """What the foreground monitor asks: broker 1 killed (code -9), then started and stopped
+    cleanly by another command. The monitor must not pin the old -9 on the new process."""
+    c = make_cluster(broker_command=FAKE_BROKER)
+    old = c.pid(1)
+    c.kill(1)
+    assert old is not None and c.returncode(1, old) == -9
+    other = LocalCluster(c.data_dir)  # another `minikafka cluster` command
+    other.start_broker(1, timeout=SESSION_TIMEOUT_S + 30)
+    new = c.pid(1)
+    assert new is not None and new != old
+    assert other.terminate(1) == 0
+    assert c.pid(1) is None
+    assert c.returncode(1, new) is None  # not ours: unknown, not -9
