@@ -12,7 +12,8 @@
 #                         case (MINIKAFKA_MIN_INSYNC_REPLICAS=2 -> min.insync.replicas=2);
 #                         written after the five above, so it wins over them. Except the
 #                         variables minikafka itself reads from its environment
-#                         (MINIKAFKA_ZK_SESSION_FILE), which stay variables.
+#                         (MINIKAFKA_ZK_SESSION_FILE; the CLI's MINIKAFKA_BOOTSTRAP_SERVERS),
+#                         which stay variables.
 #   SERVER_PROPERTIES     where to write the file, default /etc/minikafka/server.properties
 #
 # docker-compose.yml gives every broker two listeners (INTERNAL://brokerN:19092 between
@@ -67,7 +68,7 @@ write_properties() {
     local name
     for name in $(compgen -e | LC_ALL=C sort); do
         case $name in
-            MINIKAFKA_ZK_SESSION_FILE) ;;
+            MINIKAFKA_ZK_SESSION_FILE | MINIKAFKA_BOOTSTRAP_SERVERS) ;;
             MINIKAFKA_?*) emit "$(property_name "$name")" "${!name}" ;;
         esac
     done

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -11,11 +13,30 @@ import click
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
 from minikafka.client.producer import Producer
 from minikafka.client.properties import PropertyError, consumer_config, producer_config
+from minikafka.cluster.local import DEFAULT_DATA_DIR, STATE_FILE, LocalCluster
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str) -> str:
+# Where a client command bootstraps from when --bootstrap-server is not given and no local
+# cluster runs in ./minikafka-data.
+BOOTSTRAP_ENV = "MINIKAFKA_BOOTSTRAP_SERVERS"
+
+
+def default_bootstrap() -> str:
+    """The brokers of the local cluster in ./minikafka-data when it runs (its cluster.json
+    knows every broker, so one dead broker does not stop a command), else
+    $MINIKAFKA_BOOTSTRAP_SERVERS, else localhost:9092."""
+    if (DEFAULT_DATA_DIR / STATE_FILE).is_file():
+        with contextlib.suppress(Exception):  # unreadable or not ours: the next choice
+            local = LocalCluster(DEFAULT_DATA_DIR)
+            if any(local.is_alive(b) for b in local.broker_ids):
+                return local.bootstrap_servers
+    return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
+
+
+def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    value = value or default_bootstrap()
     try:
         parse_bootstrap_servers(value)
     except ValueError as e:
@@ -27,11 +48,11 @@ def bootstrap_server_option(fn: F) -> F:
     decorator = click.option(
         "--bootstrap-server",
         "bootstrap_server",
-        default=DEFAULT_BOOTSTRAP,
-        show_default=True,
+        default=None,
         callback=_check_bootstrap,
         metavar="HOST:PORT[,HOST:PORT]",
-        help="Brokers to bootstrap from.",
+        help="Brokers to bootstrap from. Default: the running local cluster in "
+        f"./{DEFAULT_DATA_DIR} (every broker), else ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP}.",
     )
     return decorator(fn)
 

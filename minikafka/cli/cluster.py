@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from minikafka.cluster.local import (
+    DEFAULT_DATA_DIR,
     NETWORK_MODES,
     STATE_FILE,
     ClusterError,
@@ -33,8 +34,6 @@ from minikafka.cluster.local import (
     parse_overrides,
 )
 from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
-
-DEFAULT_DATA_DIR = Path("minikafka-data")
 
 _FAILURES = (ClusterError, ZooKeeperNotInstalledError, ZooKeeperStartError)
 

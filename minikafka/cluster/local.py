@@ -61,6 +61,8 @@ from minikafka.zk.server import (
 log = logging.getLogger(__name__)
 
 STATE_FILE = "cluster.json"
+# Where `minikafka cluster ...` keeps a cluster unless --data-dir says otherwise.
+DEFAULT_DATA_DIR = Path("minikafka-data")
 STATE_VERSION = 1
 FAULTS_FILE = "network-faults.json"
 ZK_SESSION_FILE = "zk-session.json"

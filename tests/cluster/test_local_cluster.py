@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from minikafka.cli.client_options import BOOTSTRAP_ENV, default_bootstrap
 from minikafka.cluster import (
     BrokerStartError,
     ClusterError,
@@ -486,3 +487,52 @@ def test_an_exit_code_is_only_reported_for_the_process_that_had_it(
     assert other.terminate(1) == 0
     assert c.pid(1) is None
     assert c.returncode(1, new) is None  # not ours: unknown, not -9
+
+
+# --- the CLI's default bootstrap ---------------------------------------------------------------
+
+
+def test_default_bootstrap_without_a_local_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    assert default_bootstrap() == "localhost:9092"
+    monkeypatch.setenv(BOOTSTRAP_ENV, "kafka1:19092,kafka2:19092")
+    assert default_bootstrap() == "kafka1:19092,kafka2:19092"
+
+
+def test_cli_commands_default_to_the_local_clusters_brokers_and_survive_broker_1_dead(
+    tmp_path: Path,
+) -> None:
+    """A running cluster in ./minikafka-data is what a client command talks to by default,
+    all of its brokers: with broker 1 down the next command still works."""
+    lc = LocalCluster(
+        tmp_path / "minikafka-data",
+        3,
+        base_port=0,
+        zookeeper_port=0,
+        admin_base_port=0,
+        overrides=TEST_OVERRIDES,
+        zookeeper_fsync=False,
+    )
+    lc.start()
+    try:
+        lc.kill(1)
+        env = {k: v for k, v in os.environ.items() if k != BOOTSTRAP_ENV}
+        for args in (
+            ("topics", "--create", "--topic", "t", "--replication-factor", "2"),
+            ("topics", "--list"),
+        ):
+            done = subprocess.run(
+                [sys.executable, "-m", "minikafka", *args],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == ["t"]
+    finally:
+        lc.stop()
