@@ -23,8 +23,9 @@ from minikafka.cli.client_options import (
     unescape,
 )
 from minikafka.client.accumulator import RecordMetadata
+from minikafka.client.errors import KafkaTimeoutError
 from minikafka.client.producer import Producer
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError, UnknownTopicOrPartitionError
 
 READER_PROPERTIES = {"parse.key", "key.separator", "ignore.error"}
 
@@ -63,6 +64,10 @@ async def read_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
             yield line[:-1] if line.endswith(b"\r") else line
     if pending:
         yield pending
+
+
+# A send that fails with these before queuing its record failed on the topic's metadata.
+_NO_METADATA = (KafkaTimeoutError, UnknownTopicOrPartitionError)
 
 
 class _Outcome:
@@ -108,7 +113,8 @@ async def _produce(
 
     async with Producer(bootstrap_server, **config) as producer:
         line_no = 0
-        async for line in read_lines(stream):
+        lines = read_lines(stream)
+        async for line in lines:
             line_no += 1
             key: bytes | None = None
             value: bytes = line
@@ -120,6 +126,20 @@ async def _produce(
                     report(line_no, None, line, f"No key separator found on line {line_no}")
                     continue
             fut = await producer.send(topic, value, key=key)
+            if fut.done() and isinstance(fut.exception(), _NO_METADATA):
+                # Refused before it was queued because the topic's metadata never came (no
+                # broker answers, or no such topic): every later line would wait max.block.ms
+                # for the same answer. Say it once and count what is left unsent.
+                unsent = 1
+                async for _ in lines:
+                    unsent += 1
+                outcome.failed += unsent
+                click.echo(
+                    f"Error: {fut.exception()}; stopped at line {line_no}: "
+                    f"{unsent} record{'s' if unsent > 1 else ''} from there on not sent",
+                    err=True,
+                )
+                break
             fut.add_done_callback(functools.partial(on_done, line_no, key, value))
             if sync:
                 await asyncio.wait([fut])

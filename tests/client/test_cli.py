@@ -312,3 +312,27 @@ def test_consume_of_a_missing_topic_fails_after_the_timeout(threaded):
     assert result.exit_code == 1
     assert "Topic missing not present in metadata" in result.stderr
     assert "Processed a total of 0 messages" in result.stderr
+
+
+def test_produce_without_a_reachable_broker_fails_once_and_counts_every_line() -> None:
+    """No broker answers: the first record waits max.block.ms for metadata and fails; the
+    other lines are not each given the same wait, and all of them are reported unsent."""
+    import socket
+
+    with socket.socket() as s:  # a port with nothing listening on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = CliRunner().invoke(
+        cli,
+        [
+            *("produce", "--bootstrap-server", f"127.0.0.1:{port}", "--topic", "ghost"),
+            *("--producer-property", "max.block.ms=500"),
+        ],
+        input="".join(f"line-{i}\n" for i in range(100)),
+    )
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1, result.output
+    assert "Topic ghost not present in metadata after 500 ms" in errors[0]
+    assert "stopped at line 1: 100 records from there on not sent" in errors[0]
+    assert "100 of 100 records were not sent" in result.output
