@@ -46,5 +46,19 @@ cli.add_command(perf)
 cli.add_command(pipeline)
 
 
+def _full_short_help(command: click.Command) -> None:
+    """Command lists show each command's whole first sentence (click cuts it at 45
+    characters with "..."); the formatter wraps it instead."""
+    if command.short_help is None and command.help:
+        first = command.help.split("\n\n")[0]
+        command.short_help = " ".join(first.split())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _full_short_help(sub)
+
+
+_full_short_help(cli)
+
+
 def main() -> None:
     cli()
