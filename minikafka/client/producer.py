@@ -87,7 +87,13 @@ def _as_bytes(data: BytesLike | None) -> bytes | None:
         return data
     if isinstance(data, str):
         return data.encode()
-    return bytes(data)
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    # bytes(12345) would be 12,345 NUL bytes: refuse what is not already bytes or text.
+    raise TypeError(
+        f"keys, values and header values must be bytes or str, not {type(data).__name__} "
+        f"({data!r:.40}); serialize it first, e.g. json.dumps(value).encode()"
+    )
 
 
 class _TopicInfo:
@@ -246,7 +252,8 @@ class Producer:
 
         Waits at most max.block.ms for the topic's metadata and for buffer space. Failures,
         that one included, come back as the future's KafkaError, never raised here (except
-        IllegalStateError after close and ValueError for bad arguments).
+        IllegalStateError after close, ValueError for bad arguments, and TypeError for a key,
+        value or header value that is neither bytes nor str).
         """
         if self._yield_due:
             # The previous send made a batch ready: let the sender ship it now (the turn a

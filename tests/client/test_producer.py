@@ -468,3 +468,19 @@ async def test_a_send_cancelled_while_yielding_has_queued_nothing(cluster):
         await producer.flush()
     assert first.result().offset == 0
     assert cluster.values("t", 0) == [b"first"]
+
+
+@pytest.mark.parametrize("bad", [12345, {"user": 1}, 1.5, ["a"]])
+async def test_a_value_that_is_not_bytes_or_str_is_refused_and_nothing_is_sent(cluster, bad):
+    cluster.create_topic("t", partitions=1)
+    async with fast_producer(cluster) as producer:
+        with pytest.raises(TypeError, match=r"must be bytes or str, not .*serialize it first"):
+            await producer.send("t", bad)
+        with pytest.raises(TypeError, match="must be bytes or str"):
+            await producer.send("t", b"v", key=bad)
+        with pytest.raises(TypeError, match="must be bytes or str"):
+            await producer.send("t", b"v", headers=[("h", bad)])
+        # bytes-like and text still go, as themselves
+        for ok in (b"b", bytearray(b"ba"), memoryview(b"mv"), "s"):
+            await producer.send_and_wait("t", ok)
+    assert cluster.values("t", 0) == [b"b", b"ba", b"mv", b"s"]
