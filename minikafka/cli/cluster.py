@@ -10,6 +10,7 @@ Faults: `kill`, `stop-broker`, `pause`/`resume`, `restart` (processes), `expire-
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -55,8 +56,11 @@ def broker_option(f: Callable[..., Any]) -> Callable[..., Any]:
 def _open(data_dir: Path) -> LocalCluster:
     """The cluster saved in `data_dir`, or a clear error if there is none."""
     if not (data_dir / STATE_FILE).is_file():
+        # Relative to the current directory: say where we looked, so a cluster started
+        # elsewhere is found with --data-dir rather than started twice.
         raise click.ClickException(
-            f"no cluster in {data_dir} (no {STATE_FILE}); start one with "
+            f"no cluster in {data_dir.resolve()} (no {STATE_FILE} there); a cluster started "
+            "from another directory is found with `--data-dir DIR`; start one here with "
             f"`minikafka cluster up --data-dir {data_dir}`"
         )
     try:
@@ -296,6 +300,44 @@ def _stop(lc: LocalCluster, console: Console) -> None:
         console.print("[yellow]interrupted again: killing every process[/]")
         lc.kill_all()
     console.print("cluster stopped")
+
+
+@cluster.command("logs")
+@data_dir_option
+@click.option("--broker", "broker_id", type=int, default=None, help="Broker id.")
+@click.option("--zookeeper", "zookeeper", is_flag=True, help="ZooKeeper's log instead.")
+@click.option("-n", "--lines", type=click.IntRange(min=0), default=40, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing what is appended (Ctrl-C ends).")
+def logs(data_dir: Path, broker_id: int | None, zookeeper: bool, lines: int, follow: bool) -> None:
+    """Print the end of a broker's (or ZooKeeper's) log file, and where it is."""
+    if (broker_id is None) == (not zookeeper):
+        raise click.UsageError("give exactly one of --broker N and --zookeeper")
+    lc = _open(data_dir)
+    if zookeeper:
+        path = lc.zookeeper.log_path
+    else:
+        assert broker_id is not None
+        if broker_id not in lc.broker_ids:
+            raise click.BadParameter(
+                f"no broker {broker_id} (brokers: {', '.join(map(str, lc.broker_ids))})",
+                param_hint="--broker",
+            )
+        path = lc.broker_log_path(broker_id)
+    click.echo(f"==> {path} <==", err=True)
+    if not path.is_file():
+        return
+    with open(path, "rb") as f:
+        for line in collections.deque(f, maxlen=lines):
+            click.echo(line.decode(errors="replace"), nl=False)
+        if not follow:
+            return
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                chunk = f.readline()
+                if chunk:
+                    click.echo(chunk.decode(errors="replace"), nl=False)
+                else:
+                    time.sleep(0.2)  # tail -f's poll: new lines are printed as they come
 
 
 @cluster.command("down")

@@ -349,10 +349,34 @@ def test_cli_up_detach_status_faults_down_and_up_again_on_the_same_ports(tmp_pat
             LocalCluster(data_dir).kill_all()
 
 
-def test_cli_without_a_cluster_says_how_to_start_one(tmp_path: Path) -> None:
-    done = run_cli("status", "--data-dir", tmp_path / "nothing")
+def test_cli_without_a_cluster_says_where_it_looked_and_how_to_start_one(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "minikafka", "cluster", "status"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1
-    assert "minikafka cluster up" in done.stderr
+    # The default data dir is relative: the message gives the absolute place it looked.
+    assert f"no cluster in {tmp_path.resolve() / 'minikafka-data'}" in done.stderr
+    assert "--data-dir DIR" in done.stderr and "minikafka cluster up" in done.stderr
+
+
+def test_cli_logs_prints_the_end_of_a_brokers_log_and_where_it_is(
+    make_cluster: ClusterFactory,
+) -> None:
+    c = make_cluster(broker_command=FAKE_BROKER)
+    path = c.broker_log_path(2)
+    done = run_cli("logs", "--data-dir", c.data_dir, "--broker", "2", "-n", "3")
+    assert done.returncode == 0, done.stderr
+    assert f"==> {path} <==" in done.stderr
+    assert done.stdout.splitlines() == path.read_text().splitlines()[-3:]
+    zk = run_cli("logs", "--data-dir", c.data_dir, "--zookeeper", "-n", "1")
+    assert zk.returncode == 0 and str(c.zookeeper.log_path) in zk.stderr
+    for bad in (["--broker", "9"], [], ["--broker", "1", "--zookeeper"]):
+        refused = run_cli("logs", "--data-dir", c.data_dir, *bad)
+        assert refused.returncode == 2, bad
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
