@@ -34,6 +34,7 @@ from minikafka.cluster.local import (
     LocalCluster,
     parse_overrides,
 )
+from minikafka.zk import install as zookeeper_install
 from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
 
 _FAILURES = (ClusterError, ZooKeeperNotInstalledError, ZooKeeperStartError)
@@ -247,6 +248,13 @@ def up(
         raise click.ClickException(str(e)) from e
     with _sigterm_as_interrupt():
         try:
+            # A fresh Debian machine: install the zookeeper package first (as root), or
+            # say what to run.
+            with console.status("checking for ZooKeeper…") as status, _failures_as_click_errors():
+                if zookeeper_install.ensure_installed(
+                    lc.zookeeper.install_dir, progress=status.update
+                ):
+                    console.print("installed Debian's zookeeper package")
             with (
                 console.status(f"starting ZooKeeper and {len(lc.broker_ids)} brokers…"),
                 _failures_as_click_errors(),
