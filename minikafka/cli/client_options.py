@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TypeVar
 
 import click
@@ -13,23 +13,24 @@ import click
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
 from minikafka.client.producer import Producer
 from minikafka.client.properties import PropertyError, consumer_config, producer_config
-from minikafka.cluster.local import DEFAULT_DATA_DIR, STATE_FILE, LocalCluster
+from minikafka.cluster.local import STATE_FILE, LocalCluster, default_data_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 # Where a client command bootstraps from when --bootstrap-server is not given and no local
-# cluster runs in ./minikafka-data.
+# cluster runs in the default data dir.
 BOOTSTRAP_ENV = "MINIKAFKA_BOOTSTRAP_SERVERS"
 
 
 def default_bootstrap() -> str:
-    """The brokers of the local cluster in ./minikafka-data when it runs (its cluster.json
-    knows every broker, so one dead broker does not stop a command), else
+    """The brokers of the local cluster in the default data dir when it runs (its
+    cluster.json knows every broker, so one dead broker does not stop a command), else
     $MINIKAFKA_BOOTSTRAP_SERVERS, else localhost:9092."""
-    if (DEFAULT_DATA_DIR / STATE_FILE).is_file():
+    data_dir = default_data_dir()
+    if (data_dir / STATE_FILE).is_file():
         with contextlib.suppress(Exception):  # unreadable or not ours: the next choice
-            local = LocalCluster(DEFAULT_DATA_DIR)
+            local = LocalCluster(data_dir)
             if any(local.is_alive(b) for b in local.broker_ids):
                 return local.bootstrap_servers
     return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
@@ -51,8 +52,9 @@ def bootstrap_server_option(fn: F) -> F:
         default=None,
         callback=_check_bootstrap,
         metavar="HOST:PORT[,HOST:PORT]",
-        help="Brokers to bootstrap from. Default: the running local cluster in "
-        f"./{DEFAULT_DATA_DIR} (every broker), else ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP}.",
+        help="Brokers to bootstrap from. Default: every broker of the running local cluster "
+        f"(`minikafka cluster up`'s default data dir), else ${BOOTSTRAP_ENV}, else "
+        f"{DEFAULT_BOOTSTRAP}.",
     )
     return decorator(fn)
 
@@ -68,6 +70,16 @@ def parse_key_values(values: Iterable[str], option: str) -> dict[str, str]:
     return out
 
 
+def refuse_unknown(props: dict[str, str], known: Collection[str], option: str) -> None:
+    """A property the command does not have is an error (not a warning it then ignores)."""
+    unknown = sorted(set(props) - set(known))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown property {', '.join(unknown)} (known: {', '.join(sorted(known))})",
+            param_hint=option,
+        )
+
+
 def client_kwargs(cls: type, props: dict[str, str], option: str) -> dict[str, Any]:
     """Kafka config names (`linger.ms`) -> keyword arguments of the Producer or Consumer
     (`linger_ms`), checked as `minikafka.client.properties` checks them."""
@@ -80,7 +92,13 @@ def client_kwargs(cls: type, props: dict[str, str], option: str) -> dict[str, An
 
 def truthy(props: dict[str, str], key: str, default: bool = False) -> bool:
     value = props.get(key)
-    return default if value is None else value.strip().lower() == "true"
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise click.BadParameter(
+            f"{key} must be true or false, not {value!r}", param_hint="--property"
+        )
+    return value.strip().lower() == "true"
 
 
 def unescape(text: str) -> str:

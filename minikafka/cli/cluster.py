@@ -27,11 +27,13 @@ from rich.console import Console
 from rich.table import Table
 
 from minikafka.cluster.local import (
-    DEFAULT_DATA_DIR,
+    DEFAULT_DATA_DIR_TEXT,
     NETWORK_MODES,
+    OLD_DEFAULT_DATA_DIR,
     STATE_FILE,
     ClusterError,
     LocalCluster,
+    default_data_dir,
     parse_overrides,
 )
 from minikafka.zk import install as zookeeper_install
@@ -44,9 +46,10 @@ def data_dir_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--data-dir",
         type=click.Path(file_okay=False, path_type=Path),
-        default=DEFAULT_DATA_DIR,
-        show_default=True,
-        help="The cluster's directory (ZooKeeper, brokers' logs, cluster.json).",
+        default=default_data_dir,
+        show_default=DEFAULT_DATA_DIR_TEXT,
+        help="The cluster's directory (ZooKeeper, brokers' logs, cluster.json); one per "
+        "user by default, so any directory finds it.",
     )(f)
 
 
@@ -54,15 +57,28 @@ def broker_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--broker", "broker_id", type=int, required=True, help="Broker id.")(f)
 
 
+def _data_dir_flag(data_dir: Path) -> str:
+    """` --data-dir DIR` for a command line that must find `data_dir`; empty when it is
+    the default."""
+    return "" if data_dir == default_data_dir() else f" --data-dir {data_dir}"
+
+
 def _open(data_dir: Path) -> LocalCluster:
     """The cluster saved in `data_dir`, or a clear error if there is none."""
     if not (data_dir / STATE_FILE).is_file():
-        # Relative to the current directory: say where we looked, so a cluster started
-        # elsewhere is found with --data-dir rather than started twice.
+        # Say where we looked, so a cluster started with another --data-dir is found
+        # rather than started twice.
+        old = OLD_DEFAULT_DATA_DIR / STATE_FILE
+        hint = (
+            f"; there is one in ./{OLD_DEFAULT_DATA_DIR} (an earlier version's default): "
+            f"`--data-dir {OLD_DEFAULT_DATA_DIR}` finds it"
+            if old.is_file() and data_dir.resolve() != OLD_DEFAULT_DATA_DIR.resolve()
+            else ""
+        )
         raise click.ClickException(
-            f"no cluster in {data_dir.resolve()} (no {STATE_FILE} there); a cluster started "
-            "from another directory is found with `--data-dir DIR`; start one here with "
-            f"`minikafka cluster up --data-dir {data_dir}`"
+            f"no cluster in {data_dir.resolve()} (no {STATE_FILE} there){hint}; a cluster "
+            "started with another data dir is found with `--data-dir DIR`; start one with "
+            f"`minikafka cluster up{_data_dir_flag(data_dir)}`"
         )
     try:
         return LocalCluster(data_dir)
@@ -269,7 +285,7 @@ def up(
             lc.close_zk_client()
             console.print(
                 f"running in the background; stop it with "
-                f"`minikafka cluster down --data-dir {data_dir}`"
+                f"`minikafka cluster down{_data_dir_flag(data_dir)}`"
             )
             return
         console.print("Press Ctrl-C to stop the cluster.")

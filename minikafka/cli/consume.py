@@ -13,6 +13,7 @@ from minikafka.cli.client_options import (
     bootstrap_server_option,
     client_kwargs,
     parse_key_values,
+    refuse_unknown,
     truthy,
     unescape,
 )
@@ -187,8 +188,7 @@ def consume(
         raise click.UsageError("Options from-beginning and offset cannot be specified together.")
     start = None if offset is None else parse_offset(offset)
     props = parse_key_values(properties, "--property")
-    for unknown in sorted(set(props) - FORMATTER_PROPERTIES):
-        click.echo(f"warning: ignoring unknown property {unknown}", err=True)
+    refuse_unknown(props, FORMATTER_PROPERTIES, "--property")
     formatter = MessageFormatter(props)
     config = client_kwargs(
         Consumer,

@@ -19,6 +19,7 @@ from minikafka.cli.client_options import (
     bootstrap_server_option,
     client_kwargs,
     parse_key_values,
+    refuse_unknown,
     truthy,
     unescape,
 )
@@ -197,8 +198,7 @@ def produce(
 ) -> None:
     """Send each line of stdin as a record (like kafka-console-producer.sh)."""
     props = parse_key_values(properties, "--property")
-    for unknown in sorted(set(props) - READER_PROPERTIES):
-        click.echo(f"warning: ignoring unknown property {unknown}", err=True)
+    refuse_unknown(props, READER_PROPERTIES, "--property")
     config: dict[str, Any] = {
         "acks": acks,
         "batch_size": batch_size,

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, ClusterClient, now_ms
+from minikafka.client.config_names import accepts_kafka_config
 from minikafka.client.consumer import parse_fetched_records
 from minikafka.client.errors import KafkaTimeoutError
 from minikafka.client.metadata import ClusterMetadata, PartitionMetadata
@@ -190,6 +191,7 @@ def _raise_collected(errors: list[KafkaError], what: str) -> None:
 class Admin:
     """Kafka's AdminClient for topics and the cluster description."""
 
+    @accepts_kafka_config("admin")
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP,

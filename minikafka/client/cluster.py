@@ -22,6 +22,7 @@ from minikafka.protocol.errors import (
     BrokerNotAvailableError,
     ErrorCode,
     KafkaError,
+    UnknownTopicOrPartitionError,
     error_for_code,
 )
 from minikafka.protocol.messages import MetadataRequest, MetadataResponse
@@ -81,6 +82,13 @@ def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[Address]:
     return out
 
 
+_METADATA_ERRORS = {
+    ErrorCode.INVALID_REPLICATION_FACTOR: "INVALID_REPLICATION_FACTOR: the brokers could not "
+    "auto-create it, as default.replication.factor is larger than available brokers",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "INVALID_TOPIC_EXCEPTION: not a legal topic name",
+}
+
+
 def _retrieve_exception(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()
@@ -99,6 +107,7 @@ class ClusterClient:
         metadata_max_age_ms: int = 300000,
         max_in_flight_requests_per_connection: int = 5,
         socket_connection_setup_timeout_ms: int = 10000,
+        allow_auto_topic_creation: bool = False,
     ) -> None:
         if max_in_flight_requests_per_connection < 1:
             raise ValueError("max.in.flight.requests.per.connection must be at least 1")
@@ -107,6 +116,9 @@ class ClusterClient:
         self.request_timeout_ms = request_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.metadata_max_age_ms = metadata_max_age_ms
+        # Metadata requests ask brokers to auto-create the topics they name (producers and
+        # consumers with allow.auto.create.topics; never admin clients).
+        self.allow_auto_topic_creation = allow_auto_topic_creation
         self._max_in_flight = max_in_flight_requests_per_connection
         self._connect_timeout_s = socket_connection_setup_timeout_ms / 1000.0
         self._metadata = ClusterMetadata()
@@ -206,7 +218,9 @@ class ClusterClient:
 
     async def _do_refresh(self, topics: frozenset[str] | None) -> ClusterMetadata:
         self._last_attempt_ms = now_ms()
-        request = MetadataRequest(None if topics is None else sorted(topics))
+        request = MetadataRequest(
+            None if topics is None else sorted(topics), self.allow_auto_topic_creation
+        )
         errors: list[str] = []
         for addr in self._metadata_candidates():
             try:
@@ -250,7 +264,11 @@ class ClusterClient:
             ):
                 err = error_for_code(t.error_code)
                 if not err.retriable:
-                    raise err
+                    # Metadata carries no message: say which topic, and what the code means
+                    # for it (e.g. an auto-creation the brokers refused).
+                    raise error_for_code(
+                        t.error_code, f"Topic {topic}: {_METADATA_ERRORS.get(err.code, err)}"
+                    )
             remaining = deadline - now_ms()
             if remaining <= 0:
                 detail = f" (last error: {last_error})" if last_error is not None else ""
@@ -263,13 +281,26 @@ class ClusterClient:
                     await asyncio.sleep(min(backoff, remaining) / 1000.0)
             try:
                 async with asyncio.timeout(max(remaining, 1) / 1000.0):
-                    await self.refresh_metadata()
+                    refreshed = await self.refresh_metadata()
             except TimeoutError:
-                pass
+                continue
             except KafkaError as e:
                 if not e.retriable:
                     raise
                 last_error = e
+                continue
+            if topic in refreshed.unknown_topics:
+                # Brokers answer this only for a topic ZooKeeper does not have that they did
+                # not create (one being created is LEADER_NOT_AVAILABLE): no point waiting.
+                why = (
+                    "the brokers' auto.create.topics.enable is false"
+                    if self.allow_auto_topic_creation
+                    else "this client does not auto-create topics"
+                )
+                raise UnknownTopicOrPartitionError(
+                    f"Topic {topic} does not exist ({why}); create it first, e.g. "
+                    f"`minikafka topics --create --topic {topic}`."
+                )
 
     # --- connections --------------------------------------------------------------------
 

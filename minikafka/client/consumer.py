@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, ClusterClient, is_invalid_metadata, now_ms
+from minikafka.client.config_names import accepts_kafka_config
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError, NoOffsetForPartitionError
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import (
@@ -170,6 +171,7 @@ def parse_fetched_records(
 class Consumer:
     """Kafka's KafkaConsumer with manual assignment only (no groups, no committed offsets)."""
 
+    @accepts_kafka_config("consumer")
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP,
@@ -185,6 +187,7 @@ class Consumer:
         metadata_max_age_ms: int = 300000,
         default_api_timeout_ms: int = 60000,
         client_id: str | None = None,
+        allow_auto_create_topics: bool = True,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest", "none"):
             raise ValueError(
@@ -208,6 +211,7 @@ class Consumer:
             request_timeout_ms=request_timeout_ms,
             retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
+            allow_auto_topic_creation=allow_auto_create_topics,
         )
         self._assignment: dict[TopicPartition, _PartitionState] = {}
         self._completed: deque[_CompletedFetch] = deque()

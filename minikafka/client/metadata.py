@@ -43,6 +43,9 @@ class ClusterMetadata:
     brokers: Mapping[int, BrokerNode] = field(default_factory=dict)
     controller_id: int = -1
     topics: Mapping[str, TopicMetadata] = field(default_factory=dict)
+    # Topics the last response said do not exist (UNKNOWN_TOPIC_OR_PARTITION: the broker
+    # checked ZooKeeper and did not auto-create them).
+    unknown_topics: frozenset[str] = frozenset()
     # Per-snapshot answers the producer asks for on every send (the snapshot never changes).
     _cache: dict[tuple[str, str], tuple[int, ...] | None] = field(
         default_factory=dict, compare=False, repr=False
@@ -124,4 +127,9 @@ class ClusterMetadata:
             brokers={b.node_id: b for b in response.brokers},
             controller_id=response.controller_id,
             topics=topics,
+            unknown_topics=frozenset(
+                t.name
+                for t in response.topics
+                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            ),
         )

@@ -41,6 +41,7 @@ from minikafka.client.cluster import (
     is_invalid_metadata,
     now_ms,
 )
+from minikafka.client.config_names import accepts_kafka_config
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
 from minikafka.client.metadata import ClusterMetadata
 from minikafka.client.partitioner import DefaultPartitioner
@@ -122,9 +123,21 @@ class _TopicInfo:
         return tp
 
 
+DEFAULT_DELIVERY_TIMEOUT_MS = 120000
+
+
+def check_compression_type(value: str) -> None:
+    if value.strip().lower() != "none":
+        raise ValueError(
+            f"compression.type={value} is not supported: the minikafka producer does not "
+            "compress (only compression.type=none)"
+        )
+
+
 class Producer:
     """Kafka's KafkaProducer (no idempotence, no transactions); config names as Kafka's."""
 
+    @accepts_kafka_config("producer")
     def __init__(
         self,
         bootstrap_servers: str | Sequence[str] = DEFAULT_BOOTSTRAP,
@@ -134,7 +147,7 @@ class Producer:
         linger_ms: int = 0,
         retries: int = 2147483647,
         retry_backoff_ms: int = 100,
-        delivery_timeout_ms: int = 120000,
+        delivery_timeout_ms: int | None = None,
         request_timeout_ms: int = 30000,
         max_in_flight_requests_per_connection: int = 5,
         max_request_size: int = 1048576,
@@ -142,8 +155,14 @@ class Producer:
         max_block_ms: int = 60000,
         metadata_max_age_ms: int = 300000,
         client_id: str | None = None,
+        compression_type: str = "none",
         partitioner: DefaultPartitioner | None = None,
     ) -> None:
+        check_compression_type(compression_type)
+        if delivery_timeout_ms is None:
+            # Kafka's default (120 s), raised to linger.ms + request.timeout.ms when those
+            # are raised and delivery.timeout.ms is not given (as KafkaProducer does).
+            delivery_timeout_ms = max(DEFAULT_DELIVERY_TIMEOUT_MS, linger_ms + request_timeout_ms)
         if delivery_timeout_ms < linger_ms + request_timeout_ms:
             # Kafka's ConfigException: otherwise a batch could expire before its first try.
             raise ValueError(
@@ -168,6 +187,7 @@ class Producer:
             retry_backoff_ms=retry_backoff_ms,
             metadata_max_age_ms=metadata_max_age_ms,
             max_in_flight_requests_per_connection=max_in_flight_requests_per_connection,
+            allow_auto_topic_creation=True,  # Kafka's producer always asks
         )
         self._max_in_flight = max_in_flight_requests_per_connection
         self._accumulator = RecordAccumulator(

@@ -49,6 +49,8 @@ from minikafka.cluster import netns
 from minikafka.cluster.errors import BrokerStartError as BrokerStartError
 from minikafka.cluster.errors import ClusterError as ClusterError
 from minikafka.cluster.errors import PortInUseError as PortInUseError
+from minikafka.config.broker import BrokerConfig
+from minikafka.protocol.errors import InvalidConfigError
 from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
 from minikafka.zk.client import expire_session as zk_expire_session
 from minikafka.zk.server import (
@@ -61,8 +63,24 @@ from minikafka.zk.server import (
 log = logging.getLogger(__name__)
 
 STATE_FILE = "cluster.json"
-# Where `minikafka cluster ...` keeps a cluster unless --data-dir says otherwise.
-DEFAULT_DATA_DIR = Path("minikafka-data")
+# Where `minikafka cluster ...` keeps a cluster unless --data-dir says otherwise: one place
+# per user (as rpk's profile), so every command finds it from any directory.
+DATA_DIR_ENV = "MINIKAFKA_DATA_DIR"
+DEFAULT_DATA_DIR_TEXT = f"${DATA_DIR_ENV}, else $XDG_DATA_HOME/minikafka/cluster"
+# The default of earlier versions, relative to the current directory.
+OLD_DEFAULT_DATA_DIR = Path("minikafka-data")
+
+
+def default_data_dir() -> Path:
+    """$MINIKAFKA_DATA_DIR, else $XDG_DATA_HOME/minikafka/cluster (XDG_DATA_HOME defaults
+    to ~/.local/share)."""
+    explicit = os.environ.get(DATA_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "minikafka" / "cluster"
+
+
 STATE_VERSION = 1
 FAULTS_FILE = "network-faults.json"
 ZK_SESSION_FILE = "zk-session.json"
@@ -114,11 +132,17 @@ def parse_overrides(items: Iterable[str]) -> tuple[dict[str, str], dict[int, dic
 
 
 def check_overrides(overrides: Mapping[str, str]) -> None:
+    """Refuse, before anything starts, a property the cluster manages or a broker would
+    refuse (unknown, or a bad value)."""
     managed = sorted(MANAGED_KEYS.intersection(overrides))
     if managed:
         raise ValueError(
             f"{', '.join(managed)} cannot be overridden: the cluster sets them per broker"
         )
+    try:
+        BrokerConfig.from_properties({"broker.id": "1", **overrides})
+    except InvalidConfigError as e:
+        raise ValueError(str(e)) from None
 
 
 def _port_accepts(host: str, port: int) -> bool:

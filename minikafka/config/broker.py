@@ -1,14 +1,17 @@
 """Broker configuration: Kafka's property names and defaults (design §11).
 
 `server.properties` uses Java's properties syntax; `--override key=value` on the command line
-wins over the file. Unknown keys are reported (as Kafka does) and otherwise ignored.
+wins over the file. An unknown key is refused (Kafka only warns about one): a property
+minikafka would silently ignore, such as one of Kafka's it does not implement, must not look
+as if it took effect.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,6 +66,20 @@ def parse_admin_listener(listener: str) -> tuple[str, int]:
     return parts.hostname or "", parts.port
 
 
+def _unknown_properties_message(unknown: list[str], known: set[str]) -> str:
+    parts = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (
+        f"unknown broker {'property' if len(unknown) == 1 else 'properties'} "
+        f"{', '.join(parts)}: minikafka does not implement "
+        f"{'it' if len(unknown) == 1 else 'them'}, so it refuses rather than ignores "
+        f"{'it' if len(unknown) == 1 else 'them'}. The properties it has: "
+        f"{', '.join(sorted(known))}."
+    )
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     broker_id: int = -1
@@ -106,7 +123,7 @@ class BrokerConfig:
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 5000
     delete_topic_enable: bool = True
-    auto_create_topics_enable: bool = False
+    auto_create_topics_enable: bool = True
     request_timeout_ms: int = 30000
     socket_request_max_bytes: int = 100 * 1024 * 1024
     controller_socket_timeout_ms: int = 30000
@@ -118,7 +135,6 @@ class BrokerConfig:
     # Not Kafka's (Kafka has JMX): `http://host:port` of the HTTP admin endpoint (Prometheus
     # metrics, health, JSON views; minikafka.admin_http). Unset: no endpoint.
     admin_listeners: str | None = None
-    extra: Mapping[str, str] = field(default_factory=dict)
 
     # Kafka accepts `log.retention.hours` / `minutes`; the most precise one given wins.
     _RETENTION_UNITS = (
@@ -137,8 +153,6 @@ class BrokerConfig:
         kwargs: dict[str, Any] = {}
         known: set[str] = set()
         for f in fields(cls):
-            if f.name == "extra":
-                continue
             name = cls.property_name(f.name)
             if f.name == "log_dirs":
                 raw = props.get("log.dirs", props.get("log.dir"))
@@ -170,10 +184,10 @@ class BrokerConfig:
                 if name in props:
                     kwargs[attr] = _int(props[name]) * unit
                     break
-        extra = {k: v for k, v in props.items() if k not in known}
-        for k in extra:
-            log.warning("The configuration '%s' was supplied but isn't a known config.", k)
-        cfg = cls(**kwargs, extra=extra)
+        unknown = sorted(k for k in props if k not in known)
+        if unknown:
+            raise InvalidConfigError(_unknown_properties_message(unknown, known))
+        cfg = cls(**kwargs)
         cfg.validate()
         return cfg
 
@@ -190,6 +204,14 @@ class BrokerConfig:
             raise InvalidConfigError("log.dirs must name at least one directory")
         if self.min_insync_replicas < 1:
             raise InvalidConfigError("min.insync.replicas must be >= 1")
+        if self.num_partitions < 1:
+            raise InvalidConfigError("num.partitions must be >= 1")
+        if self.default_replication_factor < 1:
+            raise InvalidConfigError("default.replication.factor must be >= 1")
+        if self.num_replica_fetchers != 1:
+            raise InvalidConfigError(
+                "num.replica.fetchers must be 1: minikafka runs one fetcher per source broker"
+            )
         if self.replica_lag_time_max_ms <= 0:
             raise InvalidConfigError("replica.lag.time.max.ms must be positive")
         if self.admin_listeners is not None:

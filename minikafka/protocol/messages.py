@@ -69,6 +69,10 @@ class ApiVersionsResponse:
 @dataclass(frozen=True)
 class MetadataRequest:
     topics: list[str] | None = None  # None: all topics
+    # Kafka's allowAutoTopicCreation (v4+): a named topic that does not exist is created
+    # when the broker's auto.create.topics.enable is also true. Producers send true,
+    # consumers their allow.auto.create.topics, admin clients false.
+    allow_auto_topic_creation: bool = True
 
 
 @dataclass(frozen=True)

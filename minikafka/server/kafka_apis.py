@@ -26,6 +26,7 @@ from minikafka.protocol.errors import (
     KafkaError,
     NotControllerError,
     RequestTimedOutError,
+    TopicAlreadyExistsError,
     TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
@@ -54,6 +55,7 @@ from minikafka.protocol.messages import (
     ListOffsetsRequest,
     MetadataRequest,
     MetadataResponse,
+    MetadataTopic,
     OffsetForLeaderEpochRequest,
     PartitionRef,
     PartitionReplicaStates,
@@ -70,7 +72,7 @@ from minikafka.protocol.schema import FileRegion
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import NO_RESPONSE, Handler
-from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkNoNodeError
+from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkError, ZkNoNodeError
 
 log = logging.getLogger(__name__)
 
@@ -169,11 +171,48 @@ class KafkaApis:
     async def handle_metadata(
         self, req: MetadataRequest, listener: str = PLAINTEXT
     ) -> MetadataResponse:
+        topics = self.cache.get_topic_metadata(req.topics)
+        if req.topics is not None:
+            topics = [
+                await self._unknown_topic_metadata(t.name, req.allow_auto_topic_creation)
+                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else t
+                for t in topics
+            ]
         return MetadataResponse(
-            self.cache.alive_brokers_on(listener),
-            self.cache.controller_id,
-            self.cache.get_topic_metadata(req.topics),
+            self.cache.alive_brokers_on(listener), self.cache.controller_id, topics
         )
+
+    async def _unknown_topic_metadata(self, name: str, allow_auto_create: bool) -> MetadataTopic:
+        """A requested topic missing from the metadata cache. ZooKeeper decides whether it
+        exists: a topic being created (or whose UpdateMetadata has not reached us yet) is
+        LEADER_NOT_AVAILABLE, so clients retry; only a topic absent from ZooKeeper is
+        UNKNOWN_TOPIC_OR_PARTITION, which clients can then trust to fail at once. With
+        auto.create.topics.enable and the client's allowAutoTopicCreation it is created
+        with num.partitions and default.replication.factor (Kafka's createTopic in
+        KafkaApis), answered LEADER_NOT_AVAILABLE until its leaders are elected."""
+        not_yet = MetadataTopic(int(ErrorCode.LEADER_NOT_AVAILABLE), name, [])
+        try:
+            validate_topic_name(name)
+        except InvalidTopicError as e:
+            return MetadataTopic(int(e.code), name, [])
+        try:
+            if await asyncio.to_thread(self.zk.topic_exists, name):
+                return not_yet
+            if not (allow_auto_create and self.config.auto_create_topics_enable):
+                return MetadataTopic(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name, [])
+            await self._create_topic(CreatableTopic(name, -1, -1, {}, {}), validate_only=False)
+        except ZkError as e:
+            # No ZooKeeper now: we cannot tell, so the client retries (a retriable code).
+            log.info("metadata for unknown topic %s: ZooKeeper unavailable (%s)", name, e)
+            return not_yet
+        except TopicAlreadyExistsError:
+            pass  # another broker's client asked at the same moment
+        except KafkaError as e:
+            log.info("auto-creation of topic %s failed: %s", name, e)
+            return MetadataTopic(int(e.code), name, [])
+        log.info("auto-created topic %s (auto.create.topics.enable)", name)
+        return not_yet
 
     async def handle_produce(self, req: ProduceRequest) -> Any:
         # Decoded requests carry records as a memoryview of the received frame.

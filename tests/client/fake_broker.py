@@ -77,6 +77,10 @@ class FakeCluster:
         self.alive: set[int] = set()
         self.controller_id = 1
         self.topics: dict[str, dict[int, FakePartition]] = {}
+        # Topics "being created": in ZooKeeper, not yet in metadata (LEADER_NOT_AVAILABLE,
+        # as a real broker answers). Other unknown topics: UNKNOWN_TOPIC_OR_PARTITION, as a
+        # real broker with auto.create.topics.enable=false answers.
+        self.pending_topics: set[str] = set()
         self.requests: list[tuple[int, Any]] = []  # (broker id, request), in arrival order
         self._injections: list[tuple[type, int | None, Injected, list[int]]] = []
         self._data = asyncio.Condition()
@@ -178,7 +182,12 @@ class FakeCluster:
         for name in names:
             parts = self.topics.get(name)
             if parts is None:
-                topics.append(m.MetadataTopic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, []))
+                code = (
+                    ErrorCode.LEADER_NOT_AVAILABLE
+                    if name in self.pending_topics
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
+                topics.append(m.MetadataTopic(code, name, []))
                 continue
             topics.append(
                 m.MetadataTopic(

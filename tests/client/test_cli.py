@@ -307,10 +307,10 @@ def test_consume_rejects_inconsistent_options(threaded, args, message):
     assert result.exit_code == 2 and message in result.output
 
 
-def test_consume_of_a_missing_topic_fails_after_the_timeout(threaded):
+def test_consume_of_a_missing_topic_fails_naming_it(threaded):
     result = run(threaded, "consume", "--topic", "missing", "--timeout-ms", "200")
     assert result.exit_code == 1
-    assert "Topic missing not present in metadata" in result.stderr
+    assert "Topic missing does not exist" in result.stderr
     assert "Processed a total of 0 messages" in result.stderr
 
 
@@ -336,3 +336,18 @@ def test_produce_without_a_reachable_broker_fails_once_and_counts_every_line() -
     assert "Topic ghost not present in metadata after 500 ms" in errors[0]
     assert "stopped at line 1: 100 records from there on not sent" in errors[0]
     assert "100 of 100 records were not sent" in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "prop", "message"),
+    [
+        ("consume", "print.keys=true", "unknown property print.keys (known: "),
+        ("produce", "parse.keys=true", "unknown property parse.keys (known: "),
+        ("consume", "print.key=yes", "print.key must be true or false, not 'yes'"),
+    ],
+)
+def test_an_unknown_or_malformed_property_is_refused_not_ignored(threaded, command, prop, message):
+    result = run(threaded, command, "--topic", "t", "--property", prop, input="a\n")
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "--property" in result.output

@@ -14,6 +14,7 @@ from minikafka.protocol.errors import (
     InvalidRequiredAcksError,
     MessageTooLargeError,
     NotEnoughReplicasError,
+    UnknownTopicOrPartitionError,
 )
 from tests.client.fake_broker import produce_error
 
@@ -235,11 +236,23 @@ async def test_a_record_larger_than_max_request_size_fails_without_being_sent(cl
     assert cluster.requests_of(m.ProduceRequest) == []
 
 
-async def test_an_unknown_topic_fails_after_max_block_ms(cluster):
+async def test_a_topic_still_being_created_fails_after_max_block_ms(cluster):
+    cluster.pending_topics.add("creating")
     async with fast_producer(cluster, max_block_ms=200) as producer:
-        fut = await producer.send("missing", b"v")
-        with pytest.raises(KafkaTimeoutError, match="not present in metadata"):
+        fut = await producer.send("creating", b"v")
+        with pytest.raises(KafkaTimeoutError, match="creating not present in metadata"):
             await fut
+
+
+async def test_a_topic_that_does_not_exist_fails_at_once(cluster):
+    """UNKNOWN_TOPIC_OR_PARTITION in metadata (the broker checked and did not auto-create
+    it) fails the send at the first answer, not after max.block.ms."""
+    async with fast_producer(cluster, max_block_ms=60_000) as producer:
+        fut = await producer.send("missing", b"v")
+        with pytest.raises(UnknownTopicOrPartitionError, match="Topic missing does not exist"):
+            await fut
+    assert len(cluster.requests_of(m.MetadataRequest)) <= 2
+    assert all(r.allow_auto_topic_creation for _, r in cluster.requests_of(m.MetadataRequest))
 
 
 async def test_an_invalid_partition_fails_the_record(cluster):

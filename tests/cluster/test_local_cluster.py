@@ -29,6 +29,7 @@ from minikafka.cluster import (
     ZooKeeperNotInstalledError,
     parse_overrides,
 )
+from minikafka.cluster.local import DATA_DIR_ENV
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, TEST_OVERRIDES, ClusterFactory, wait_until
 from tests.cluster.helpers import create_topic
 
@@ -350,17 +351,24 @@ def test_cli_up_detach_status_faults_down_and_up_again_on_the_same_ports(tmp_pat
 
 
 def test_cli_without_a_cluster_says_where_it_looked_and_how_to_start_one(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != DATA_DIR_ENV}
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    # An earlier version's cluster in ./minikafka-data is pointed at.
+    (tmp_path / "minikafka-data").mkdir()
+    (tmp_path / "minikafka-data" / "cluster.json").write_text("{}")
     done = subprocess.run(
         [sys.executable, "-m", "minikafka", "cluster", "status"],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 1
-    # The default data dir is relative: the message gives the absolute place it looked.
-    assert f"no cluster in {tmp_path.resolve() / 'minikafka-data'}" in done.stderr
-    assert "--data-dir DIR" in done.stderr and "minikafka cluster up" in done.stderr
+    # The per-user default data dir, as an absolute path.
+    assert f"no cluster in {tmp_path / 'xdg' / 'minikafka' / 'cluster'}" in done.stderr
+    assert "there is one in ./minikafka-data" in done.stderr
+    assert "--data-dir DIR" in done.stderr and "`minikafka cluster up`" in done.stderr
 
 
 def test_cli_logs_prints_the_end_of_a_brokers_log_and_where_it_is(
@@ -519,7 +527,7 @@ def test_an_exit_code_is_only_reported_for_the_process_that_had_it(
 def test_default_bootstrap_without_a_local_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "no-cluster"))
     monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
     assert default_bootstrap() == "localhost:9092"
     monkeypatch.setenv(BOOTSTRAP_ENV, "kafka1:19092,kafka2:19092")
@@ -529,10 +537,11 @@ def test_default_bootstrap_without_a_local_cluster(
 def test_cli_commands_default_to_the_local_clusters_brokers_and_survive_broker_1_dead(
     tmp_path: Path,
 ) -> None:
-    """A running cluster in ./minikafka-data is what a client command talks to by default,
-    all of its brokers: with broker 1 down the next command still works."""
+    """A running cluster in the per-user default data dir is what a client command talks
+    to by default, from any directory, all of its brokers: with broker 1 down the next
+    command still works; `cluster status` finds it too."""
     lc = LocalCluster(
-        tmp_path / "minikafka-data",
+        tmp_path / "xdg" / "minikafka" / "cluster",
         3,
         base_port=0,
         zookeeper_port=0,
@@ -543,14 +552,18 @@ def test_cli_commands_default_to_the_local_clusters_brokers_and_survive_broker_1
     lc.start()
     try:
         lc.kill(1)
-        env = {k: v for k, v in os.environ.items() if k != BOOTSTRAP_ENV}
+        env = {k: v for k, v in os.environ.items() if k not in (BOOTSTRAP_ENV, DATA_DIR_ENV)}
+        env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
         for args in (
+            ("cluster", "status"),
             ("topics", "--create", "--topic", "t", "--replication-factor", "2"),
             ("topics", "--list"),
         ):
             done = subprocess.run(
                 [sys.executable, "-m", "minikafka", *args],
-                cwd=tmp_path,
+                cwd=elsewhere,
                 env=env,
                 capture_output=True,
                 text=True,

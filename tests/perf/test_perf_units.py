@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 
 from minikafka.cli.main import cli
 from minikafka.client.consumer import ConsumerRecord
+from minikafka.client.producer import Producer
 from minikafka.client.properties import parse_properties
 from minikafka.perf import (
     CONSUMER_DETAILED_HEADER,
@@ -187,15 +188,19 @@ def test_producer_properties_map_onto_the_producers_parameters() -> None:
         "max_in_flight_requests_per_connection": 1,
         "request_timeout_ms": 2000,
         "client_id": "perf=1",
+        "compression_type": "none",
     }
 
 
 def test_raising_linger_or_request_timeout_raises_the_delivery_timeout() -> None:
-    assert producer_config({"request.timeout.ms": "200000"})["delivery_timeout_ms"] == 200000
-    assert producer_config({"linger.ms": "5", "delivery.timeout.ms": "9000"}) == {
-        "linger_ms": 5,
-        "delivery_timeout_ms": 9000,
-    }
+    """Without delivery.timeout.ms, the producer raises it to linger.ms + request.timeout.ms
+    (as KafkaProducer does); given explicitly, a smaller one is refused."""
+    config = producer_config({"request.timeout.ms": "200000", "linger.ms": "5"})
+    assert "delivery_timeout_ms" not in config
+    assert Producer("localhost:1", **config)._delivery_timeout_ms == 200005
+    assert Producer("localhost:1")._delivery_timeout_ms == 120000
+    with pytest.raises(ValueError, match=r"delivery\.timeout\.ms should be equal to or larger"):
+        Producer("localhost:1", **producer_config({"delivery.timeout.ms": "9000"}))
 
 
 @pytest.mark.parametrize(

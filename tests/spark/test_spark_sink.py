@@ -3,6 +3,8 @@ land where their columns say, and a failed write is not rolled back (at-least-on
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
@@ -133,7 +135,18 @@ def test_a_failed_write_is_not_rolled_back(spark: SparkSession, spark_cluster):
     assert sorted(values) == sorted(f"v{i}".encode() for i in range(10) for _ in range(2))
 
 
-def test_a_topic_that_does_not_exist_fails_the_write_once_naming_it(spark, spark_cluster):
+def test_a_topic_that_does_not_exist_is_auto_created_by_the_write(spark, spark_cluster):
+    """The brokers' auto.create.topics.enable (Kafka's default, true) creates the topic the
+    sink's producer names, with num.partitions and default.replication.factor."""
+    topic = f"auto-{uuid.uuid4().hex[:8]}"
+    df = spark.createDataFrame([(f"v{i}",) for i in range(50)], "value string").coalesce(1)
+    writer(df, spark_cluster, topic=topic).save()
+    assert sorted(r.value for r in read_topic(spark_cluster, topic)) == sorted(
+        f"v{i}".encode() for i in range(50)
+    )
+
+
+def test_a_topic_that_cannot_be_created_fails_the_write_once_naming_it(spark, spark_cluster):
     df = spark.createDataFrame([(f"v{i}",) for i in range(500)], "value string").coalesce(1)
-    with pytest.raises(PySparkException, match="ghost-topic not present in metadata after 1500 ms"):
-        writer(df, spark_cluster, topic="ghost-topic", **{"kafka.max.block.ms": "1500"}).save()
+    with pytest.raises(PySparkException, match="Topic bad/topic: INVALID_TOPIC_EXCEPTION"):
+        writer(df, spark_cluster, topic="bad/topic", **{"kafka.max.block.ms": "60000"}).save()
