@@ -1,13 +1,14 @@
-"""Only the C extension lives here; everything else is in pyproject.toml."""
+"""Only the C extensions live here; everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension(
-            "minikafka.storage._batch_scan",
-            ["minikafka/storage/_batch_scan.c"],
+            f"minikafka.storage.{name}",
+            [f"minikafka/storage/{name}.c"],
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )
+        for name in ("_batch_scan", "_record_codec")
     ]
 )

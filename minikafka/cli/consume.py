@@ -63,7 +63,10 @@ class MessageFormatter:
         if self.print_headers:
             if r.headers:
                 columns.append(
-                    self.headers_separator.join(k.encode() + b":" + v for k, v in r.headers)
+                    self.headers_separator.join(
+                        k.encode() + b":" + (self.null_literal if v is None else v)
+                        for k, v in r.headers
+                    )
                 )
             else:
                 columns.append(b"NO_HEADERS")

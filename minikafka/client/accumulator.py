@@ -23,13 +23,12 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import msgpack
-
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
 from minikafka.common import TopicPartition
 from minikafka.storage.record_batch import HEADER_SIZE, RecordBatchBuilder, new_record_buffer
 
-# msgpack array header, offset/timestamp deltas, nil/bin headers: a generous upper bound.
+# A v2 record's length, attributes, timestamp and offset deltas, key/value lengths and
+# header count (Kafka's DefaultRecord.MAX_RECORD_OVERHEAD is 21): a generous upper bound.
 RECORD_OVERHEAD = 32
 
 
@@ -66,7 +65,7 @@ class BufferPool:
     def __init__(self, batch_size: int, max_free: int) -> None:
         self.batch_size = batch_size
         self.max_free = max_free
-        self._free: list[msgpack.Packer] = []
+        self._free: list[bytearray] = []
         self.allocated = 0  # buffers created (not taken from the free list)
         self.reused = 0  # buffers taken from the free list
 
@@ -74,17 +73,16 @@ class BufferPool:
     def free_count(self) -> int:
         return len(self._free)
 
-    def allocate(self) -> msgpack.Packer:
+    def allocate(self) -> bytearray:
         if self._free:
             self.reused += 1
             return self._free.pop()
         self.allocated += 1
         return new_record_buffer(self.batch_size)
 
-    def deallocate(self, buffer: msgpack.Packer, used: int) -> None:
-        """Take back a buffer that held `used` bytes (reset here)."""
+    def deallocate(self, buffer: bytearray, used: int) -> None:
+        """Take back a buffer that held `used` bytes (the next builder writes over them)."""
         if used <= self.batch_size and len(self._free) < self.max_free:
-            buffer.reset()
             self._free.append(buffer)
 
 

@@ -76,7 +76,7 @@ class ConsumerRecord:
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: tuple[tuple[str, bytes | None], ...] = ()
     leader_epoch: int = -1  # partition leader epoch of the batch it came in
 
     @property

@@ -2,6 +2,7 @@
 
 Per log dir:
     .lock                               held while a broker uses the dir
+    meta.properties                     the record format of the dir's logs
     .kafka_cleanshutdown                present only after a clean shutdown
     replication-offset-checkpoint       HW per partition
     recovery-point-offset-checkpoint    recovery point per partition
@@ -52,6 +53,24 @@ class LogDirInUseError(Exception):
     pass
 
 
+class LogDirFormatError(Exception):
+    """A log dir whose logs hold records in a format this version does not read."""
+
+
+META_PROPERTIES = "meta.properties"
+# Kafka's v2 records. Before, records inside the (same) batch header were msgpack arrays;
+# a dir without this line and with logs in it is from then.
+RECORD_FORMAT_LINE = "minikafka.record.format=kafka-v2"
+
+
+def _is_log_dir(path: Path) -> bool:
+    try:
+        TopicPartition.parse_dir_name(path.name)
+    except ValueError:
+        return False
+    return True
+
+
 class LogManager:
     def __init__(
         self,
@@ -83,7 +102,28 @@ class LogManager:
             d.mkdir(parents=True, exist_ok=True)
             self._lock(d)
         for d in self.log_dirs:
+            self._check_record_format(d)
+        for d in self.log_dirs:
             self._load_dir(d)
+
+    def _check_record_format(self, d: Path) -> None:
+        """Refuse a dir whose logs are in the earlier msgpack record format (no migration:
+        its records would reach clients as undecodable batches); mark a new one."""
+        meta = d / META_PROPERTIES
+        lines = meta.read_text().splitlines() if meta.is_file() else []
+        if RECORD_FORMAT_LINE in lines:
+            return
+        has_logs = any(
+            child.is_dir() and not child.name.endswith(DELETE_DIR_SUFFIX) and _is_log_dir(child)
+            for child in d.iterdir()
+        )
+        if has_logs:
+            raise LogDirFormatError(
+                f"log dir {d} holds logs in minikafka's earlier record format (msgpack "
+                "records), which this version does not read: its records are Kafka's v2 "
+                "records now. Move the dir away (or delete it) and start with an empty one."
+            )
+        atomic_write_text(meta, f"version=0\n{RECORD_FORMAT_LINE}\n")
 
     def _lock(self, d: Path) -> None:
         fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)

@@ -1,4 +1,4 @@
-"""Record batch codec: Kafka's v2 batch header, records encoded with msgpack.
+"""Record batch codec: Kafka's magic v2 record batch, header and records.
 
 Header layout (big-endian, 61 bytes, identical to Kafka's magic v2):
 
@@ -22,20 +22,23 @@ The CRC starts after the CRC field, so a leader stamps base offset and leader ep
 in place without recomputing it. Brokers only ever look at headers (`validate_batch`,
 `iter_batches`, and the append paths); the checks themselves run in C (`_batch_scan.c`),
 with the rules written here. Records are decoded by clients and tools (`decode_records`).
-Each record is one msgpack array: [offset delta, timestamp delta, key, value, headers].
+The records are Kafka's v2 records (varint lengths and deltas; `_record_codec.c` encodes
+and decodes them), so a batch any Kafka client builds is one minikafka stores and serves.
+Attributes bits 0-2 name the compression codec of the records (gzip is decoded here),
+bit 3 LogAppendTime (every record's timestamp is then the batch's max timestamp).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import crc32c
-import msgpack
 
-from minikafka.storage import _batch_scan
+from minikafka.storage import _batch_scan, _record_codec
 from minikafka.storage._batch_scan import BatchScanError
 
 MAGIC = 2
@@ -56,6 +59,13 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
+
+# Attributes: the compression codec (bits 0-2) and the timestamp type (bit 3).
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+COMPRESSION_NONE = 0
+COMPRESSION_GZIP = 1
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
@@ -193,46 +203,34 @@ class Record(NamedTuple):
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes], ...] = ()
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-def new_record_buffer(capacity: int = 1 << 16) -> msgpack.Packer:
-    """A buffer that records are encoded into: a msgpack Packer that accumulates (no
-    autoreset), its C buffer preallocated to `capacity` bytes where msgpack allows. Packers
-    are reusable after `reset()`, which keeps the allocation, so a pool of them is Kafka's
-    BufferPool of batch buffers."""
-    try:
-        return msgpack.Packer(
-            use_bin_type=True,
-            autoreset=False,
-            buf_size=max(capacity, 256),  # type: ignore[call-arg]  # msgpack >= 1.1; no stub
-        )
-    except TypeError:  # msgpack 1.0: no buf_size, the buffer grows on demand
-        return msgpack.Packer(use_bin_type=True, autoreset=False)
+def new_record_buffer(capacity: int = 1 << 16) -> bytearray:
+    """A buffer that a batch is encoded into, `capacity` bytes preallocated. The builder
+    writes at its own position and copies the batch out, so a buffer is reusable: a pool
+    of them is Kafka's BufferPool of batch buffers."""
+    return bytearray(max(capacity, HEADER_SIZE))
 
 
 _EMPTY_HEADERS: tuple[()] = ()
 
 
-def _released(record: object) -> None:
-    raise ValueError("the builder's buffer was released")
-
-
 class RecordBatchBuilder:
     """Accumulates records into one batch; `build()` adds the header and CRC.
 
-    Records are msgpack-encoded as they arrive into one buffer (`buffer`, or a new one:
-    see `new_record_buffer`), so appending costs one C call per record and building one
-    CRC pass and one copy. `release_buffer()` hands the buffer back (reset) for reuse once
-    the batch is built.
+    Records are encoded (v2, in C) as they arrive, after room for the header, into one
+    buffer (`buffer`, or a new one: see `new_record_buffer`), so appending costs one C call
+    per record and building one CRC pass and one copy. `release_buffer()` hands the buffer
+    back for reuse once the batch is built.
     """
 
     __slots__ = (
+        "_buf",
         "_count",
         "_first_ts",
         "_max_ts",
-        "_pack",
-        "_packer",
+        "_size",
         "base_offset",
         "base_sequence",
         "partition_leader_epoch",
@@ -248,17 +246,15 @@ class RecordBatchBuilder:
         producer_epoch: int = NO_PRODUCER_EPOCH,
         base_sequence: int = NO_SEQUENCE,
         *,
-        buffer: msgpack.Packer | None = None,
+        buffer: bytearray | None = None,
     ) -> None:
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.base_sequence = base_sequence
-        packer = new_record_buffer(0) if buffer is None else buffer
-        packer.reset()
-        self._packer: msgpack.Packer | None = packer
-        self._pack: Callable[[Any], object] = packer.pack
+        self._buf: bytearray | None = new_record_buffer(0) if buffer is None else buffer
+        self._size = HEADER_SIZE  # bytes of the batch so far: the records start after it
         self._count = 0
         self._first_ts = NO_TIMESTAMP
         self._max_ts = NO_TIMESTAMP
@@ -269,35 +265,32 @@ class RecordBatchBuilder:
     @property
     def size_in_bytes(self) -> int:
         """Bytes the built batch will have (header included)."""
-        with self._buffer().getbuffer() as body:
-            return HEADER_SIZE + len(body)
+        return self._size
 
-    def _buffer(self) -> msgpack.Packer:
-        if self._packer is None:
+    def _buffer(self) -> bytearray:
+        if self._buf is None:
             raise ValueError("the builder's buffer was released")
-        return self._packer
+        return self._buf
 
     def append(
         self,
         value: bytes | None,
         key: bytes | None = None,
         timestamp: int = 0,
-        headers: Sequence[tuple[str, bytes]] = (),
+        headers: Sequence[tuple[str, bytes | None]] = (),
     ) -> int:
         """Add a record; returns its offset delta within the batch."""
         delta = self._count
         if delta == 0:
             self._first_ts = timestamp
-        # A tuple packs as an array, like a list: the bytes are those of
-        # [delta, ts delta, key, value, [[name, value], ...]].
-        self._pack(
-            (
-                delta,
-                timestamp - self._first_ts,
-                key,
-                value,
-                [list(h) for h in headers] if headers else _EMPTY_HEADERS,
-            )
+        self._size = _record_codec.encode_record(
+            self._buffer(),
+            self._size,
+            delta,
+            timestamp - self._first_ts,
+            key,
+            value,
+            headers or _EMPTY_HEADERS,
         )
         self._count = delta + 1
         if timestamp > self._max_ts:
@@ -307,36 +300,34 @@ class RecordBatchBuilder:
     def build(self) -> bytes:
         if self._count == 0:
             raise ValueError("a record batch holds at least one record")
-        header = bytearray(HEADER_SIZE)
-        with self._buffer().getbuffer() as body:
-            _HEADER.pack_into(
-                header,
-                0,
-                self.base_offset,
-                HEADER_SIZE + len(body) - LOG_OVERHEAD,
-                self.partition_leader_epoch,
-                MAGIC,
-                0,
-                0,  # attributes: no compression, CreateTime, not transactional
-                self._count - 1,
-                self._first_ts,
-                self._max_ts,
-                self.producer_id,
-                self.producer_epoch,
-                self.base_sequence,
-                self._count,
-            )
-            crc = crc32c.crc32c(body, crc32c.crc32c(memoryview(header)[ATTRIBUTES_OFFSET:]))
-            _UINT32.pack_into(header, CRC_OFFSET, crc)
-            return b"".join((header, body))
+        buf = self._buffer()
+        _HEADER.pack_into(
+            buf,
+            0,
+            self.base_offset,
+            self._size - LOG_OVERHEAD,
+            self.partition_leader_epoch,
+            MAGIC,
+            0,
+            0,  # attributes: no compression, CreateTime, not transactional
+            self._count - 1,
+            self._first_ts,
+            self._max_ts,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self._count,
+        )
+        with memoryview(buf) as view:
+            crc = crc32c.crc32c(view[ATTRIBUTES_OFFSET : self._size])
+            _UINT32.pack_into(buf, CRC_OFFSET, crc)
+            return bytes(view[: self._size])
 
-    def release_buffer(self) -> msgpack.Packer:
-        """Detach the (reset) buffer for reuse; the builder takes no more records."""
-        packer = self._buffer()
-        self._packer = None
-        self._pack = _released
-        packer.reset()
-        return packer
+    def release_buffer(self) -> bytearray:
+        """Detach the buffer for reuse; the builder takes no more records."""
+        buf = self._buffer()
+        self._buf = None
+        return buf
 
 
 def build_batch(
@@ -358,49 +349,26 @@ def build_batch(
 def decode_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
     """Decode the records of the (already validated) batch at `pos`.
 
-    Raises InvalidBatchError(BAD_RECORDS) if the body is not the records the header promises.
+    Raises InvalidBatchError(BAD_RECORDS) if the body is not the records the header promises
+    (or is compressed with a codec this cannot decode).
     """
     h = parse_header(batch, pos)
     end = pos + h.batch_length + LOG_OVERHEAD
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
-    unpacker.feed(memoryview(batch)[pos + HEADER_SIZE : end])
-    out: list[Record] = []
+    body: bytes | memoryview = memoryview(batch)[pos + HEADER_SIZE : end]
+    codec = h.attributes & COMPRESSION_CODEC_MASK
     try:
-        for item in unpacker:
-            delta, ts_delta, key, value, headers = _as_record_fields(item)
-            out.append(
-                Record(
-                    h.base_offset + delta,
-                    h.first_timestamp + ts_delta,
-                    key,
-                    value,
-                    tuple((str(k), bytes(v)) for k, v in headers),
-                )
-            )
-    except (ValueError, TypeError, msgpack.UnpackException) as e:
-        raise InvalidBatchError(InvalidBatchReason.BAD_RECORDS, pos, str(e)) from e
-    if len(out) != h.record_count:
-        raise InvalidBatchError(
-            InvalidBatchReason.BAD_RECORDS,
-            pos,
-            f"header says {h.record_count} records, body holds {len(out)}",
+        if codec == COMPRESSION_GZIP:
+            body = zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)
+        elif codec != COMPRESSION_NONE:
+            name = COMPRESSION_NAMES.get(codec, f"unknown codec {codec}")
+            raise ValueError(f"records compressed with {name}: not decoded here")
+        log_append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else NO_TIMESTAMP
+        fields = _record_codec.decode_records(
+            body, h.base_offset, h.first_timestamp, log_append_time, h.record_count
         )
-    return out
-
-
-def _as_record_fields(item: Any) -> tuple[int, int, bytes | None, bytes | None, list[Any]]:
-    if not isinstance(item, list | tuple) or len(item) != 5:
-        raise ValueError(f"record is not a 5-element array: {item!r:.60}")
-    delta, ts_delta, key, value, headers = item
-    if not isinstance(delta, int) or not isinstance(ts_delta, int):
-        raise ValueError("record offset/timestamp delta is not an integer")
-    if key is not None and not isinstance(key, bytes):
-        raise ValueError("record key is not bytes")
-    if value is not None and not isinstance(value, bytes):
-        raise ValueError("record value is not bytes")
-    if not isinstance(headers, list):
-        raise ValueError("record headers are not an array")
-    return delta, ts_delta, key, value, headers
+    except (ValueError, zlib.error) as e:
+        raise InvalidBatchError(InvalidBatchReason.BAD_RECORDS, pos, str(e)) from e
+    return [Record._make(f) for f in fields]
 
 
 def decode_all(buf: bytes | bytearray | memoryview) -> list[Record]:

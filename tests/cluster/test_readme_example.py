@@ -37,5 +37,7 @@ def test_the_readme_python_example_runs_as_written(make_cluster: ClusterFactory)
         printed = [line.split(" ", 2)[2] for line in done.stdout.splitlines()]
         if run == 1:
             assert sorted(printed) == sorted(produced)  # all ten, each once
-        else:  # from the beginning again: at least ten, all of them the example's records
-            assert len(printed) >= 10 and set(printed) == produced
+        else:
+            # From the beginning again over 20 records: it stops at ten or more (whole
+            # polls), which may all come from some partitions; each is one of the example's.
+            assert len(printed) >= 10 and set(printed) <= produced

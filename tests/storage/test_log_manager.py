@@ -3,7 +3,12 @@ import pytest
 from minikafka.common import TopicPartition
 from minikafka.storage.checkpoint import OffsetCheckpointFile
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.log_manager import CLEAN_SHUTDOWN_FILE, LogDirInUseError, LogManager
+from minikafka.storage.log_manager import (
+    CLEAN_SHUTDOWN_FILE,
+    LogDirFormatError,
+    LogDirInUseError,
+    LogManager,
+)
 
 from .conftest import batch
 
@@ -215,3 +220,19 @@ def test_periodic_checkpoints_of_unchanged_offsets_rewrite_nothing(tmp_path, clo
     )
     m.shutdown()
     assert OffsetCheckpointFile(rp).read()[TP0] == 6  # shutdown writes what changed
+
+
+def test_a_log_dir_from_the_msgpack_record_format_is_refused_and_a_new_one_is_marked(
+    tmp_path, clock
+):
+    old = tmp_path / "old"
+    (old / "orders-0").mkdir(parents=True)  # logs, and no record format line: from before
+    with pytest.raises(LogDirFormatError, match="earlier record format"):
+        LogManager([old], LogConfig(), clock=clock).startup()
+    m = manager(tmp_path, clock)
+    m.get_or_create_log(TP0).append_as_leader(batch(2), 0)
+    m.shutdown()
+    assert "minikafka.record.format=kafka-v2" in (tmp_path / "d1" / "meta.properties").read_text()
+    again = manager(tmp_path, clock)  # marked: its logs load
+    assert again.get_log(TP0).log_end_offset == 2
+    again.shutdown()
