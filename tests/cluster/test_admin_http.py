@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -72,15 +72,21 @@ def leaders_of(cluster: LocalCluster) -> dict[int, int]:
     return {p.partition: p.leader for p in topic.partitions}
 
 
-def produce(cluster: LocalCluster, count: int, acks: str, skip: int | None = None) -> None:
-    """`count` records to each partition, bootstrapping from every broker but `skip` (a
-    paused broker still accepts connections, and a client that picked it would hang)."""
+def produce(
+    cluster: LocalCluster,
+    count: int,
+    acks: str,
+    skip: int | None = None,
+    partitions: Sequence[int] = range(PARTITIONS),
+) -> None:
+    """`count` records to each of `partitions`, bootstrapping from every broker but `skip`
+    (a paused broker still accepts connections, and a client that picked it would hang)."""
     ports = cluster.broker_ports
     bootstrap = ",".join(f"{cluster.host}:{ports[b]}" for b in ports if b != skip)
     with SyncProducer(bootstrap, acks=acks, linger_ms=5) as producer:
         futures = [
             producer.send(TOPIC, f"{p}-{i}".encode() * 10, partition=p)
-            for p in range(PARTITIONS)
+            for p in partitions
             for i in range(count)
         ]
         for f in futures:
@@ -159,7 +165,9 @@ def test_metrics_follow_produce_replication_and_an_isr_shrink_and_expand(
     cluster.pause(victim)
     try:
         # A follower at the leader's LEO is never out of sync (Kafka's rule): move the LEO.
-        produce(cluster, M, "1", skip=victim)
+        # Only to the partitions it follows: when every broker but the controller leads
+        # one, the victim leads one too, and its leader is paused.
+        produce(cluster, M, "1", skip=victim, partitions=followed)
 
         def shrunk() -> bool:
             s = {b: scrape(cluster, b) for b in others}
