@@ -7,6 +7,7 @@ setup(
         Extension(
             f"minikafka.storage.{name}",
             [f"minikafka/storage/{name}.c"],
+            depends=["minikafka/storage/_records_walk.h"],
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )
         for name in ("_batch_scan", "_record_codec")

@@ -7,7 +7,8 @@
 #      plugins are taken from Debian's own docker-compose and docker-buildx packages of the
 #      next release (static Go programs) and put into /usr/local/lib/docker/cli-plugins;
 #   3. the base image debian:bookworm-slim exists (scripts/docker-base-image.sh builds it
-#      from Debian's packages on a machine that cannot pull from a registry).
+#      from Debian's packages on a machine that cannot pull from a registry);
+#   4. docker/wheels/ holds the wheels of docker/image-wheels.txt (downloaded with pip).
 #
 #   scripts/docker-setup.sh          (root for anything it has to install or start)
 #
@@ -78,4 +79,28 @@ docker compose version >/dev/null 2>&1 || die "docker compose still does not wor
 
 # 3. The base image.
 "$root/scripts/docker-base-image.sh"
+
+# 4. The wheels the broker image installs besides Debian's packages (docker/image-wheels.txt),
+#    for the engine's CPU and bookworm's CPython 3.11: downloaded here, on the host, so the
+#    image build needs no PyPI access of its own.
+wheels=$root/docker/wheels
+arch=$(docker info --format '{{.Architecture}}')
+case $arch in
+    amd64) arch=x86_64 ;;
+    arm64) arch=aarch64 ;;
+esac
+missing=0
+while read -r requirement; do
+    case $requirement in '' | '#'*) continue ;; esac
+    name=${requirement%%==*}
+    version=${requirement#*==}
+    compgen -G "$wheels/${name//-/_}-$version-*.whl" >/dev/null || missing=1
+done <"$root/docker/image-wheels.txt"
+if [ "$missing" = 1 ]; then
+    say "downloading the wheels of docker/image-wheels.txt into docker/wheels/ ($arch)"
+    python3 -m pip download --quiet --no-deps --only-binary=:all: \
+        --platform "manylinux_2_28_$arch" --python-version 3.11 --implementation cp --abi cp311 \
+        -d "$wheels" -r "$root/docker/image-wheels.txt" ||
+        die "cannot download the wheels of docker/image-wheels.txt (pip, PyPI)"
+fi
 say "ready: $(docker compose version), engine $(docker info --format '{{.ServerVersion}}')"

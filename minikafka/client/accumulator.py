@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
 from minikafka.common import TopicPartition
+from minikafka.storage import compression
 from minikafka.storage.record_batch import HEADER_SIZE, RecordBatchBuilder, new_record_buffer
 
 # A v2 record's length, attributes, timestamp and offset deltas, key/value lengths and
@@ -98,6 +99,7 @@ class ProducerBatch:
         "_pool",
         "_timestamps",
         "attempts",
+        "codec",
         "created_ms",
         "done",
         "estimated_size",
@@ -107,9 +109,14 @@ class ProducerBatch:
     )
 
     def __init__(
-        self, tp: TopicPartition, created_ms: float, pool: BufferPool | None = None
+        self,
+        tp: TopicPartition,
+        created_ms: float,
+        pool: BufferPool | None = None,
+        codec: int = compression.NONE,
     ) -> None:
         self.tp = tp
+        self.codec = codec
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
         self.attempts = 0
@@ -161,8 +168,8 @@ class ProducerBatch:
         """Close the batch for appends and return its bytes (built once; base offset 0, the
         leader stamps the real one). The encoding buffer goes back to the pool."""
         if self._built is None:
-            self._built = self._builder.build()
-            self._release_buffer(len(self._built))
+            self._built = self._builder.build(self.codec)
+            self._release_buffer(self._builder.size_in_bytes)
         return self._built
 
     def _release_buffer(self, used: int) -> None:
@@ -225,8 +232,10 @@ class RecordAccumulator:
         delivery_timeout_ms: float = 120000,
         guarantee_message_order: bool = True,
         buffer_memory: int = 33554432,
+        codec: int = compression.NONE,
     ) -> None:
         self.batch_size = batch_size
+        self.codec = codec  # compression.type: each batch's records compressed when built
         self.linger_ms = linger_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.delivery_timeout_ms = delivery_timeout_ms
@@ -283,7 +292,7 @@ class RecordAccumulator:
                 )
         if abort_on_new_batch:
             return AppendResult(None, False, False)
-        batch = ProducerBatch(tp, now_ms, self.pool)
+        batch = ProducerBatch(tp, now_ms, self.pool, self.codec)
         fut = batch.try_append(key, value, headers, timestamp, size, batch_size)
         assert fut is not None  # an empty batch takes any record
         dq.append(batch)

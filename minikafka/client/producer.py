@@ -58,6 +58,7 @@ from minikafka.protocol.messages import (
     ProduceResponse,
     ProduceTopic,
 )
+from minikafka.storage import compression
 
 log = logging.getLogger(__name__)
 
@@ -126,12 +127,10 @@ class _TopicInfo:
 DEFAULT_DELIVERY_TIMEOUT_MS = 120000
 
 
-def check_compression_type(value: str) -> None:
-    if value.strip().lower() != "none":
-        raise ValueError(
-            f"compression.type={value} is not supported: the minikafka producer does not "
-            "compress (only compression.type=none)"
-        )
+def check_compression_type(value: str) -> int:
+    """The codec id of a compression.type (none, gzip, snappy, lz4, zstd); ValueError if
+    it names none of them."""
+    return compression.codec_id(value.strip().lower())
 
 
 class Producer:
@@ -158,7 +157,7 @@ class Producer:
         compression_type: str = "none",
         partitioner: DefaultPartitioner | None = None,
     ) -> None:
-        check_compression_type(compression_type)
+        codec = check_compression_type(compression_type)
         if delivery_timeout_ms is None:
             # Kafka's default (120 s), raised to linger.ms + request.timeout.ms when those
             # are raised and delivery.timeout.ms is not given (as KafkaProducer does).
@@ -197,6 +196,7 @@ class Producer:
             delivery_timeout_ms=delivery_timeout_ms,
             guarantee_message_order=max_in_flight_requests_per_connection == 1,
             buffer_memory=buffer_memory,
+            codec=codec,
         )
         self._partitioner = partitioner or DefaultPartitioner()
         self._topic_info: dict[str, _TopicInfo] = {}

@@ -30,6 +30,7 @@ from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShu
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
 from minikafka.storage.log_config import LONG_MAX, LogConfig
@@ -167,6 +168,7 @@ class KafkaServer:
                 ep.host or "0.0.0.0",
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,
+                kafka_handler=KafkaProtocolApis(self.apis, ep.listener),
             )
             self.socket_servers[ep.listener] = server
             await server.start()

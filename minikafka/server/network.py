@@ -4,6 +4,15 @@ Requests on one connection are handled concurrently (pipelining) but answered in
 they arrived, as Kafka guarantees. A frame that cannot be trusted (oversized, cut short,
 undecodable header) closes that connection only; a bad body or an unknown API gets an error
 response. Nothing a client sends can stop the server.
+
+Two protocols share a listener, told apart by a connection's first frame: Apache Kafka's
+(any Kafka client; `kafka_handler`) and minikafka's msgpack RPC (brokers among themselves,
+and the project's own client library). An RPC frame is [meta size][msgpack [header, body]]:
+its first four bytes are a size no larger than the frame and its fifth is msgpack's
+2-element array (0x92). A Kafka frame starts with its api key and version, then the
+correlation id: it would pass only as a Produce request (api key 0, whose version then
+reads as a tiny size) with a negative correlation id, and no Kafka client opens a
+connection with a Produce request, nor numbers requests below zero.
 """
 
 from __future__ import annotations
@@ -11,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from minikafka.protocol.errors import KafkaError
 from minikafka.protocol.framing import (
@@ -24,6 +34,14 @@ from minikafka.protocol.framing import (
     decode_request,
     encode_response,
 )
+from minikafka.protocol.kafka.codec import (
+    API_VERSIONS_KEY,
+    KafkaRequest,
+    MalformedRequest,
+    UnsupportedVersion,
+    unsupported_api_versions_response,
+)
+from minikafka.protocol.kafka.codec import decode_request as decode_kafka_request
 from minikafka.protocol.transport import RegionTruncatedError, read_frame, send_chunks
 
 log = logging.getLogger(__name__)
@@ -39,6 +57,30 @@ class _NoResponse:
 NO_RESPONSE = _NoResponse()
 
 
+class KafkaHandler(Protocol):
+    """What serves Kafka's protocol on a listener (server/kafka_protocol_apis.py)."""
+
+    versions: dict[int, tuple[int, int]]  # api key -> (min, max): what ApiVersions says
+
+    def serves(self, api_key: int) -> bool: ...
+
+    async def handle(self, request: KafkaRequest) -> bytes | None: ...
+
+
+_MSGPACK_FIXARRAY_2 = 0x92
+
+
+def is_minikafka_rpc(frame: bytes | bytearray | memoryview) -> bool:
+    """Whether a connection's first frame is minikafka's msgpack RPC (see the docstring)."""
+    if len(frame) < 5:
+        return False
+    (meta_size,) = _META_SIZE.unpack_from(frame, 0)
+    return meta_size <= len(frame) - 4 and frame[4] == _MSGPACK_FIXARRAY_2
+
+
+_META_SIZE = struct.Struct(">I")
+
+
 class SocketServer:
     def __init__(
         self,
@@ -48,8 +90,10 @@ class SocketServer:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         max_in_flight_per_connection: int = 100,
+        kafka_handler: KafkaHandler | None = None,
     ) -> None:
         self._handler = handler
+        self._kafka = kafka_handler
         self._host = host
         self._port = port
         self._max_frame = max_frame_bytes
@@ -99,10 +143,16 @@ class SocketServer:
         pending: asyncio.Queue[asyncio.Future[list[Chunk]]] = asyncio.Queue(self._max_in_flight)
         sender = asyncio.create_task(self._send_in_order(pending, writer))
         try:
+            first = True
             while True:
                 frame = await read_frame(reader, self._max_frame)
                 if frame is None:
                     break
+                if first:
+                    first = False
+                    if self._kafka is not None and not is_minikafka_rpc(frame):
+                        await self._serve_kafka(self._kafka, frame, reader, pending, peer)
+                        break
                 try:
                     header, request = decode_request(frame)
                 except RequestDecodeError as e:
@@ -130,6 +180,54 @@ class SocketServer:
                 await writer.wait_closed()
             self._connections.discard(task)
             self._writers.discard(writer)
+
+    async def _serve_kafka(
+        self,
+        kafka: KafkaHandler,
+        frame: bytes | None,
+        reader: asyncio.StreamReader,
+        pending: asyncio.Queue[asyncio.Future[list[Chunk]]],
+        peer: object,
+    ) -> None:
+        """A Kafka client's connection from its first frame on. As Kafka does: an
+        ApiVersions request newer than ours is answered with our ranges (KIP-511); any other
+        request the broker cannot read, or an API it does not serve, closes the connection."""
+        loop = asyncio.get_running_loop()
+        while frame is not None:
+            try:
+                request = decode_kafka_request(frame)
+                if not kafka.serves(request.api_key):
+                    raise UnsupportedVersion(
+                        request.api_key, request.api_version, request.correlation_id
+                    )
+            except UnsupportedVersion as e:
+                if e.api_key != API_VERSIONS_KEY:
+                    log.info("closing Kafka connection from %s: %s", peer, e)
+                    return
+                done: asyncio.Future[list[Chunk]] = loop.create_future()
+                done.set_result(
+                    [unsupported_api_versions_response(e.correlation_id, kafka.versions)]
+                )
+                await pending.put(done)
+            except MalformedRequest as e:
+                log.info("closing Kafka connection from %s: %s", peer, e)
+                return
+            else:
+                handling = asyncio.ensure_future(self._handle_kafka(kafka, request))
+                self._handlers.add(handling)
+                handling.add_done_callback(self._handlers.discard)
+                await pending.put(handling)
+            frame = await read_frame(reader, self._max_frame)
+
+    async def _handle_kafka(self, kafka: KafkaHandler, request: KafkaRequest) -> list[Chunk]:
+        try:
+            response = await kafka.handle(request)
+        except Exception:
+            # Kafka has no request-level error frame: a request that fails outside its
+            # per-partition errors ends the connection (the client reconnects and retries).
+            log.exception("Kafka api key %d v%d failed", request.api_key, request.api_version)
+            raise
+        return [] if response is None else [response]
 
     async def _handle(self, header: RequestHeader, request: Any) -> list[Chunk]:
         try:
@@ -161,3 +259,7 @@ class SocketServer:
             writer.transport.abort()
         except (ConnectionError, asyncio.CancelledError):
             pass
+        except Exception:
+            # A Kafka request that failed as a whole (logged where it failed): Kafka's
+            # protocol has no frame for that, so the connection ends.
+            writer.transport.abort()

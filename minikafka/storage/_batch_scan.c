@@ -12,7 +12,8 @@
  * BatchScanError's args are (kind, position, detail): kind is an InvalidBatchReason name,
  * "MESSAGE_TOO_LARGE" (batch over max.message.bytes), "OUT_OF_SEQUENCE" (a follower's
  * batches not contiguous, or its leader epochs going backwards), "EMPTY" (a request without
- * a batch) or "RECORD_LIST_TOO_LARGE" (a request over segment.bytes).
+ * a batch), "RECORD_LIST_TOO_LARGE" (a request over segment.bytes) or "INVALID_RECORD"
+ * (a leader's batch whose records are not what its header promises: _records_walk.h).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,6 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <structmember.h>
+
+#include "_records_walk.h"
 
 #define HEADER_SIZE 61
 #define LOG_OVERHEAD 12
@@ -385,10 +388,32 @@ static int too_large(Py_ssize_t pos, long long size, long long max_message_bytes
                       (long long)pos, size, max_message_bytes);
 }
 
-/* The leader's loop: validate every batch, stamp base offsets (from first on) and the
- * leader epoch in place. */
-static int do_scan_leader(uint8_t *buf, Py_ssize_t n, long long first, long long leader_epoch,
-                          long long max_message_bytes, scan_t *out) {
+/* Kafka's LogValidator on the records of a leader's batch: uncompressed records are
+ * walked here; a compressed batch goes to check_compressed(buf, pos) (record_batch.py
+ * decompresses it and walks its records), which raises BatchScanError if they are bad. */
+static int check_leader_records(PyObject *owner, const uint8_t *buf, Py_ssize_t pos,
+                                const header_t *h, PyObject *check_compressed) {
+    int codec = h->attributes & 0x07;
+    if (codec != 0) {
+        PyObject *r = PyObject_CallFunction(check_compressed, "On", owner, pos);
+        if (r == NULL) return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    const char *what = NULL;
+    ptrdiff_t at = 0;
+    if (walk_records(buf + pos + HEADER_SIZE, (size_t)h->batch_length + LOG_OVERHEAD - HEADER_SIZE,
+                     h->record_count, &what, &at) < 0)
+        return scan_error("INVALID_RECORD", pos, "%s (byte %lld of the records)", what,
+                          (long long)at);
+    return 0;
+}
+
+/* The leader's loop: validate every batch and its records, stamp base offsets (from first
+ * on) and the leader epoch in place. `owner` is the Python object of buf. */
+static int do_scan_leader(PyObject *owner, uint8_t *buf, Py_ssize_t n, long long first,
+                          long long leader_epoch, long long max_message_bytes,
+                          PyObject *check_compressed, scan_t *out) {
     Py_ssize_t pos = 0, num_batches = 0;
     long long offset = first, max_ts = -1, first_batch_max_ts = -1;
     while (pos < n) {
@@ -396,6 +421,7 @@ static int do_scan_leader(uint8_t *buf, Py_ssize_t n, long long first, long long
         if (check_batch(buf, pos, n, -1, &h) < 0) return -1;
         long long size = (long long)h.batch_length + LOG_OVERHEAD;
         if (size > max_message_bytes) return too_large(pos, size, max_message_bytes);
+        if (check_leader_records(owner, buf, pos, &h, check_compressed) < 0) return -1;
         put_be64(buf + pos, (uint64_t)offset);
         put_be32(buf + pos + 12, (uint32_t)leader_epoch);
         offset += h.record_count;
@@ -710,9 +736,10 @@ static int check_request_size(Py_ssize_t n, long long segment_bytes) {
     return 0;
 }
 
-static int parse_append_args(PyObject *const *args, Py_ssize_t nargs, const char *usage,
-                             long long *v) {
-    if (nargs != 6 || !PyCallable_Check(args[5])) {
+static int parse_append_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t expected,
+                             const char *usage, long long *v) {
+    if (nargs != expected || !PyCallable_Check(args[5]) ||
+        (expected > 6 && !PyCallable_Check(args[6]))) {
         PyErr_SetString(PyExc_TypeError, usage);
         return -1;
     }
@@ -731,8 +758,9 @@ static int check_open(SegmentAppender *self) {
 
 PyDoc_STRVAR(append_leader_doc,
              "append_leader(buf, leader_epoch, max_message_bytes, segment_bytes, segment_ms,\n"
-             "              now_ms) -> LogAppendInfo | None\n\n"
-             "A produce request on the leader: validate every batch of the writable buffer,\n"
+             "              now_ms, check_compressed) -> LogAppendInfo | None\n\n"
+             "A produce request on the leader: validate every batch of the writable buffer\n"
+             "and its records (check_compressed(buf, pos) checks a compressed batch's),\n"
              "refuse one over max_message_bytes, stamp base offsets (from this segment's next\n"
              "offset on) and the leader epoch in place, and append it here. Stamping as it goes\n"
              "is safe: a request with a bad batch is rejected whole. None, with nothing\n"
@@ -741,9 +769,9 @@ PyDoc_STRVAR(append_leader_doc,
 
 static PyObject *append_leader(SegmentAppender *self, PyObject *const *args, Py_ssize_t nargs) {
     long long v[4]; /* leader_epoch, max_message_bytes, segment_bytes, segment_ms */
-    if (parse_append_args(args, nargs,
+    if (parse_append_args(args, nargs, 7,
                           "append_leader(buf, leader_epoch, max_message_bytes, segment_bytes, "
-                          "segment_ms, now_ms)",
+                          "segment_ms, now_ms, check_compressed)",
                           v) < 0 ||
         check_open(self) < 0)
         return NULL;
@@ -752,7 +780,8 @@ static PyObject *append_leader(SegmentAppender *self, PyObject *const *args, Py_
     PyObject *result = NULL;
     scan_t s = {0};
     if (check_request_size(view.len, v[2]) < 0) goto done;
-    if (do_scan_leader((uint8_t *)view.buf, view.len, self->next_offset, v[0], v[1], &s) < 0)
+    if (do_scan_leader(args[0], (uint8_t *)view.buf, view.len, self->next_offset, v[0], v[1],
+                       args[6], &s) < 0)
         goto done;
     int roll = roll_due(self, &s, v[2], v[3], args[5]);
     if (roll != 0) {
@@ -780,7 +809,7 @@ PyDoc_STRVAR(append_follower_doc,
 static PyObject *append_follower(SegmentAppender *self, PyObject *const *args,
                                  Py_ssize_t nargs) {
     long long v[4]; /* latest_epoch, max_message_bytes, segment_bytes, segment_ms */
-    if (parse_append_args(args, nargs,
+    if (parse_append_args(args, nargs, 6,
                           "append_follower(buf, latest_epoch, max_message_bytes, segment_bytes, "
                           "segment_ms, now_ms)",
                           v) < 0 ||

@@ -38,6 +38,7 @@ class SegmentAppender:
         segment_bytes: int,
         segment_ms: int,
         now_ms: Callable[[], int],
+        check_compressed: Callable[[bytearray, int], None],
         /,
     ) -> LogAppendInfo | None: ...
     def append_follower(

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_records_walk.h"
+
 static PyObject *RecordDecodeError; /* ValueError subclass */
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
@@ -340,7 +342,32 @@ error:
     return NULL;
 }
 
+/* check_records(records, count) -> None: Kafka's broker-side check of a batch's records
+ * (see _records_walk.h); raises RecordDecodeError. For compressed batches, whose records
+ * record_batch.py has decompressed (the append path checks uncompressed ones in place). */
+static PyObject *check_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "check_records takes 2 arguments");
+        return NULL;
+    }
+    long long count = PyLong_AsLongLong(args[1]);
+    if (count == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *what = NULL;
+    ptrdiff_t at = 0;
+    int failed = walk_records((const uint8_t *)view.buf, (size_t)view.len, count, &what, &at);
+    PyBuffer_Release(&view);
+    if (failed) {
+        PyErr_Format(RecordDecodeError, "%s at byte %zd of the records", what, (Py_ssize_t)at);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"check_records", (PyCFunction)(void (*)(void))check_records, METH_FASTCALL,
+     "Check that a batch's (decompressed) records are exactly `count` well-formed records."},
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
      "Write one v2 record into a bytearray at a position; returns the position after it."},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,

@@ -23,6 +23,7 @@ from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import (
     CorruptRecordError,
+    InvalidRecordError,
     KafkaError,
     KafkaStorageError,
     MessageTooLargeError,
@@ -39,7 +40,12 @@ from minikafka.storage.checkpoint import (
 )
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.record_batch import BatchHeader, invalid_batch_error, peek_offset_and_size
+from minikafka.storage.record_batch import (
+    BatchHeader,
+    check_compressed_batch,
+    invalid_batch_error,
+    peek_offset_and_size,
+)
 from minikafka.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -263,6 +269,8 @@ class Log:
             return MessageTooLargeError(detail)
         if kind == "RECORD_LIST_TOO_LARGE":
             return RecordListTooLargeError(detail)
+        if kind == "INVALID_RECORD":
+            return InvalidRecordError(str(invalid_batch_error(e)))
         if kind in ("OUT_OF_SEQUENCE", "EMPTY"):
             return CorruptRecordError(detail)
         return CorruptRecordError(str(invalid_batch_error(e)))
@@ -281,7 +289,7 @@ class Log:
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = records if type(records) is bytearray else bytearray(records)
-        info = self._append(LogSegment.append_leader, buf, leader_epoch)
+        info = self._append(LogSegment.append_leader, buf, leader_epoch, check_compressed_batch)
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         self._count_unflushed(info.num_records)
         return info
@@ -306,9 +314,11 @@ class Log:
         append: Callable[..., LogAppendInfo | None],
         records: bytes | bytearray | memoryview,
         epoch: int,
+        *extra: object,
     ) -> LogAppendInfo:
         """One request through the active segment's C append (`append_leader` with the
-        leader's epoch, `append_follower` with the latest epoch of the cache); a roll first
+        leader's epoch and the check of compressed batches as `extra`, `append_follower`
+        with the latest epoch of the cache); a roll first
         when it hands the request back. The caller records the epochs before counting the
         records towards flush.messages: a flush moves the recovery point past them, and
         recovery rebuilds epochs only from there on."""
@@ -323,6 +333,7 @@ class Log:
                 config.segment_bytes,
                 config.segment_ms,
                 self._now_ms,
+                *extra,
             )
             if info is None:
                 # The segment must roll first, or (a follower) the leader's log starts past
@@ -339,6 +350,7 @@ class Log:
                     config.segment_bytes,
                     config.segment_ms,
                     self._now_ms,
+                    *extra,
                 )
                 assert info is not None, "a new segment at the first offset takes the request"
         except BatchScanError as e:

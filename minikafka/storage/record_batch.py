@@ -24,21 +24,26 @@ in place without recomputing it. Brokers only ever look at headers (`validate_ba
 with the rules written here. Records are decoded by clients and tools (`decode_records`).
 The records are Kafka's v2 records (varint lengths and deltas; `_record_codec.c` encodes
 and decodes them), so a batch any Kafka client builds is one minikafka stores and serves.
-Attributes bits 0-2 name the compression codec of the records (gzip is decoded here),
-bit 3 LogAppendTime (every record's timestamp is then the batch's max timestamp).
+Attributes bits 0-2 name the compression codec of the records (`compression.py`: gzip,
+snappy, lz4, zstd; the records after the header are then one compressed blob), bit 3
+LogAppendTime (every record's timestamp is then the batch's max timestamp).
+
+A leader also checks the records of what it appends, as Kafka's LogValidator does: exactly
+`record count` well-formed records with offset deltas 0, 1, 2, ... (INVALID_RECORD
+otherwise). Uncompressed batches are walked in C on the append path; compressed ones are
+decompressed and walked by `check_compressed_batch`.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from enum import Enum
 from typing import NamedTuple
 
 import crc32c
 
-from minikafka.storage import _batch_scan, _record_codec
+from minikafka.storage import _batch_scan, _record_codec, compression
 from minikafka.storage._batch_scan import BatchScanError
 
 MAGIC = 2
@@ -63,9 +68,7 @@ NO_TIMESTAMP = -1
 # Attributes: the compression codec (bits 0-2) and the timestamp type (bit 3).
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
-COMPRESSION_NONE = 0
-COMPRESSION_GZIP = 1
-COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+COMPRESSION_NONE = compression.NONE
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
@@ -84,6 +87,7 @@ class InvalidBatchReason(Enum):
     BAD_RECORDS = "records body does not decode"
     OFFSET_OUT_OF_SEQUENCE = "base offset does not follow the previous batch"
     EPOCH_OUT_OF_SEQUENCE = "partition leader epoch goes backwards"
+    INVALID_RECORD = "records do not match the batch header"
 
 
 class InvalidBatchError(Exception):
@@ -297,19 +301,27 @@ class RecordBatchBuilder:
             self._max_ts = timestamp
         return delta
 
-    def build(self) -> bytes:
+    def build(self, codec: int = COMPRESSION_NONE) -> bytes:
+        """The batch, its records compressed with `codec` (a `compression` id) if not none."""
         if self._count == 0:
             raise ValueError("a record batch holds at least one record")
         buf = self._buffer()
+        size = self._size
+        if codec != COMPRESSION_NONE:
+            with memoryview(buf) as view:
+                compressed = compression.compress(codec, view[HEADER_SIZE:size])
+            size = HEADER_SIZE + len(compressed)
+            buf = bytearray(size)
+            buf[HEADER_SIZE:] = compressed
         _HEADER.pack_into(
             buf,
             0,
             self.base_offset,
-            self._size - LOG_OVERHEAD,
+            size - LOG_OVERHEAD,
             self.partition_leader_epoch,
             MAGIC,
             0,
-            0,  # attributes: no compression, CreateTime, not transactional
+            codec,  # attributes: the codec, CreateTime, not transactional
             self._count - 1,
             self._first_ts,
             self._max_ts,
@@ -319,9 +331,9 @@ class RecordBatchBuilder:
             self._count,
         )
         with memoryview(buf) as view:
-            crc = crc32c.crc32c(view[ATTRIBUTES_OFFSET : self._size])
+            crc = crc32c.crc32c(view[ATTRIBUTES_OFFSET:size])
             _UINT32.pack_into(buf, CRC_OFFSET, crc)
-            return bytes(view[: self._size])
+            return bytes(view[:size])
 
     def release_buffer(self) -> bytearray:
         """Detach the buffer for reuse; the builder takes no more records."""
@@ -337,13 +349,14 @@ def build_batch(
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     timestamp: int = 0,
     keys: Iterable[bytes | None] | None = None,
+    codec: int = COMPRESSION_NONE,
 ) -> bytes:
     """Convenience: one batch from a list of values (all with the same timestamp)."""
     builder = RecordBatchBuilder(base_offset, partition_leader_epoch)
     key_list = list(keys) if keys is not None else None
     for i, value in enumerate(values):
         builder.append(value, key_list[i] if key_list is not None else None, timestamp)
-    return builder.build()
+    return builder.build(codec)
 
 
 def decode_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[Record]:
@@ -353,22 +366,36 @@ def decode_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> list[
     (or is compressed with a codec this cannot decode).
     """
     h = parse_header(batch, pos)
-    end = pos + h.batch_length + LOG_OVERHEAD
-    body: bytes | memoryview = memoryview(batch)[pos + HEADER_SIZE : end]
-    codec = h.attributes & COMPRESSION_CODEC_MASK
     try:
-        if codec == COMPRESSION_GZIP:
-            body = zlib.decompress(body, wbits=16 + zlib.MAX_WBITS)
-        elif codec != COMPRESSION_NONE:
-            name = COMPRESSION_NAMES.get(codec, f"unknown codec {codec}")
-            raise ValueError(f"records compressed with {name}: not decoded here")
+        body = records_body(batch, pos, h)
         log_append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else NO_TIMESTAMP
         fields = _record_codec.decode_records(
             body, h.base_offset, h.first_timestamp, log_append_time, h.record_count
         )
-    except (ValueError, zlib.error) as e:
+    except ValueError as e:  # CompressionError and RecordDecodeError are ValueErrors
         raise InvalidBatchError(InvalidBatchReason.BAD_RECORDS, pos, str(e)) from e
     return [Record._make(f) for f in fields]
+
+
+def records_body(
+    batch: bytes | bytearray | memoryview, pos: int, h: BatchHeader
+) -> bytes | memoryview:
+    """The records of the batch at `pos`, decompressed (CompressionError if they do not)."""
+    body = memoryview(batch)[pos + HEADER_SIZE : pos + h.batch_length + LOG_OVERHEAD]
+    codec = h.attributes & COMPRESSION_CODEC_MASK
+    return body if codec == COMPRESSION_NONE else compression.decompress(codec, body)
+
+
+def check_compressed_batch(buf: bytes | bytearray | memoryview, pos: int) -> None:
+    """The leader's check of a compressed batch's records (the append path calls it after
+    the header and CRC checks): they decompress, and are exactly `record count` well-formed
+    records with incremental offset deltas. Raises BatchScanError("INVALID_RECORD", ...), as
+    the C walk of uncompressed batches does."""
+    h = parse_header(buf, pos)
+    try:
+        _record_codec.check_records(records_body(buf, pos, h), h.record_count)
+    except ValueError as e:
+        raise BatchScanError("INVALID_RECORD", pos, str(e)) from None
 
 
 def decode_all(buf: bytes | bytearray | memoryview) -> list[Record]:

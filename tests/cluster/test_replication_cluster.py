@@ -9,9 +9,11 @@ every broker learns it, acks=all refuses to pretend, and no offset ever holds tw
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from collections import defaultdict
 
+import crc32c
 import pytest
 
 from minikafka.client import Producer
@@ -25,11 +27,13 @@ from minikafka.protocol.messages import (
     ProduceResponse,
     ProduceTopic,
 )
+from minikafka.storage import compression
 from minikafka.storage.record_batch import build_batch
 from minikafka.zk import paths
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until, wait_until_async
 from tests.cluster.helpers import (
     bootstrap,
+    consume_all,
     consume_records,
     create_topic,
     metadata,
@@ -77,10 +81,16 @@ def follower_not_controller(cluster: LocalCluster, st: LeaderAndIsr) -> int:
 
 
 async def raw_produce(
-    cluster: LocalCluster, broker_id: int, value: bytes, timeout_ms: int
+    cluster: LocalCluster,
+    broker_id: int,
+    value: bytes,
+    timeout_ms: int,
+    batch: bytes | None = None,
 ) -> tuple[int, int]:
-    """One acks=all produce straight to a broker: (error code, base offset)."""
-    batch = build_batch([value], base_offset=0, partition_leader_epoch=0)
+    """One acks=all produce straight to a broker: (error code, base offset). The batch holds
+    `value`, unless `batch` is given."""
+    if batch is None:
+        batch = build_batch([value], base_offset=0, partition_leader_epoch=0)
     conn = BrokerConnection("127.0.0.1", cluster.broker_ports[broker_id])
     await conn.connect()
     try:
@@ -143,6 +153,44 @@ async def test_acks_all_records_are_on_every_in_sync_replica_disk(
         for b in st.isr:
             assert below[b] == leader_batches, f"replica {b} of {tp} differs from the leader"
             assert replica_records(cluster.log_dir(b), tp, end) == acked_here
+
+
+async def test_compressed_batches_replicate_as_sent_and_lying_records_are_refused(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Batches of every codec are stored and replicated byte for byte and read back; a
+    batch whose (compressed) records do not match its header gets INVALID_RECORD and
+    leaves every replica's log as it was."""
+    cluster = make_cluster(overrides=REPLICATION_OVERRIDES)
+    await create_topic(cluster, "t", 1, 3, MIN_ISR_2)
+    sent: list[bytes] = []
+    for codec in ("gzip", "snappy", "lz4", "zstd"):
+        values = [f"{codec} record {i} ".encode() * 10 for i in range(300)]
+        async with Producer(
+            cluster.bootstrap_servers, acks="all", linger_ms=5, compression_type=codec
+        ) as producer:
+            await asyncio.gather(*[await producer.send("t", v, partition=0) for v in values])
+        sent += values
+    st = state(cluster)
+    end = len(sent)
+    leader_batches = replica_batches(cluster.log_dir(st.leader), TP)
+    assert {h.attributes & 0x07 for h, _ in leader_batches} == {1, 2, 3, 4}
+    assert sum(len(raw) for _, raw in leader_batches) < sum(map(len, sent)) / 3
+    for b in st.isr:
+        assert [raw for _, raw in replica_batches(cluster.log_dir(b), TP)] == [
+            raw for _, raw in leader_batches
+        ], f"replica {b} differs from the leader"
+        assert list(replica_records(cluster.log_dir(b), TP, end).values()) == sent
+    assert await consume_all(cluster, "t", end) == sent
+
+    lying = bytearray(build_batch([b"a", b"b"], codec=compression.LZ4))
+    struct.pack_into(">i", lying, 23, 2)  # last offset delta 2 and count 3: one is missing
+    struct.pack_into(">i", lying, 57, 3)
+    struct.pack_into(">I", lying, 17, crc32c.crc32c(bytes(lying[21:])))
+    error, _ = await raw_produce(cluster, st.leader, b"", 10000, batch=bytes(lying))
+    assert error == ErrorCode.INVALID_RECORD
+    error, offset = await raw_produce(cluster, st.leader, b"after", 10000)
+    assert (error, offset) == (ErrorCode.NONE, end)
 
 
 # --- a paused follower leaves the ISR, every broker learns it, and it comes back -------------

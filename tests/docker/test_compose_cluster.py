@@ -233,6 +233,43 @@ def test_topics_produce_and_consume_through_the_published_ports(project: Compose
     assert sorted(out.split()) == sorted(lines)
 
 
+def test_a_kafka_client_on_the_host_needs_only_one_published_port(
+    project: ComposeCluster,
+) -> None:
+    """confluent-kafka (librdkafka), unmodified, bootstraps from localhost:<broker 1's
+    port> and is sent the other brokers' EXTERNAL addresses: a topic created with its
+    AdminClient, 300 records with acks=all and zstd, all read back with assign."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import NewTopic as KafkaNewTopic
+
+    p = project
+    bootstrap = f"localhost:{p.broker_ports[1]}"
+    topic = f"kafka-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([KafkaNewTopic(topic, 3, 3)])[topic].result(timeout=60)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "compression.type": "zstd"})
+    failed: list[object] = []
+    values = [f"value-{i}".encode() for i in range(300)]
+    for v in values:
+        producer.produce(topic, v, on_delivery=lambda err, _m: failed.append(err) if err else None)
+    assert producer.flush(60) == 0 and failed == []
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "compose", "enable.auto.commit": False}
+    )
+    consumer.assign([KafkaTopicPartition(topic, i, 0) for i in range(3)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(values) and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None:
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+    consumer.close()
+    assert sorted(got) == sorted(values)
+
+
 def test_kill_of_the_leader_loses_nothing_acknowledged_and_it_rejoins(
     project: ComposeCluster,
 ) -> None:

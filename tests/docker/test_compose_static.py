@@ -68,6 +68,9 @@ BOOKWORM_PACKAGES = {
     "python3-rich": "13.3.1-1",
     "python3-crc32c": "2.3-1.1+b1",
     "python3-prometheus-client": "0.16.0-0.1",
+    "python3-snappy": "0.5.3-1.2+b1",
+    "python3-lz4": "4.0.2+dfsg-1+b2",
+    "python3-zstandard": "0.20.0-3",
     "python3-pip": "23.0.1+dfsg-1",
     # build-only, for the C extension (installed and purged in one layer)
     "gcc": "4:12.2.0-3",
@@ -86,8 +89,27 @@ DEBIAN_PACKAGE_FOR = {
     "rich": "python3-rich",
     "crc32c": "python3-crc32c",
     "prometheus-client": "python3-prometheus-client",
+    "python-snappy": "python3-snappy",
+    "lz4": "python3-lz4",
+    "zstandard": "python3-zstandard",
     "matplotlib": "python3-matplotlib",
 }
+# Runtime dependencies without a (recent enough) Debian package: the broker image installs
+# the pinned wheels of docker/image-wheels.txt, which scripts/docker-setup.sh downloads on
+# the host into docker/wheels/ (kio; typing-extensions, newer than bookworm's 4.4).
+IMAGE_WHEELS = ROOT / "docker" / "image-wheels.txt"
+
+
+def image_wheels() -> dict[str, str]:
+    pins = {}
+    for line in IMAGE_WHEELS.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower()] = version
+    return pins
+
+
 # Dependencies the broker image leaves out, and why. Each must be imported lazily (inside a
 # function), so that the `minikafka` command works without it.
 NOT_IN_BROKER_IMAGE = {
@@ -563,6 +585,12 @@ def test_every_runtime_dependency_comes_from_a_debian_package_recent_enough() ->
     installed = set(apt_installed(BROKER_DOCKERFILE))
     for dep in project["dependencies"]:
         req = Requirement(dep)
+        if req.name.lower() in image_wheels():
+            pinned = image_wheels()[req.name.lower()]
+            assert str(req.specifier) == f"=={pinned}", (
+                f"{dep}: the image installs {pinned} (docker/image-wheels.txt)"
+            )
+            continue
         package = DEBIAN_PACKAGE_FOR.get(req.name.lower())
         assert package is not None, f"{req.name}: which Debian package provides it?"
         if req.name.lower() in NOT_IN_BROKER_IMAGE:
@@ -604,11 +632,25 @@ def test_dependencies_left_out_of_the_image_are_imported_lazily(dependency: str)
 
 
 def test_pip_installs_nothing_from_pypi() -> None:
+    """minikafka itself, and the pinned wheels the host downloaded (docker/image-wheels.txt),
+    both with --no-index: the build reaches only Debian's archive."""
     installs = pip_installs(BROKER_DOCKERFILE)
     assert installs, "minikafka must be installed into the broker image"
     for words in installs:
-        assert {"--no-index", "--no-deps", "--no-build-isolation"} <= set(words), words
+        assert {"--no-index", "--no-deps"} <= set(words), words
+    wheels = [w for w in installs if "/tmp/image-wheels.txt" in w]
+    assert len(wheels) == 1 and "--find-links" in wheels[0]
+    for words in installs:
+        if words is not wheels[0]:
+            assert "--no-build-isolation" in words, words
     assert not pip_installs(ZOOKEEPER_DOCKERFILE)
+
+
+def test_the_image_wheels_are_the_only_pins_and_setup_downloads_them() -> None:
+    assert set(image_wheels()) == {"kio", "typing-extensions"}
+    setup = (ROOT / "scripts" / "docker-setup.sh").read_text()
+    assert "docker/image-wheels.txt" in setup and "pip download" in setup
+    assert "/docker/wheels/*.whl" in (ROOT / ".gitignore").read_text().splitlines()
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)

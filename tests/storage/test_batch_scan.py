@@ -21,6 +21,7 @@ from minikafka.storage.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     build_batch,
+    check_compressed_batch,
     parse_header,
     stamp,
 )
@@ -127,7 +128,7 @@ def _fetched(base: int, epoch: int, n: int = 2) -> bytes:
 def test_append_leader_stamps_every_batch_and_summarises(tmp_path):
     seg = _new_segment(tmp_path, base=100)
     buf = bytearray(build_batch([b"a", b"b"], timestamp=5) + build_batch([b"c"] * 3, timestamp=9))
-    info = seg.append_leader(buf, 7, 1 << 20, NEVER, NEVER, _never)
+    info = seg.append_leader(buf, 7, 1 << 20, NEVER, NEVER, _never, check_compressed_batch)
     assert info == (100, 104, 9, 2, 5, len(buf), None)
     first = parse_header(buf, 0)
     second = parse_header(buf, first.size_in_bytes)
@@ -140,7 +141,7 @@ def test_append_leader_refuses_a_batch_over_max_message_bytes(tmp_path):
     seg = _new_segment(tmp_path)
     buf = bytearray(build_batch([b"x"] * 2) + build_batch([b"y" * 500]))
     with pytest.raises(BatchScanError) as e:
-        seg.append_leader(buf, 0, 300, NEVER, NEVER, _never)
+        seg.append_leader(buf, 0, 300, NEVER, NEVER, _never, check_compressed_batch)
     kind, position, detail = e.value.args
     assert (kind, position) == ("MESSAGE_TOO_LARGE", len(build_batch([b"x"] * 2)))
     assert "larger than max.message.bytes 300" in detail
@@ -149,7 +150,9 @@ def test_append_leader_refuses_a_batch_over_max_message_bytes(tmp_path):
 
 def test_append_leader_needs_a_writable_buffer(tmp_path):
     with pytest.raises(BufferError):
-        _new_segment(tmp_path).append_leader(build_batch([b"x"]), 0, 1 << 20, NEVER, NEVER, _never)
+        _new_segment(tmp_path).append_leader(
+            build_batch([b"x"]), 0, 1 << 20, NEVER, NEVER, _never, check_compressed_batch
+        )
 
 
 def test_append_follower_lists_new_epochs_and_checks_the_sequence(tmp_path):
@@ -176,13 +179,15 @@ def test_append_follower_lists_new_epochs_and_checks_the_sequence(tmp_path):
 def test_empty_and_oversized_requests_are_refused(tmp_path):
     seg = _new_segment(tmp_path)
     with pytest.raises(BatchScanError, match="no record batch") as e:
-        seg.append_leader(bytearray(), 0, 1 << 20, NEVER, NEVER, _never)
+        seg.append_leader(bytearray(), 0, 1 << 20, NEVER, NEVER, _never, check_compressed_batch)
     assert e.value.args[0] == "EMPTY"
     with pytest.raises(BatchScanError, match="no record batch"):
         seg.append_follower(b"", 0, 1 << 20, NEVER, NEVER, _never)
     two = build_batch([b"x"]) * 2
     with pytest.raises(BatchScanError, match=f"{len(two)} bytes exceed segment.bytes") as e:
-        seg.append_leader(bytearray(two), 0, 1 << 20, len(two) - 1, NEVER, _never)
+        seg.append_leader(
+            bytearray(two), 0, 1 << 20, len(two) - 1, NEVER, _never, check_compressed_batch
+        )
     assert e.value.args[0] == "RECORD_LIST_TOO_LARGE"
     assert seg.size == 0
 
@@ -194,7 +199,13 @@ def test_append_leader_writes_indexes_and_tracks_timestamps(tmp_path):
     for i in range(5):
         positions.append(seg.size)
         info = seg.append_leader(
-            bytearray(build_batch([b"x" * 60], timestamp=50 - i)), 1, 10**6, NEVER, NEVER, _never
+            bytearray(build_batch([b"x" * 60], timestamp=50 - i)),
+            1,
+            10**6,
+            NEVER,
+            NEVER,
+            _never,
+            check_compressed_batch,
         )
         assert info is not None and info.first_offset == i
     assert seg.next_offset == 5
@@ -215,38 +226,77 @@ def test_append_leader_writes_indexes_and_tracks_timestamps(tmp_path):
 def test_append_leader_hands_back_a_due_roll_without_writing(tmp_path):
     seg = _new_segment(tmp_path)
     one = build_batch([b"x" * 100], timestamp=1_000)
-    assert seg.append_leader(bytearray(one), 0, 10**6, NEVER, 500, _never) is not None
+    assert (
+        seg.append_leader(bytearray(one), 0, 10**6, NEVER, 500, _never, check_compressed_batch)
+        is not None
+    )
     size, next_offset = seg.size, seg.next_offset
     # segment.bytes: the segment would outgrow it
-    assert seg.append_leader(bytearray(one), 0, 10**6, 2 * len(one) - 1, 500, _never) is None
-    assert seg.append_leader(bytearray(one), 0, 10**6, 2 * len(one), 500, _never) is not None
+    assert (
+        seg.append_leader(
+            bytearray(one), 0, 10**6, 2 * len(one) - 1, 500, _never, check_compressed_batch
+        )
+        is None
+    )
+    assert (
+        seg.append_leader(
+            bytearray(one), 0, 10**6, 2 * len(one), 500, _never, check_compressed_batch
+        )
+        is not None
+    )
     # segment.ms, from the first batch's timestamp
     late = build_batch([b"y"], timestamp=1_500)
-    assert seg.append_leader(bytearray(late), 0, 10**6, NEVER, 500, _never) is None
-    assert seg.append_leader(bytearray(late), 0, 10**6, NEVER, 501, _never) is not None
+    assert (
+        seg.append_leader(bytearray(late), 0, 10**6, NEVER, 500, _never, check_compressed_batch)
+        is None
+    )
+    assert (
+        seg.append_leader(bytearray(late), 0, 10**6, NEVER, 501, _never, check_compressed_batch)
+        is not None
+    )
     assert seg.next_offset == next_offset + 2
     assert seg.size == os.fstat(seg.fd).st_size == size + len(one) + len(late)
 
 
 def test_offsets_beyond_the_index_range_roll(tmp_path):
     seg = _new_segment(tmp_path)
-    seg.append_leader(bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never)
+    seg.append_leader(
+        bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never, check_compressed_batch
+    )
     seg.next_offset = 2**31  # the next batch's last offset would not fit in 32 bits
-    assert seg.append_leader(bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never) is None
+    assert (
+        seg.append_leader(
+            bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never, check_compressed_batch
+        )
+        is None
+    )
 
 
 def test_without_timestamps_the_time_rule_reads_the_clock(tmp_path):
     seg = _new_segment(tmp_path)  # created at 0
     untimed = build_batch([b"x"], timestamp=-1)
-    assert seg.append_leader(bytearray(untimed), 0, 10**6, NEVER, 500, _never) is not None
-    assert seg.append_leader(bytearray(untimed), 0, 10**6, NEVER, 500, lambda: 499) is not None
-    assert seg.append_leader(bytearray(untimed), 0, 10**6, NEVER, 500, lambda: 500) is None
+    assert (
+        seg.append_leader(bytearray(untimed), 0, 10**6, NEVER, 500, _never, check_compressed_batch)
+        is not None
+    )
+    assert (
+        seg.append_leader(
+            bytearray(untimed), 0, 10**6, NEVER, 500, lambda: 499, check_compressed_batch
+        )
+        is not None
+    )
+    assert (
+        seg.append_leader(
+            bytearray(untimed), 0, 10**6, NEVER, 500, lambda: 500, check_compressed_batch
+        )
+        is None
+    )
 
     def broken() -> int:
         raise RuntimeError("clock")
 
     with pytest.raises(RuntimeError, match="clock"):
-        seg.append_leader(bytearray(untimed), 0, 10**6, NEVER, 500, broken)
+        seg.append_leader(bytearray(untimed), 0, 10**6, NEVER, 500, broken, check_compressed_batch)
     assert seg.next_offset == 2
 
 
@@ -259,13 +309,23 @@ def test_append_follower_hands_back_batches_that_start_past_the_segment(tmp_path
 
 def test_a_failed_write_changes_nothing(tmp_path):
     seg = _new_segment(tmp_path)
-    seg.append_leader(bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never)
+    seg.append_leader(
+        bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never, check_compressed_batch
+    )
     size, next_offset, entries = seg.size, seg.next_offset, seg.index.entries()
     read_only = os.open(seg.log_path, os.O_RDONLY)
     os.dup2(read_only, seg.fd)  # writes now fail with EBADF
     os.close(read_only)
     with pytest.raises(OSError):
-        seg.append_leader(bytearray(build_batch([b"y"] * 50)), 0, 10**6, NEVER, NEVER, _never)
+        seg.append_leader(
+            bytearray(build_batch([b"y"] * 50)),
+            0,
+            10**6,
+            NEVER,
+            NEVER,
+            _never,
+            check_compressed_batch,
+        )
     assert (seg.size, seg.next_offset, seg.index.entries()) == (size, next_offset, entries)
 
 
@@ -273,7 +333,9 @@ def test_a_closed_segment_refuses_appends(tmp_path):
     seg = _new_segment(tmp_path)
     seg.close()
     with pytest.raises(ValueError, match="closed"):
-        seg.append_leader(bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never)
+        seg.append_leader(
+            bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never, check_compressed_batch
+        )
 
 
 def test_segment_append_checks_continuity(tmp_path):

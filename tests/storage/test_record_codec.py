@@ -114,7 +114,9 @@ def test_a_header_key_that_is_not_utf8_and_an_unknown_codec_are_bad_records():
     with pytest.raises(InvalidBatchError, match="not UTF-8"):
         decode_records(rewrite(plain([b"v"]), body, attributes=0))
     batch = plain([b"v"])
-    with pytest.raises(InvalidBatchError, match="compressed with zstd"):
+    with pytest.raises(InvalidBatchError, match="cannot decompress unknown codec 5"):
+        decode_records(rewrite(batch, batch[HEADER_SIZE:], attributes=5))
+    with pytest.raises(InvalidBatchError, match="zstd: "):
         decode_records(rewrite(batch, batch[HEADER_SIZE:], attributes=4))
 
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
-from minikafka.storage.record_batch import build_batch, stamp
+from minikafka.storage.record_batch import build_batch, check_compressed_batch, stamp
 from minikafka.storage.segment import LogSegment
 
 
@@ -128,7 +128,9 @@ def test_largest_timestamp_from_headers(tmp_path):
     # append side reads back from the file when it first needs it.
     assert again._first_batch_timestamp is None
     late = bytearray(build_batch([b"z"], timestamp=1500))
-    assert again.append_leader(late, 0, 10**6, 10**6, 500, lambda: 0) is None
+    assert (
+        again.append_leader(late, 0, 10**6, 10**6, 500, lambda: 0, check_compressed_batch) is None
+    )
     assert again._first_batch_timestamp == 1000
 
 

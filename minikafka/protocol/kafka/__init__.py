@@ -1,0 +1,1 @@
+"""Apache Kafka's own wire protocol, so unmodified Kafka clients can talk to the broker."""

@@ -1,0 +1,426 @@
+"""Apache Kafka's protocol on the client listeners: Kafka clients in, KafkaApis inside.
+
+Each handler reads a kio request of any version it serves (fields older versions lack take
+Kafka's defaults), calls the same KafkaApis / ReplicaManager code the internal RPC uses,
+and describes the response once as plain values; `entities.build` makes the response of
+the version the client asked for. Record batches pass through as the bytes they are: a
+batch a Kafka client sends is validated and stored as sent, and served as stored.
+
+The APIs served so far are in HANDLED_VERSIONS (a subset of what the codec decodes);
+ApiVersions advertises exactly them, so a client never sends a request this module cannot
+answer. A request for another API is a client bug: the connection is closed, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from minikafka.common import TopicPartition
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.kafka.codec import (
+    SUPPORTED_VERSIONS,
+    KafkaRequest,
+    encode_response,
+    response_type,
+)
+from minikafka.protocol.kafka.entities import as_list, build, field_or, millis
+from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.network import NO_RESPONSE
+
+log = logging.getLogger(__name__)
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
+API_VERSIONS, CREATE_TOPICS = 18, 19
+
+# Consumers send replica id -1; anything else on a client listener is refused (followers
+# replicate over the inter-broker RPC).
+CONSUMER_REPLICA_ID = m.CONSUMER_REPLICA_ID
+
+_Handler = Callable[[int, Any], Awaitable[dict[str, Any] | None]]
+
+
+class KafkaProtocolApis:
+    """One per listener (Metadata answers with the addresses of the listener asked)."""
+
+    def __init__(self, apis: KafkaApis, listener: str) -> None:
+        self.apis = apis
+        self.listener = listener
+        self._handlers: dict[int, _Handler] = {
+            API_VERSIONS: self.api_versions,
+            METADATA: self.metadata,
+            PRODUCE: self.produce,
+            FETCH: self.fetch,
+            LIST_OFFSETS: self.list_offsets,
+            CREATE_TOPICS: self.create_topics,
+            FIND_COORDINATOR: self.find_coordinator,
+        }
+        self.versions: dict[int, tuple[int, int]] = {
+            key: SUPPORTED_VERSIONS[key] for key in sorted(self._handlers)
+        }
+
+    def serves(self, api_key: int) -> bool:
+        return api_key in self._handlers
+
+    async def handle(self, request: KafkaRequest) -> bytes | None:
+        """The response frame, or None when Kafka sends none (produce with acks=0)."""
+        values = await self._handlers[request.api_key](request.api_version, request.body)
+        if values is None:
+            return None
+        body = build(response_type(request.api_key, request.api_version), values)
+        return encode_response(request, body)
+
+    # --- ApiVersions, Metadata -----------------------------------------------------------
+
+    async def api_versions(self, version: int, req: Any) -> dict[str, Any]:
+        return {
+            "error_code": 0,
+            "api_keys": [
+                {"api_key": key, "min_version": low, "max_version": high}
+                for key, (low, high) in self.versions.items()
+            ],
+            "throttle_time": 0,
+        }
+
+    async def metadata(self, version: int, req: Any) -> dict[str, Any]:
+        requested = req.topics
+        # v0: an empty list means every topic; v1+: null does, and an empty list means none.
+        if requested is None or (version == 0 and not requested):
+            names: list[str] | None = None
+        else:
+            names = [t.name for t in requested if t.name is not None]
+        # Before v4 a Metadata request always allowed auto-creation (Kafka's rule).
+        allow_auto_create = bool(field_or(req, "allow_auto_topic_creation", True))
+        resp = await self.apis.handle_metadata(
+            m.MetadataRequest(names, allow_auto_create), self.listener
+        )
+        return {
+            "throttle_time": 0,
+            "brokers": [
+                {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in resp.brokers
+            ],
+            "cluster_id": None,
+            "controller_id": resp.controller_id,
+            "topics": [
+                {
+                    "error_code": t.error_code,
+                    "name": t.name,
+                    "topic_id": 0,
+                    "is_internal": False,
+                    "partitions": [
+                        {
+                            "error_code": p.error_code,
+                            "partition_index": p.partition,
+                            "leader_id": p.leader,
+                            "leader_epoch": p.leader_epoch,
+                            "replica_nodes": p.replicas,
+                            "isr_nodes": p.isr,
+                            "offline_replicas": p.offline_replicas,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in resp.topics
+            ],
+        }
+
+    async def find_coordinator(self, version: int, req: Any) -> dict[str, Any]:
+        """There is no group or transaction coordinator yet: every key is answered
+        COORDINATOR_NOT_AVAILABLE, as Kafka answers while it cannot serve a group. It is
+        served at all because librdkafka enables lz4 only for brokers with FindCoordinator
+        v0 (the API that came with lz4 in Kafka 0.8.2); consumers read with assign()."""
+        keys = list(req.coordinator_keys) if version >= 4 else [req.key]
+        message = "this broker has no group or transaction coordinator: consume with assign()"
+        coordinators = [
+            {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "error_message": message,
+            }
+            for key in keys
+        ]
+        if version >= 4:
+            return {"throttle_time": 0, "coordinators": coordinators}
+        return {"throttle_time": 0, **coordinators[0]}
+
+    # --- Produce -------------------------------------------------------------------------
+
+    async def produce(self, version: int, req: Any) -> dict[str, Any] | None:
+        topics = [
+            m.ProduceTopic(
+                t.name, [m.ProducePartition(p.index, p.records) for p in t.partition_data]
+            )
+            for t in req.topic_data
+        ]
+        if req.transactional_id is not None:
+            # No transactions here: Kafka answers a broker without them the same way.
+            return self._produce_error(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        try:
+            resp = await self.apis.handle_produce(
+                m.ProduceRequest(req.acks, millis(req.timeout), topics)
+            )
+        except KafkaError as e:
+            if req.acks == 0:
+                return None
+            return self._produce_error(req, e.code)
+        if resp is NO_RESPONSE:
+            return None
+        return {
+            "throttle_time": 0,
+            "responses": [
+                {
+                    "name": t.name,
+                    "partition_responses": [
+                        _produce_partition(
+                            p.partition,
+                            p.error_code,
+                            p.base_offset,
+                            p.log_start_offset,
+                            p.error_message,
+                        )
+                        for p in t.partitions
+                    ],
+                }
+                for t in resp.topics
+            ],
+        }
+
+    @staticmethod
+    def _produce_error(req: Any, code: int) -> dict[str, Any] | None:
+        if req.acks == 0:
+            return None
+        return {
+            "throttle_time": 0,
+            "responses": [
+                {
+                    "name": t.name,
+                    "partition_responses": [
+                        _produce_partition(p.index, int(code)) for p in t.partition_data
+                    ],
+                }
+                for t in req.topic_data
+            ],
+        }
+
+    # --- Fetch ---------------------------------------------------------------------------
+
+    async def fetch(self, version: int, req: Any) -> dict[str, Any]:
+        replica_id = field_or(req, "replica_id", CONSUMER_REPLICA_ID)
+        if replica_id != CONSUMER_REPLICA_ID:
+            return self._fetch_error(req, ErrorCode.INVALID_REQUEST)
+        internal = m.FetchRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            max_wait_ms=millis(req.max_wait),
+            min_bytes=req.min_bytes,
+            max_bytes=req.max_bytes,
+            topics=[
+                m.FetchTopic(
+                    t.topic,
+                    [
+                        m.FetchPartition(
+                            p.partition,
+                            p.fetch_offset,
+                            p.partition_max_bytes,
+                            field_or(p, "current_leader_epoch", m.NO_LEADER_EPOCH),
+                            field_or(p, "log_start_offset", -1),
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ],
+            session_id=field_or(req, "session_id", m.INVALID_SESSION_ID),
+            session_epoch=field_or(req, "session_epoch", m.FINAL_EPOCH),
+            forgotten_topics=[
+                m.ForgottenTopic(f.topic, list(f.partitions))
+                for f in as_list(field_or(req, "forgotten_topics_data", None))
+            ],
+        )
+        resp = await self.apis.handle_fetch(internal)
+        return {
+            "throttle_time": 0,
+            "error_code": resp.error_code,
+            "session_id": resp.session_id,
+            "responses": [
+                {
+                    "topic": t.name,
+                    "partitions": [
+                        _fetch_partition(
+                            p.partition,
+                            p.error_code,
+                            p.high_watermark,
+                            p.log_start_offset,
+                            _records_bytes(p.records),
+                        )
+                        for p in t.partitions
+                    ],
+                }
+                for t in resp.topics
+            ],
+        }
+
+    @staticmethod
+    def _fetch_error(req: Any, code: int) -> dict[str, Any]:
+        return {
+            "throttle_time": 0,
+            "error_code": 0,
+            "session_id": 0,
+            "responses": [
+                {
+                    "topic": t.topic,
+                    "partitions": [_fetch_partition(p.partition, int(code)) for p in t.partitions],
+                }
+                for t in req.topics
+            ],
+        }
+
+    # --- ListOffsets ---------------------------------------------------------------------
+
+    async def list_offsets(self, version: int, req: Any) -> dict[str, Any]:
+        internal = m.ListOffsetsRequest(
+            req.replica_id,
+            [
+                m.ListOffsetsTopic(
+                    t.name,
+                    [
+                        m.ListOffsetsPartition(
+                            p.partition_index,
+                            millis(p.timestamp),
+                            field_or(p, "current_leader_epoch", m.NO_LEADER_EPOCH),
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ],
+        )
+        resp = await self.apis.handle_list_offsets(internal)
+        by_tp = {TopicPartition(t.name, p.partition): p for t in resp.topics for p in t.partitions}
+        return {
+            "throttle_time": 0,
+            "topics": [
+                {
+                    "name": t.name,
+                    "partitions": [
+                        _list_offsets_partition(by_tp[TopicPartition(t.name, p.partition_index)])
+                        for p in t.partitions
+                    ],
+                }
+                for t in req.topics
+            ],
+        }
+
+    # --- CreateTopics --------------------------------------------------------------------
+
+    async def create_topics(self, version: int, req: Any) -> dict[str, Any]:
+        internal = m.CreateTopicsRequest(
+            [
+                m.CreatableTopic(
+                    t.name,
+                    t.num_partitions,
+                    t.replication_factor,
+                    {a.partition_index: list(a.broker_ids) for a in t.assignments} or None,
+                    {c.name: c.value for c in t.configs if c.value is not None},
+                )
+                for t in req.topics
+            ],
+            millis(req.timeout),
+            field_or(req, "validate_only", False),
+        )
+        resp = await self.apis.handle_create_topics(internal)
+        asked = {t.name: t for t in req.topics}
+        config = self.apis.config
+        results: list[dict[str, Any]] = []
+        for r in resp.topics:
+            t = asked[r.name]
+            ok = r.error_code == ErrorCode.NONE
+            partitions = t.num_partitions if t.num_partitions > 0 else config.num_partitions
+            rf = (
+                t.replication_factor
+                if t.replication_factor > 0
+                else config.default_replication_factor
+            )
+            if t.assignments:
+                partitions = len(t.assignments)
+                rf = len(t.assignments[0].broker_ids)
+            results.append(
+                {
+                    "name": r.name,
+                    "topic_id": 0,
+                    "error_code": r.error_code,
+                    "error_message": r.error_message,
+                    "num_partitions": partitions if ok else -1,
+                    "replication_factor": rf if ok else -1,
+                    "configs": [] if ok else None,
+                }
+            )
+        return {"throttle_time": 0, "topics": results}
+
+
+def _fetch_partition(
+    index: int,
+    error_code: int,
+    high_watermark: int = -1,
+    log_start_offset: int = -1,
+    records: bytes | memoryview | None = None,
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": error_code,
+        "high_watermark": high_watermark,
+        # No transactions: the last stable offset is the HW, for read_committed and
+        # read_uncommitted alike.
+        "last_stable_offset": high_watermark,
+        "log_start_offset": log_start_offset,
+        "aborted_transactions": [],
+        "preferred_read_replica": -1,
+        "records": records,
+    }
+
+
+def _produce_partition(
+    index: int,
+    error_code: int,
+    base_offset: int = -1,
+    log_start_offset: int = -1,
+    error_message: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": error_code,
+        "base_offset": base_offset,
+        "log_append_time": -1,
+        "log_start_offset": log_start_offset,
+        "record_errors": [],
+        "error_message": error_message,
+    }
+
+
+def _list_offsets_partition(p: m.ListOffsetsPartitionResponse) -> dict[str, Any]:
+    return {
+        "partition_index": p.partition,
+        "error_code": p.error_code,
+        "timestamp": -1,
+        "offset": p.offset,
+        "leader_epoch": p.leader_epoch,
+    }
+
+
+def _records_bytes(records: Any) -> bytes | memoryview | None:
+    """A fetch response's records as bytes for kio's writer (a file region is read in:
+    the Kafka listener does not sendfile yet)."""
+    if records is None or isinstance(records, bytes | memoryview):
+        return records
+    if isinstance(records, bytearray):
+        return bytes(records)
+    try:
+        data: bytes = records.read()
+    finally:
+        records.close()
+    return data

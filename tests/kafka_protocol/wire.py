@@ -1,0 +1,85 @@
+"""A raw Kafka-protocol connection for tests: requests built with kio, sent over a socket as
+any Kafka client would, responses read back with kio. For what no well-behaved client
+sends (bad CRCs, unknown API versions, garbage frames)."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+from minikafka.protocol.kafka.codec import response_type
+
+
+def request_frame(body: Any, correlation_id: int = 1, client_id: str | None = "raw") -> bytes:
+    """The size-prefixed frame of a kio request entity (header of the version its schema
+    names)."""
+    header = body.__header_schema__(
+        request_api_key=i16(body.__api_key__),
+        request_api_version=i16(body.__version__),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    out = io.BytesIO()
+    entity_writer(type(header))(out, header)
+    entity_writer(type(body))(out, body)
+    payload = out.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+class KafkaWire:
+    def __init__(self, host: str, port: int, timeout: float = 15.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> KafkaWire:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_frame(self) -> bytes | None:
+        """The next response frame after its size, or None when the broker closed."""
+        head = self._read_exactly(4)
+        if head is None:
+            return None
+        (size,) = struct.unpack(">i", head)
+        return self._read_exactly(size)
+
+    def _read_exactly(self, n: int) -> bytes | None:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return bytes(buf)
+
+    def call(self, body: Any, correlation_id: int = 1) -> Any:
+        """Send a request and return the response entity (its correlation id checked)."""
+        self.send_raw(request_frame(body, correlation_id))
+        frame = self.read_frame()
+        assert frame is not None, "the broker closed the connection"
+        (got,) = struct.unpack_from(">i", frame)
+        assert got == correlation_id
+        rtype = response_type(body.__api_key__, body.__version__)
+        offset = 4 + (1 if rtype.__header_schema__.__version__ >= 1 else 0)
+        value, used = entity_reader(rtype)(memoryview(frame), offset)
+        assert offset + used == len(frame)
+        return value
+
+    def closed_by_broker(self) -> bool:
+        """Whether the broker closed the connection (reads nothing more)."""
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True

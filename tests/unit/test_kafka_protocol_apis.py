@@ -1,0 +1,207 @@
+"""The Kafka-protocol adapter (server/kafka_protocol_apis.py) for every version it serves:
+a request of that version (every field set, from kio's schema) goes in, and the response
+frame that comes out decodes with kio as that version's response, with the values the
+broker's own answer held. The broker behind is a fake returning canned answers: what is
+tested is the translation, which is pure; tests/kafka_protocol/ runs it on real brokers."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+
+from minikafka.config.broker import BrokerConfig
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import ErrorCode, InvalidRequiredAcksError
+from minikafka.protocol.kafka.codec import KafkaRequest, request_type
+from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
+from tests.unit.test_kafka_codec import parse_response, sample
+
+
+class FakeApis:
+    """Canned answers of KafkaApis for whatever the request names."""
+
+    def __init__(self) -> None:
+        self.config = BrokerConfig.from_properties({"broker.id": "1", "num.partitions": "4"})
+        self.produce_error: Exception | None = None
+        self.seen: list[Any] = []
+
+    async def handle_metadata(self, req: m.MetadataRequest, listener: str) -> m.MetadataResponse:
+        self.seen.append((req, listener))
+        return m.MetadataResponse(
+            [m.BrokerNode(1, "broker1", 9092, "rack-a")],
+            1,
+            [m.MetadataTopic(0, "t", [m.MetadataPartition(0, 0, 1, 3, [1, 2], [1], [2])])],
+        )
+
+    async def handle_produce(self, req: m.ProduceRequest) -> Any:
+        self.seen.append(req)
+        if self.produce_error is not None:
+            raise self.produce_error
+        return m.ProduceResponse(
+            [
+                m.ProduceTopicResponse(
+                    t.name,
+                    [m.ProducePartitionResponse(p.partition, 0, 41, 3) for p in t.partitions],
+                )
+                for t in req.topics
+            ]
+        )
+
+    async def handle_fetch(self, req: m.FetchRequest) -> m.FetchResponse:
+        self.seen.append(req)
+        return m.FetchResponse(
+            0,
+            [
+                m.FetchTopicResponse(
+                    t.name,
+                    [
+                        m.FetchPartitionResponse(p.partition, 0, 10, 2, 12, b"batch")
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ],
+        )
+
+    async def handle_list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+        self.seen.append(req)
+        return m.ListOffsetsResponse(
+            [
+                m.ListOffsetsTopicResponse(
+                    t.name,
+                    [m.ListOffsetsPartitionResponse(p.partition, 0, 99, 3) for p in t.partitions],
+                )
+                for t in req.topics
+            ]
+        )
+
+    async def handle_create_topics(self, req: m.CreateTopicsRequest) -> m.CreateTopicsResponse:
+        self.seen.append(req)
+        return m.CreateTopicsResponse([m.TopicResult(t.name, 0) for t in req.topics])
+
+
+SERVED = KafkaProtocolApis(FakeApis(), "PLAINTEXT").versions  # type: ignore[arg-type]
+ALL = [(k, v) for k, (lo, hi) in SERVED.items() for v in range(lo, hi + 1)]
+
+
+def run(body: Any, fake: FakeApis | None = None) -> tuple[Any, FakeApis]:
+    fake = fake or FakeApis()
+    apis = KafkaProtocolApis(fake, "EXTERNAL")  # type: ignore[arg-type]
+    key, version = body.__api_key__, body.__version__
+    request = KafkaRequest(
+        api_key=key,
+        api_version=version,
+        correlation_id=5,
+        client_id="c",
+        body=body,
+        request_header_version=2 if body.__flexible__ else 1,
+        response_header_version=(1 if body.__flexible__ and key != 18 else 0),
+    )
+    frame = asyncio.run(apis.handle(request))
+    if frame is None:
+        return None, fake
+    correlation_id, _, response = parse_response(frame, key, version)
+    assert correlation_id == 5
+    return response, fake
+
+
+def consumer_request(body: Any) -> Any:
+    """The sample with what a consumer or producer sends (replica -1, acks all)."""
+    changes: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(body)}
+    if "replica_id" in names:
+        changes["replica_id"] = -1
+    if "acks" in names:
+        changes["acks"] = -1
+    if "transactional_id" in names:
+        changes["transactional_id"] = None
+    return dataclasses.replace(body, **changes)
+
+
+@pytest.mark.parametrize(("api_key", "version"), ALL)
+def test_every_served_version_answers_with_its_own_response(api_key: int, version: int) -> None:
+    response, fake = run(consumer_request(sample(request_type(api_key, version))))
+    assert response is not None
+    if api_key == 0:
+        p = response.responses[0].partition_responses[0]
+        assert (int(p.error_code), p.base_offset) == (0, 41)
+        assert fake.seen[0].acks == -1
+    elif api_key == 1:
+        p = response.responses[0].partitions[0]
+        assert (int(p.error_code), p.high_watermark, p.records) == (0, 10, b"batch")
+        if version >= 4:
+            assert p.last_stable_offset == 10  # no transactions: the HW
+    elif api_key == 2:
+        p = response.topics[0].partitions[0]
+        assert (int(p.error_code), p.offset) == (0, 99)
+    elif api_key == 3:
+        assert [b.node_id for b in response.brokers] == [1]
+        assert response.topics[0].partitions[0].isr_nodes == (1,)
+        _request, listener = fake.seen[0]
+        assert listener == "EXTERNAL"
+    elif api_key == 10:
+        codes = (
+            [c.error_code for c in response.coordinators] if version >= 4 else [response.error_code]
+        )
+        assert codes == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+    elif api_key == 18:
+        assert {k.api_key for k in response.api_keys} == set(SERVED)
+    elif api_key == 19:
+        assert [int(t.error_code) for t in response.topics] == [0]
+
+
+@pytest.mark.parametrize("version", range(SERVED[0][0], SERVED[0][1] + 1))
+def test_a_produce_refused_as_a_whole_answers_every_partition(version: int) -> None:
+    fake = FakeApis()
+    fake.produce_error = InvalidRequiredAcksError("acks 2")
+    response, _ = run(consumer_request(sample(request_type(0, version))), fake)
+    codes = [int(p.error_code) for t in response.responses for p in t.partition_responses]
+    assert codes == [ErrorCode.INVALID_REQUIRED_ACKS]
+
+
+@pytest.mark.parametrize("version", range(SERVED[0][0], SERVED[0][1] + 1))
+def test_acks_0_gets_no_response(version: int) -> None:
+    body = dataclasses.replace(consumer_request(sample(request_type(0, version))), acks=0)
+    fake = FakeApis()
+    fake.seen = []
+
+    async def no_response(req: m.ProduceRequest) -> Any:
+        from minikafka.server.network import NO_RESPONSE
+
+        return NO_RESPONSE
+
+    fake.handle_produce = no_response  # type: ignore[method-assign]
+    assert run(body, fake)[0] is None
+
+
+@pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
+def test_a_fetch_from_a_replica_id_is_refused_on_the_client_listener(version: int) -> None:
+    body = dataclasses.replace(sample(request_type(1, version)), replica_id=2)
+    response, fake = run(body)
+    assert [int(p.error_code) for t in response.responses for p in t.partitions] == [
+        ErrorCode.INVALID_REQUEST
+    ]
+    assert fake.seen == []
+
+
+def test_a_transactional_produce_is_refused() -> None:
+    body = dataclasses.replace(sample(request_type(0, 9)), acks=-1, transactional_id="tx")
+    response, fake = run(body)
+    p = response.responses[0].partition_responses[0]
+    assert int(p.error_code) == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert fake.seen == []
+
+
+def test_metadata_v0_empty_list_means_every_topic_and_v1_means_none() -> None:
+    v0 = dataclasses.replace(sample(request_type(3, 0)), topics=())
+    _, fake = run(v0)
+    assert fake.seen[0][0].topics is None
+    v1 = dataclasses.replace(sample(request_type(3, 1)), topics=())
+    _, fake = run(v1)
+    assert fake.seen[0][0].topics == []
+    v1_all = dataclasses.replace(sample(request_type(3, 1)), topics=None)
+    _, fake = run(v1_all)
+    assert fake.seen[0][0].topics is None
