@@ -47,6 +47,8 @@ class ErrorCode(IntEnum):
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
     INVALID_RECORD = 87
+    UNKNOWN_TOPIC_ID = 100
+    UNSUPPORTED_ENDPOINT_TYPE = 115
 
 
 class KafkaError(Exception):

@@ -19,6 +19,7 @@ DEBUG_REPLICA_ID = -2  # reads up to LEO without being a follower (tools)
 # ListOffsets timestamps
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3  # ListOffsets v7 (KIP-734): the record with the largest timestamp
 
 NO_LEADER_EPOCH = -1
 
@@ -228,7 +229,9 @@ class FetchResponse:
 @dataclass(frozen=True)
 class ListOffsetsPartition:
     partition: int
-    timestamp: int  # LATEST_TIMESTAMP or EARLIEST_TIMESTAMP
+    # LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP, or a time in ms: the first offset
+    # whose record timestamp is at or after it
+    timestamp: int
     current_leader_epoch: int = NO_LEADER_EPOCH
 
 
@@ -250,6 +253,7 @@ class ListOffsetsPartitionResponse:
     error_code: int
     offset: int = -1
     leader_epoch: int = NO_LEADER_EPOCH
+    timestamp: int = -1  # of the record found by a timestamp lookup
 
 
 @dataclass(frozen=True)

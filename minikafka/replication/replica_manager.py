@@ -38,6 +38,7 @@ from minikafka.protocol.messages import (
     EARLIEST_TIMESTAMP,
     INVALID_SESSION_ID,
     LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
     NO_LEADER_EPOCH,
     BrokerNode,
     EpochEndOffset,
@@ -843,7 +844,25 @@ class ReplicaManager:
                             else p.log_end_offset
                         )
                     else:
-                        raise KafkaError("timestamp lookups are not supported")
+                        # By timestamp: among what this reader may see (consumers: below
+                        # the HW); no such record is offset -1, timestamp -1 (Kafka's).
+                        visible = (
+                            p.high_watermark
+                            if req.replica_id == CONSUMER_REPLICA_ID
+                            else p.log_end_offset
+                        )
+                        found = (
+                            p.log.offset_for_max_timestamp(visible)
+                            if lp.timestamp == MAX_TIMESTAMP
+                            else p.log.offset_for_timestamp(lp.timestamp, visible)
+                        )
+                        offset, timestamp = found if found is not None else (-1, -1)
+                        parts.append(
+                            ListOffsetsPartitionResponse(
+                                lp.partition, int(ErrorCode.NONE), offset, p.leader_epoch, timestamp
+                            )
+                        )
+                        continue
                     parts.append(
                         ListOffsetsPartitionResponse(
                             lp.partition, int(ErrorCode.NONE), offset, p.leader_epoch

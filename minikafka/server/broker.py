@@ -37,7 +37,7 @@ from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkClient, ZkError, ZkState
-from minikafka.zk.codecs import BrokerInfo
+from minikafka.zk.codecs import BrokerInfo, new_cluster_id
 
 if TYPE_CHECKING:
     from minikafka.admin_http.server import AdminHttpServer
@@ -143,6 +143,8 @@ class KafkaServer:
         await asyncio.to_thread(self.zk.start)
         self._publish_zk_session()
         await asyncio.to_thread(self.zk.ensure_persistent_paths)
+        cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id, new_cluster_id())
+        log.info("cluster id %s", cluster_id)
         if logs:
             configs = await self._load_topic_configs(sorted({tp.topic for tp in logs}))
             for tp, lg in logs.items():
@@ -160,6 +162,7 @@ class KafkaServer:
             self.zk,
             self.controller,
             self.clock.now_ms,
+            cluster_id=cluster_id,
         )
         listeners = self.config.resolved_listeners()
         for ep in listeners.bind:

@@ -116,8 +116,11 @@ class KafkaApis:
         zk: ZkClient,
         controller: ControllerLike | None,
         now_ms: Callable[[], int],
+        *,
+        cluster_id: str | None = None,
     ) -> None:
         self.config = config
+        self.cluster_id = cluster_id  # /cluster/id, read or created at startup
         self.rm = replica_manager
         self.cache = metadata_cache
         self.zk = zk

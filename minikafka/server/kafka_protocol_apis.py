@@ -17,7 +17,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from minikafka.common import TopicPartition
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.kafka.codec import (
@@ -33,7 +32,8 @@ from minikafka.server.network import NO_RESPONSE
 log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
-API_VERSIONS, CREATE_TOPICS = 18, 19
+API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH = 18, 19, 20, 23
+CREATE_PARTITIONS, DESCRIBE_CLUSTER = 37, 60
 
 # Consumers send replica id -1; anything else on a client listener is refused (followers
 # replicate over the inter-broker RPC).
@@ -56,6 +56,10 @@ class KafkaProtocolApis:
             LIST_OFFSETS: self.list_offsets,
             CREATE_TOPICS: self.create_topics,
             FIND_COORDINATOR: self.find_coordinator,
+            DELETE_TOPICS: self.delete_topics,
+            CREATE_PARTITIONS: self.create_partitions,
+            OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
+            DESCRIBE_CLUSTER: self.describe_cluster,
         }
         self.versions: dict[int, tuple[int, int]] = {
             key: SUPPORTED_VERSIONS[key] for key in sorted(self._handlers)
@@ -102,7 +106,7 @@ class KafkaProtocolApis:
                 {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
                 for b in resp.brokers
             ],
-            "cluster_id": None,
+            "cluster_id": self.apis.cluster_id,
             "controller_id": resp.controller_id,
             "topics": [
                 {
@@ -301,18 +305,15 @@ class KafkaProtocolApis:
             ],
         )
         resp = await self.apis.handle_list_offsets(internal)
-        by_tp = {TopicPartition(t.name, p.partition): p for t in resp.topics for p in t.partitions}
+        # The answer lists the request's topics and partitions in the request's order.
         return {
             "throttle_time": 0,
             "topics": [
                 {
                     "name": t.name,
-                    "partitions": [
-                        _list_offsets_partition(by_tp[TopicPartition(t.name, p.partition_index)])
-                        for p in t.partitions
-                    ],
+                    "partitions": [_list_offsets_partition(p) for p in t.partitions],
                 }
-                for t in req.topics
+                for t in resp.topics
             ],
         }
 
@@ -362,6 +363,133 @@ class KafkaProtocolApis:
             )
         return {"throttle_time": 0, "topics": results}
 
+    # --- DeleteTopics, CreatePartitions ----------------------------------------------------
+
+    async def delete_topics(self, version: int, req: Any) -> dict[str, Any]:
+        # v6 may name topics by id: there are no topic ids here, so such an entry is
+        # UNKNOWN_TOPIC_ID (Kafka's answer for an id it does not know).
+        if version >= 6:
+            names = [t.name for t in req.topics if t.name is not None]
+            by_id = [t.topic_id for t in req.topics if t.name is None]
+        else:
+            names, by_id = list(req.topic_names), []
+        resp = await self.apis.handle_delete_topics(
+            m.DeleteTopicsRequest(names, millis(req.timeout))
+        )
+        results = [
+            {
+                "name": r.name,
+                "topic_id": 0,
+                "error_code": r.error_code,
+                "error_message": r.error_message,
+            }
+            for r in resp.topics
+        ]
+        results += [
+            {
+                "name": None,
+                "topic_id": topic_id,
+                "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                "error_message": "topic ids are not supported: name the topic",
+            }
+            for topic_id in by_id
+        ]
+        return {"throttle_time": 0, "responses": results}
+
+    async def create_partitions(self, version: int, req: Any) -> dict[str, Any]:
+        resp = await self.apis.handle_create_partitions(
+            m.CreatePartitionsRequest(
+                [
+                    m.CreatePartitionsTopic(
+                        t.name,
+                        t.count,
+                        None
+                        if t.assignments is None
+                        else [list(a.broker_ids) for a in t.assignments],
+                    )
+                    for t in req.topics
+                ],
+                millis(req.timeout),
+                req.validate_only,
+            )
+        )
+        return {
+            "throttle_time": 0,
+            "results": [
+                {"name": r.name, "error_code": r.error_code, "error_message": r.error_message}
+                for r in resp.results
+            ],
+        }
+
+    # --- OffsetForLeaderEpoch ---------------------------------------------------------------
+
+    async def offset_for_leader_epoch(self, version: int, req: Any) -> dict[str, Any]:
+        # Clients (KIP-320) send replica id -1 (v3+: field present; before, consumers).
+        replica_id = field_or(req, "replica_id", CONSUMER_REPLICA_ID)
+        internal = m.OffsetForLeaderEpochRequest(
+            replica_id,
+            [
+                m.OffsetForLeaderTopic(
+                    t.topic,
+                    [
+                        m.OffsetForLeaderPartition(
+                            p.partition,
+                            field_or(p, "current_leader_epoch", m.NO_LEADER_EPOCH),
+                            p.leader_epoch,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in req.topics
+            ],
+        )
+        resp = await self.apis.handle_offsets_for_leader_epoch(internal)
+        return {
+            "throttle_time": 0,
+            "topics": [
+                {
+                    "topic": t.name,
+                    "partitions": [
+                        {
+                            "error_code": p.error_code,
+                            "partition": p.partition,
+                            "leader_epoch": p.leader_epoch,
+                            "end_offset": p.end_offset,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in resp.topics
+            ],
+        }
+
+    # --- DescribeCluster ----------------------------------------------------------------------
+
+    async def describe_cluster(self, version: int, req: Any) -> dict[str, Any]:
+        meta = await self.apis.handle_metadata(m.MetadataRequest([], False), self.listener)
+        # v1 may ask for the controllers (KIP-919): a ZooKeeper-era cluster has no quorum
+        # controllers to list, and Kafka's ZooKeeper brokers refuse it the same way.
+        if field_or(req, "endpoint_type", 1) != 1:
+            return {
+                "throttle_time": 0,
+                "error_code": ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                "error_message": "only brokers (endpoint type 1) can be described",
+                "endpoint_type": req.endpoint_type,
+                "cluster_id": self.apis.cluster_id or "",
+                "brokers": [],
+            }
+        return {
+            "throttle_time": 0,
+            "error_code": 0,
+            "endpoint_type": 1,
+            "cluster_id": self.apis.cluster_id or "",
+            "controller_id": meta.controller_id,
+            "brokers": [
+                {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in meta.brokers
+            ],
+        }
+
 
 def _fetch_partition(
     index: int,
@@ -406,7 +534,7 @@ def _list_offsets_partition(p: m.ListOffsetsPartitionResponse) -> dict[str, Any]
     return {
         "partition_index": p.partition,
         "error_code": p.error_code,
-        "timestamp": -1,
+        "timestamp": p.timestamp,
         "offset": p.offset,
         "leader_epoch": p.leader_epoch,
     }

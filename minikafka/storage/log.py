@@ -14,7 +14,7 @@ import bisect
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -42,7 +42,9 @@ from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import (
     BatchHeader,
+    Record,
     check_compressed_batch,
+    decode_records,
     invalid_batch_error,
     peek_offset_and_size,
 )
@@ -436,6 +438,63 @@ class Log:
             if max_offset is not None and seg.next_offset >= max_offset:
                 break
         return FetchDataInfo(offset, None)
+
+    # --- lookups by timestamp (ListOffsets) ------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp: int, max_offset: int) -> tuple[int, int] | None:
+        """Kafka's fetchOffsetByTimestamp: (offset, timestamp) of the first record below
+        `max_offset` whose timestamp is at or after `timestamp`, or None if there is none.
+
+        Kafka keeps a time index for this; here segments whose largest timestamp is earlier
+        are skipped, then batch headers (each holds its max timestamp) are scanned, and only
+        the batch that holds the answer is decoded."""
+        for seg in list(self._segments):
+            if seg.base_offset >= max_offset:
+                break
+            if seg.largest_timestamp() < timestamp:
+                continue
+            for record in self._records_of_batches(
+                seg, max_offset, lambda h: h.max_timestamp >= timestamp
+            ):
+                if record.timestamp >= timestamp:
+                    return record.offset, record.timestamp
+        return None
+
+    def offset_for_max_timestamp(self, max_offset: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record below `max_offset` with the largest
+        timestamp (ListOffsets' MAX_TIMESTAMP, KIP-734), or None for an empty range."""
+        best: tuple[int, int] | None = None  # (timestamp, offset)
+        for seg in list(self._segments):
+            if seg.base_offset >= max_offset:
+                break
+            for pos, h in seg.batches():
+                if h.base_offset >= max_offset:
+                    break
+                if h.next_offset <= self.log_start_offset:
+                    continue
+                if best is None or h.max_timestamp > best[0]:
+                    for record in decode_records(seg.read_bytes(pos, h.size_in_bytes)):
+                        if self.log_start_offset <= record.offset < max_offset and (
+                            best is None or record.timestamp > best[0]
+                        ):
+                            best = (record.timestamp, record.offset)
+        return None if best is None else (best[1], best[0])
+
+    def _records_of_batches(
+        self, seg: LogSegment, max_offset: int, wanted: Callable[[BatchHeader], bool]
+    ) -> Iterator[Record]:
+        """The records (from the log start offset, below `max_offset`) of the segment's
+        batches whose header `wanted` accepts, in offset order."""
+        for pos, h in seg.batches():
+            if h.base_offset >= max_offset:
+                return
+            if h.next_offset <= self.log_start_offset or not wanted(h):
+                continue
+            for record in decode_records(seg.read_bytes(pos, h.size_in_bytes)):
+                if record.offset >= max_offset:
+                    return
+                if record.offset >= self.log_start_offset:
+                    yield record
 
     # --- truncation ----------------------------------------------------------------------
 

@@ -319,6 +319,28 @@ class ZkClient:
         stat = self._call(f"set {path}", self._kazoo().set_async(path, data, version))
         return int(stat.version)
 
+    # --- cluster id --------------------------------------------------------------------
+
+    def get_or_create_cluster_id(self, proposed: str) -> str:
+        """The cluster's id from `/cluster/id`; the first broker creates it with `proposed`
+        (Kafka's getOrGenerateClusterId). Two first brokers race on one create; both read
+        the winner's id."""
+        got = self._get(paths.CLUSTER_ID)
+        if got is None:
+            try:
+                self._call(
+                    f"create {paths.CLUSTER_ID}",
+                    self._kazoo().create_async(
+                        paths.CLUSTER_ID, codecs.encode_cluster_id(proposed), makepath=True
+                    ),
+                )
+                return proposed
+            except ZkNodeExistsError:
+                got = self._get(paths.CLUSTER_ID)
+                if got is None:
+                    raise ZkError(f"{paths.CLUSTER_ID} vanished right after existing") from None
+        return codecs.decode_cluster_id(got[0])
+
     # --- brokers -----------------------------------------------------------------------
 
     def register_broker(self, info: BrokerInfo, wait_for_previous_session_ms: int = 0) -> int:

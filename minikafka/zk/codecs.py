@@ -7,9 +7,11 @@ offending field on anything else, so a corrupt znode is reported, never half-par
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -240,6 +242,24 @@ def decode_partition_state(
         controller_epoch=_int_field(obj, "controller_epoch", what),
         zk_version=zk_version,
     )
+
+
+# --- /cluster/id --------------------------------------------------------------------------
+
+
+def new_cluster_id() -> str:
+    """A cluster id as Kafka makes one: a random UUID in URL-safe base64, unpadded (22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    # Kafka writes the version as a string here ("1"), unlike its other znodes.
+    return _dump({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes | str | None) -> str:
+    what = "cluster id /cluster/id"
+    return _str_field(_load_object(data, what), "id", what)
 
 
 # --- /controller, /controller_epoch ------------------------------------------------------

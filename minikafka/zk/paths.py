@@ -17,6 +17,7 @@ DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
+CLUSTER_ID = "/cluster/id"
 
 # Kafka's ZkData.PersistentZkPaths: created at startup so that watches on them can be set
 # and children created without `makepath`. (Kafka also lists consumer, config/changes,

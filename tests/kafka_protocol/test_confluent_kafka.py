@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition as MkTopicPartition
@@ -124,6 +124,61 @@ def test_admin_producer_and_consumer_round_trip_in_every_codec(
             1 for m in got if m.partition() == p
         )
     assert codecs_on_disk == {0, 1, 2, 3, 4}
+
+
+def test_admin_adds_partitions_deletes_topics_and_describes_the_cluster(
+    make_cluster: ClusterFactory,
+) -> None:
+    cluster = make_cluster()
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "grow", 1, 3)
+    create_topic(bootstrap, "doomed", 1, 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_partitions([NewPartitions("grow", 3)])["grow"].result(timeout=60)
+    with pytest.raises(KafkaException, match="INVALID_PARTITIONS"):
+        admin.create_partitions([NewPartitions("grow", 2)])["grow"].result(timeout=60)
+    admin.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(timeout=60)
+    zk = cluster.zk_client()
+    wait_until(lambda: not zk.topic_exists("doomed"), 30, "doomed deleted from ZooKeeper")
+    assignment = zk.get_assignment("grow")
+    assert assignment is not None and sorted(assignment) == [0, 1, 2]
+
+    cluster_id = zk.get_or_create_cluster_id("not-this-one")
+    described = admin.describe_cluster().result(timeout=30)
+    controller = cluster.controller()
+    assert controller is not None
+    assert described.cluster_id == cluster_id
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    assert described.controller.id == controller[0]
+    topics = admin.list_topics(timeout=30)
+    assert topics.cluster_id == cluster_id
+    assert "doomed" not in topics.topics
+    assert len(topics.topics["grow"].partitions) == 3
+
+
+def test_offsets_for_times_finds_the_first_record_at_or_after_a_time(
+    make_cluster: ClusterFactory,
+) -> None:
+    cluster = make_cluster()
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "times", 1, 3)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    base = 1_700_000_000_000
+    for i in range(10):
+        producer.produce("times", b"v%d" % i, partition=0, timestamp=base + 1000 * i)
+        producer.flush(30)  # one batch each
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "times"})
+    try:
+        for at, expected in ((base + 4500, 5), (base, 0), (base + 9000, 9)):
+            (found,) = consumer.offsets_for_times([TopicPartition("times", 0, at)], timeout=30)
+            assert found.offset == expected, at
+        (after_all,) = consumer.offsets_for_times(
+            [TopicPartition("times", 0, base + 60_000)], timeout=30
+        )
+        assert after_all.offset == -1  # no such record: the end (OFFSET_END)
+        assert consumer.get_watermark_offsets(TopicPartition("times", 0), timeout=30) == (0, 10)
+    finally:
+        consumer.close()
 
 
 class _Stream:

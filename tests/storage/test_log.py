@@ -9,8 +9,14 @@ from minikafka.protocol.errors import (
     OffsetOutOfRangeError,
     RecordListTooLargeError,
 )
+from minikafka.storage import compression
 from minikafka.storage.log_config import LogConfig
-from minikafka.storage.record_batch import build_batch, decode_all, parse_header
+from minikafka.storage.record_batch import (
+    RecordBatchBuilder,
+    build_batch,
+    decode_all,
+    parse_header,
+)
 
 from .conftest import batch
 
@@ -398,3 +404,36 @@ def test_clean_reopen_does_not_rewrite_the_epoch_checkpoint(open_log, log_dir, m
     again = open_log(had_clean_shutdown=True)
     assert again.latest_epoch() == 4
     assert writes == []  # loading is not a change: no fsync'd rewrite at startup
+
+
+def _timed_batch(timestamps: list[int], codec: int = 0) -> bytes:
+    builder = RecordBatchBuilder()
+    for ts in timestamps:
+        builder.append(f"at {ts}".encode(), None, ts)
+    return builder.build(codec)
+
+
+def test_offset_for_timestamp_is_the_first_record_at_or_after_it(open_log):
+    lg = open_log()
+    lg.append_as_leader(_timed_batch([100, 200]), 0)  # offsets 0, 1
+    lg.roll()
+    lg.append_as_leader(_timed_batch([300]), 0)  # 2
+    lg.append_as_leader(_timed_batch([300, 500], codec=compression.ZSTD), 0)  # 3, 4
+    lg.roll()
+    lg.append_as_leader(_timed_batch([700, 600]), 0)  # 5, 6: out of order inside a batch
+    assert len(lg.segments) == 3
+    end = lg.log_end_offset
+    assert lg.offset_for_timestamp(50, end) == (0, 100)
+    assert lg.offset_for_timestamp(150, end) == (1, 200)
+    assert lg.offset_for_timestamp(300, end) == (2, 300)
+    assert lg.offset_for_timestamp(400, end) == (4, 500)
+    assert lg.offset_for_timestamp(550, end) == (5, 700)  # offset order, as Kafka
+    assert lg.offset_for_timestamp(800, end) is None
+    assert lg.offset_for_timestamp(400, 4) is None  # nothing visible at or after it
+    assert lg.offset_for_max_timestamp(end) == (5, 700)
+    assert lg.offset_for_max_timestamp(5) == (4, 500)
+    assert lg.offset_for_max_timestamp(0) is None
+    # Below the log start offset nothing is found.
+    lg.update_high_watermark(end)
+    assert lg.maybe_increment_log_start_offset(1)
+    assert lg.offset_for_timestamp(50, end) == (1, 200)

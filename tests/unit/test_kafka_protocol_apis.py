@@ -27,6 +27,7 @@ class FakeApis:
         self.config = BrokerConfig.from_properties({"broker.id": "1", "num.partitions": "4"})
         self.produce_error: Exception | None = None
         self.seen: list[Any] = []
+        self.cluster_id = "mk-cluster-id-22-chars"
 
     async def handle_metadata(self, req: m.MetadataRequest, listener: str) -> m.MetadataResponse:
         self.seen.append((req, listener))
@@ -81,6 +82,29 @@ class FakeApis:
     async def handle_create_topics(self, req: m.CreateTopicsRequest) -> m.CreateTopicsResponse:
         self.seen.append(req)
         return m.CreateTopicsResponse([m.TopicResult(t.name, 0) for t in req.topics])
+
+    async def handle_delete_topics(self, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
+        self.seen.append(req)
+        return m.DeleteTopicsResponse([m.TopicResult(n, 0) for n in req.topic_names])
+
+    async def handle_create_partitions(
+        self, req: m.CreatePartitionsRequest
+    ) -> m.CreatePartitionsResponse:
+        self.seen.append(req)
+        return m.CreatePartitionsResponse([m.TopicResult(t.name, 37, "no") for t in req.topics])
+
+    async def handle_offsets_for_leader_epoch(
+        self, req: m.OffsetForLeaderEpochRequest
+    ) -> m.OffsetForLeaderEpochResponse:
+        self.seen.append(req)
+        return m.OffsetForLeaderEpochResponse(
+            [
+                m.OffsetForLeaderTopicResult(
+                    t.name, [m.EpochEndOffset(p.partition, 0, 4, 77) for p in t.partitions]
+                )
+                for t in req.topics
+            ]
+        )
 
 
 SERVED = KafkaProtocolApis(FakeApis(), "PLAINTEXT").versions  # type: ignore[arg-type]
@@ -151,6 +175,24 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
         assert {k.api_key for k in response.api_keys} == set(SERVED)
     elif api_key == 19:
         assert [int(t.error_code) for t in response.topics] == [0]
+    elif api_key == 20:
+        # The sample names its topic (v6: and an id, which is not looked up by id).
+        named = [r for r in response.responses if r.name is not None]
+        assert [int(r.error_code) for r in named] == [0]
+    elif api_key == 23:
+        p = response.topics[0].partitions[0]
+        assert (int(p.error_code), p.leader_epoch, p.end_offset) == (0, 4, 77)
+    elif api_key == 37:
+        assert [(int(r.error_code), r.error_message) for r in response.results] == [(37, "no")]
+    elif api_key == 60:
+        # The sample asks endpoint type 7 in v1: refused; v0 lists the brokers.
+        if version == 0:
+            assert [b.broker_id for b in response.brokers] == [1]
+            assert response.cluster_id == "mk-cluster-id-22-chars"
+        else:
+            assert int(response.error_code) == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+    else:
+        raise AssertionError(f"api key {api_key} served but not checked here")
 
 
 @pytest.mark.parametrize("version", range(SERVED[0][0], SERVED[0][1] + 1))
@@ -205,3 +247,16 @@ def test_metadata_v0_empty_list_means_every_topic_and_v1_means_none() -> None:
     v1_all = dataclasses.replace(sample(request_type(3, 1)), topics=None)
     _, fake = run(v1_all)
     assert fake.seen[0][0].topics is None
+
+
+def test_describe_cluster_v1_lists_the_brokers_for_endpoint_type_1() -> None:
+    body = dataclasses.replace(sample(request_type(60, 1)), endpoint_type=1)
+    response, _ = run(body)
+    assert int(response.error_code) == 0
+    assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(1, "broker1", 9092)]
+    assert (response.cluster_id, response.controller_id) == ("mk-cluster-id-22-chars", 1)
+
+
+def test_metadata_carries_the_cluster_id_from_v2() -> None:
+    response, _ = run(consumer_request(sample(request_type(3, 2))))
+    assert response.cluster_id == "mk-cluster-id-22-chars"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 
 import pytest
 
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
-from minikafka.zk import paths
+from minikafka.zk import codecs, paths
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import (
     BrokerInfo,
@@ -499,3 +500,23 @@ async def test_loop_bridge_passes_keyword_arguments() -> None:
 
     threading.Thread(target=LoopBridge(loop).wrap(target), args=(1,), kwargs={"b": 2}).start()
     assert await asyncio.wait_for(done, 5) == (1, 2)
+
+
+def test_the_first_broker_creates_the_cluster_id_and_every_later_one_reads_it(
+    make_zk_client: ZkClientFactory,
+) -> None:
+    first, second = make_zk_client(), make_zk_client()
+    created = first.get_or_create_cluster_id(codecs.new_cluster_id())
+    assert len(created) == 22 and created == first.get_or_create_cluster_id("ignored-proposal")
+    assert second.get_or_create_cluster_id(codecs.new_cluster_id()) == created
+    # Kafka's znode JSON (the version as a string).
+    data = first.get_data(paths.CLUSTER_ID)
+    assert data is not None and json.loads(data) == {"version": "1", "id": created}
+
+
+def test_cluster_ids_are_kafkas_shape() -> None:
+    ids = {codecs.new_cluster_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids)
+    with pytest.raises(ValueError, match="field 'id'"):
+        codecs.decode_cluster_id(b'{"version":"1"}')

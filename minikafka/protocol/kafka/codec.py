@@ -228,11 +228,8 @@ def decode_request(frame: bytes | bytearray | memoryview) -> KafkaRequest:
         raise MalformedRequest(
             f"{type(e).__name__}: {e}", api_key, correlation_id, api_version
         ) from e
-    end = offset + used
-    if end != size:
-        raise MalformedRequest(
-            f"{size - end} bytes left over after the body", api_key, correlation_id, api_version
-        )
+    # Bytes after the body are ignored, as Kafka's request parsing ignores them: librdkafka
+    # 2.16 sends three more after an all-topics Metadata v12 request.
     return KafkaRequest(
         api_key=api_key,
         api_version=api_version,
