@@ -383,7 +383,9 @@ class KafkaApis:
                     raise TopicDeletionDisabledError(
                         "Topic deletion is disabled (delete.topic.enable=false)."
                     )
-                if not await asyncio.to_thread(self.zk.topic_exists, name):
+                # A name no topic can have names none that exists (and no znode path).
+                legal = bool(_LEGAL_TOPIC.match(name)) and name not in (".", "..")
+                if not legal or not await asyncio.to_thread(self.zk.topic_exists, name):
                     raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
                 await asyncio.to_thread(self.zk.request_topic_deletion, name)
                 requested.append(name)

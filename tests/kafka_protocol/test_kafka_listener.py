@@ -15,6 +15,7 @@ import crc32c
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.join_group.v0.request import JoinGroupRequest
 from kio.schema.list_offsets.v7.request import (
@@ -245,3 +246,12 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
             ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         ]
         assert sorted(b.node_id for b in meta.brokers) == [1, 2, 3]
+        # A name no topic can have (found by the fuzz test: it once failed the request).
+        deleted = w.call(
+            DeleteTopicsRequest(
+                topics=(DeleteTopicState(name="bad/name", topic_id=None),), timeout=ms(5000)
+            )
+        )
+        assert [(r.name, int(r.error_code)) for r in deleted.responses] == [
+            ("bad/name", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        ]
