@@ -38,6 +38,9 @@ class ErrorCode(IntEnum):
     INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
     KAFKA_STORAGE_ERROR = 56
     FETCH_SESSION_ID_NOT_FOUND = 70
@@ -139,6 +142,18 @@ class UnknownLeaderEpochError(KafkaError):
 
 class InvalidRecordError(KafkaError):
     code = ErrorCode.INVALID_RECORD
+
+
+class CoordinatorNotAvailableError(KafkaError):
+    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class OutOfOrderSequenceError(KafkaError):
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(KafkaError):
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
 class InvalidConfigError(KafkaError):

@@ -18,6 +18,7 @@ from minikafka.controller.assignment import (
     validate_manual_assignment,
 )
 from minikafka.protocol.errors import (
+    CoordinatorNotAvailableError,
     ErrorCode,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
@@ -72,6 +73,7 @@ from minikafka.protocol.schema import FileRegion
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import NO_RESPONSE, Handler
+from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkError, ZkNoNodeError
 
 log = logging.getLogger(__name__)
@@ -121,6 +123,11 @@ class KafkaApis:
     ) -> None:
         self.config = config
         self.cluster_id = cluster_id  # /cluster/id, read or created at startup
+        self.producer_ids = ProducerIdManager(
+            lambda: asyncio.to_thread(
+                zk.allocate_producer_id_block, config.broker_id, PRODUCER_ID_BLOCK_SIZE
+            )
+        )
         self.rm = replica_manager
         self.cache = metadata_cache
         self.zk = zk
@@ -255,6 +262,14 @@ class KafkaApis:
                     t.name, size, failed=r.error_code != ErrorCode.NONE, to_follower=to_follower
                 )
         return resp
+
+    async def handle_init_producer_id(self) -> int:
+        """A new producer id for an idempotent producer (epoch 0), as Kafka's transaction
+        coordinator answers a producer without a transactional id."""
+        try:
+            return await self.producer_ids.generate()
+        except ZkError as e:
+            raise CoordinatorNotAvailableError(f"no producer id block from ZooKeeper: {e}") from e
 
     async def handle_list_offsets(self, req: ListOffsetsRequest) -> Any:
         return self.rm.list_offsets(req)

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH = 18, 19, 20, 23
-CREATE_PARTITIONS, DESCRIBE_CLUSTER = 37, 60
+CREATE_PARTITIONS, DESCRIBE_CLUSTER, INIT_PRODUCER_ID = 37, 60, 22
 
 # Consumers send replica id -1; anything else on a client listener is refused (followers
 # replicate over the inter-broker RPC).
@@ -60,6 +60,7 @@ class KafkaProtocolApis:
             CREATE_PARTITIONS: self.create_partitions,
             OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
             DESCRIBE_CLUSTER: self.describe_cluster,
+            INIT_PRODUCER_ID: self.init_producer_id,
         }
         self.versions: dict[int, tuple[int, int]] = {
             key: SUPPORTED_VERSIONS[key] for key in sorted(self._handlers)
@@ -152,6 +153,19 @@ class KafkaProtocolApis:
         if version >= 4:
             return {"throttle_time": 0, "coordinators": coordinators}
         return {"throttle_time": 0, **coordinators[0]}
+
+    async def init_producer_id(self, version: int, req: Any) -> dict[str, Any]:
+        """Idempotent producers get a new producer id, epoch 0 (a given producer id and
+        epoch, v3+, are not bumped: Kafka hands a producer without a transactional id a new
+        id the same way). Transactions are not served."""
+        values: dict[str, Any] = {"throttle_time": 0, "producer_id": -1, "producer_epoch": -1}
+        if req.transactional_id is not None:
+            return {**values, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        try:
+            producer_id = await self.apis.handle_init_producer_id()
+        except KafkaError as e:
+            return {**values, "error_code": e.code}
+        return {**values, "error_code": 0, "producer_id": producer_id, "producer_epoch": 0}
 
     # --- Produce -------------------------------------------------------------------------
 

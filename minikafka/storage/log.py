@@ -14,6 +14,7 @@ import bisect
 import logging
 import os
 import shutil
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +41,19 @@ from minikafka.storage.checkpoint import (
 )
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
+from minikafka.storage.producer_state import ProducerStateManager, last_sequence
 from minikafka.storage.record_batch import (
+    HEADER_SIZE,
+    PRODUCER_ID_OFFSET,
     BatchHeader,
+    InvalidBatchError,
     Record,
     check_compressed_batch,
     decode_records,
     invalid_batch_error,
+    parse_header,
     peek_offset_and_size,
+    validate_batch,
 )
 from minikafka.storage.segment import (
     INDEX_SUFFIX,
@@ -107,6 +114,9 @@ class Log:
             lambda: self.log_end_offset,
             LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT),
         )
+        # Idempotent producers' sequences (producer_state.py): rebuilt from the batches'
+        # headers when the log is opened or truncated, updated by every append.
+        self.producer_state = ProducerStateManager()
 
     # --- opening and recovery ------------------------------------------------------------
 
@@ -129,6 +139,7 @@ class Log:
         self = cls(directory, config or LogConfig(), clock)
         directory.mkdir(parents=True, exist_ok=True)
         self._load(log_start_offset, recovery_point, had_clean_shutdown)
+        self._rebuild_producer_state()
         return self
 
     def _load(self, log_start_offset: int, recovery_point: int, had_clean_shutdown: bool) -> None:
@@ -291,10 +302,78 @@ class Log:
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = records if type(records) is bytearray else bytearray(records)
+        idempotent = _producer_of(buf)
+        if idempotent is not None:
+            duplicate = self._check_idempotent_append(buf, idempotent)
+            if duplicate is not None:
+                return duplicate
         info = self._append(LogSegment.append_leader, buf, leader_epoch, check_compressed_batch)
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        if idempotent is not None:
+            self._update_producer_state(buf)
         self._count_unflushed(info.num_records)
         return info
+
+    def _check_idempotent_append(self, buf: bytearray, producer_id: int) -> LogAppendInfo | None:
+        """Kafka's analyzeAndValidateProducerState for a client's batch: the request's one
+        batch is checked (header and CRC first, so a damaged batch is CORRUPT_MESSAGE, not a
+        sequence error), then its sequences. A duplicate's info carries the original
+        offsets, and nothing is appended."""
+        try:
+            h = validate_batch(buf)
+        except InvalidBatchError as e:
+            raise CorruptRecordError(str(e)) from None
+        if h.size_in_bytes != len(buf):
+            # Produce v3+ sends exactly one batch per partition; idempotence relies on it.
+            raise InvalidRecordError(
+                "an idempotent produce request holds exactly one record batch per partition"
+            )
+        duplicate = self.producer_state.check_leader_append(
+            producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            last_sequence(h.base_sequence, h.record_count),
+        )
+        if duplicate is None:
+            return None
+        return LogAppendInfo(
+            duplicate.first_offset, duplicate.last_offset, duplicate.max_timestamp, 0, 0, 0
+        )
+
+    def _update_producer_state(self, buf: bytes | bytearray | memoryview) -> None:
+        """Record the idempotent batches among just-appended ones (offsets as stamped)."""
+        pos = 0
+        n = len(buf)
+        while pos + HEADER_SIZE <= n:
+            h = parse_header(buf, pos)
+            if h.producer_id >= 0:
+                self.producer_state.update(
+                    h.producer_id,
+                    h.producer_epoch,
+                    h.base_sequence,
+                    last_sequence(h.base_sequence, h.record_count),
+                    h.base_offset,
+                    h.last_offset,
+                    h.max_timestamp,
+                )
+            pos += h.size_in_bytes
+
+    def _rebuild_producer_state(self) -> None:
+        """The producer state from the batches' headers, from the log start on (Kafka
+        replays from its latest snapshot; minikafka keeps none yet and replays everything)."""
+        self.producer_state.clear()
+        for seg in self._segments:
+            for _pos, h in seg.batches():
+                if h.producer_id >= 0 and h.next_offset > self.log_start_offset:
+                    self.producer_state.update(
+                        h.producer_id,
+                        h.producer_epoch,
+                        h.base_sequence,
+                        last_sequence(h.base_sequence, h.record_count),
+                        h.base_offset,
+                        h.last_offset,
+                        h.max_timestamp,
+                    )
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and epochs kept).
@@ -308,6 +387,7 @@ class Log:
         if info.new_epochs is not None:
             for epoch, start in info.new_epochs:
                 self.leader_epoch_cache.assign(epoch, start)
+        self._update_producer_state(records)
         self._count_unflushed(info.num_records)
         return info
 
@@ -521,6 +601,7 @@ class Log:
         self.log_start_offset = min(self.log_start_offset, leo)
         self.high_watermark = min(self.high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)
+        self._rebuild_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -543,6 +624,7 @@ class Log:
         self.log_start_offset = offset
         self.high_watermark = offset
         self.recovery_point = offset
+        self.producer_state.clear()
 
     # --- retention -----------------------------------------------------------------------
 
@@ -616,6 +698,18 @@ class Log:
             f"Log({self.topic_partition}, start={self.log_start_offset}, "
             f"hw={self.high_watermark}, leo={self.log_end_offset}, segments={len(self._segments)})"
         )
+
+
+_PRODUCER_ID = struct.Struct(">q")
+
+
+def _producer_of(buf: bytes | bytearray | memoryview) -> int | None:
+    """The producer id of the request's first batch if it is an idempotent producer's (a
+    peek at the header; the append validates it), else None."""
+    if len(buf) < HEADER_SIZE:
+        return None
+    (producer_id,) = _PRODUCER_ID.unpack_from(buf, PRODUCER_ID_OFFSET)
+    return producer_id if producer_id >= 0 else None
 
 
 def _largest_timestamp(seg: LogSegment) -> int:

@@ -54,6 +54,7 @@ MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
 LAST_OFFSET_DELTA_OFFSET = 23
+PRODUCER_ID_OFFSET = 43
 RECORD_COUNT_OFFSET = 57
 HEADER_SIZE = 61
 # base offset + length: the bytes before what "batch length" counts.

@@ -341,6 +341,30 @@ class ZkClient:
                     raise ZkError(f"{paths.CLUSTER_ID} vanished right after existing") from None
         return codecs.decode_cluster_id(got[0])
 
+    # --- producer ids --------------------------------------------------------------------
+
+    def allocate_producer_id_block(self, broker_id: int, block_size: int) -> tuple[int, int]:
+        """Take the next block of producer ids, [start, end] (Kafka's ZkProducerIdManager):
+        `/latest_producer_id_block` names the last block taken; the next one follows it,
+        claimed by a conditional write on the znode's version (a broker that lost the race
+        reads again)."""
+        while True:
+            got = self._get(paths.LATEST_PRODUCER_ID_BLOCK)
+            start = 0 if got is None else codecs.decode_producer_id_block(got[0])[1] + 1
+            end = start + block_size - 1
+            data = codecs.encode_producer_id_block(broker_id, start, end)
+            try:
+                if got is None:
+                    self._call(
+                        f"create {paths.LATEST_PRODUCER_ID_BLOCK}",
+                        self._kazoo().create_async(paths.LATEST_PRODUCER_ID_BLOCK, data),
+                    )
+                else:
+                    self.set_data(paths.LATEST_PRODUCER_ID_BLOCK, data, int(got[1].version))
+                return start, end
+            except (ZkNodeExistsError, ZkBadVersionError):
+                continue  # another broker took a block first
+
     # --- brokers -----------------------------------------------------------------------
 
     def register_broker(self, info: BrokerInfo, wait_for_previous_session_ms: int = 0) -> int:

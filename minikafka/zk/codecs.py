@@ -262,6 +262,34 @@ def decode_cluster_id(data: bytes | str | None) -> str:
     return _str_field(_load_object(data, what), "id", what)
 
 
+# --- /latest_producer_id_block -------------------------------------------------------------
+
+PRODUCER_ID_BLOCK_VERSION = 1
+
+
+def encode_producer_id_block(broker_id: int, block_start: int, block_end: int) -> bytes:
+    # Kafka's ProducerIdBlockZNode: the block's ends as strings.
+    return _dump(
+        {
+            "version": PRODUCER_ID_BLOCK_VERSION,
+            "broker": broker_id,
+            "block_start": str(block_start),
+            "block_end": str(block_end),
+        }
+    )
+
+
+def decode_producer_id_block(data: bytes | str | None) -> tuple[int, int]:
+    """(block start, block end) of the last block any broker took."""
+    what = "producer id block /latest_producer_id_block"
+    obj = _load_object(data, what)
+    _check_version(obj, what, (PRODUCER_ID_BLOCK_VERSION,))
+    try:
+        return int(_field(obj, "block_start", what)), int(_field(obj, "block_end", what))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what}: block ends are not integers: {obj}") from e
+
+
 # --- /controller, /controller_epoch ------------------------------------------------------
 
 

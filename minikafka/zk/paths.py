@@ -18,6 +18,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 CLUSTER_ID = "/cluster/id"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Kafka's ZkData.PersistentZkPaths: created at startup so that watches on them can be set
 # and children created without `makepath`. (Kafka also lists consumer, config/changes,

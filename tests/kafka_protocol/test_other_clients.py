@@ -4,9 +4,9 @@ or has it created, produces with acks=all in each codec it offers, survives a ki
 the partition leader (the client follows the new leader), and reads everything back with
 assign from the beginning: no acknowledged record lost.
 
-kafka-python enables idempotence when the broker offers InitProducerId; the broker does
-not yet, so these producers are not idempotent and a retried batch may be written twice:
-the checks are that nothing acknowledged is missing and the log's offsets have no gaps."""
+kafka-python and aiokafka (idempotence on by default in kafka-python, off in aiokafka)
+are checked for nothing lost and a log without gaps; duplicates are checked where the
+producer is idempotent."""
 
 from __future__ import annotations
 
@@ -44,11 +44,14 @@ def kill_leader(cluster: LocalCluster, topic: str) -> tuple[int, str]:
     return st.leader, alive
 
 
-def check_log(bootstrap: str, topic: str, acked: set[bytes]) -> None:
+def check_log(bootstrap: str, topic: str, acked: set[bytes], *, idempotent: bool) -> None:
     records = consume_from_beginning(bootstrap, topic, 1)
     assert [m.offset() for m in records] == list(range(len(records))), "gaps in the log"
-    missing = acked - {m.value() for m in records}
+    values = [m.value() for m in records]
+    missing = acked - set(values)
     assert not missing, f"{len(missing)} acknowledged records lost: {sorted(missing)[:5]}"
+    if idempotent:
+        assert len(values) == len(set(values)), "an idempotent producer's record written twice"
 
 
 def codecs_stored(cluster: LocalCluster, broker: int, topic: str) -> set[int]:
@@ -68,15 +71,16 @@ def test_kafka_python(make_cluster: ClusterFactory) -> None:
     admin.close()
     acked: set[bytes] = set()
 
-    def produce(bootstrap: str, codec: str, n: int) -> None:
+    def produce(bootstrap: str, codec: str, n: int, tag: str = "") -> None:
         producer = KafkaProducer(
             bootstrap_servers=bootstrap,
             acks="all",
             compression_type=codec,
-            enable_idempotence=False,  # no InitProducerId yet
             retries=10,
         )
-        futures = [(v, producer.send("kp", v)) for v in (f"{codec}-{i}".encode() for i in range(n))]
+        futures = [
+            (v, producer.send("kp", v)) for v in (f"{tag}{codec}-{i}".encode() for i in range(n))
+        ]
         producer.flush(60)
         for v, f in futures:
             f.get(timeout=60)
@@ -89,8 +93,8 @@ def test_kafka_python(make_cluster: ClusterFactory) -> None:
     assert leader is not None
     assert codecs_stored(cluster, leader.leader, "kp") >= {1, 2, 3, 4}
     _, alive = kill_leader(cluster, "kp")
-    produce(cluster.bootstrap_servers, "gzip", 200)  # the dead broker is in the list too
-    check_log(alive, "kp", acked)
+    produce(cluster.bootstrap_servers, "gzip", 200, "after-")  # the dead broker is listed too
+    check_log(alive, "kp", acked, idempotent=True)
 
     consumer = KafkaConsumer(
         bootstrap_servers=alive,
@@ -116,14 +120,14 @@ def test_aiokafka(make_cluster: ClusterFactory) -> None:
     create_topic(cluster.bootstrap_servers, "aio", 1, 3, **{"min.insync.replicas": "2"})
     acked: set[bytes] = set()
 
-    async def produce(codec: str, n: int) -> None:
+    async def produce(codec: str, n: int, tag: str = "") -> None:
         producer = AIOKafkaProducer(
             bootstrap_servers=cluster.bootstrap_servers, acks="all", compression_type=codec
         )
         await producer.start()
         try:
             for i in range(n):
-                v = f"{codec}-{i}".encode()
+                v = f"{tag}{codec}-{i}".encode()
                 await producer.send_and_wait("aio", v)
                 acked.add(v)
         finally:
@@ -155,8 +159,8 @@ def test_aiokafka(make_cluster: ClusterFactory) -> None:
     assert leader is not None
     assert codecs_stored(cluster, leader.leader, "aio") >= {1, 2, 3, 4}
     _, alive = kill_leader(cluster, "aio")
-    asyncio.run(produce("gzip", 100))
-    check_log(alive, "aio", acked)
+    asyncio.run(produce("gzip", 100, "after-"))
+    check_log(alive, "aio", acked, idempotent=False)
     assert acked <= set(asyncio.run(consume(alive)))
 
 

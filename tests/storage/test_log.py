@@ -5,11 +5,15 @@ import pytest
 
 from minikafka.protocol.errors import (
     CorruptRecordError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
     MessageTooLargeError,
     OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
     RecordListTooLargeError,
 )
 from minikafka.storage import compression
+from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import (
     RecordBatchBuilder,
@@ -437,3 +441,52 @@ def test_offset_for_timestamp_is_the_first_record_at_or_after_it(open_log):
     lg.update_high_watermark(end)
     assert lg.maybe_increment_log_start_offset(1)
     assert lg.offset_for_timestamp(50, end) == (1, 200)
+
+
+def _idempotent(pid: int, epoch: int, seq: int, n: int, tag: str = "r") -> bytes:
+    builder = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+    for i in range(n):
+        builder.append(f"{tag}{seq + i}".encode(), None, 1000)
+    return builder.build()
+
+
+def test_a_retried_idempotent_batch_is_not_appended_twice(open_log):
+    lg = open_log()
+    first = lg.append_as_leader(_idempotent(5, 0, 0, 2), 0)
+    assert (first.first_offset, first.last_offset) == (0, 1)
+    again = lg.append_as_leader(_idempotent(5, 0, 0, 2), 0)  # its acknowledgement was lost
+    assert (again.first_offset, again.last_offset, again.num_records) == (0, 1, 0)
+    assert lg.log_end_offset == 2
+    assert lg.append_as_leader(_idempotent(5, 0, 2, 1), 0).first_offset == 2
+    with pytest.raises(OutOfOrderSequenceError):
+        lg.append_as_leader(_idempotent(5, 0, 9, 1), 0)
+    lg.append_as_leader(_idempotent(6, 2, 0, 1), 0)
+    with pytest.raises(InvalidProducerEpochError):
+        lg.append_as_leader(_idempotent(6, 1, 1, 1), 0)
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
+        lg.append_as_leader(_idempotent(7, 0, 0, 1) + _idempotent(7, 0, 1, 1), 0)
+    corrupt = bytearray(_idempotent(5, 0, 3, 1))
+    corrupt[-1] ^= 1
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        lg.append_as_leader(corrupt, 0)
+    assert [r.value for r in decode_all(lg.read(0, 10**6).read())] == [b"r0", b"r1", b"r2", b"r0"]
+
+
+def test_producer_state_survives_reopen_follows_replication_and_truncation(open_log, log_dir):
+    leader = open_log()
+    leader.append_as_leader(_idempotent(5, 0, 0, 2), 3)
+    leader.append_as_leader(_idempotent(5, 0, 2, 2), 3)
+    # A follower copies the leader's batches and learns the sequences from them: as the next
+    # leader it knows a retry of either batch.
+    follower = Log.open(log_dir.parent / "t-1", LogConfig())
+    follower.append_as_follower(leader.read(0, 10**6).read())
+    assert follower.append_as_leader(_idempotent(5, 0, 2, 2), 4).first_offset == 2
+    assert follower.log_end_offset == 4
+    # Reopened, the state is rebuilt from the log.
+    leader.close()
+    reopened = open_log()
+    assert reopened.append_as_leader(_idempotent(5, 0, 0, 2), 3).num_records == 0
+    # Truncated away, the batch is no duplicate any more: its retry is written again.
+    reopened.truncate_to(2)
+    retried = reopened.append_as_leader(_idempotent(5, 0, 2, 2), 3)
+    assert (retried.first_offset, retried.num_records) == (2, 2)

@@ -83,6 +83,9 @@ class FakeApis:
         self.seen.append(req)
         return m.CreateTopicsResponse([m.TopicResult(t.name, 0) for t in req.topics])
 
+    async def handle_init_producer_id(self) -> int:
+        return 4242
+
     async def handle_delete_topics(self, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
         self.seen.append(req)
         return m.DeleteTopicsResponse([m.TopicResult(n, 0) for n in req.topic_names])
@@ -179,6 +182,16 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
         # The sample names its topic (v6: and an id, which is not looked up by id).
         named = [r for r in response.responses if r.name is not None]
         assert [int(r.error_code) for r in named] == [0]
+    elif api_key == 22:
+        assert (int(response.error_code), response.producer_id, response.producer_epoch) == (
+            0,
+            4242,
+            0,
+        )
+        # With a transactional id: no transactions here.
+        transactional = sample(request_type(22, version))
+        response, _ = run(transactional)
+        assert int(response.error_code) == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif api_key == 23:
         p = response.topics[0].partitions[0]
         assert (int(p.error_code), p.leader_epoch, p.end_offset) == (0, 4, 77)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import threading
@@ -520,3 +521,43 @@ def test_cluster_ids_are_kafkas_shape() -> None:
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{22}", i) for i in ids)
     with pytest.raises(ValueError, match="field 'id'"):
         codecs.decode_cluster_id(b'{"version":"1"}')
+
+
+def test_producer_id_blocks_are_disjoint_and_follow_each_other(
+    make_zk_client: ZkClientFactory,
+) -> None:
+    a, b = make_zk_client(), make_zk_client()
+    first = a.allocate_producer_id_block(1, 1000)
+    second = b.allocate_producer_id_block(2, 1000)
+    third = a.allocate_producer_id_block(1, 1000)
+    assert second == (first[1] + 1, first[1] + 1000)
+    assert third == (second[1] + 1, second[1] + 1000)
+    data = a.get_data(paths.LATEST_PRODUCER_ID_BLOCK)
+    assert data is not None
+    assert json.loads(data) == {
+        "version": 1,
+        "broker": 1,
+        "block_start": str(third[0]),
+        "block_end": str(third[1]),
+    }
+
+
+def test_producer_id_blocks_taken_at_once_never_overlap(make_zk_client: ZkClientFactory) -> None:
+    clients = [make_zk_client() for _ in range(4)]
+    blocks: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def take(c: ZkClient, broker: int) -> None:
+        for _ in range(5):
+            got = c.allocate_producer_id_block(broker, 10)
+            with lock:
+                blocks.append(got)
+
+    threads = [threading.Thread(target=take, args=(c, i)) for i, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    starts = sorted(s for s, _ in blocks)
+    assert len(blocks) == 20 and len(set(starts)) == 20
+    assert all(b - a == 10 for a, b in itertools.pairwise(starts))
