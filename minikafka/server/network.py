@@ -68,6 +68,7 @@ class KafkaHandler(Protocol):
 
 
 _MSGPACK_FIXARRAY_2 = 0x92
+_META_SIZE = struct.Struct(">I")
 
 
 def is_minikafka_rpc(frame: bytes | bytearray | memoryview) -> bool:
@@ -76,9 +77,6 @@ def is_minikafka_rpc(frame: bytes | bytearray | memoryview) -> bool:
         return False
     (meta_size,) = _META_SIZE.unpack_from(frame, 0)
     return meta_size <= len(frame) - 4 and frame[4] == _MSGPACK_FIXARRAY_2
-
-
-_META_SIZE = struct.Struct(">I")
 
 
 class SocketServer:

@@ -309,7 +309,9 @@ class Log:
                 return duplicate
         info = self._append(LogSegment.append_leader, buf, leader_epoch, check_compressed_batch)
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
-        if idempotent is not None:
+        if idempotent is not None or info.num_batches > 1:
+            # (A request of several batches is none a Kafka client sends, v3 on; any
+            # idempotent batch after its first is recorded all the same.)
             self._update_producer_state(buf)
         self._count_unflushed(info.num_records)
         return info
@@ -346,16 +348,7 @@ class Log:
         n = len(buf)
         while pos + HEADER_SIZE <= n:
             h = parse_header(buf, pos)
-            if h.producer_id >= 0:
-                self.producer_state.update(
-                    h.producer_id,
-                    h.producer_epoch,
-                    h.base_sequence,
-                    last_sequence(h.base_sequence, h.record_count),
-                    h.base_offset,
-                    h.last_offset,
-                    h.max_timestamp,
-                )
+            self._record_producer_batch(h)
             pos += h.size_in_bytes
 
     def _rebuild_producer_state(self) -> None:
@@ -364,16 +357,20 @@ class Log:
         self.producer_state.clear()
         for seg in self._segments:
             for _pos, h in seg.batches():
-                if h.producer_id >= 0 and h.next_offset > self.log_start_offset:
-                    self.producer_state.update(
-                        h.producer_id,
-                        h.producer_epoch,
-                        h.base_sequence,
-                        last_sequence(h.base_sequence, h.record_count),
-                        h.base_offset,
-                        h.last_offset,
-                        h.max_timestamp,
-                    )
+                if h.next_offset > self.log_start_offset:
+                    self._record_producer_batch(h)
+
+    def _record_producer_batch(self, h: BatchHeader) -> None:
+        if h.producer_id >= 0:
+            self.producer_state.update(
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                last_sequence(h.base_sequence, h.record_count),
+                h.base_offset,
+                h.last_offset,
+                h.max_timestamp,
+            )
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader as they are (offsets and epochs kept).

@@ -1,6 +1,7 @@
-"""The README's Python example, run as written against a real 3-broker cluster (only its
-bootstrap address is this cluster's): it creates the topic, produces ten records with
-acks=all and prints all ten back."""
+"""The README's Python examples, run as written against a real 3-broker cluster (only
+their bootstrap address is this cluster's): minikafka's own client, and confluent-kafka
+(an unmodified Kafka client). Each creates its topic, produces ten records with acks=all
+and prints all ten back; run twice, the second time the topic exists already."""
 
 from __future__ import annotations
 
@@ -9,26 +10,41 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cluster.conftest import ClusterFactory
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BOOTSTRAP_LINE = 'bootstrap = "localhost:9092,localhost:9093,localhost:9094"'
+# (where the example follows in the README, what it prints per record i: key and value)
+EXAMPLES = {
+    "minikafka-client": (
+        "From Python, with the cluster of the tour running:",
+        "user-{k}",
+        "hello {i}",
+    ),
+    "confluent-kafka": ("## Kafka clients", "user-{k}", "click {i}"),
+}
 
 
-def readme_python_example() -> str:
+def readme_python_example(after: str) -> str:
     text = README.read_text()
-    start = text.index("From Python, with the cluster of the tour running:")
+    start = text.index(after)
     block = re.search(r"```python\n(.*?)```", text[start:], re.S)
     assert block is not None
     return block.group(1)
 
 
-def test_the_readme_python_example_runs_as_written(make_cluster: ClusterFactory) -> None:
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_the_readme_python_examples_run_as_written(
+    make_cluster: ClusterFactory, example: str
+) -> None:
+    after, key, value = EXAMPLES[example]
     cluster = make_cluster(3)
-    code = readme_python_example()
+    code = readme_python_example(after)
     assert BOOTSTRAP_LINE in code
     code = code.replace(BOOTSTRAP_LINE, f'bootstrap = "{cluster.bootstrap_servers}"')
-    produced = {f"b'user-{i % 3}' b'hello {i}'" for i in range(10)}
+    produced = {f"b'{key.format(k=i % 3)}' b'{value.format(i=i)}'" for i in range(10)}
     for run in (1, 2):  # twice: the second time the topic exists already
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=120

@@ -490,3 +490,9 @@ def test_producer_state_survives_reopen_follows_replication_and_truncation(open_
     reopened.truncate_to(2)
     retried = reopened.append_as_leader(_idempotent(5, 0, 2, 2), 3)
     assert (retried.first_offset, retried.num_records) == (2, 2)
+
+
+def test_an_idempotent_batch_after_the_first_of_a_request_is_recorded(open_log):
+    lg = open_log()
+    lg.append_as_leader(batch(1) + _idempotent(8, 0, 0, 2), 0)  # offsets 0, then 1-2
+    assert lg.append_as_leader(_idempotent(8, 0, 0, 2), 0).first_offset == 1  # a retry
