@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -69,3 +71,35 @@ class Endpoint:
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.listener}://{host}:{self.port}"
+
+
+# --- Kafka's Uuid (topic ids, the cluster id) ---------------------------------------------
+
+
+def new_kafka_uuid() -> str:
+    """A random id as Kafka's Uuid.randomUuid makes one, in Kafka's text form: URL-safe
+    base64 of the 16 bytes, unpadded (22 chars). Like Kafka, never the zero id (Kafka's
+    "no id") nor one whose text starts with '-' (it would read as a command-line flag)."""
+    while True:
+        value = uuid.uuid4()
+        text = kafka_uuid_text(value)
+        if value.int > 1 and not text.startswith("-"):
+            return text
+
+
+def kafka_uuid_text(value: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """Kafka's text form back to the id; ValueError if it is not 22 chars of URL-safe
+    base64 encoding 16 bytes."""
+    if not isinstance(text, str) or len(text) != 22:
+        raise ValueError(f"{text!r} is not a Kafka id (22 characters of URL-safe base64)")
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{text!r} is not a Kafka id: {e}") from None
+    if len(raw) != 16 or kafka_uuid_text(uuid.UUID(bytes=raw)) != text:
+        raise ValueError(f"{text!r} is not a Kafka id (22 characters of URL-safe base64)")
+    return uuid.UUID(bytes=raw)

@@ -614,6 +614,24 @@ async def add_streams(js: Any, streams: list[tuple[str, str]], replicas: int) ->
                 await asyncio.sleep(0.2)
 
 
+async def js_warm_up(js: Any, subject: str, payload: bytes, timeout_s: float = 30) -> None:
+    """One acknowledged publish, retried while the new stream has no leader yet (NATS then
+    answers "no responders" or nothing at all)."""
+    from nats.errors import NoRespondersError
+    from nats.js.errors import NoStreamResponseError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            await js.publish(subject, payload)
+            return
+        except (NoRespondersError, NoStreamResponseError) as e:
+            if time.monotonic() > deadline:
+                raise
+            log.debug("warm-up publish to %s: %s; retrying", subject, e)
+            await asyncio.sleep(0.2)
+
+
 async def js_produce(
     js: Any, subjects: Sequence[str], num_records: int, record_size: int
 ) -> ProducerPerfResult:
@@ -749,7 +767,7 @@ async def jetstream_workloads(
         # Warm-up, as for minikafka: one acknowledged publish per stream.
         await asyncio.gather(
             *(
-                js.publish(subject, make_payload(record_size(w)))
+                js_warm_up(js, subject, make_payload(record_size(w)))
                 for w in [*PRODUCE_SPECS, "e2e_10mb"]
                 for _, subject in stream_names(w, s.partitions)
             )

@@ -119,6 +119,8 @@ class BrokerConfig:
     log_flush_interval_messages: int = LONG_MAX
     log_flush_interval_ms: int = LONG_MAX
     log_flush_scheduler_interval_ms: int = LONG_MAX
+    # Idempotent producers idle this long are forgotten (checked by the log-retention task).
+    producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
     controlled_shutdown_enable: bool = True
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 5000
@@ -250,4 +252,5 @@ class BrokerConfig:
             flush_ms=self.log_flush_interval_ms,
             min_insync_replicas=self.min_insync_replicas,
             unclean_leader_election_enable=self.unclean_leader_election_enable,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
         )

@@ -391,6 +391,11 @@ class ControllerBrokerRequestBatch:
                     for b in sorted(live)
                 ]
                 deleted = sorted(self.update_metadata_deleted_topics)
+                topic_ids = {
+                    s.topic: ctx.topic_ids[s.topic]
+                    for s in partition_states
+                    if s.topic in ctx.topic_ids
+                }
                 for broker_id in sorted(self.update_metadata_brokers & live):
                     self.sender.send(
                         broker_id,
@@ -401,6 +406,7 @@ class ControllerBrokerRequestBatch:
                             partition_states=partition_states,
                             live_brokers=live_brokers,
                             deleted_topics=deleted,
+                            topic_ids=topic_ids,
                         ),
                     )
 

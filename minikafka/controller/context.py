@@ -54,6 +54,8 @@ class ControllerContext:
         self.shutting_down_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
         self.partition_assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        # Kafka's topic ids (KIP-516), from `/brokers/topics/<t>`.
+        self.topic_ids: dict[str, str] = {}
         self.partition_leadership: dict[TopicPartition, LeaderAndIsr] = {}
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
@@ -99,6 +101,7 @@ class ControllerContext:
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic entirely (Kafka's `removeTopic`)."""
         self.all_topics.discard(topic)
+        self.topic_ids.pop(topic, None)
         for p in self.partition_assignments.pop(topic, {}):
             self.partition_leadership.pop(TopicPartition(topic, p), None)
         self.topics_to_be_deleted.discard(topic)

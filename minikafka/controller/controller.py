@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from minikafka.clock import SYSTEM_CLOCK, Clock
-from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
+from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition, new_kafka_uuid
 from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import (
     BrokerRequestSender,
@@ -559,6 +559,7 @@ class KafkaController:
         await self._watch_partition_modifications(topics)
         for topic, assignment in (await zk.get_assignments(topics)).items():
             ctx.set_assignment(topic, assignment)
+        await self._load_topic_ids(topics)
         ctx.partition_leadership.update(await zk.get_partition_states(ctx.all_partitions()))
         log.info(
             "controller %d loaded %d live brokers %s, %d topics, %d partitions",
@@ -1023,8 +1024,27 @@ class KafkaController:
         for topic, assignment in sorted(assignments.items()):
             ctx.set_assignment(topic, assignment)
             new_partitions += ctx.partitions_for_topic(topic)
+        await self._load_topic_ids(assignments)
         log.info("new topics %s: creating partitions %s", sorted(assignments), _tps(new_partitions))
         await self._on_new_partition_creation(new_partitions)
+
+    async def _load_topic_ids(self, topics: Iterable[str]) -> None:
+        """The topics' ids into the context; a topic written without one (by an older
+        tool) gets one, written back with the controller's fence, as Kafka's controller
+        does (KIP-516)."""
+        ctx = self.context
+        for topic, topic_id in sorted((await self.zk.get_topic_ids(topics)).items()):
+            if topic_id is None and topic in ctx.partition_assignments:
+                topic_id = new_kafka_uuid()
+                try:
+                    await self.zk.set_topic_assignment(
+                        topic, ctx.partition_assignments[topic], ctx.epoch_zk_version, topic_id
+                    )
+                except ZkNoNodeError:
+                    continue  # deleted meanwhile: the topic change watch sees to it
+                log.info("topic %s had no topic id: gave it %s", topic, topic_id)
+            if topic_id is not None:
+                ctx.topic_ids[topic] = topic_id
 
     async def _on_new_partition_creation(self, new_partitions: Sequence[TopicPartition]) -> None:
         """Kafka's onNewPartitionCreation: NewPartition -> OnlinePartition (first leader and
@@ -1083,7 +1103,9 @@ class KafkaController:
                 )
                 # Kafka's restorePartitionReplicaAssignment.
                 with contextlib.suppress(ZkNoNodeError):
-                    await self.zk.set_topic_assignment(topic, known, ctx.epoch_zk_version)
+                    await self.zk.set_topic_assignment(
+                        topic, known, ctx.epoch_zk_version, ctx.topic_ids.get(topic)
+                    )
             else:
                 log.info(
                     "Ignoring partition change of %s during topic deletion as no new partitions "

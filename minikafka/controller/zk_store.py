@@ -64,6 +64,10 @@ class ControllerZkStore(Protocol):
         self, topics: Iterable[str]
     ) -> dict[str, dict[int, tuple[int, ...]]]: ...
 
+    async def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
+        """Topic ids of the topics that exist (None: the znode has none)."""
+        ...
+
     async def get_topic_config(self, topic: str) -> dict[str, str]: ...
 
     async def set_topic_assignment(
@@ -71,8 +75,9 @@ class ControllerZkStore(Protocol):
         topic: str,
         assignment: Mapping[int, Iterable[int]],
         controller_epoch_zk_version: int,
+        topic_id: str | None,
     ) -> None:
-        """Overwrite `/brokers/topics/<t>`'s assignment (fenced); ZkNoNodeError if gone."""
+        """Overwrite `/brokers/topics/<t>` (fenced); ZkNoNodeError if gone."""
         ...
 
     # --- partition state ---------------------------------------------------------------------
@@ -211,6 +216,9 @@ class KazooControllerZkStore:
     async def get_assignments(self, topics: Iterable[str]) -> dict[str, dict[int, tuple[int, ...]]]:
         return await self._run(self.zk.get_assignments, list(topics))
 
+    async def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
+        return await self._run(self.zk.get_topic_ids, list(topics))
+
     async def get_topic_config(self, topic: str) -> dict[str, str]:
         return await self._run(self.zk.get_topic_config, topic)
 
@@ -219,12 +227,14 @@ class KazooControllerZkStore:
         topic: str,
         assignment: Mapping[int, Iterable[int]],
         controller_epoch_zk_version: int,
+        topic_id: str | None,
     ) -> None:
         await self._run(
             self.zk.set_topic_assignment_as_controller,
             topic,
             {p: list(r) for p, r in assignment.items()},
             controller_epoch_zk_version,
+            topic_id,
         )
 
     # --- partition state ---------------------------------------------------------------------

@@ -104,6 +104,7 @@ class MetadataTopic:
     error_code: int
     name: str
     partitions: list[MetadataPartition]
+    topic_id: str | None = None  # Kafka's text form (KIP-516)
 
 
 @dataclass(frozen=True)
@@ -439,6 +440,9 @@ class UpdateMetadataRequest:
     partition_states: list[UpdateMetadataPartitionState]
     live_brokers: list[BrokerNode]
     deleted_topics: list[str] = field(default_factory=list)
+    # Topic ids (KIP-516) of the topics in partition_states (Kafka's UpdateMetadata v7
+    # carries them per topic).
+    topic_ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

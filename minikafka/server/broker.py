@@ -29,6 +29,7 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from minikafka.server.metadata_cache import MetadataCache
@@ -96,6 +97,7 @@ class KafkaServer:
         self._published_session: int | None = None
         self.zk_session_expirations = 0  # Kafka's ZooKeeperExpiresPerSec, as a count
         self.admin_server: AdminHttpServer | None = None
+        self.config_changes = ConfigChangeListener(self.zk, self._apply_topic_config_changes)
 
     @property
     def zk_session_lost(self) -> bool:
@@ -123,6 +125,16 @@ class KafkaServer:
                 log.error("topic %s has an invalid config %s (%s); using defaults", t, o, e)
                 configs[t] = base
         return configs
+
+    async def _apply_topic_config_changes(self, topics: list[str]) -> None:
+        """A topic's overrides changed (`/config/changes`): its logs here take the new
+        config at once (Kafka's TopicConfigHandler)."""
+        configs = await self._load_topic_configs(topics)
+        for tp, lg in self.log_manager.all_logs().items():
+            new = configs.get(tp.topic)
+            if new is not None and new != lg.config:
+                log.info("%s: config is now %s", tp, new)
+                lg.config = new
 
     async def _write_isr(self, tp: TopicPartition, new: LeaderAndIsr, expected: int) -> int | None:
         return await asyncio.to_thread(self.zk.update_partition_state_as_leader, tp, new, expected)
@@ -152,6 +164,7 @@ class KafkaServer:
 
         bridge = LoopBridge(loop)
         self.zk.add_connection_listener(bridge.wrap(self._on_zk_state))
+        await self.config_changes.start(bridge)
         self.controller = KafkaController(
             self.config, KazooControllerZkStore(self.zk, loop), clock=self.clock
         )
@@ -394,6 +407,7 @@ class KafkaServer:
         if self._reregistering is not None:
             self._reregistering.cancel()
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("config change listener", self.config_changes.stop),
             ("replica manager", self.replica_manager.shutdown),
             ("replica fetchers", self.fetcher_manager.shutdown),
             ("socket server", self._stop_socket_server),

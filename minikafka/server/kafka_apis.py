@@ -11,6 +11,14 @@ from typing import Any, Protocol, cast
 
 from minikafka.common import PLAINTEXT, TopicPartition
 from minikafka.config.broker import BrokerConfig
+from minikafka.config.dynamic import (
+    AlterableConfig,
+    DescribedConfig,
+    ResourceType,
+    altered_topic_overrides,
+    describe_broker,
+    describe_topic,
+)
 from minikafka.controller.assignment import (
     assign_replicas,
     new_partitions_assignment,
@@ -271,6 +279,62 @@ class KafkaApis:
         except ZkError as e:
             raise CoordinatorNotAvailableError(f"no producer id block from ZooKeeper: {e}") from e
 
+    # --- configs (DescribeConfigs, IncrementalAlterConfigs: Kafka listener only) ---------
+
+    async def describe_configs(
+        self,
+        resource_type: int,
+        name: str,
+        keys: list[str] | None,
+        include_synonyms: bool,
+    ) -> list[DescribedConfig]:
+        """One resource's configs; KafkaError with Kafka's code for what cannot be described."""
+        if resource_type == ResourceType.TOPIC:
+            validate_topic_name(name)
+            try:
+                if not await asyncio.to_thread(self.zk.topic_exists, name):
+                    raise UnknownTopicOrPartitionError(f"Topic {name} does not exist.")
+                overrides = await asyncio.to_thread(self.zk.get_topic_config, name)
+            except ZkError as e:
+                raise KafkaError(f"cannot read topic {name}'s config: {e}") from e
+            return describe_topic(self.config, overrides, keys, include_synonyms)
+        if resource_type == ResourceType.BROKER:
+            if name != str(self.config.broker_id):
+                raise InvalidRequestError(
+                    f"Unexpected broker id, expected {self.config.broker_id} but received {name}"
+                )
+            return describe_broker(self.config, keys)
+        raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+
+    async def incremental_alter_configs(
+        self,
+        resource_type: int,
+        name: str,
+        changes: list[AlterableConfig],
+        validate_only: bool,
+    ) -> None:
+        """Change a topic's overrides (SET, DELETE) and tell every broker, or only check the
+        change; KafkaError with Kafka's code when it cannot be made."""
+        if resource_type == ResourceType.BROKER:
+            raise InvalidRequestError(
+                "broker configs cannot be changed at runtime here: set them in the broker's "
+                "server.properties and restart it"
+            )
+        if resource_type != ResourceType.TOPIC:
+            raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+        validate_topic_name(name)
+        try:
+            if not await asyncio.to_thread(self.zk.topic_exists, name):
+                raise UnknownTopicOrPartitionError(f"Topic {name} does not exist.")
+            current = await asyncio.to_thread(self.zk.get_topic_config, name)
+            new = altered_topic_overrides(self.config, current, changes)
+            if validate_only or new == current:
+                return
+            await asyncio.to_thread(self.zk.change_topic_config, name, new)
+        except ZkError as e:
+            raise KafkaError(f"cannot change topic {name}'s config: {e}") from e
+        log.info("topic %s: config overrides %s -> %s", name, current, new)
+
     async def handle_list_offsets(self, req: ListOffsetsRequest) -> Any:
         return self.rm.list_offsets(req)
 
@@ -484,14 +548,18 @@ class KafkaApis:
             got = await asyncio.to_thread(self.zk.get_assignment_and_version, t.name)
             if got is None:
                 raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
-            existing, version = got
+            existing, version, topic_id = got
             brokers = await asyncio.to_thread(self.zk.get_broker_ids)
             added = new_partitions_assignment(t.name, existing, brokers, t.count, t.assignments)
             if validate_only:
                 return
             try:
                 await asyncio.to_thread(
-                    self.zk.set_topic_assignment, t.name, {**existing, **added}, version
+                    self.zk.set_topic_assignment,
+                    t.name,
+                    {**existing, **added},
+                    version,
+                    topic_id,
                 )
             except ZkBadVersionError:
                 log.info("assignment of topic %s changed while adding partitions; again", t.name)

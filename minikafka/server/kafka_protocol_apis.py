@@ -13,10 +13,14 @@ answer. A request for another API is a client bug: the connection is closed, as 
 
 from __future__ import annotations
 
+import functools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from minikafka.common import kafka_uuid_text, parse_kafka_uuid
+from minikafka.config.dynamic import AlterableConfig
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.kafka.codec import (
@@ -26,6 +30,12 @@ from minikafka.protocol.kafka.codec import (
     response_type,
 )
 from minikafka.protocol.kafka.entities import as_list, build, field_or, millis
+from minikafka.protocol.kafka.fetch_response import (
+    Chunk,
+    FetchPartitionData,
+    FetchTopicData,
+    encode_fetch_response,
+)
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.network import NO_RESPONSE
 
@@ -34,6 +44,9 @@ log = logging.getLogger(__name__)
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH = 18, 19, 20, 23
 CREATE_PARTITIONS, DESCRIBE_CLUSTER, INIT_PRODUCER_ID = 37, 60, 22
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+
+ZERO_UUID = uuid.UUID(int=0)  # Kafka's "no topic id"
 
 # Consumers send replica id -1; anything else on a client listener is refused (followers
 # replicate over the inter-broker RPC).
@@ -52,7 +65,6 @@ class KafkaProtocolApis:
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
             PRODUCE: self.produce,
-            FETCH: self.fetch,
             LIST_OFFSETS: self.list_offsets,
             CREATE_TOPICS: self.create_topics,
             FIND_COORDINATOR: self.find_coordinator,
@@ -61,21 +73,43 @@ class KafkaProtocolApis:
             OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
             DESCRIBE_CLUSTER: self.describe_cluster,
             INIT_PRODUCER_ID: self.init_producer_id,
+            DESCRIBE_CONFIGS: self.describe_configs,
+            INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
         }
+        # Fetch is served by `handle` itself (its response is written by hand).
         self.versions: dict[int, tuple[int, int]] = {
-            key: SUPPORTED_VERSIONS[key] for key in sorted(self._handlers)
+            key: SUPPORTED_VERSIONS[key] for key in sorted({*self._handlers, FETCH})
         }
 
     def serves(self, api_key: int) -> bool:
-        return api_key in self._handlers
+        return api_key in self.versions
 
-    async def handle(self, request: KafkaRequest) -> bytes | None:
-        """The response frame, or None when Kafka sends none (produce with acks=0)."""
+    # Topic ids (KIP-516): kio carries them as UUIDs, the metadata cache as Kafka's text.
+
+    def _topic_uuid(self, topic: str) -> uuid.UUID:
+        topic_id = self.apis.cache.topic_id(topic)
+        return ZERO_UUID if topic_id is None else _uuid_of(topic_id)
+
+    def _topic_named(self, topic_id: uuid.UUID | None) -> str | None:
+        """The topic with this id; None for the zero id or one no topic here has."""
+        if topic_id is None or topic_id == ZERO_UUID:
+            return None
+        return self.apis.cache.topic_name(kafka_uuid_text(topic_id))
+
+    async def handle(self, request: KafkaRequest) -> list[Chunk] | None:
+        """The response frame as chunks, or None when Kafka sends none (produce with
+        acks=0). A Fetch response is written by hand, its record batches as the log handed
+        them over (file regions, sent with sendfile: zero-copy, as Kafka's)."""
+        if request.api_key == FETCH:
+            error_code, session_id, topics = await self.fetch(request.api_version, request.body)
+            return encode_fetch_response(
+                request.api_version, request.correlation_id, error_code, session_id, topics
+            )
         values = await self._handlers[request.api_key](request.api_version, request.body)
         if values is None:
             return None
         body = build(response_type(request.api_key, request.api_version), values)
-        return encode_response(request, body)
+        return [encode_response(request, body)]
 
     # --- ApiVersions, Metadata -----------------------------------------------------------
 
@@ -91,11 +125,23 @@ class KafkaProtocolApis:
 
     async def metadata(self, version: int, req: Any) -> dict[str, Any]:
         requested = req.topics
+        unknown_ids: list[uuid.UUID] = []
         # v0: an empty list means every topic; v1+: null does, and an empty list means none.
         if requested is None or (version == 0 and not requested):
             names: list[str] | None = None
         else:
-            names = [t.name for t in requested if t.name is not None]
+            names = []
+            for t in requested:
+                if t.name is not None:
+                    names.append(t.name)
+                    continue
+                # v10+: a topic may be named by its id instead (never auto-created).
+                topic_id = field_or(t, "topic_id", None)
+                name = self._topic_named(topic_id)
+                if name is not None:
+                    names.append(name)
+                elif topic_id is not None:
+                    unknown_ids.append(topic_id)
         # Before v4 a Metadata request always allowed auto-creation (Kafka's rule).
         allow_auto_create = bool(field_or(req, "allow_auto_topic_creation", True))
         resp = await self.apis.handle_metadata(
@@ -109,11 +155,12 @@ class KafkaProtocolApis:
             ],
             "cluster_id": self.apis.cluster_id,
             "controller_id": resp.controller_id,
+            "error_code": 0,
             "topics": [
                 {
                     "error_code": t.error_code,
                     "name": t.name,
-                    "topic_id": 0,
+                    "topic_id": ZERO_UUID if t.topic_id is None else _uuid_of(t.topic_id),
                     "is_internal": False,
                     "partitions": [
                         {
@@ -129,6 +176,17 @@ class KafkaProtocolApis:
                     ],
                 }
                 for t in resp.topics
+            ]
+            + [
+                {
+                    "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                    # The name is nullable from v12 (the first version clients name topics
+                    # by id with).
+                    "name": None if version >= 12 else "",
+                    "topic_id": topic_id,
+                    "partitions": [],
+                }
+                for topic_id in unknown_ids
             ],
         }
 
@@ -170,15 +228,22 @@ class KafkaProtocolApis:
     # --- Produce -------------------------------------------------------------------------
 
     async def produce(self, version: int, req: Any) -> dict[str, Any] | None:
-        topics = [
-            m.ProduceTopic(
-                t.name, [m.ProducePartition(p.index, p.records) for p in t.partition_data]
-            )
-            for t in req.topic_data
-        ]
         if req.transactional_id is not None:
             # No transactions here: Kafka answers a broker without them the same way.
             return self._produce_error(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        # v13 names topics by id (KIP-516); an id no topic has is UNKNOWN_TOPIC_ID.
+        topics: list[m.ProduceTopic] = []
+        unknown: list[Any] = []
+        for t in req.topic_data:
+            name = t.name if version < 13 else self._topic_named(t.topic_id)
+            if name is None:
+                unknown.append(t)
+                continue
+            topics.append(
+                m.ProduceTopic(
+                    name, [m.ProducePartition(p.index, p.records) for p in t.partition_data]
+                )
+            )
         try:
             resp = await self.apis.handle_produce(
                 m.ProduceRequest(req.acks, millis(req.timeout), topics)
@@ -187,13 +252,14 @@ class KafkaProtocolApis:
             if req.acks == 0:
                 return None
             return self._produce_error(req, e.code)
-        if resp is NO_RESPONSE:
+        if resp is NO_RESPONSE or req.acks == 0:
             return None
         return {
             "throttle_time": 0,
             "responses": [
                 {
                     "name": t.name,
+                    "topic_id": self._topic_uuid(t.name),
                     "partition_responses": [
                         _produce_partition(
                             p.partition,
@@ -206,7 +272,8 @@ class KafkaProtocolApis:
                     ],
                 }
                 for t in resp.topics
-            ],
+            ]
+            + [_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown],
         }
 
     @staticmethod
@@ -215,23 +282,36 @@ class KafkaProtocolApis:
             return None
         return {
             "throttle_time": 0,
-            "responses": [
-                {
-                    "name": t.name,
-                    "partition_responses": [
-                        _produce_partition(p.index, int(code)) for p in t.partition_data
-                    ],
-                }
-                for t in req.topic_data
-            ],
+            "responses": [_produce_topic_error(t, code) for t in req.topic_data],
         }
 
     # --- Fetch ---------------------------------------------------------------------------
 
-    async def fetch(self, version: int, req: Any) -> dict[str, Any]:
-        replica_id = field_or(req, "replica_id", CONSUMER_REPLICA_ID)
+    async def fetch(self, version: int, req: Any) -> tuple[int, int, list[FetchTopicData]]:
+        """(error code, session id, topics) of the response (see `handle`)."""
+        replica_id = field_or(req, "replica_id", None)
+        if replica_id is None:  # v15+ (KIP-903): in replica_state
+            replica_id = req.replica_state.replica_id
         if replica_id != CONSUMER_REPLICA_ID:
-            return self._fetch_error(req, ErrorCode.INVALID_REQUEST)
+            return 0, 0, [_fetch_topic_error(t, ErrorCode.INVALID_REQUEST) for t in req.topics]
+        # v13+ name topics by id (KIP-516): each id is resolved to its topic here, and an id
+        # no topic has is answered UNKNOWN_TOPIC_ID (the fetch session never sees it).
+        known: list[tuple[str, Any]] = []
+        unknown: list[Any] = []
+        ids: dict[str, uuid.UUID] = {}
+        for t in req.topics:
+            name = t.topic if version < 13 else self._topic_named(t.topic_id)
+            if name is None:
+                unknown.append(t)
+                continue
+            known.append((name, t))
+            if version >= 13:
+                ids[name] = t.topic_id
+        forgotten: list[m.ForgottenTopic] = []
+        for f in as_list(field_or(req, "forgotten_topics_data", None)):
+            name = f.topic if version < 13 else self._topic_named(f.topic_id)
+            if name is not None:
+                forgotten.append(m.ForgottenTopic(name, list(f.partitions)))
         internal = m.FetchRequest(
             replica_id=CONSUMER_REPLICA_ID,
             max_wait_ms=millis(req.max_wait),
@@ -239,7 +319,7 @@ class KafkaProtocolApis:
             max_bytes=req.max_bytes,
             topics=[
                 m.FetchTopic(
-                    t.topic,
+                    name,
                     [
                         m.FetchPartition(
                             p.partition,
@@ -251,52 +331,28 @@ class KafkaProtocolApis:
                         for p in t.partitions
                     ],
                 )
-                for t in req.topics
+                for name, t in known
             ],
             session_id=field_or(req, "session_id", m.INVALID_SESSION_ID),
             session_epoch=field_or(req, "session_epoch", m.FINAL_EPOCH),
-            forgotten_topics=[
-                m.ForgottenTopic(f.topic, list(f.partitions))
-                for f in as_list(field_or(req, "forgotten_topics_data", None))
-            ],
+            forgotten_topics=forgotten,
         )
         resp = await self.apis.handle_fetch(internal)
-        return {
-            "throttle_time": 0,
-            "error_code": resp.error_code,
-            "session_id": resp.session_id,
-            "responses": [
-                {
-                    "topic": t.name,
-                    "partitions": [
-                        _fetch_partition(
-                            p.partition,
-                            p.error_code,
-                            p.high_watermark,
-                            p.log_start_offset,
-                            _records_bytes(p.records),
-                        )
-                        for p in t.partitions
-                    ],
-                }
-                for t in resp.topics
-            ],
-        }
-
-    @staticmethod
-    def _fetch_error(req: Any, code: int) -> dict[str, Any]:
-        return {
-            "throttle_time": 0,
-            "error_code": 0,
-            "session_id": 0,
-            "responses": [
-                {
-                    "topic": t.topic,
-                    "partitions": [_fetch_partition(p.partition, int(code)) for p in t.partitions],
-                }
-                for t in req.topics
-            ],
-        }
+        topics = [
+            FetchTopicData(
+                t.name,
+                ids.get(t.name) or self._topic_uuid(t.name),
+                [
+                    FetchPartitionData(
+                        p.partition, p.error_code, p.high_watermark, p.log_start_offset, p.records
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in resp.topics
+        ]
+        topics += [_fetch_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
+        return resp.error_code, resp.session_id, topics
 
     # --- ListOffsets ---------------------------------------------------------------------
 
@@ -367,7 +423,7 @@ class KafkaProtocolApis:
             results.append(
                 {
                     "name": r.name,
-                    "topic_id": 0,
+                    "topic_id": self._topic_uuid(r.name) if ok else ZERO_UUID,
                     "error_code": r.error_code,
                     "error_message": r.error_message,
                     "num_partitions": partitions if ok else -1,
@@ -380,20 +436,27 @@ class KafkaProtocolApis:
     # --- DeleteTopics, CreatePartitions ----------------------------------------------------
 
     async def delete_topics(self, version: int, req: Any) -> dict[str, Any]:
-        # v6 may name topics by id: there are no topic ids here, so such an entry is
-        # UNKNOWN_TOPIC_ID (Kafka's answer for an id it does not know).
+        # v6 may name topics by id; an id no topic has is UNKNOWN_TOPIC_ID.
+        unknown_ids: list[uuid.UUID] = []
         if version >= 6:
-            names = [t.name for t in req.topics if t.name is not None]
-            by_id = [t.topic_id for t in req.topics if t.name is None]
+            names = []
+            for t in req.topics:
+                name = t.name if t.name is not None else self._topic_named(t.topic_id)
+                if name is None:
+                    unknown_ids.append(t.topic_id)
+                else:
+                    names.append(name)
         else:
-            names, by_id = list(req.topic_names), []
+            names = list(req.topic_names)
+        # The ids before the topics are gone from the metadata cache.
+        ids = {name: self._topic_uuid(name) for name in names}
         resp = await self.apis.handle_delete_topics(
             m.DeleteTopicsRequest(names, millis(req.timeout))
         )
         results = [
             {
                 "name": r.name,
-                "topic_id": 0,
+                "topic_id": ids.get(r.name, ZERO_UUID),
                 "error_code": r.error_code,
                 "error_message": r.error_message,
             }
@@ -404,9 +467,9 @@ class KafkaProtocolApis:
                 "name": None,
                 "topic_id": topic_id,
                 "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
-                "error_message": "topic ids are not supported: name the topic",
+                "error_message": "This server does not host this topic ID.",
             }
-            for topic_id in by_id
+            for topic_id in unknown_ids
         ]
         return {"throttle_time": 0, "responses": results}
 
@@ -477,6 +540,71 @@ class KafkaProtocolApis:
             ],
         }
 
+    # --- DescribeConfigs, IncrementalAlterConfigs ------------------------------------------
+
+    async def describe_configs(self, version: int, req: Any) -> dict[str, Any]:
+        results = []
+        for r in req.resources:
+            keys = None if r.configuration_keys is None else list(r.configuration_keys)
+            result: dict[str, Any] = {
+                "resource_type": r.resource_type,
+                "resource_name": r.resource_name,
+                "error_code": 0,
+                "error_message": None,
+                "configs": [],
+            }
+            try:
+                described = await self.apis.describe_configs(
+                    r.resource_type, r.resource_name, keys, req.include_synonyms
+                )
+            except KafkaError as e:
+                result.update(error_code=e.code, error_message=e.message)
+                results.append(result)
+                continue
+            result["configs"] = [
+                {
+                    "name": c.name,
+                    "value": c.value,
+                    "read_only": c.read_only,
+                    "config_source": int(c.source),
+                    "is_sensitive": False,
+                    "synonyms": [
+                        {"name": y.name, "value": y.value, "source": int(y.source)}
+                        for y in c.synonyms
+                    ],
+                    "config_type": int(c.type),
+                    "documentation": c.doc
+                    if field_or(req, "include_documentation", False)
+                    else None,
+                }
+                for c in described
+            ]
+            results.append(result)
+        return {"throttle_time": 0, "results": results}
+
+    async def incremental_alter_configs(self, version: int, req: Any) -> dict[str, Any]:
+        responses = []
+        for r in req.resources:
+            code, message = 0, None
+            try:
+                await self.apis.incremental_alter_configs(
+                    r.resource_type,
+                    r.resource_name,
+                    [AlterableConfig(c.name, c.config_operation, c.value) for c in r.configs],
+                    req.validate_only,
+                )
+            except KafkaError as e:
+                code, message = int(e.code), e.message
+            responses.append(
+                {
+                    "error_code": code,
+                    "error_message": message,
+                    "resource_type": r.resource_type,
+                    "resource_name": r.resource_name,
+                }
+            )
+        return {"throttle_time": 0, "responses": responses}
+
     # --- DescribeCluster ----------------------------------------------------------------------
 
     async def describe_cluster(self, version: int, req: Any) -> dict[str, Any]:
@@ -505,24 +633,26 @@ class KafkaProtocolApis:
         }
 
 
-def _fetch_partition(
-    index: int,
-    error_code: int,
-    high_watermark: int = -1,
-    log_start_offset: int = -1,
-    records: bytes | memoryview | None = None,
-) -> dict[str, Any]:
+@functools.lru_cache(maxsize=4096)
+def _uuid_of(topic_id: str) -> uuid.UUID:
+    return parse_kafka_uuid(topic_id)
+
+
+def _fetch_topic_error(t: Any, code: int) -> FetchTopicData:
+    """Every partition of a request's fetch topic (any version) answered `code`."""
+    return FetchTopicData(
+        field_or(t, "topic", ""),
+        field_or(t, "topic_id", ZERO_UUID),
+        [FetchPartitionData(p.partition, int(code), -1, -1, None) for p in t.partitions],
+    )
+
+
+def _produce_topic_error(t: Any, code: int) -> dict[str, Any]:
+    """Every partition of a request's produce topic (any version) answered `code`."""
     return {
-        "partition_index": index,
-        "error_code": error_code,
-        "high_watermark": high_watermark,
-        # No transactions: the last stable offset is the HW, for read_committed and
-        # read_uncommitted alike.
-        "last_stable_offset": high_watermark,
-        "log_start_offset": log_start_offset,
-        "aborted_transactions": [],
-        "preferred_read_replica": -1,
-        "records": records,
+        "name": field_or(t, "name", ""),
+        "topic_id": field_or(t, "topic_id", ZERO_UUID),
+        "partition_responses": [_produce_partition(p.index, int(code)) for p in t.partition_data],
     }
 
 
@@ -552,17 +682,3 @@ def _list_offsets_partition(p: m.ListOffsetsPartitionResponse) -> dict[str, Any]
         "offset": p.offset,
         "leader_epoch": p.leader_epoch,
     }
-
-
-def _records_bytes(records: Any) -> bytes | memoryview | None:
-    """A fetch response's records as bytes for kio's writer (a file region is read in:
-    the Kafka listener does not sendfile yet)."""
-    if records is None or isinstance(records, bytes | memoryview):
-        return records
-    if isinstance(records, bytearray):
-        return bytes(records)
-    try:
-        data: bytes = records.read()
-    finally:
-        records.close()
-    return data

@@ -26,6 +26,9 @@ class MetadataCache:
         self.controller_id = -1
         self.live_brokers: dict[int, BrokerNode] = {}
         self._partitions: dict[str, dict[int, UpdateMetadataPartitionState]] = {}
+        # Topic ids (KIP-516) both ways: Fetch v13+ and Metadata v10+ name topics by id.
+        self._topic_ids: dict[str, str] = {}
+        self._topic_names: dict[str, str] = {}
         self._changed = asyncio.Event()
         self._generation = 0
 
@@ -37,8 +40,16 @@ class MetadataCache:
         for topic in req.deleted_topics:
             for p in self._partitions.pop(topic, {}):
                 deleted.append(TopicPartition(topic, p))
+            self._topic_names.pop(self._topic_ids.pop(topic, ""), None)
         for st in req.partition_states:
             self._partitions.setdefault(st.topic, {})[st.partition] = st
+        for topic, topic_id in req.topic_ids.items():
+            old = self._topic_ids.get(topic)
+            if old != topic_id:
+                # A topic deleted and created again under its name has a new id.
+                self._topic_names.pop(old or "", None)
+                self._topic_ids[topic] = topic_id
+                self._topic_names[topic_id] = topic
         self._generation += 1
         # Wake everyone waiting for a change (CreateTopics / DeleteTopics completion).
         self._changed.set()
@@ -73,6 +84,13 @@ class MetadataCache:
     def contains_topic(self, topic: str) -> bool:
         return topic in self._partitions
 
+    def topic_id(self, topic: str) -> str | None:
+        return self._topic_ids.get(topic)
+
+    def topic_name(self, topic_id: str) -> str | None:
+        """The topic with this id; None for an id no topic here has (UNKNOWN_TOPIC_ID)."""
+        return self._topic_names.get(topic_id)
+
     def partition_state(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
         return self._partitions.get(tp.topic, {}).get(tp.partition)
 
@@ -100,6 +118,7 @@ class MetadataCache:
                     int(ErrorCode.NONE),
                     name,
                     [self._partition_metadata(st) for _, st in sorted(parts.items())],
+                    self._topic_ids.get(name),
                 )
             )
         return out

@@ -64,7 +64,7 @@ class KafkaHandler(Protocol):
 
     def serves(self, api_key: int) -> bool: ...
 
-    async def handle(self, request: KafkaRequest) -> bytes | None: ...
+    async def handle(self, request: KafkaRequest) -> list[Chunk] | None: ...
 
 
 _MSGPACK_FIXARRAY_2 = 0x92
@@ -225,7 +225,7 @@ class SocketServer:
             # per-partition errors ends the connection (the client reconnects and retries).
             log.exception("Kafka api key %d v%d failed", request.api_key, request.api_version)
             raise
-        return [] if response is None else [response]
+        return [] if response is None else response
 
     async def _handle(self, header: RequestHeader, request: Any) -> list[Chunk]:
         try:

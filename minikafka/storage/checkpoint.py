@@ -62,14 +62,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """`<file>.tmp`, fsync, rename over `path`, fsync the directory (a log's `.tmp` leftovers
+    are deleted when it is opened)."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+    with open(tmp, "wb") as f:
+        f.write(data)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 class DeferredCheckpointWrites:

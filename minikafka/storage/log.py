@@ -6,6 +6,10 @@ Offsets:
 - HW (high watermark): set by the replication layer, clamped here to [log start, LEO];
 - recovery point: everything below it has been fsynced; recovery after a crash re-validates
   from the segment that holds it.
+
+Files in the partition directory: `<base>.log` and `<base>.index` per segment, the
+`leader-epoch-checkpoint`, and `<offset>.snapshot` files of the idempotent producers' state
+(producer_snapshot.py: written on roll and on clean shutdown, loaded on open and truncation).
 """
 
 from __future__ import annotations
@@ -37,10 +41,20 @@ from minikafka.storage.checkpoint import (
     CorruptCheckpointError,
     EpochEntry,
     LeaderEpochCheckpointFile,
+    atomic_write_bytes,
     fsync_dir,
 )
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
 from minikafka.storage.log_config import LogConfig
+from minikafka.storage.producer_snapshot import (
+    SNAPSHOT_SUFFIX,
+    CorruptSnapshotError,
+    decode_snapshot,
+    encode_snapshot,
+    needs_snapshot,
+    snapshot_to_load,
+    stale_snapshots,
+)
 from minikafka.storage.producer_state import ProducerStateManager, last_sequence
 from minikafka.storage.record_batch import (
     HEADER_SIZE,
@@ -62,6 +76,7 @@ from minikafka.storage.segment import (
     LogSegment,
     LogSlice,
     base_offset_of,
+    file_name_for,
 )
 
 log = logging.getLogger(__name__)
@@ -90,6 +105,16 @@ class LoadReport:
     first_error: str | None = None
 
 
+class ProducerStateRebuild(NamedTuple):
+    """How the producer state was last rebuilt (log open or truncation): from the snapshot
+    at `snapshot_offset` (None: from the log start), then `batches_replayed` batch headers
+    read; `corrupt_snapshots` snapshots failed to decode and were deleted on the way."""
+
+    snapshot_offset: int | None
+    batches_replayed: int
+    corrupt_snapshots: int
+
+
 class Log:
     def __init__(
         self,
@@ -114,9 +139,12 @@ class Log:
             lambda: self.log_end_offset,
             LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT),
         )
-        # Idempotent producers' sequences (producer_state.py): rebuilt from the batches'
-        # headers when the log is opened or truncated, updated by every append.
+        # Idempotent producers' sequences (producer_state.py): loaded from the latest
+        # snapshot and the batch headers after it when the log is opened or truncated,
+        # updated by every append. `_snapshots`: the offsets of the snapshot files.
         self.producer_state = ProducerStateManager()
+        self._snapshots: list[int] = []
+        self.last_producer_state_rebuild = ProducerStateRebuild(None, 0, 0)
 
     # --- opening and recovery ------------------------------------------------------------
 
@@ -150,6 +178,12 @@ class Log:
                 leftover.suffix == INDEX_SUFFIX and not leftover.with_suffix(LOG_SUFFIX).exists()
             ):
                 leftover.unlink(missing_ok=True)
+            elif leftover.suffix == SNAPSHOT_SUFFIX:
+                try:
+                    self._snapshots.append(base_offset_of(leftover))
+                except ValueError:
+                    log.warning("ignoring %s: not a producer snapshot's name", leftover)
+        self._snapshots.sort()
         for path in sorted(self.dir.glob("*" + LOG_SUFFIX), key=base_offset_of):
             self._add_segment(
                 LogSegment.open_existing(self.dir, base_offset_of(path), interval, now)
@@ -351,14 +385,90 @@ class Log:
             self._record_producer_batch(h)
             pos += h.size_in_bytes
 
-    def _rebuild_producer_state(self) -> None:
-        """The producer state from the batches' headers, from the log start on (Kafka
-        replays from its latest snapshot; minikafka keeps none yet and replays everything)."""
-        self.producer_state.clear()
-        for seg in self._segments:
-            for _pos, h in seg.batches():
-                if h.next_offset > self.log_start_offset:
+    def _rebuild_producer_state(self) -> ProducerStateRebuild:
+        """The producer state as of the LEO (Kafka's truncateAndReload): the snapshots
+        outside [first segment's base offset, LEO] are deleted, the latest of the others is
+        loaded (a corrupt one is deleted and the next older one tried), and the headers of
+        the batches from its offset on are replayed; without a snapshot, from the log start.
+        Producers that expired are left out of a loaded snapshot, as Kafka does."""
+        lowest, highest = self._segments[0].base_offset, self.log_end_offset
+        self._delete_snapshots(stale_snapshots(self._snapshots, lowest, highest))
+        state = self.producer_state
+        state.clear()
+        start = self.log_start_offset
+        loaded: int | None = None
+        corrupt = 0
+        while (offset := snapshot_to_load(self._snapshots, lowest, highest)) is not None:
+            path = self._snapshot_path(offset)
+            try:
+                entries = decode_snapshot(path.read_bytes())
+            except (CorruptSnapshotError, OSError) as e:
+                log.warning(
+                    "%s: producer snapshot %s is unreadable (%s); deleting it",
+                    self.topic_partition,
+                    path.name,
+                    e,
+                )
+                self._delete_snapshots([offset])
+                corrupt += 1
+                continue
+            state.load(entries)
+            state.remove_expired(self._clock.now_ms(), self.config.producer_id_expiration_ms)
+            start = loaded = offset
+            break
+        replayed = 0
+        i = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        for seg in self._segments[i:]:
+            position = 0
+            if seg.base_offset < start:
+                found = seg.translate_offset(start)
+                if found is None:
+                    continue
+                position = found[0]
+            for _pos, h in seg.batches(position):
+                replayed += 1
+                if h.next_offset > start:
                     self._record_producer_batch(h)
+        result = ProducerStateRebuild(loaded, replayed, corrupt)
+        self.last_producer_state_rebuild = result
+        return result
+
+    # --- producer snapshots ----------------------------------------------------------------
+
+    def _snapshot_path(self, offset: int) -> Path:
+        return self.dir / file_name_for(offset, SNAPSHOT_SUFFIX)
+
+    @property
+    def producer_snapshot_offsets(self) -> list[int]:
+        """The offsets of the producer snapshot files, in order."""
+        return list(self._snapshots)
+
+    def _take_producer_snapshot(self, offset: int) -> None:
+        """Write the producer state as the snapshot at `offset` (the LEO, or the base offset
+        of a new segment: the state is the state there) unless there is no need to."""
+        if not needs_snapshot(self._snapshots, offset, self._segments[0].base_offset):
+            return
+        path = self._snapshot_path(offset)
+        try:
+            atomic_write_bytes(path, encode_snapshot(self.producer_state.entries()))
+        except OSError as e:
+            # Not fatal: the batches are on disk, and the next open replays them instead.
+            log.warning(
+                "%s: could not write producer snapshot %s: %s", self.topic_partition, path, e
+            )
+            return
+        bisect.insort(self._snapshots, offset)
+
+    def _delete_snapshots(self, offsets: list[int]) -> None:
+        for offset in offsets:
+            self._snapshot_path(offset).unlink(missing_ok=True)
+            self._snapshots.remove(offset)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Forget the producers idle for `producer.id.expiration.ms` (by their last batch's
+        timestamp); returns how many. The LogManager's retention pass calls it."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        return len(self.producer_state.remove_expired(now, self.config.producer_id_expiration_ms))
 
     def _record_producer_batch(self, h: BatchHeader) -> None:
         if h.producer_id >= 0:
@@ -463,6 +573,8 @@ class Log:
         self._add_segment(seg)
         fsync_dir(self.dir)
         self.flush(new_base)
+        # Kafka snapshots the producer state at every roll: a later open replays from here.
+        self._take_producer_snapshot(new_base)
         return seg
 
     def flush(self, offset: int | None = None) -> None:
@@ -589,6 +701,12 @@ class Log:
         if offset <= self._segments[0].base_offset:
             self._truncate_fully(offset)
             return True
+        # The snapshots above the truncation point go first (and for good: the directory is
+        # fsynced), so that no crash leaves one that describes batches the log no longer has.
+        above = [o for o in self._snapshots if o > offset]
+        if above:
+            self._delete_snapshots(above)
+            fsync_dir(self.dir)
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             self._segments.pop().delete()
             self._bases.pop()
@@ -607,6 +725,9 @@ class Log:
         self._truncate_fully(offset)
 
     def _truncate_fully(self, offset: int) -> None:
+        if self._snapshots:  # first, for good: see truncate_to
+            self._delete_snapshots(list(self._snapshots))
+            fsync_dir(self.dir)
         for seg in self._segments:
             seg.delete()
         self._segments.clear()
@@ -670,16 +791,24 @@ class Log:
         if n:
             self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            # The snapshots below the first segment left are of no use any more: the batches
+            # between them and it are gone. (The one at its base offset stays, even when the
+            # log start offset is above it: replaying from it reads batches still on disk.)
+            first = self._segments[0].base_offset
+            self._delete_snapshots(stale_snapshots(self._snapshots, first, self.log_end_offset))
         return n
 
     # --- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush everything, indexes included, and close the files (clean shutdown)."""
+        """Flush everything, indexes included, snapshot the producer state at the LEO, and
+        close the files (clean shutdown)."""
         for seg in self._segments:
             seg.flush()
-            seg.close()
         self.recovery_point = self.log_end_offset
+        self._take_producer_snapshot(self.log_end_offset)
+        for seg in self._segments:
+            seg.close()
 
     def close_without_flush(self) -> None:
         for seg in self._segments:

@@ -32,6 +32,9 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
+    # Kafka's broker config producer.id.expiration.ms (1 day): an idempotent producer whose
+    # last batch is this old is forgotten. Broker-wide, no topic-level name (as in Kafka).
+    producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
 
     # topic config name -> field; the broker-level names (log.segment.bytes, ...) map onto
     # these in the broker config.
@@ -75,3 +78,8 @@ class LogConfig:
             raise InvalidConfigError("max.message.bytes must be positive")
         if self.min_insync_replicas < 1:
             raise InvalidConfigError("min.insync.replicas must be >= 1")
+        if self.producer_id_expiration_ms <= 0:
+            raise InvalidConfigError(
+                f"producer.id.expiration.ms must be a positive number of milliseconds, "
+                f"got {self.producer_id_expiration_ms}"
+            )

@@ -322,12 +322,22 @@ class LogManager:
             )
 
     def cleanup_logs(self, now_ms: int | None = None) -> int:
-        """Retention pass over every log; returns segments deleted."""
+        """Retention pass over every log, and the expiry of idle producers
+        (`remove_expired_producers`); returns segments deleted."""
         now = self._clock.now_ms() if now_ms is None else now_ms
         deleted = sum(lg.delete_old_segments(now) for lg in self._logs.values())
         if deleted:
             self.checkpoint_recovery_points_and_log_starts()
+        self.remove_expired_producers(now)
         return deleted
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Forget in every log the idempotent producers idle for `producer.id.expiration.ms`
+        (Kafka checks every `producer.id.expiration.check.interval.ms`, 10 minutes; here the
+        log-retention task does, every `log.retention.check.interval.ms`, 5 minutes).
+        Returns how many were forgotten."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        return sum(lg.remove_expired_producers(now) for lg in self._logs.values())
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         now = self._clock.now_ms() if now_ms is None else now_ms

@@ -17,11 +17,16 @@ batches (a producer has at most five requests in flight, so a retry is one of th
     accepted at any sequence, as Kafka does.
 - Every appended batch (leader, follower, or replayed from the log when the log is opened
   or truncated) goes through `update`; followers never check, they copy the leader.
+- A producer whose last batch's timestamp is `producer.id.expiration.ms` old is forgotten
+  (`remove_expired`, Kafka's removeExpiredProducers): its next batch is a new producer's.
+- The log saves the state in snapshot files and loads it from them (`producer_snapshot.py`:
+  `entries` and `load`).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -30,6 +35,7 @@ from minikafka.protocol.errors import InvalidProducerEpochError, OutOfOrderSeque
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
 NO_SEQUENCE: Final = -1
+NO_TIMESTAMP: Final = -1
 MAX_SEQUENCE: Final = 2**31 - 1
 # Kafka's NUM_BATCHES_TO_RETAIN: max.in.flight.requests.per.connection may be at most 5
 # with idempotence, so a retry is always one of the last five batches.
@@ -53,6 +59,16 @@ class ProducerEntry:
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_timestamp(self) -> int:
+        """The max timestamp of the producer's last batch (what expiry goes by)."""
+        return self.batches[-1].max_timestamp if self.batches else NO_TIMESTAMP
+
+    def is_expired(self, now_ms: int, expiration_ms: int) -> bool:
+        """Kafka's isProducerExpired (without transactions): the last batch is at least
+        `expiration_ms` older than `now_ms`."""
+        return now_ms - self.last_timestamp >= expiration_ms
 
     def duplicate_of(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
         if epoch != self.epoch:
@@ -81,6 +97,23 @@ class ProducerStateManager:
 
     def clear(self) -> None:
         self.producers.clear()
+
+    def entries(self) -> list[ProducerEntry]:
+        """Every producer's entry, by producer id (what a snapshot holds)."""
+        return [self.producers[pid] for pid in sorted(self.producers)]
+
+    def load(self, entries: Iterable[ProducerEntry]) -> None:
+        """Replace the state with these entries (read from a snapshot)."""
+        self.producers = {e.producer_id: e for e in entries}
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers whose last batch is `expiration_ms` older than `now_ms`
+        (Kafka's removeExpiredProducers); returns their ids. A forgotten producer's next
+        batch is accepted at any sequence, as a new producer's."""
+        expired = [pid for pid, e in self.producers.items() if e.is_expired(now_ms, expiration_ms)]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
 
     def check_leader_append(
         self, producer_id: int, epoch: int, first_seq: int, last_seq: int

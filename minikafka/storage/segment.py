@@ -296,10 +296,11 @@ class LogSegment(SegmentAppender):
             return None
         return LogSlice(self, start_pos, pos - start_pos, first_base)
 
-    def batches(self) -> list[tuple[int, BatchHeader]]:
-        """(position, header) of every batch (headers only): for tools and tests."""
+    def batches(self, position: int = 0) -> list[tuple[int, BatchHeader]]:
+        """(position, header) of every batch from the one at `position` (a batch's start)
+        on, headers only: for the producer state's replay, tools and tests."""
         out = []
-        pos = 0
+        pos = position
         while pos + HEADER_SIZE <= self.size:
             h = parse_header(self.read_bytes(pos, HEADER_SIZE))
             out.append((pos, h))

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -41,7 +41,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.common import LeaderAndIsr, TopicPartition, new_kafka_uuid
 from minikafka.protocol.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from minikafka.zk import codecs, paths
 from minikafka.zk.codecs import BrokerInfo
@@ -135,6 +135,14 @@ def _kazoo_errors(what: str) -> Iterator[None]:
 
 
 # --- connection --------------------------------------------------------------------------
+
+
+class TopicZNode(NamedTuple):
+    """`/brokers/topics/<t>` as read: the assignment, the znode's version, the topic id."""
+
+    assignment: dict[int, tuple[int, ...]]
+    version: int
+    topic_id: str | None
 
 
 class ZkState(StrEnum):
@@ -435,23 +443,26 @@ class ZkClient:
         topic: str,
         assignment: Mapping[int, Iterable[int]],
         config: Mapping[str, str] | None = None,
-    ) -> None:
+    ) -> str:
         """Kafka's AdminZkClient.createTopicWithAssignment: the config first, then the
-        assignment, whose creation the controller watches for."""
+        assignment with a new topic id, whose creation the controller watches for. Returns
+        the topic id."""
         if self.topic_exists(topic):
             raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
         if self._stat(paths.delete_topic(topic)) is not None:
             raise TopicAlreadyExistsError(f"Topic '{topic}' is marked for deletion.")
         self.set_topic_config(topic, config or {})
+        topic_id = new_kafka_uuid()
         try:
             self._call(
                 f"create topic {topic}",
                 self._kazoo().create_async(
-                    paths.topic(topic), codecs.encode_topic_assignment(assignment)
+                    paths.topic(topic), codecs.encode_topic_assignment(assignment, topic_id)
                 ),
             )
         except ZkNodeExistsError:
             raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.") from None
+        return topic_id
 
     def set_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
         """Create or overwrite `/config/topics/<t>` (Kafka's setOrCreateEntityConfigs)."""
@@ -465,6 +476,50 @@ class ZkClient:
             except ZkNodeExistsError:
                 self._call(f"set {path}", self._kazoo().set_async(path, data))
 
+    def change_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        """Replace a topic's overrides and tell every broker (Kafka's AdminZkClient
+        changeTopicConfig): `/config/topics/<t>` first, then a persistent sequential
+        `/config/changes/config_change_<seq>` naming `topics/<t>`, which brokers watch."""
+        if not self.topic_exists(topic):
+            raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+        self.set_topic_config(topic, config)
+        self._call(
+            f"notify the config change of topic {topic}",
+            self._kazoo().create_async(
+                paths.config_change_prefix(),
+                codecs.encode_config_change_notification(f"topics/{topic}"),
+                sequence=True,
+            ),
+        )
+
+    def get_config_change_notifications(self) -> dict[str, tuple[str | None, int]]:
+        """Notification name -> (changed entity's path, or None if unreadable; creation
+        time in ms), oldest first."""
+        names = sorted(
+            n
+            for n in self._children(paths.config_changes(), missing_ok=True)
+            if n.startswith(paths.CONFIG_CHANGE_PREFIX)
+        )
+        got = self._get_many({n: paths.config_change(n) for n in names})
+        out: dict[str, tuple[str | None, int]] = {}
+        for name in names:
+            if name not in got:
+                continue  # purged meanwhile
+            data, stat = got[name]
+            try:
+                entity: str | None = codecs.decode_config_change_notification(data)
+            except ValueError as e:
+                log.warning("ignoring config change notification %s: %s", name, e)
+                entity = None
+            out[name] = (entity, int(stat.ctime))
+        return out
+
+    def delete_config_change_notifications(self, names: Iterable[str]) -> None:
+        """Purge old notifications (Kafka's purgeObsoleteNotifications); gone ones are fine."""
+        for name in names:
+            with contextlib.suppress(ZkNoNodeError):
+                self._call(f"delete {name}", self._kazoo().delete_async(paths.config_change(name)))
+
     def topic_exists(self, topic: str) -> bool:
         return self._stat(paths.topic(topic)) is not None
 
@@ -475,19 +530,30 @@ class ZkClient:
         got = self._get(paths.topic(topic))
         return None if got is None else codecs.decode_topic_assignment(topic, got[0])
 
-    def get_assignment_and_version(
-        self, topic: str
-    ) -> tuple[dict[int, tuple[int, ...]], int] | None:
-        """The assignment with the znode's version (for a conditional `set_topic_assignment`);
-        None if the topic does not exist."""
+    def get_assignment_and_version(self, topic: str) -> TopicZNode | None:
+        """The assignment with the znode's version (for a conditional `set_topic_assignment`)
+        and the topic id; None if the topic does not exist."""
         got = self._get(paths.topic(topic))
         if got is None:
             return None
         data, stat = got
-        return codecs.decode_topic_assignment(topic, data), int(stat.version)
+        return TopicZNode(
+            codecs.decode_topic_assignment(topic, data),
+            int(stat.version),
+            codecs.decode_topic_id(topic, data),
+        )
+
+    def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
+        """The topic ids of the topics that exist (None: written without one)."""
+        got = self._get_many({t: paths.topic(t) for t in topics})
+        return {t: codecs.decode_topic_id(t, data) for t, (data, _) in got.items()}
 
     def set_topic_assignment(
-        self, topic: str, assignment: Mapping[int, Iterable[int]], expected_version: int
+        self,
+        topic: str,
+        assignment: Mapping[int, Iterable[int]],
+        expected_version: int,
+        topic_id: str | None = None,
     ) -> int:
         """Replace the topic's whole assignment if its znode is still at `expected_version`
         (adding partitions: Kafka's AdminZkClient.createPartitionsWithAssignment); returns
@@ -497,7 +563,9 @@ class ZkClient:
         stat = self._call(
             f"set assignment of {topic}",
             self._kazoo().set_async(
-                path, codecs.encode_topic_assignment(assignment), version=expected_version
+                path,
+                codecs.encode_topic_assignment(assignment, topic_id),
+                version=expected_version,
             ),
         )
         return int(stat.version)
@@ -507,11 +575,13 @@ class ZkClient:
         topic: str,
         assignment: Mapping[int, Iterable[int]],
         controller_epoch_zk_version: int,
+        topic_id: str | None = None,
     ) -> None:
         """The controller's fenced overwrite of a topic's assignment (Kafka's
         setTopicAssignment with the controller epoch's zk version): it restores the
-        assignment of a topic being deleted that someone added partitions to."""
-        op = _Op("set", paths.topic(topic), codecs.encode_topic_assignment(assignment))
+        assignment of a topic being deleted that someone added partitions to, and gives a
+        topic written without an id its id."""
+        op = _Op("set", paths.topic(topic), codecs.encode_topic_assignment(assignment, topic_id))
         self._multi([op], controller_epoch_zk_version, f"restore assignment of {topic}")
 
     def get_assignments(self, topics: Iterable[str]) -> dict[str, dict[int, tuple[int, ...]]]:

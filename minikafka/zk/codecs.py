@@ -7,19 +7,24 @@ offending field on anything else, so a corrupt znode is reported, never half-par
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import time
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.common import PLAINTEXT, Endpoint, LeaderAndIsr, TopicPartition
+from minikafka.common import (
+    PLAINTEXT,
+    Endpoint,
+    LeaderAndIsr,
+    TopicPartition,
+    new_kafka_uuid,
+    parse_kafka_uuid,
+)
 
 BROKER_INFO_VERSION = 4
-TOPIC_ASSIGNMENT_VERSION = 2
+TOPIC_ASSIGNMENT_VERSION = 3
 PARTITION_STATE_VERSION = 1
 CONTROLLER_VERSION = 1
 ISR_CHANGE_NOTIFICATION_VERSION = 1
@@ -188,21 +193,23 @@ def decode_broker_info(broker_id: int, data: bytes | str | None, epoch: int = -1
 # --- /brokers/topics/<t> ----------------------------------------------------------------
 
 
-def encode_topic_assignment(assignment: Mapping[int, Iterable[int]]) -> bytes:
-    return _dump(
-        {
-            "version": TOPIC_ASSIGNMENT_VERSION,
-            "partitions": {str(p): list(assignment[p]) for p in sorted(assignment)},
-            "adding_replicas": {},
-            "removing_replicas": {},
-        }
-    )
+def encode_topic_assignment(
+    assignment: Mapping[int, Iterable[int]], topic_id: str | None = None
+) -> bytes:
+    """Kafka's TopicZNode: version 3 carries the topic id (KIP-516), version 2 has none."""
+    obj: dict[str, Any] = {"version": TOPIC_ASSIGNMENT_VERSION if topic_id else 2}
+    if topic_id:
+        obj["topic_id"] = topic_id
+    obj["partitions"] = {str(p): list(assignment[p]) for p in sorted(assignment)}
+    obj["adding_replicas"] = {}
+    obj["removing_replicas"] = {}
+    return _dump(obj)
 
 
 def decode_topic_assignment(topic: str, data: bytes | str | None) -> dict[int, tuple[int, ...]]:
     what = f"topic assignment /brokers/topics/{topic}"
     obj = _load_object(data, what)
-    _check_version(obj, what, (1, 2))
+    _check_version(obj, what, (1, 2, 3))
     parts = _field(obj, "partitions", what)
     if not isinstance(parts, dict):
         raise ValueError(f"{what}: field 'partitions' must be an object, got {parts!r}")
@@ -212,6 +219,20 @@ def decode_topic_assignment(topic: str, data: bytes | str | None) -> dict[int, t
             raise ValueError(f"{what}: partition id {key!r} is not a non-negative integer")
         out[int(key)] = _int_list(replicas, what, f"partitions.{key}")
     return dict(sorted(out.items()))
+
+
+def decode_topic_id(topic: str, data: bytes | str | None) -> str | None:
+    """The topic id in `/brokers/topics/<t>`, None for a topic written without one (the
+    controller then gives it one, as Kafka's does)."""
+    what = f"topic assignment /brokers/topics/{topic}"
+    topic_id = _load_object(data, what).get("topic_id")
+    if topic_id is None:
+        return None
+    try:
+        parse_kafka_uuid(topic_id)
+    except ValueError as e:
+        raise ValueError(f"{what}: field 'topic_id': {e}") from None
+    return str(topic_id)
 
 
 # --- /brokers/topics/<t>/partitions/<p>/state ---------------------------------------------
@@ -248,8 +269,8 @@ def decode_partition_state(
 
 
 def new_cluster_id() -> str:
-    """A cluster id as Kafka makes one: a random UUID in URL-safe base64, unpadded (22 chars)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A cluster id as Kafka makes one (Uuid.randomUuid in its text form, 22 chars)."""
+    return new_kafka_uuid()
 
 
 def encode_cluster_id(cluster_id: str) -> bytes:
@@ -392,3 +413,25 @@ def decode_topic_config(topic: str, data: bytes | str | None) -> dict[str, str]:
         if not isinstance(value, str):
             raise ValueError(f"{what}: value of {key!r} must be a string, got {value!r}")
     return dict(config)
+
+
+# --- /config/changes/config_change_<seq> ---------------------------------------------------
+
+CONFIG_CHANGE_VERSION = 2
+
+
+def encode_config_change_notification(entity_path: str) -> bytes:
+    """Kafka's ConfigEntityChangeNotificationSequenceZNode, version 2: the changed entity's
+    path under /config (`topics/<t>`)."""
+    return _dump({"version": CONFIG_CHANGE_VERSION, "entity_path": entity_path})
+
+
+def decode_config_change_notification(data: bytes | str | None) -> str:
+    """The changed entity's path under /config (`topics/<t>`); version 1 notifications
+    (entity_type, entity_name) are read as Kafka reads them."""
+    what = "config change notification"
+    obj = _load_object(data, what)
+    version = _check_version(obj, what, (1, 2))
+    if version == 1:
+        return f"{_str_field(obj, 'entity_type', what)}/{_str_field(obj, 'entity_name', what)}"
+    return _str_field(obj, "entity_path", what)

@@ -17,16 +17,19 @@ DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
 CLUSTER_ID = "/cluster/id"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Kafka's ZkData.PersistentZkPaths: created at startup so that watches on them can be set
-# and children created without `makepath`. (Kafka also lists consumer, config/changes,
-# seqid and log-dir-event paths, which minikafka does not use.)
+# and children created without `makepath`. (Kafka also lists consumer, seqid and
+# log-dir-event paths, which minikafka does not use.)
 PERSISTENT_PATHS: tuple[str, ...] = (
     BROKER_IDS,
     BROKER_TOPICS,
     CONFIG_TOPICS,
+    CONFIG_CHANGES,
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
 )
@@ -106,6 +109,19 @@ def topic_configs() -> str:
 
 def topic_config(t: str) -> str:
     return f"{CONFIG_TOPICS}/{_name('topic', t)}"
+
+
+def config_changes() -> str:
+    return CONFIG_CHANGES
+
+
+def config_change_prefix() -> str:
+    """Kafka's config change notifications are persistent sequential children of this."""
+    return f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}"
+
+
+def config_change(name: str) -> str:
+    return f"{CONFIG_CHANGES}/{name}"
 
 
 def persistent_paths() -> tuple[str, ...]:

@@ -57,3 +57,23 @@ def test_the_readme_python_examples_run_as_written(
             # From the beginning again over 20 records: it stops at ten or more (whole
             # polls), which may all come from some partitions; each is one of the example's.
             assert len(printed) >= 10 and set(printed) <= produced
+
+
+def test_the_readme_topic_config_example_changes_the_topic(
+    make_cluster: ClusterFactory,
+) -> None:
+    cluster = make_cluster(3)
+    bootstrap = f'bootstrap = "{cluster.bootstrap_servers}"'
+    for after in (EXAMPLES["confluent-kafka"][0], "**Topic configs are dynamic**"):
+        code = readme_python_example(after)
+        assert BOOTSTRAP_LINE in code
+        done = subprocess.run(
+            [sys.executable, "-c", code.replace(BOOTSTRAP_LINE, bootstrap)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+    described = dict(line.split(" ", 1) for line in done.stdout.splitlines())
+    assert described["retention.ms"] == "3600000 1"  # the topic's own (source 1)
+    assert cluster.zk_client().get_topic_config("clicks") == {"retention.ms": "3600000"}

@@ -108,8 +108,9 @@ def test_api_versions_answer_and_the_kip_511_fallback(cluster: LocalCluster) -> 
         resp = w.call(ApiVersionsRequest(client_software_name="raw", client_software_version="1"))
         assert resp.error_code == 0
         served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
-        assert served[0] == (3, 9)  # Produce
-        assert served[1] == (4, 12)  # Fetch
+        assert served[0] == (3, 13)  # Produce
+        assert served[1] == (4, 17)  # Fetch
+        assert served[32] == (1, 4)  # DescribeConfigs
         assert served[18] == (0, 3)  # ApiVersions
         assert 11 not in served  # JoinGroup: no groups yet
         # An ApiVersions version from the future: a v0 answer, UNSUPPORTED_VERSION, ranges.

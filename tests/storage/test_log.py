@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from minikafka.clock import ManualClock
 from minikafka.protocol.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -443,10 +444,15 @@ def test_offset_for_timestamp_is_the_first_record_at_or_after_it(open_log):
     assert lg.offset_for_timestamp(50, end) == (1, 200)
 
 
+# Idempotent batches are stamped with the test clock's time: a producer whose last batch
+# is producer.id.expiration.ms (a day) older than the log's clock is forgotten.
+NOW_MS = ManualClock().now_ms()
+
+
 def _idempotent(pid: int, epoch: int, seq: int, n: int, tag: str = "r") -> bytes:
     builder = RecordBatchBuilder(producer_id=pid, producer_epoch=epoch, base_sequence=seq)
     for i in range(n):
-        builder.append(f"{tag}{seq + i}".encode(), None, 1000)
+        builder.append(f"{tag}{seq + i}".encode(), None, NOW_MS)
     return builder.build()
 
 
@@ -482,10 +488,14 @@ def test_producer_state_survives_reopen_follows_replication_and_truncation(open_
     follower.append_as_follower(leader.read(0, 10**6).read())
     assert follower.append_as_leader(_idempotent(5, 0, 2, 2), 4).first_offset == 2
     assert follower.log_end_offset == 4
-    # Reopened, the state is rebuilt from the log.
+    # Reopened, the state is loaded from the snapshot the close wrote, which (as Kafka's)
+    # keeps only the producer's last batch: a retry of that one is still known, one of an
+    # older batch is out of order.
     leader.close()
     reopened = open_log()
-    assert reopened.append_as_leader(_idempotent(5, 0, 0, 2), 3).num_records == 0
+    assert reopened.append_as_leader(_idempotent(5, 0, 2, 2), 3).num_records == 0
+    with pytest.raises(OutOfOrderSequenceError):
+        reopened.append_as_leader(_idempotent(5, 0, 0, 2), 3)
     # Truncated away, the batch is no duplicate any more: its retry is written again.
     reopened.truncate_to(2)
     retried = reopened.append_as_leader(_idempotent(5, 0, 2, 2), 3)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from minikafka.client.connection import BrokerConnection
-from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
+from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition, parse_kafka_uuid
 from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import (
     ControllerBrokerRequestBatch,
@@ -80,6 +80,7 @@ class FakeZk:
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, dict[int, tuple[int, ...]]] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.topic_ids: dict[str, str | None] = {}
         self.states: dict[TopicPartition, LeaderAndIsr] = {}
         self.controller: int | None = None
         self.controller_epoch = 0
@@ -132,9 +133,13 @@ class FakeZk:
         topic: str,
         assignment: Mapping[int, Iterable[int]],
         config: Mapping[str, str] | None = None,
+        topic_id: str | None = None,
     ) -> None:
+        """An admin's CreateTopics (a topic id given: as minikafka writes it; None: as a
+        tool that knows no topic ids does)."""
         self.topic_configs[topic] = dict(config or {})
         self.topics[topic] = {p: tuple(r) for p, r in assignment.items()}
+        self.topic_ids[topic] = topic_id
         self._fire("topics")
 
     def add_partitions(self, topic: str, assignment: Mapping[int, Iterable[int]]) -> None:
@@ -200,6 +205,9 @@ class FakeZk:
     async def get_assignments(self, topics: Iterable[str]) -> dict[str, dict[int, tuple[int, ...]]]:
         return {t: dict(self.topics[t]) for t in topics if t in self.topics}
 
+    async def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
+        return {t: self.topic_ids.get(t) for t in topics if t in self.topics}
+
     async def get_topic_config(self, topic: str) -> dict[str, str]:
         return dict(self.topic_configs.get(topic, {}))
 
@@ -208,11 +216,13 @@ class FakeZk:
         topic: str,
         assignment: Mapping[int, Iterable[int]],
         controller_epoch_zk_version: int,
+        topic_id: str | None,
     ) -> None:
         self._fence(controller_epoch_zk_version)
         if topic not in self.topics:
             raise ZkNoNodeError(f"no topic {topic}")
         self.topics[topic] = {p: tuple(r) for p, r in assignment.items()}
+        self.topic_ids[topic] = topic_id
         self._fire(f"topic:{topic}")
 
     async def get_partition_states(
@@ -575,6 +585,25 @@ async def test_new_topic_gets_states_and_leader_and_isr(
     assert kinds == ["LeaderAndIsrRequest", "UpdateMetadataRequest"]
     assert sender.receivers(UpdateMetadataRequest) == {1, 2, 3}
     assert sender.update_metadata(2)[T1].offline_replicas == []
+
+
+async def test_topic_ids_go_to_every_broker_and_a_topic_without_one_gets_one(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    zk.create_topic("old", {0: [1, 2, 3]})  # written by a tool that knows no topic ids
+    c = await start(1)
+    given = zk.topic_ids["old"]
+    assert given is not None and parse_kafka_uuid(given)
+    with_states = [um for um in sender.requests(UpdateMetadataRequest, 2) if um.partition_states]
+    assert with_states and all(um.topic_ids == {"old": given} for um in with_states)
+    sender.clear()
+    zk.create_topic("new", {0: [1, 2, 3]}, topic_id="AAAAAAAAAAAAAAAAAAAAAQ")
+    await c.wait_for_idle()
+    assert zk.topic_ids["new"] == "AAAAAAAAAAAAAAAAAAAAAQ"  # kept as written
+    (um,) = sender.requests(UpdateMetadataRequest, 3)
+    assert um.topic_ids == {"new": "AAAAAAAAAAAAAAAAAAAAAQ"}
+    assert c.context.topic_ids == {"old": given, "new": "AAAAAAAAAAAAAAAAAAAAAQ"}
 
 
 async def test_new_topic_with_dead_replicas(

@@ -8,22 +8,48 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import uuid
 from typing import Any
 
 import pytest
 
+from minikafka.common import kafka_uuid_text, new_kafka_uuid
 from minikafka.config.broker import BrokerConfig
+from minikafka.config.dynamic import (
+    AlterableConfig,
+    ConfigSource,
+    ConfigSynonym,
+    ConfigType,
+    DescribedConfig,
+)
 from minikafka.protocol import messages as m
-from minikafka.protocol.errors import ErrorCode, InvalidRequiredAcksError
+from minikafka.protocol.errors import ErrorCode, InvalidConfigError, InvalidRequiredAcksError
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from tests.unit.test_kafka_codec import parse_response, sample
+
+# The samples name their topic "orders-é" and give it this id (test_kafka_codec.sample).
+SAMPLE_TOPIC, SAMPLE_TOPIC_ID = "orders-é", uuid.UUID(int=0x1234)
+
+
+class FakeCache:
+    """Topic ids both ways, as the metadata cache has them (Kafka's text form)."""
+
+    def __init__(self) -> None:
+        self.ids = {SAMPLE_TOPIC: kafka_uuid_text(SAMPLE_TOPIC_ID), "t": new_kafka_uuid()}
+
+    def topic_id(self, topic: str) -> str | None:
+        return self.ids.get(topic)
+
+    def topic_name(self, topic_id: str) -> str | None:
+        return next((name for name, i in self.ids.items() if i == topic_id), None)
 
 
 class FakeApis:
     """Canned answers of KafkaApis for whatever the request names."""
 
     def __init__(self) -> None:
+        self.cache = FakeCache()
         self.config = BrokerConfig.from_properties({"broker.id": "1", "num.partitions": "4"})
         self.produce_error: Exception | None = None
         self.seen: list[Any] = []
@@ -34,7 +60,14 @@ class FakeApis:
         return m.MetadataResponse(
             [m.BrokerNode(1, "broker1", 9092, "rack-a")],
             1,
-            [m.MetadataTopic(0, "t", [m.MetadataPartition(0, 0, 1, 3, [1, 2], [1], [2])])],
+            [
+                m.MetadataTopic(
+                    0,
+                    "t",
+                    [m.MetadataPartition(0, 0, 1, 3, [1, 2], [1], [2])],
+                    self.cache.ids["t"],
+                )
+            ],
         )
 
     async def handle_produce(self, req: m.ProduceRequest) -> Any:
@@ -96,6 +129,30 @@ class FakeApis:
         self.seen.append(req)
         return m.CreatePartitionsResponse([m.TopicResult(t.name, 37, "no") for t in req.topics])
 
+    async def describe_configs(
+        self, resource_type: int, name: str, keys: list[str] | None, include_synonyms: bool
+    ) -> list[DescribedConfig]:
+        self.seen.append((resource_type, name, keys, include_synonyms))
+        synonym = ConfigSynonym("log.retention.ms", "60000", ConfigSource.STATIC_BROKER_CONFIG)
+        return [
+            DescribedConfig(
+                "retention.ms",
+                "60000",
+                False,
+                ConfigSource.STATIC_BROKER_CONFIG,
+                ConfigType.LONG,
+                "doc",
+                (synonym,),
+            )
+        ]
+
+    async def incremental_alter_configs(
+        self, resource_type: int, name: str, changes: list[AlterableConfig], validate_only: bool
+    ) -> None:
+        self.seen.append((resource_type, name, changes, validate_only))
+        if name == "refused":
+            raise InvalidConfigError("no such config")
+
     async def handle_offsets_for_leader_epoch(
         self, req: m.OffsetForLeaderEpochRequest
     ) -> m.OffsetForLeaderEpochResponse:
@@ -127,9 +184,10 @@ def run(body: Any, fake: FakeApis | None = None) -> tuple[Any, FakeApis]:
         request_header_version=2 if body.__flexible__ else 1,
         response_header_version=(1 if body.__flexible__ and key != 18 else 0),
     )
-    frame = asyncio.run(apis.handle(request))
-    if frame is None:
+    chunks = asyncio.run(apis.handle(request))
+    if chunks is None:
         return None, fake
+    frame = b"".join(bytes(c) for c in chunks)  # type: ignore[arg-type]
     correlation_id, _, response = parse_response(frame, key, version)
     assert correlation_id == 5
     return response, fake
@@ -141,6 +199,8 @@ def consumer_request(body: Any) -> Any:
     names = {f.name for f in dataclasses.fields(body)}
     if "replica_id" in names:
         changes["replica_id"] = -1
+    if "replica_state" in names:  # Fetch v15+
+        changes["replica_state"] = dataclasses.replace(body.replica_state, replica_id=-1)
     if "acks" in names:
         changes["acks"] = -1
     if "transactional_id" in names:
@@ -197,6 +257,27 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
         assert (int(p.error_code), p.leader_epoch, p.end_offset) == (0, 4, 77)
     elif api_key == 37:
         assert [(int(r.error_code), r.error_message) for r in response.results] == [(37, "no")]
+    elif api_key == 32:
+        (r,) = response.results
+        assert (int(r.error_code), r.resource_name) == (0, SAMPLE_TOPIC)
+        (c,) = r.configs
+        assert (c.name, c.value, c.read_only, c.config_source) == (
+            "retention.ms",
+            "60000",
+            False,
+            4,
+        )
+        assert [(y.name, y.source) for y in c.synonyms] == [("log.retention.ms", 4)]
+        assert fake.seen[0][:2] == (7, SAMPLE_TOPIC)
+    elif api_key == 44:
+        (r,) = response.responses
+        assert (int(r.error_code), r.resource_name) == (0, SAMPLE_TOPIC)
+        (change,) = fake.seen[0][2]
+        assert change == AlterableConfig(SAMPLE_TOPIC, 7, SAMPLE_TOPIC)
+        refused = sample(request_type(44, version))
+        resource = dataclasses.replace(refused.resources[0], resource_name="refused")
+        response, _ = run(dataclasses.replace(refused, resources=(resource,)))
+        assert [int(r.error_code) for r in response.responses] == [ErrorCode.INVALID_CONFIG]
     elif api_key == 60:
         # The sample asks endpoint type 7 in v1: refused; v0 lists the brokers.
         if version == 0:
@@ -234,7 +315,13 @@ def test_acks_0_gets_no_response(version: int) -> None:
 
 @pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
 def test_a_fetch_from_a_replica_id_is_refused_on_the_client_listener(version: int) -> None:
-    body = dataclasses.replace(sample(request_type(1, version)), replica_id=2)
+    body = sample(request_type(1, version))
+    if version >= 15:
+        body = dataclasses.replace(
+            body, replica_state=dataclasses.replace(body.replica_state, replica_id=2)
+        )
+    else:
+        body = dataclasses.replace(body, replica_id=2)
     response, fake = run(body)
     assert [int(p.error_code) for t in response.responses for p in t.partitions] == [
         ErrorCode.INVALID_REQUEST

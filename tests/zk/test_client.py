@@ -164,7 +164,9 @@ def test_session_expiry_deletes_registration_and_reconnects(
 
 
 def test_create_topic(zk_client: ZkClient) -> None:
-    zk_client.create_topic("orders", {0: [1, 2, 3], 1: [2, 3, 1]}, {"min.insync.replicas": "2"})
+    topic_id = zk_client.create_topic(
+        "orders", {0: [1, 2, 3], 1: [2, 3, 1]}, {"min.insync.replicas": "2"}
+    )
     assert zk_client.topic_exists("orders")
     assert not zk_client.topic_exists("nope")
     assert zk_client.get_all_topics() == ["orders"]
@@ -174,7 +176,8 @@ def test_create_topic(zk_client: ZkClient) -> None:
     assert zk_client.get_topic_config("orders") == {"min.insync.replicas": "2"}
     assert zk_client.get_topic_config("nope") == {}
     assert json.loads(zk_client.get_data(paths.topic("orders")) or b"") == {
-        "version": 2,
+        "version": 3,
+        "topic_id": topic_id,
         "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]},
         "adding_replicas": {},
         "removing_replicas": {},

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.common import Endpoint, LeaderAndIsr, TopicPartition
+from minikafka.common import (
+    Endpoint,
+    LeaderAndIsr,
+    TopicPartition,
+    kafka_uuid_text,
+    new_kafka_uuid,
+    parse_kafka_uuid,
+)
 from minikafka.zk import codecs, paths
 from minikafka.zk.codecs import BrokerInfo
 
@@ -101,6 +108,41 @@ def test_topic_assignment_is_kafkas_v2_json() -> None:
         "removing_replicas": {},
     }
     assert codecs.decode_topic_assignment("t", data) == {0: (1, 2, 3), 1: (2, 3, 1)}
+
+
+def test_topic_assignment_with_a_topic_id_is_kafkas_v3_json() -> None:
+    topic_id = new_kafka_uuid()
+    data = codecs.encode_topic_assignment({0: (1, 2)}, topic_id)
+    assert parsed(data) == {
+        "version": 3,
+        "topic_id": topic_id,
+        "partitions": {"0": [1, 2]},
+        "adding_replicas": {},
+        "removing_replicas": {},
+    }
+    assert codecs.decode_topic_assignment("t", data) == {0: (1, 2)}
+    assert codecs.decode_topic_id("t", data) == topic_id
+    assert codecs.decode_topic_id("t", codecs.encode_topic_assignment({0: (1,)})) is None
+    with pytest.raises(ValueError, match="topic_id"):
+        codecs.decode_topic_id("t", b'{"version":3,"topic_id":"short","partitions":{}}')
+
+
+def test_kafka_uuid_text_round_trips_and_refuses_other_text() -> None:
+    for _ in range(200):
+        text = new_kafka_uuid()
+        assert len(text) == 22 and not text.startswith("-")
+        assert kafka_uuid_text(parse_kafka_uuid(text)) == text
+    for bad in ("", "A" * 21, "A" * 23, "!" * 22, "AAAAAAAAAAAAAAAAAAAAAB"):
+        with pytest.raises(ValueError):
+            parse_kafka_uuid(bad)
+
+
+def test_config_change_notification_is_kafkas_v2_json_and_reads_v1() -> None:
+    data = codecs.encode_config_change_notification("topics/t")
+    assert parsed(data) == {"version": 2, "entity_path": "topics/t"}
+    assert codecs.decode_config_change_notification(data) == "topics/t"
+    v1 = b'{"version":1,"entity_type":"topics","entity_name":"t"}'
+    assert codecs.decode_config_change_notification(v1) == "topics/t"
 
 
 def test_topic_assignment_accepts_version_1() -> None:

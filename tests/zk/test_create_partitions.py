@@ -28,6 +28,7 @@ from minikafka.server.metadata_cache import MetadataCache
 from minikafka.zk.client import (
     BrokerInfo,
     ControllerMovedError,
+    TopicZNode,
     ZkBadVersionError,
     ZkClient,
     ZkNoNodeError,
@@ -94,13 +95,14 @@ def metadata_with(topic: str, partitions: int) -> UpdateMetadataRequest:
 
 
 def test_conditional_assignment_write(zk_client: ZkClient) -> None:
-    zk_client.create_topic("t", {0: [1, 2]})
-    assignment, version = zk_client.get_assignment_and_version("t") or ({}, -1)
-    assert (assignment, version) == ({0: (1, 2)}, 0)
-    assert zk_client.set_topic_assignment("t", {0: [1, 2], 1: [2, 1]}, version) == 1
+    topic_id = zk_client.create_topic("t", {0: [1, 2]})
+    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id)
+    assert zk_client.set_topic_assignment("t", {0: [1, 2], 1: [2, 1]}, 0, topic_id) == 1
+    # Adding partitions keeps the topic's id.
+    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2), 1: (2, 1)}, 1, topic_id)
     assert zk_client.get_assignment("t") == {0: (1, 2), 1: (2, 1)}
     with pytest.raises(ZkBadVersionError):
-        zk_client.set_topic_assignment("t", {0: [1, 2], 1: [2, 3]}, version)  # stale
+        zk_client.set_topic_assignment("t", {0: [1, 2], 1: [2, 3]}, 0)  # stale
     with pytest.raises(ZkNoNodeError):
         zk_client.set_topic_assignment("gone", {0: [1]}, 0)
     assert zk_client.get_assignment_and_version("gone") is None
@@ -110,13 +112,14 @@ async def test_controller_assignment_write_is_fenced(make_zk_client: ZkClientFac
     client = make_zk_client()
     store = KazooControllerZkStore(client, asyncio.get_running_loop())
     _, fence = await store.try_elect_controller(1) or (0, 0)
-    await asyncio.to_thread(client.create_topic, "t", {0: [1, 2], 1: [2, 1]})
-    await store.set_topic_assignment("t", {0: (1, 2)}, fence)
+    topic_id = await asyncio.to_thread(client.create_topic, "t", {0: [1, 2], 1: [2, 1]})
+    await store.set_topic_assignment("t", {0: (1, 2)}, fence, topic_id)
     assert await store.get_assignments(["t"]) == {"t": {0: (1, 2)}}
+    assert await store.get_topic_ids(["t", "gone"]) == {"t": topic_id}
     with pytest.raises(ControllerMovedError):
-        await store.set_topic_assignment("t", {0: (2, 1)}, fence + 1)
+        await store.set_topic_assignment("t", {0: (2, 1)}, fence + 1, topic_id)
     with pytest.raises(ZkNoNodeError):
-        await store.set_topic_assignment("gone", {0: (1,)}, fence)
+        await store.set_topic_assignment("gone", {0: (1,)}, fence, None)
 
 
 # --- the controller's watch ------------------------------------------------------------------
@@ -187,13 +190,13 @@ async def test_partitions_are_added_to_the_assignment_znode(zk_client: ZkClient)
 
 async def test_validate_only_writes_nothing(zk_client: ZkClient) -> None:
     register_brokers(zk_client, 1, 2)
-    zk_client.create_topic("t", {0: [1, 2]})
+    topic_id = zk_client.create_topic("t", {0: [1, 2]})
     api = apis(zk_client, FakeController())
     ok = await create_partitions(api, CreatePartitionsTopic("t", 3), validate_only=True)
     assert ok == {"t": (0, None)}
     bad = await create_partitions(api, CreatePartitionsTopic("t", 1), validate_only=True)
     assert bad["t"][0] == ErrorCode.INVALID_PARTITIONS
-    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0)
+    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id)
 
 
 async def test_errors_per_topic_with_kafkas_codes_and_messages(zk_client: ZkClient) -> None:
@@ -282,7 +285,7 @@ async def test_a_concurrent_change_is_read_again_before_writing(
     read = zk_client.get_assignment_and_version
     reads = []
 
-    def read_then_race(topic: str) -> tuple[dict[int, tuple[int, ...]], int] | None:
+    def read_then_race(topic: str) -> TopicZNode | None:
         got = read(topic)
         reads.append(got)
         if len(reads) == 1:

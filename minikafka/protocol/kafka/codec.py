@@ -76,10 +76,10 @@ API_VERSIONS_KEY: Final = 18
 # refused, and kio has no schemas for them either. Metadata, CreatePartitions, InitProducerId,
 # IncrementalAlterConfigs, DescribeCluster and ApiVersions keep their v0.
 SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 9),  # Produce
-    1: (4, 12),  # Fetch
+    0: (3, 13),  # Produce
+    1: (4, 17),  # Fetch
     2: (1, 7),  # ListOffsets
-    3: (0, 12),  # Metadata
+    3: (0, 13),  # Metadata
     10: (0, 4),  # FindCoordinator
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics

@@ -1,0 +1,120 @@
+"""Topic config changes applied without a restart (Kafka's DynamicConfigManager and its
+ZkNodeChangeNotificationListener).
+
+Whoever changes a topic's config writes `/config/topics/<t>`, then a persistent sequential
+`/config/changes/config_change_<seq>` naming `topics/<t>`. Every broker watches
+`/config/changes`: for each notification newer than the last it processed, it reads the
+topic's overrides again and gives its logs of the topic the new config (the next append,
+roll, flush or retention pass uses it). Notifications older than 15 minutes are deleted
+by whichever broker sees them, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final, NamedTuple
+
+from minikafka.zk import paths
+from minikafka.zk.bridge import LoopBridge
+from minikafka.zk.client import Watch, ZkClient, ZkError
+
+log = logging.getLogger(__name__)
+
+# Kafka's ConfigChangeNotificationExpirationMs (DynamicConfigManager's changeExpirationMs).
+CHANGE_EXPIRATION_MS: Final = 15 * 60 * 1000
+TOPIC_ENTITY_PREFIX: Final = "topics/"
+
+
+def notification_sequence(name: str) -> int:
+    """The sequence number ZooKeeper appended to `config_change_`."""
+    return int(name[len(paths.CONFIG_CHANGE_PREFIX) :])
+
+
+class ConfigChangePlan(NamedTuple):
+    topics: list[str]  # whose config to read again, in notification order
+    last_sequence: int  # the newest notification processed
+    purge: list[str]  # notifications old enough to delete
+
+
+def plan_config_changes(
+    notifications: Mapping[str, tuple[str | None, int]],
+    last_sequence: int,
+    now_ms: int,
+    expiration_ms: int = CHANGE_EXPIRATION_MS,
+) -> ConfigChangePlan:
+    """What to do about `/config/changes`' children (name -> (entity path, ctime ms))."""
+    topics: dict[str, None] = {}
+    newest = last_sequence
+    purge: list[str] = []
+    for name in sorted(notifications, key=notification_sequence):
+        entity, ctime = notifications[name]
+        seq = notification_sequence(name)
+        if seq > last_sequence:
+            newest = seq
+            if entity is not None and entity.startswith(TOPIC_ENTITY_PREFIX):
+                topics[entity[len(TOPIC_ENTITY_PREFIX) :]] = None
+            elif entity is not None:
+                log.info("ignoring a config change of %s (only topic configs are dynamic)", entity)
+        if ctime < now_ms - expiration_ms:
+            purge.append(name)
+    return ConfigChangePlan(list(topics), newest, purge)
+
+
+class ConfigChangeListener:
+    """Watches `/config/changes` and hands the changed topics to `apply`, one batch at a
+    time on the event loop."""
+
+    def __init__(
+        self,
+        zk: ZkClient,
+        apply: Callable[[list[str]], Awaitable[None]],
+        wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+    ) -> None:
+        self.zk = zk
+        self.apply = apply
+        self.wall_clock_ms = wall_clock_ms  # ZooKeeper's ctimes are wall-clock times
+        self.last_sequence = -1
+        self._watch: Watch | None = None
+        self._wanted = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, bridge: LoopBridge) -> None:
+        self._task = asyncio.create_task(self._run(), name="config-changes")
+        self._watch = await asyncio.to_thread(
+            self.zk.watch_children, paths.config_changes(), bridge.wrap(self._on_children)
+        )
+
+    def _on_children(self, children: list[str]) -> None:
+        self._wanted.set()
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wanted.wait()
+            self._wanted.clear()
+            try:
+                await self._process()
+            except ZkError as e:
+                # The watch fires again when the session is back; until then, try later.
+                log.warning("cannot read config change notifications: %s", e)
+                await asyncio.sleep(1)
+                self._wanted.set()
+
+    async def _process(self) -> None:
+        notifications = await asyncio.to_thread(self.zk.get_config_change_notifications)
+        plan = plan_config_changes(notifications, self.last_sequence, self.wall_clock_ms())
+        if plan.topics:
+            log.info("config changes of topics %s: applying them", plan.topics)
+            await self.apply(plan.topics)
+        self.last_sequence = plan.last_sequence
+        if plan.purge:
+            await asyncio.to_thread(self.zk.delete_config_change_notifications, plan.purge)

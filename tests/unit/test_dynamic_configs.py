@@ -1,0 +1,145 @@
+"""The pure parts of dynamic topic configs: what DescribeConfigs answers (values, sources,
+synonyms), what IncrementalAlterConfigs makes of a topic's overrides, and which config
+change notifications a broker acts on and purges."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minikafka.config.broker import BrokerConfig
+from minikafka.config.dynamic import (
+    TOPIC_CONFIGS,
+    AlterableConfig,
+    AlterOp,
+    ConfigSource,
+    altered_topic_overrides,
+    describe_broker,
+    describe_topic,
+)
+from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
+from minikafka.server.config_changes import CHANGE_EXPIRATION_MS, plan_config_changes
+from minikafka.storage.log_config import LogConfig
+
+BROKER = BrokerConfig.from_properties({"broker.id": "1", "log.retention.hours": "1"})
+
+
+def test_every_topic_config_is_described_and_every_one_exists() -> None:
+    assert set(TOPIC_CONFIGS) == set(LogConfig.TOPIC_NAMES)
+    described = describe_topic(BROKER, {}, None, include_synonyms=False)
+    assert [c.name for c in described] == list(TOPIC_CONFIGS)
+    assert all(not c.read_only and c.synonyms == () for c in described)
+
+
+def test_values_come_from_the_override_then_the_broker_then_the_default() -> None:
+    described = {
+        c.name: c
+        for c in describe_topic(
+            BROKER, {"min.insync.replicas": "2", "retention.ms": "5"}, None, include_synonyms=True
+        )
+    }
+    mir = described["min.insync.replicas"]
+    assert (mir.value, mir.source) == ("2", ConfigSource.TOPIC_CONFIG)
+    assert [(s.name, s.value, s.source) for s in mir.synonyms] == [
+        ("min.insync.replicas", "2", ConfigSource.TOPIC_CONFIG),
+        ("min.insync.replicas", "1", ConfigSource.DEFAULT_CONFIG),
+    ]
+    retention = described["retention.ms"]
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("retention.ms", "5", ConfigSource.TOPIC_CONFIG),
+        ("log.retention.ms", "3600000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG),
+    ]
+    no_override = {c.name: c for c in describe_topic(BROKER, {}, None, include_synonyms=False)}
+    assert (no_override["retention.ms"].value, no_override["retention.ms"].source) == (
+        "3600000",
+        ConfigSource.STATIC_BROKER_CONFIG,
+    )
+    assert no_override["unclean.leader.election.enable"].value == "false"
+    assert no_override["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG
+
+
+def test_named_keys_only_and_unknown_names_left_out() -> None:
+    described = describe_topic(BROKER, {}, ["flush.ms", "nope", "flush.ms"], False)
+    assert [c.name for c in described] == ["flush.ms"]
+    broker = describe_broker(BROKER, ["broker.id", "log.retention.ms", "nope"])
+    assert [(c.name, c.value, c.read_only) for c in broker] == [
+        ("broker.id", "1", True),
+        ("log.retention.ms", "3600000", True),
+    ]
+
+
+def op(name: str, kind: AlterOp, value: str | None = None) -> AlterableConfig:
+    return AlterableConfig(name, int(kind), value)
+
+
+def test_set_and_delete_change_the_overrides() -> None:
+    current = {"retention.ms": "5", "flush.ms": "10"}
+    new = altered_topic_overrides(
+        BROKER,
+        current,
+        [op("retention.ms", AlterOp.DELETE), op("segment.bytes", AlterOp.SET, "100000")],
+    )
+    assert new == {"flush.ms": "10", "segment.bytes": "100000"}
+    assert current == {"retention.ms": "5", "flush.ms": "10"}  # not changed in place
+    assert altered_topic_overrides(BROKER, current, [op("max.message.bytes", AlterOp.DELETE)]) == (
+        current
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ([op("no.such", AlterOp.SET, "1")], InvalidConfigError),
+        ([op("min.insync.replicas", AlterOp.SET, "0")], InvalidConfigError),
+        ([op("retention.ms", AlterOp.SET, "soon")], InvalidConfigError),
+        ([op("retention.ms", AlterOp.APPEND, "1")], InvalidConfigError),
+        ([op("retention.ms", AlterOp.SUBTRACT, "1")], InvalidConfigError),
+        ([op("retention.ms", AlterOp.SET, None)], InvalidRequestError),
+        ([AlterableConfig("retention.ms", 9, "1")], InvalidRequestError),
+        ([op("flush.ms", AlterOp.SET, "1"), op("flush.ms", AlterOp.DELETE)], InvalidRequestError),
+    ],
+)
+def test_bad_changes_are_refused_as_kafka_refuses_them(
+    changes: list[AlterableConfig], error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        altered_topic_overrides(BROKER, {}, changes)
+
+
+def names(*seqs: int) -> list[str]:
+    return [f"config_change_{s:010d}" for s in seqs]
+
+
+def test_only_notifications_after_the_last_one_processed_are_acted_on() -> None:
+    now = 10 * CHANGE_EXPIRATION_MS
+    a, b, c, d = names(1, 2, 3, 4)
+    notifications = {
+        a: ("topics/old", now),
+        b: ("topics/t1", now),
+        c: ("brokers/1", now),
+        d: ("topics/t1", now),
+    }
+    plan = plan_config_changes(notifications, 1, now)
+    assert (plan.topics, plan.last_sequence, plan.purge) == (["t1"], 4, [])
+    assert plan_config_changes(notifications, 4, now).topics == []
+    # An unreadable notification is passed over, not retried for ever.
+    assert plan_config_changes({a: (None, now)}, -1, now).last_sequence == 1
+
+
+def test_notifications_older_than_15_minutes_are_purged() -> None:
+    now = 10 * CHANGE_EXPIRATION_MS
+    old, fresh = names(7, 8)
+    plan = plan_config_changes(
+        {old: ("topics/a", now - CHANGE_EXPIRATION_MS - 1), fresh: ("topics/b", now)}, -1, now
+    )
+    assert (plan.topics, plan.purge) == (["a", "b"], [old])
+
+
+@given(st.lists(st.integers(0, 50), unique=True), st.integers(-1, 50))
+def test_the_last_sequence_never_goes_back(seqs: list[int], last: int) -> None:
+    notifications = {n: ("topics/t", 0) for n in names(*seqs)}
+    plan = plan_config_changes(notifications, last, 0)
+    assert plan.last_sequence == max([last, *seqs])
+    assert plan.topics == (["t"] if any(s > last for s in seqs) else [])
