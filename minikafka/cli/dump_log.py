@@ -1,5 +1,6 @@
 """`minikafka dump-log`: print the batches (and records) of segment files, like
-kafka-dump-log.sh, and point at the first invalid byte of a damaged one."""
+kafka-dump-log.sh, and point at the first invalid byte of a damaged one; and the
+idempotent producers in a producer state snapshot (`<offset>.snapshot`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from pathlib import Path
 
 import click
 
+from minikafka.storage.compression import codec_name
+from minikafka.storage.producer_snapshot import (
+    SNAPSHOT_SUFFIX,
+    CorruptSnapshotError,
+    decode_snapshot,
+)
 from minikafka.storage.record_batch import (
+    COMPRESSION_CODEC_MASK,
     InvalidBatchError,
     decode_records,
     validate_batch,
@@ -30,11 +38,15 @@ def _fmt_bytes(b: bytes | None, limit: int = 60) -> str:
 )
 @click.option("--print-data-log", is_flag=True, help="Print each record too.")
 def dump_log(files: tuple[Path, ...], print_data_log: bool) -> None:
-    """Dump segment (.log) files batch by batch. Exits 1 if any file holds an invalid batch."""
+    """Dump segment (.log) files batch by batch, and producer snapshot (.snapshot) files
+    producer by producer. Exits 1 if any file is damaged."""
     bad = False
     for path in files:
         click.echo(f"Dumping {path}")
         data = path.read_bytes()
+        if path.suffix == SNAPSHOT_SUFFIX:
+            bad |= not _dump_snapshot(data)
+            continue
         pos = 0
         while pos < len(data):
             try:
@@ -51,7 +63,8 @@ def dump_log(files: tuple[Path, ...], print_data_log: bool) -> None:
                 f"baseOffset: {h.base_offset} lastOffset: {h.last_offset} count: {h.record_count} "
                 f"partitionLeaderEpoch: {h.partition_leader_epoch} position: {pos} "
                 f"CreateTime: {h.max_timestamp} size: {h.size_in_bytes} magic: {h.magic} "
-                f"compresscodec: none crc: {h.crc} isvalid: true"
+                f"compresscodec: {codec_name(h.attributes & COMPRESSION_CODEC_MASK)} "
+                f"crc: {h.crc} isvalid: true"
             )
             if print_data_log:
                 for r in decode_records(data, pos):
@@ -64,3 +77,26 @@ def dump_log(files: tuple[Path, ...], print_data_log: bool) -> None:
             pos += h.size_in_bytes
     if bad:
         raise SystemExit(1)
+
+
+def _dump_snapshot(data: bytes) -> bool:
+    """Kafka's lines for a producer snapshot; False (and why) if it is damaged."""
+    try:
+        entries = decode_snapshot(data)
+    except CorruptSnapshotError as error:
+        click.echo(f"INVALID snapshot: {error}")
+        return False
+    for entry in entries:
+        line = (
+            f"producerId: {entry.producer_id} producerEpoch: {entry.epoch} coordinatorEpoch: -1 "
+            "currentTxnFirstOffset: None"
+        )
+        if entry.batches:
+            b = entry.batches[-1]
+            line += (
+                f" lastTimestamp: {b.max_timestamp} firstSequence: {b.first_seq} "
+                f"lastSequence: {b.last_seq} lastOffset: {b.last_offset} "
+                f"offsetDelta: {b.last_offset - b.first_offset} timestamp: {b.max_timestamp}"
+            )
+        click.echo(line)
+    return True
