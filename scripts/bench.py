@@ -10,7 +10,9 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
 2. minikafka: a fresh LocalCluster (ZooKeeper + 3 brokers on loopback, free ports, default
    broker settings but auto.leader.rebalance.enable=false); one topic per workload with
    P partitions (default 3), RF=3, min.insync.replicas=2; minikafka.perf's functions with
-   Kafka-like producer settings (batch.size 65536, linger.ms 5, max.in.flight 5):
+   Kafka-like producer settings (batch.size 65536, linger.ms 5). Produce and consume run on
+   librdkafka (confluent-kafka, a native client; its other defaults), the end-to-end
+   latency on minikafka's own Python client:
      produce acks=all, 1 KiB records;  produce acks=all, 100 B records;
      produce acks=1, 1 KiB records;    consume the acks=all 1 KiB records from the start;
      end-to-end latency at an offered load of 10 MB/s of 1 KiB records (acks=all,
@@ -32,9 +34,10 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
        (minikafka.perf.measure_offered_load), an ephemeral push consumer per stream
        (deliver new, ack none): JetStream's lowest-latency consumer.
 
-Same record sizes and counts on both. MB = 2^20 bytes (Kafka's perf tools). Both clients are
-Python (asyncio on uvloop, one process): where a client is the bottleneck, the figures say
-more about the client than the server. Prints one table (minikafka, JetStream, ratio,
+Same record sizes and counts on both. MB = 2^20 bytes (Kafka's perf tools). minikafka's
+produce and consume client is librdkafka (C, driven from Python: the per-record Python calls
+remain), its latency client and NATS's are Python (asyncio on uvloop): where a client is the
+bottleneck, the figures say more about the client than the server. Prints one table (minikafka, JetStream, ratio,
 physical limit), writes bench.json (every figure, the settings, the machine, and the CPU
 seconds of the client and of the servers per workload: which side was the limit) and
 bench.png (bar chart) into --out.
@@ -430,7 +433,7 @@ async def minikafka_workloads(
         await asyncio.gather(*futures)
     out: dict[str, Any] = {}
     for w, (size, acks, _) in PRODUCE_SPECS.items():
-        config = {"acks": acks, "batch_size": BATCH_SIZE, "linger_ms": LINGER_MS}
+        config = {"acks": acks, "batch.size": BATCH_SIZE, "linger.ms": LINGER_MS}
         cpu.restart()
         r = await run_producer_perf(
             bootstrap, topic_name(w), s.records, size, producer_config=config

@@ -51,7 +51,7 @@ from minikafka.perf import run_consumer_perf, run_producer_perf
 from minikafka.spark import pipeline
 
 MB = 1024 * 1024
-PRODUCER = {"acks": "all", "batch_size": 65536, "linger_ms": 5}
+PRODUCER = {"acks": "all", "batch.size": 65536, "linger.ms": 5}
 
 
 def create_topic(cluster: LocalCluster, name: str, partitions: int) -> None:
@@ -208,8 +208,8 @@ def main() -> int:
             .option("kafka.bootstrap.servers", bs)
             .option("topic", "bench-sink")
             .option("kafka.acks", "all")
-            .option("kafka.batch.size", str(PRODUCER["batch_size"]))
-            .option("kafka.linger.ms", str(PRODUCER["linger_ms"]))
+            .option("kafka.batch.size", str(PRODUCER["batch.size"]))
+            .option("kafka.linger.ms", str(PRODUCER["linger.ms"]))
             .mode("append")
         )
         seconds = timed(writer.save)

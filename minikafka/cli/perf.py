@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 import uvloop
+from confluent_kafka import KafkaException
 
 from minikafka.cli.client_options import bootstrap_server_option
 from minikafka.client.producer import Producer
@@ -52,6 +53,10 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         raise click.UsageError(str(e)) from None
     except (KafkaError, EndToEndError) as e:
         click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    except KafkaException as e:  # librdkafka's (the topic does not exist, ...)
+        error = e.args[0]
+        click.echo(f"Error: {error.name()}: {error.str()}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -102,6 +107,18 @@ def _producer_settings(config: dict[str, Any]) -> str:
     )
 
 
+# librdkafka's defaults for what the header line shows (its CONFIGURATION.md).
+_RDKAFKA_PRODUCER_DEFAULTS = {"acks": "all", "batch.size": "1000000", "linger.ms": "5"}
+
+
+def _rdkafka_producer_settings(config: dict[str, str]) -> str:
+    merged = {**_RDKAFKA_PRODUCER_DEFAULTS, **config}
+    return (
+        f"acks={_acks_text(merged['acks'])}, batch.size={merged['batch.size']}, "
+        f"linger.ms={merged['linger.ms']} (librdkafka)"
+    )
+
+
 def _header(tool: str, shape: TopicShape, settings: str) -> None:
     click.echo(f"perf {tool}: {shape.describe()}; {settings}", err=True)
 
@@ -114,7 +131,7 @@ def _producer_options(fn: Any) -> Any:
         multiple=True,
         metavar="KEY=VALUE",
         help="A producer config by its Kafka name (repeatable): batch.size, linger.ms, "
-        "buffer.memory, max.in.flight.requests.per.connection, request.timeout.ms, ... "
+        "compression.type, max.in.flight.requests.per.connection, request.timeout.ms, ... "
         "bootstrap.servers overrides --bootstrap-server.",
     )(fn)
 
@@ -142,7 +159,7 @@ def perf() -> None:
     "--acks",
     type=_ACKS,
     default=None,
-    help="Shorthand for --producer-property acks=...  [default: the producer's, 1]",
+    help="Shorthand for --producer-property acks=...  [default: librdkafka's, all]",
 )
 @_producer_options
 @click.option(
@@ -171,8 +188,7 @@ def perf_produce(
         raise click.BadParameter(
             "must be positive, or -1 for no throttling", param_hint="--throughput"
         )
-    props, bootstrap = _client_props(producer_properties, option, bootstrap_server)
-    config = _producer_kwargs(props, option)
+    config, bootstrap = _client_props(producer_properties, option, bootstrap_server)
     if acks is not None:
         if "acks" in config and _acks_text(config["acks"]) != _acks_text(acks):
             raise click.UsageError(f"--acks {acks} and {option} acks={config['acks']} disagree")
@@ -180,7 +196,7 @@ def perf_produce(
     _require_hdrhistogram()
     settings = (
         f"{num_records} records x {record_size} bytes, throughput {throughput}, "
-        + _producer_settings(config)
+        + _rdkafka_producer_settings(config)
     )
     result = _run(
         run_producer_perf(
@@ -248,9 +264,8 @@ def perf_consume(
 ) -> None:
     """Consumer throughput (like kafka-consumer-perf-test.sh): Kafka's CSV header and row."""
     option = "--consumer-property"
-    props, bootstrap = _client_props(consumer_properties, option, bootstrap_server)
-    config = _consumer_kwargs(props, option)
-    settings = f"{messages} messages, timeout {timeout_ms} ms"
+    config, bootstrap = _client_props(consumer_properties, option, bootstrap_server)
+    settings = f"{messages} messages, timeout {timeout_ms} ms (librdkafka)"
 
     def ready(shape: TopicShape) -> None:
         _header("consume", shape, settings)

@@ -1,7 +1,7 @@
 """`kafka-consumer-perf-test`: read N records from the beginning of every partition of a
 topic and report what was read per second, in Kafka's CSV columns.
 
-minikafka's consumer has no groups: it assigns all partitions and seeks to their beginning,
+The consumer (librdkafka) joins no group: it assigns all partitions from their beginning,
 so there is no rebalance (`rebalance.time.ms` is 0) and the `fetch.*` columns equal the
 totals. The clock starts at the first poll (after metadata and assignment) and stops at the
 N-th record, or when no record has come for `timeout_ms` (Kafka's --timeout, default 10 s),
@@ -11,16 +11,26 @@ exactly N records are counted even if the last poll returned more.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.client.consumer import Consumer
-from minikafka.perf.shape import TopicShape, topic_shape
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+from minikafka.client.librdkafka import (
+    client_config,
+    consume_ready,
+    new_consumer,
+    topic_metadata,
+)
+from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
 
 MB = 1024.0 * 1024.0
 POLL_MS = 100  # Kafka's consumer perf polls with 100 ms
+BATCH = 10_000  # records per consume() call at most
+METADATA_TIMEOUT_S = 60.0
 DEFAULT_TIMEOUT_MS = 10000
 REPORTING_INTERVAL_MS = 5000
 _FETCH_COLUMNS = ", rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
@@ -131,19 +141,49 @@ async def run_consumer_perf(
     on_progress: Callable[[ConsumerProgress], None] | None = None,
     clock: Clock = time.perf_counter,
 ) -> ConsumerPerfResult:
-    """Read `messages` records from the beginning of every partition of `topic`.
+    """Read `messages` records from the beginning of every partition of `topic` with
+    librdkafka (confluent-kafka; `consumer_config`: its properties by Kafka's names).
 
     `on_ready(shape)` is called once the partitions are assigned, before the clock starts;
     `on_progress(row)` every `reporting_interval_ms` while records arrive (Kafka's
-    --show-detailed-stats rows).
+    --show-detailed-stats rows). The reading loop runs in a thread of its own.
     """
     if messages < 0:
         raise ValueError("messages must not be negative")
-    config = {"auto_offset_reset": "earliest", **dict(consumer_config or {})}
-    async with Consumer(bootstrap_servers, **config) as consumer:
-        await consumer.assign_topic(topic)
-        consumer.seek_to_beginning()
-        shape = topic_shape(consumer.cluster.metadata, topic)
+    config = client_config(bootstrap_servers, consumer_config or {})
+    return await asyncio.to_thread(
+        _consume,
+        config,
+        topic,
+        messages,
+        timeout_ms,
+        reporting_interval_ms,
+        on_ready,
+        on_progress,
+        clock,
+    )
+
+
+def _consume(
+    config: dict[str, Any],
+    topic: str,
+    messages: int,
+    timeout_ms: int,
+    reporting_interval_ms: int,
+    on_ready: Callable[[TopicShape], None] | None,
+    on_progress: Callable[[ConsumerProgress], None] | None,
+    clock: Clock,
+) -> ConsumerPerfResult:
+    consumer = new_consumer({"enable.auto.commit": False, **config})
+    try:
+        md = topic_metadata(consumer, topic, METADATA_TIMEOUT_S)
+        consumer.assign(
+            [
+                TopicPartition(topic, p, OFFSET_BEGINNING)
+                for p in sorted(md.topics[topic].partitions)
+            ]
+        )
+        shape = rdkafka_topic_shape(md, topic)
         if on_ready is not None:
             on_ready(shape)
         start_wall_ms = time.time() * 1000.0
@@ -151,13 +191,15 @@ async def run_consumer_perf(
         read = nbytes = last_read = last_bytes = 0
         progress: list[ConsumerProgress] = []
         while read < messages and (now - last_consumed) * 1000.0 <= timeout_ms:
-            records = await consumer.poll(POLL_MS)
+            records = consume_ready(consumer, min(BATCH, messages - read), POLL_MS / 1000.0)
             now = clock()
             if records:
                 last_consumed = now
-            for r in records[: messages - read]:
+            for r in records:
+                if (error := r.error()) is not None:
+                    raise KafkaException(error)
                 read += 1
-                nbytes += len(r.key or b"") + len(r.value or b"")
+                nbytes += len(r.key() or b"") + len(r.value() or b"")
             if records and (now - last_report) * 1000.0 >= reporting_interval_ms:
                 row = ConsumerProgress(
                     end_wall_ms=start_wall_ms + (now - start) * 1000.0,
@@ -172,6 +214,8 @@ async def run_consumer_perf(
                     on_progress(row)
                 last_report, last_read, last_bytes = now, read, nbytes
         elapsed = now - start
+    finally:
+        consumer.close()
     return ConsumerPerfResult(
         start_wall_ms=start_wall_ms,
         end_wall_ms=start_wall_ms + elapsed * 1000.0,

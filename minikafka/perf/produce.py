@@ -19,13 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.client.producer import Producer
+from confluent_kafka import KafkaError
+
+from minikafka.client.librdkafka import client_config, new_producer, topic_metadata
 from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
-from minikafka.perf.shape import TopicShape, topic_shape
+from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
 
 MB = 1024.0 * 1024.0
 REPORTING_INTERVAL_S = 5.0
+MAX_BLOCK_S = 60.0  # Kafka's max.block.ms: how long to wait for the topic's metadata
+FLUSH_TIMEOUT_S = 300.0
 
 Clock = Callable[[], float]
 
@@ -231,37 +235,86 @@ async def run_producer_perf(
     on_progress: Callable[[str], None] | None = None,
     clock: Clock = time.perf_counter,
 ) -> ProducerPerfResult:
-    """Send `num_records` records of `record_size` bytes to `topic` (which must exist).
+    """Send `num_records` records of `record_size` bytes to `topic` (which must exist)
+    with librdkafka (confluent-kafka), as kafka-producer-perf-test does with Kafka's
+    producer.
 
     `throughput` > 0 throttles to about that many records/s (Kafka's ThroughputThrottler),
-    < 0 does not. `producer_config` is Producer keyword arguments (see
-    `minikafka.client.properties.producer_config`). `on_ready(shape)` is called once the
-    topic's metadata is known, before the clock starts; `on_progress(line)` with each
-    5-second line. Failed records do not raise: see `result.failed` and `first_error`.
+    < 0 does not. `producer_config`: librdkafka properties by Kafka's names (`acks`,
+    `batch.size`, `linger.ms`, ...; ClientConfigError for one it refuses).
+    `on_ready(shape)` is called once the topic's metadata is known, before the clock
+    starts; `on_progress(line)` with each 5-second line. Failed records do not raise: see
+    `result.failed` and `first_error`. The sending loop runs in a thread of its own (the
+    producer's delivery reports are served by the same thread, as in Kafka's tool).
     """
     require_hdrhistogram()  # before connecting, not after
     if num_records < 0 or record_size < 0:
         raise ValueError("num_records and record_size must not be negative")
-    payload = make_payload(record_size)
-    async with Producer(bootstrap_servers, **dict(producer_config or {})) as producer:
-        await producer.partitions_for(topic)  # the topic must exist; waits max.block.ms
-        shape = topic_shape(producer.cluster.metadata, topic)
-        if on_ready is not None:
-            on_ready(shape)
-        done = SendCompletions(
-            num_records,
-            record_size,
-            clock,
-            reporting_interval_s=reporting_interval_s,
-            on_progress=on_progress,
-        )
-        throttler = ThroughputThrottler(throughput, done.stats.start)
-        for i in range(num_records):
-            send_start = clock()
-            done.track(await producer.send(topic, payload), send_start)
-            if throttler.should_throttle(i, send_start):
-                pause = throttler.sleep_time()
-                if pause > 0:
-                    await asyncio.sleep(pause)
-        await producer.flush()
-    return await done.result(shape)
+    if throughput == 0:
+        raise ValueError("throughput must be positive, or negative (-1) for no throttling")
+    config = client_config(bootstrap_servers, producer_config or {})
+    return await asyncio.to_thread(
+        _produce,
+        config,
+        topic,
+        num_records,
+        make_payload(record_size),
+        throughput,
+        reporting_interval_s,
+        on_ready,
+        on_progress,
+        clock,
+    )
+
+
+def _produce(
+    config: dict[str, Any],
+    topic: str,
+    num_records: int,
+    payload: bytes,
+    throughput: float,
+    reporting_interval_s: float,
+    on_ready: Callable[[TopicShape], None] | None,
+    on_progress: Callable[[str], None] | None,
+    clock: Clock,
+) -> ProducerPerfResult:
+    producer = new_producer(config)
+    # The topic must exist (Kafka's tool waits max.block.ms for its metadata).
+    shape = rdkafka_topic_shape(topic_metadata(producer, topic, MAX_BLOCK_S), topic)
+    if on_ready is not None:
+        on_ready(shape)
+    stats = ProducerStats(clock(), reporting_interval_s)
+    failures: list[str] = []  # each failed record's error
+    size = len(payload)
+
+    def delivered(send_start: float, err: KafkaError | None, _msg: Any) -> None:
+        if err is not None:
+            failures.append(f"{err.name()}: {err.str()}")
+            return
+        now = clock()
+        window = stats.record(now - send_start, size, now)
+        if window is not None and on_progress is not None:
+            on_progress(window.line())
+
+    throttler = ThroughputThrottler(throughput, stats.start)
+    for i in range(num_records):
+        send_start = clock()
+        callback = functools.partial(delivered, send_start)
+        while True:
+            try:
+                producer.produce(topic, payload, on_delivery=callback)
+                break
+            except BufferError:  # librdkafka's queue is full: serve deliveries, then retry
+                producer.poll(0.001)
+        producer.poll(0)
+        if throttler.should_throttle(i, send_start):
+            pause = throttler.sleep_time()
+            if pause > 0:
+                time.sleep(pause)
+    undelivered = producer.flush(FLUSH_TIMEOUT_S)
+    first_error = failures[0] if failures else None
+    if first_error is None and undelivered:
+        first_error = f"undelivered after {FLUSH_TIMEOUT_S:.0f} s"
+    return stats.result(
+        clock(), failed=len(failures) + undelivered, first_error=first_error, shape=shape
+    )

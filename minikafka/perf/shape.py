@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from confluent_kafka.admin._metadata import ClusterMetadata as RdkafkaClusterMetadata
+
 from minikafka.client.metadata import ClusterMetadata
 
 
@@ -35,4 +37,17 @@ def topic_shape(metadata: ClusterMetadata, topic: str) -> TopicShape:
         partitions=len(parts),
         replication_factor=max((len(p.replicas) for p in parts), default=0),
         min_isr=min((len(p.isr) for p in parts), default=0),
+    )
+
+
+def rdkafka_topic_shape(metadata: RdkafkaClusterMetadata, topic: str) -> TopicShape:
+    """`topic_shape` from librdkafka's (confluent-kafka's) metadata."""
+    t = metadata.topics.get(topic)
+    parts = list(t.partitions.values()) if t is not None else []
+    return TopicShape(
+        topic=topic,
+        brokers=len(metadata.brokers),
+        partitions=len(parts),
+        replication_factor=max((len(p.replicas) for p in parts), default=0),
+        min_isr=min((len(p.isrs) for p in parts), default=0),
     )
