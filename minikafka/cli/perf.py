@@ -8,12 +8,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import click
 import uvloop
-from confluent_kafka import KafkaException
 
 from minikafka.cli.client_options import bootstrap_server_option
 from minikafka.client.producer import Producer
@@ -32,7 +31,7 @@ from minikafka.perf.consume import (
 )
 from minikafka.perf.end_to_end import EndToEndError, run_end_to_end_latency
 from minikafka.perf.histogram import MissingDependencyError, require_hdrhistogram
-from minikafka.perf.produce import run_producer_perf
+from minikafka.perf.produce import require_librdkafka, run_producer_perf
 from minikafka.perf.shape import TopicShape
 from minikafka.protocol.errors import KafkaError
 
@@ -54,17 +53,33 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     except (KafkaError, EndToEndError) as e:
         click.echo(f"Error: {e}", err=True)
         sys.exit(1)
-    except KafkaException as e:  # librdkafka's (the topic does not exist, ...)
-        error = e.args[0]
-        click.echo(f"Error: {error.name()}: {error.str()}", err=True)
+    except Exception as e:
+        message = _librdkafka_error(e)  # the topic does not exist, ...
+        if message is None:
+            raise
+        click.echo(f"Error: {message}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
 
 
-def _require_hdrhistogram() -> None:
+def _librdkafka_error(e: BaseException) -> str | None:
+    """librdkafka's error as one line, or None for any other exception."""
     try:
-        require_hdrhistogram()
+        from confluent_kafka import KafkaException
+    except ImportError:
+        return None
+    if not isinstance(e, KafkaException):
+        return None
+    error = e.args[0]
+    return f"{error.name()}: {error.str()}"
+
+
+def _require(*packages: Callable[[], None]) -> None:
+    """Each `require_*` check, as a one-line error naming the pip command."""
+    try:
+        for require in packages:
+            require()
     except MissingDependencyError as e:
         raise click.ClickException(str(e)) from None
 
@@ -193,7 +208,7 @@ def perf_produce(
         if "acks" in config and _acks_text(config["acks"]) != _acks_text(acks):
             raise click.UsageError(f"--acks {acks} and {option} acks={config['acks']} disagree")
         config["acks"] = acks
-    _require_hdrhistogram()
+    _require(require_hdrhistogram, require_librdkafka)
     settings = (
         f"{num_records} records x {record_size} bytes, throughput {throughput}, "
         + _rdkafka_producer_settings(config)
@@ -264,6 +279,7 @@ def perf_consume(
 ) -> None:
     """Consumer throughput (like kafka-consumer-perf-test.sh): Kafka's CSV header and row."""
     option = "--consumer-property"
+    _require(require_librdkafka)
     config, bootstrap = _client_props(consumer_properties, option, bootstrap_server)
     settings = f"{messages} messages, timeout {timeout_ms} ms (librdkafka)"
 
@@ -334,7 +350,7 @@ def perf_e2e(
     for name in ("acks", "linger_ms"):
         if pconfig.pop(name, None) is not None:
             click.echo(f"warning: e2e sets {name.replace('_', '.')} itself; ignoring it", err=True)
-    _require_hdrhistogram()
+    _require(require_hdrhistogram)
     settings = (
         f"{num_records} records x {record_size} bytes, "
         + _producer_settings({**pconfig, "acks": acks, "linger_ms": 0})

@@ -17,14 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
-
-from minikafka.client.librdkafka import (
-    client_config,
-    consume_ready,
-    new_consumer,
-    topic_metadata,
-)
+from minikafka.perf.produce import require_librdkafka
 from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
 
 MB = 1024.0 * 1024.0
@@ -148,6 +141,9 @@ async def run_consumer_perf(
     `on_progress(row)` every `reporting_interval_ms` while records arrive (Kafka's
     --show-detailed-stats rows). The reading loop runs in a thread of its own.
     """
+    require_librdkafka()
+    from minikafka.client.librdkafka import client_config
+
     if messages < 0:
         raise ValueError("messages must not be negative")
     config = client_config(bootstrap_servers, consumer_config or {})
@@ -174,6 +170,10 @@ def _consume(
     on_progress: Callable[[ConsumerProgress], None] | None,
     clock: Clock,
 ) -> ConsumerPerfResult:
+    from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+    from minikafka.client.librdkafka import consume_ready, new_consumer, topic_metadata
+
     consumer = new_consumer({"enable.auto.commit": False, **config})
     try:
         md = topic_metadata(consumer, topic, METADATA_TIMEOUT_S)

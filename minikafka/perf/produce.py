@@ -17,14 +17,19 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import KafkaError
-
-from minikafka.client.librdkafka import client_config, new_producer, topic_metadata
-from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
+from minikafka.perf.histogram import (
+    INSTALL_HINT,
+    LatencyHistogram,
+    MissingDependencyError,
+    require_hdrhistogram,
+)
 from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
+
+if TYPE_CHECKING:  # confluent-kafka is in the perf extra, imported only when used
+    from confluent_kafka import KafkaError
 
 MB = 1024.0 * 1024.0
 REPORTING_INTERVAL_S = 5.0
@@ -32,6 +37,18 @@ MAX_BLOCK_S = 60.0  # Kafka's max.block.ms: how long to wait for the topic's met
 FLUSH_TIMEOUT_S = 300.0
 
 Clock = Callable[[], float]
+
+
+def require_librdkafka() -> None:
+    """Raise MissingDependencyError (one line, with the pip command) if confluent-kafka,
+    which `perf produce` and `perf consume` run on, is missing."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        raise MissingDependencyError(
+            f"perf produce and consume run on librdkafka, the confluent-kafka package: "
+            f"{INSTALL_HINT}"
+        ) from None
 
 
 def make_payload(size: int, seed: int = 0) -> bytes:
@@ -248,6 +265,9 @@ async def run_producer_perf(
     producer's delivery reports are served by the same thread, as in Kafka's tool).
     """
     require_hdrhistogram()  # before connecting, not after
+    require_librdkafka()
+    from minikafka.client.librdkafka import client_config
+
     if num_records < 0 or record_size < 0:
         raise ValueError("num_records and record_size must not be negative")
     if throughput == 0:
@@ -278,6 +298,8 @@ def _produce(
     on_progress: Callable[[str], None] | None,
     clock: Clock,
 ) -> ProducerPerfResult:
+    from minikafka.client.librdkafka import new_producer, topic_metadata
+
     producer = new_producer(config)
     # The topic must exist (Kafka's tool waits max.block.ms for its metadata).
     shape = rdkafka_topic_shape(topic_metadata(producer, topic, MAX_BLOCK_S), topic)

@@ -5,6 +5,7 @@ happen before anything connects."""
 from __future__ import annotations
 
 import random
+import subprocess
 import sys
 
 import pytest
@@ -360,6 +361,34 @@ def test_without_hdrhistogram_the_command_says_what_to_install(
     assert result.stderr.strip().splitlines() == [
         "Error: latency percentiles need the hdrhistogram package: pip install 'minikafka[perf]'"
     ]
+
+
+@pytest.mark.parametrize("tool", ["produce", "consume"])
+def test_without_confluent_kafka_the_command_says_what_to_install(
+    tool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # makes the import fail
+    args = ["--topic", "t"]
+    if tool == "produce":
+        args += ["--num-records", "1", "--record-size", "1", "--throughput", "-1"]
+    else:
+        args += ["--messages", "1"]
+    result = perf(tool, *args)
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: perf produce and consume run on librdkafka, the confluent-kafka package: "
+        "pip install 'minikafka[perf]'"
+    ]
+
+
+def test_the_command_line_and_the_broker_import_without_confluent_kafka() -> None:
+    """confluent-kafka is in the perf extra: a base install runs every other command."""
+    code = (
+        "import sys; sys.modules['confluent_kafka'] = None\n"
+        "import minikafka.cli.main, minikafka.perf, minikafka.server.broker"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_the_tools_librdkafka_config_has_tcp_nodelay_unless_told_otherwise() -> None:
