@@ -103,7 +103,10 @@ def test_describe_alter_and_every_broker_applies_the_change_at_once(
     assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE
     assert send(bootstrap, "cfg", 500) is None
 
-    # Deleting the override brings the broker's default back, everywhere.
+    # Deleting the override brings the broker's default back, everywhere. A new admin client:
+    # the first one's connection to the killed broker (perhaps the controller it targets)
+    # is dead, and librdkafka waits on it rather than failing over.
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     alter(
         admin,
         "cfg",
