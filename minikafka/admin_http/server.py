@@ -150,6 +150,12 @@ class AdminHttpServer:
                 "controller_epoch": rm.controller_epoch,
                 "partitions": len(rm.partitions),
                 "leaders": len(rm.leader_partitions()),
+                # What this broker tells clients (its metadata cache, fed by UpdateMetadata):
+                # until the controller's first update it knows no brokers and no controller.
+                "metadata": {
+                    "controller_id": s.metadata_cache.controller_id,
+                    "live_brokers": sorted(s.metadata_cache.live_brokers),
+                },
             }
         )
 

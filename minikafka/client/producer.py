@@ -459,16 +459,22 @@ class Producer:
             info = self._known_topic(topic)
             if info is None:  # gone again already
                 raise UnknownTopicOrPartitionError(f"Topic {topic} not present in metadata.")
-        if partition is not None and partition not in info.partition_set:
-            # Perhaps partitions were added since our last look.
+        # Perhaps partitions were added since our last look; as Kafka's waitOnMetadata, ask
+        # again (each broker learns of new partitions a little later than the controller)
+        # until max.block.ms runs out.
+        while partition is not None and partition not in info.partition_set:
+            if now_ms() >= deadline:
+                raise KafkaTimeoutError(
+                    f"Partition {partition} of topic {topic} with partition count "
+                    f"{len(info.partitions)} is not present in metadata after "
+                    f"{self._max_block_ms} ms."
+                )
             with contextlib.suppress(KafkaError):
                 await self._cluster.refresh_metadata()
             info = self._known_topic(topic) or info
             if partition not in info.partition_set:
-                raise UnknownTopicOrPartitionError(
-                    f"Partition {partition} of topic {topic} with partition count "
-                    f"{len(info.partitions)} is not present in metadata."
-                )
+                backoff_ms = min(self._cluster.retry_backoff_ms, max(deadline - now_ms(), 0))
+                await asyncio.sleep(backoff_ms / 1000)
         return info
 
     async def _wait_for_space(self, size: int, deadline: float) -> None:

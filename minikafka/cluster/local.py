@@ -40,6 +40,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -444,6 +445,7 @@ class LocalCluster:
             self._save_state()
             self.wait_for_registered(self.broker_ids, self._left(deadline), newer_than=before)
             self.wait_for_controller(self._left(deadline), min_epoch=(epoch[0] if epoch else 0) + 1)
+            self.wait_for_metadata(self.broker_ids, self._left(deadline))
         except BaseException:
             # Includes KeyboardInterrupt: a Ctrl-C during `cluster up` leaves nothing behind.
             with contextlib.suppress(Exception):
@@ -851,6 +853,26 @@ class LocalCluster:
                     f"{timeout:.1f}s.\n{tails}"
                 )
             time.sleep(POLL_INTERVAL_S)
+
+    def wait_for_metadata(self, broker_ids: Iterable[int], timeout: float = 60.0) -> None:
+        """Wait until each broker's metadata (what it answers clients, fed by the
+        controller's UpdateMetadata) names a controller and every one of these brokers. A
+        client that bootstraps before then is told of no controller; librdkafka's admin
+        client can then wait for one for the whole of its request timeout."""
+        ids = sorted(set(broker_ids))
+
+        def known() -> bool:
+            for bid in ids:
+                try:
+                    with urllib.request.urlopen(f"{self.admin_url(bid)}/v1/broker", timeout=2) as r:
+                        meta = json.load(r)["metadata"]
+                except (OSError, ValueError, KeyError):
+                    return False
+                if meta["controller_id"] < 0 or not set(ids) <= set(meta["live_brokers"]):
+                    return False
+            return True
+
+        self._await(known, timeout, f"broker(s) {ids} to receive the cluster's metadata")
 
     def wait_for_unregistered(self, broker_ids: Iterable[int], timeout: float = 60.0) -> None:
         """Wait until none of these brokers is registered (e.g. a killed broker's session

@@ -17,7 +17,8 @@ from minikafka.protocol.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
-from tests.client.fake_broker import produce_error
+from tests.client.fake_broker import FakePartition, produce_error
+from tests.cluster.conftest import wait_until_async
 
 
 def fast_producer(cluster, **kw):
@@ -261,11 +262,31 @@ async def test_a_topic_that_does_not_exist_fails_at_once(cluster):
     assert all(r.allow_auto_topic_creation for _, r in cluster.requests_of(m.MetadataRequest))
 
 
-async def test_an_invalid_partition_fails_the_record(cluster):
+async def test_an_invalid_partition_fails_the_record_after_max_block_ms(cluster):
     cluster.create_topic("t", partitions=2)
-    async with fast_producer(cluster) as producer:
-        with pytest.raises(Exception, match="Partition 5 of topic t"):
+    async with fast_producer(cluster, max_block_ms=300) as producer:
+        with pytest.raises(
+            KafkaTimeoutError,
+            match="Partition 5 of topic t with partition count 2 is not present in metadata "
+            "after 300 ms",
+        ):
             await producer.send_and_wait("t", b"v", partition=5)
+
+
+async def test_a_partition_added_after_the_first_look_is_waited_for(cluster):
+    # Each broker learns of new partitions a little after the controller: as Kafka's
+    # producer, ask again until max.block.ms rather than fail at the first answer.
+    cluster.create_topic("t", partitions=2)
+    async with fast_producer(cluster, max_block_ms=10_000) as producer:
+        await producer.send_and_wait("t", b"first", partition=0)
+        sent = asyncio.ensure_future(producer.send_and_wait("t", b"late", partition=2))
+        await wait_until_async(
+            lambda: len(cluster.requests_of(m.MetadataRequest)) >= 3, 5, "a metadata retry"
+        )
+        assert not sent.done()
+        cluster.topics["t"][2] = FakePartition(1, 0, [1, 2, 3], [1, 2, 3])
+        assert (await sent).partition == 2
+    assert cluster.values("t", 2) == [b"late"]
 
 
 async def test_close_delivers_what_is_queued(cluster):

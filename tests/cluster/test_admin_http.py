@@ -222,6 +222,10 @@ def test_health_json_views_errors_and_a_session_expiry(cluster: LocalCluster) ->
         assert broker["advertised"] == f"{cluster.host}:{cluster.broker_ports[b]}"
         assert broker["is_controller"] == (b == controller)
         assert broker["controller_id"] == controller
+        assert broker["metadata"] == {
+            "controller_id": controller,
+            "live_brokers": cluster.broker_ids,
+        }
 
     def leader_view_caught_up() -> bool:
         _, body = get_json(cluster.admin_url(leader) + f"/v1/partitions?topic={TOPIC}")
