@@ -35,12 +35,16 @@ from minikafka.chaos.nemesis import (
     plan,
     start_fault,
 )
-from minikafka.chaos.workload import StateObserver, Workload, decode_value
-from minikafka.client import Admin, Consumer, NewTopic
-from minikafka.client.consumer import ConsumerRecord
+from minikafka.chaos.workload import (
+    QUIET,
+    StateObserver,
+    Workload,
+    consumer_config,
+    decode_value,
+)
+from minikafka.client import Admin
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
-from minikafka.protocol.errors import TopicAlreadyExistsError
 from minikafka.storage.log_files import read_records
 
 # What chaos runs against: a cluster it runs itself, or one it reaches from outside.
@@ -93,6 +97,7 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     workload = Workload(
         cluster.bootstrap_servers,
         opts.topic,
+        opts.partitions,
         history,
         clock,
         producers=opts.producers,
@@ -156,21 +161,27 @@ def _meta(cluster: ChaosCluster, opts: ChaosOptions) -> dict[str, Any]:
 
 
 async def _create_topic(cluster: ChaosCluster, opts: ChaosOptions) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    from minikafka.client.librdkafka import client_config
+
     configs = {
         "min.insync.replicas": str(opts.min_insync_replicas),
         "unclean.leader.election.enable": str(opts.unclean_leader_election).lower(),
         **opts.topic_configs,
     }
-    admin = Admin(cluster.bootstrap_servers)
+    admin = AdminClient(client_config(cluster.bootstrap_servers, QUIET))
+    new = NewTopic(opts.topic, opts.partitions, opts.replication_factor, config=configs)
+    future = admin.create_topics([new], operation_timeout=60)[opts.topic]
     try:
-        await admin.create_topics(
-            [NewTopic(opts.topic, opts.partitions, opts.replication_factor, configs)],
-            timeout_ms=60_000,
-        )
-    except TopicAlreadyExistsError as e:
-        raise ValueError(f"topic {opts.topic} exists; chaos runs need a fresh topic") from e
-    finally:
-        await admin.close()
+        await asyncio.wrap_future(future)
+    except KafkaException as e:
+        err = e.args[0]
+        if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            raise ValueError(f"topic {opts.topic} exists; chaos runs need a fresh topic") from e
+        raise ValueError(f"creating topic {opts.topic}: {err.str()}") from e
 
 
 async def _nemesis(
@@ -238,30 +249,41 @@ async def _wait_for_full_isrs(
 
 async def _drain(cluster: ChaosCluster, opts: ChaosOptions, history: History, clock: Any) -> None:
     """A fresh consumer reads every partition from its log start to its HW."""
+    from confluent_kafka import OFFSET_BEGINNING
+    from confluent_kafka import TopicPartition as RdTopicPartition
+
+    from minikafka.client.librdkafka import consume_ready, new_consumer, position
+
     drain_consumer = 1_000_000  # its own read sequence, apart from the live consumer's
-    async with Consumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
-        await consumer.assign_topic(opts.topic)
-        tps = sorted(consumer.assignment())
-        starts = await consumer.beginning_offsets(tps)
-        ends = await consumer.end_offsets(tps)
-        consumer.seek_to_beginning()
+    consumer = new_consumer(consumer_config(cluster.bootstrap_servers, "earliest"))
+    try:
+        tps = [RdTopicPartition(opts.topic, p) for p in range(opts.partitions)]
+        marks = {
+            tp.partition: await asyncio.to_thread(consumer.get_watermark_offsets, tp, 30)
+            for tp in tps
+        }
+        starts = {p: low for p, (low, _) in marks.items()}
+        ends = {p: high for p, (_, high) in marks.items()}
+        consumer.assign([RdTopicPartition(opts.topic, p, OFFSET_BEGINNING) for p in marks])
         deadline = time.monotonic() + 120
-        reached: dict[TopicPartition, int] = dict(starts)
-        while time.monotonic() < deadline and any(reached[tp] < ends[tp] for tp in tps):
-            batch: list[ConsumerRecord] = await consumer.poll(500)
-            for r in batch:
-                history.reads.append(_read(clock(), r, drain_consumer))
-                reached[r.tp] = max(reached[r.tp], r.offset + 1)
-        for tp in tps:
+        reached = dict(starts)
+        while time.monotonic() < deadline and any(reached[p] < ends[p] for p in marks):
+            batch = await asyncio.to_thread(consume_ready, consumer, 1000, 0.5)
+            now = clock()
+            for msg in batch:
+                if msg.error() is not None:
+                    continue  # librdkafka retries; what was not read does not count
+                p, offset = position(msg)
+                history.reads.append(
+                    ConsumerRead(now, p, offset, decode_value(msg.value()), drain_consumer)
+                )
+                reached[p] = max(reached[p], offset + 1)
+        for p in sorted(marks):
             # Only what was really read through counts as drained (the checker relies on it).
-            end = min(reached[tp], ends[tp])
-            history.drained.append(
-                DrainedPartition(tp.partition, starts[tp], end, clock(), drain_consumer)
-            )
-
-
-def _read(now: float, r: ConsumerRecord, consumer_id: int) -> ConsumerRead:
-    return ConsumerRead(now, r.partition, r.offset, decode_value(r.value), consumer_id)
+            end = min(reached[p], ends[p])
+            history.drained.append(DrainedPartition(p, starts[p], end, clock(), drain_consumer))
+    finally:
+        await asyncio.to_thread(consumer.close)
 
 
 async def _collect_replica_logs(

@@ -1,26 +1,34 @@
 """The chaos workload: producers of unique integers, a live consumer, and observers of the
-cluster's state in ZooKeeper, all recording into one History.
+cluster's state in ZooKeeper, all recording into one History. The producers and the
+consumer are librdkafka's (confluent-kafka), over Kafka's protocol, as users' clients are.
 
 Recording contract (what makes the checker sound, see minikafka.chaos.checker):
 - one attempt per unique value, recorded with one monotonic clock;
-- producers run with retries=0, so an error is the outcome of the only try: only
-  NOT_ENOUGH_REPLICAS (checked before the append) is a definite failure, everything else
-  (timeouts, network errors, NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
-  which a leader also answers after appending when it loses leadership) is in doubt;
-- the live consumer never resets its position silently (auto.offset.reset=none): a reset
-  starts a new read sequence under a new consumer id;
+- producers run with retries=0 and without idempotence, so an error is the outcome of the
+  only try: only NOT_ENOUGH_REPLICAS (checked before the append) is a definite failure,
+  everything else (timeouts, network errors, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+  NOT_LEADER_OR_FOLLOWER, which a leader also answers after appending when it loses
+  leadership) is in doubt;
+- the live consumer never resets its position silently (auto.offset.reset=error): a reset,
+  and a rewind after librdkafka detects a log truncation, start a new read sequence under a
+  new consumer id;
 - leaders, epochs, ISRs and the controller are read from ZooKeeper, not from brokers'
   caches, so an epoch going backwards is a real regression.
+
+librdkafka runs its callbacks inside poll(): the producers poll on the event loop, so every
+outcome is recorded there, with the clock read when librdkafka hands it over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from minikafka.chaos.history import (
     ConsumerRead,
@@ -32,14 +40,12 @@ from minikafka.chaos.history import (
     ProduceAttempt,
     RecordValue,
 )
-from minikafka.client import Consumer, Producer
-from minikafka.client.accumulator import RecordMetadata
-from minikafka.client.errors import NoOffsetForPartitionError
 from minikafka.common import TopicPartition
-from minikafka.protocol.errors import KafkaError, NotEnoughReplicasError
 from minikafka.zk.client import ZkClient
 
 Clock = Callable[[], float]
+
+STILL_PENDING = "still pending when the run stopped"
 
 
 def decode_value(value: bytes | None) -> RecordValue:
@@ -51,12 +57,51 @@ def decode_value(value: bytes | None) -> RecordValue:
     return value.hex()
 
 
+# Faults are the point of a chaos run: librdkafka's logs of every refused connection and
+# timed-out request would bury the run's own output (the history records each outcome).
+QUIET = {"log_level": 2, "log.connection.close": False}
+
+
+def producer_config(bootstrap: str, request_timeout_ms: int) -> dict[str, Any]:
+    """One try per record (retries=0, no idempotence, which would retry), acks=all."""
+    from minikafka.client.librdkafka import client_config
+
+    return client_config(
+        bootstrap,
+        {
+            "acks": "all",
+            "enable.idempotence": False,
+            "retries": 0,
+            "linger.ms": 1,
+            "request.timeout.ms": request_timeout_ms,
+            "delivery.timeout.ms": request_timeout_ms + 1000,
+            **QUIET,
+        },
+    )
+
+
+def consumer_config(bootstrap: str, auto_offset_reset: str) -> dict[str, Any]:
+    from minikafka.client.librdkafka import client_config
+
+    return client_config(
+        bootstrap,
+        {
+            "auto.offset.reset": auto_offset_reset,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+            **QUIET,
+        },
+    )
+
+
 @dataclass
 class Workload:
     """Producers and a consumer on `topic`; everything they see goes into `history`."""
 
     bootstrap: str
     topic: str
+    partitions: int
     history: History
     clock: Clock
     producers: int = 3
@@ -79,16 +124,18 @@ class Workload:
         return v
 
     async def run_producer(self, index: int) -> None:
-        producer = Producer(
-            self.bootstrap,
-            acks="all",
-            retries=0,
-            linger_ms=1,
-            request_timeout_ms=self.request_timeout_ms,
-            delivery_timeout_ms=self.request_timeout_ms + 1000,
-            max_block_ms=self.request_timeout_ms,
-        )
-        pending: set[asyncio.Task[None]] = set()
+        from minikafka.client.librdkafka import new_producer
+
+        producer = new_producer(producer_config(self.bootstrap, self.request_timeout_ms))
+        pending: dict[int, float] = {}  # value -> invoke time
+        stopped = False
+
+        def delivered(value: int, err: Any, msg: Any) -> None:
+            invoked = pending.pop(value, None)
+            if stopped or invoked is None:
+                return  # already recorded as still pending
+            self.history.attempts.append(self._outcome(index, value, invoked, err, msg))
+
         interval = 1.0 / self.rate_per_producer
         max_in_flight = self.max_in_flight or math.ceil(
             self.rate_per_producer * (self.request_timeout_ms / 1000 + 1)
@@ -96,84 +143,102 @@ class Workload:
         try:
             next_send = time.monotonic()
             while not self._stop.is_set():
-                if len(pending) >= max_in_flight:
-                    await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    continue
-                task = asyncio.create_task(self._send(producer, index, self._value()))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+                # At the cap a tick sends nothing (the rate is kept, not made up for later).
+                if len(pending) < max_in_flight:
+                    value = self._value()
+                    pending[value] = self.clock()
+                    producer.produce(
+                        self.topic,
+                        str(value).encode(),
+                        on_delivery=functools.partial(delivered, value),
+                    )
+                producer.poll(0)
                 next_send += interval
                 delay = next_send - time.monotonic()
                 if delay > 0:
                     await asyncio.sleep(delay)
                 else:
                     next_send = time.monotonic()  # behind: do not burst to catch up
-            if pending:
-                await asyncio.wait(pending, timeout=(self.request_timeout_ms + 2000) / 1000)
+            deadline = time.monotonic() + (self.request_timeout_ms + 2000) / 1000
+            while pending and time.monotonic() < deadline:
+                producer.poll(0)
+                await asyncio.sleep(0.01)
         finally:
-            for t in pending:
-                t.cancel()
-            await producer.close()
+            stopped = True
+            for value, invoked in sorted(pending.items()):
+                self.history.attempts.append(
+                    ProduceAttempt(
+                        value, invoked, Outcome.INFO, None, producer=index, error=STILL_PENDING
+                    )
+                )
+            pending.clear()
+            producer.purge()
+            producer.poll(0)
 
-    async def _send(self, producer: Producer, index: int, value: int) -> None:
-        invoked = self.clock()
-        outcome, md, error = Outcome.INFO, None, None
-        try:
-            fut = await producer.send(self.topic, str(value).encode())
-            md = await fut
-            outcome = Outcome.OK
-        except asyncio.CancelledError:
-            error = "still pending when the run stopped"
-        except NotEnoughReplicasError as e:
-            outcome, error = Outcome.FAIL, str(e)
-        except KafkaError as e:
-            error = f"{type(e).__name__}: {e}"
-        except Exception as e:  # anything else: the write may or may not have happened
-            error = f"{type(e).__name__}: {e}"
-        self.history.attempts.append(self._attempt(value, invoked, outcome, md, index, error))
-
-    def _attempt(
-        self,
-        value: int,
-        invoked: float,
-        outcome: Outcome,
-        md: RecordMetadata | None,
-        producer: int,
-        error: str | None,
+    def _outcome(
+        self, index: int, value: int, invoked: float, err: Any, msg: Any
     ) -> ProduceAttempt:
-        done = None if error == "still pending when the run stopped" else self.clock()
-        if outcome is Outcome.OK and md is not None:
+        from confluent_kafka import KafkaError
+
+        done = self.clock()
+        if err is None:
             return ProduceAttempt(
-                value, invoked, outcome, done, md.partition, md.offset, producer=producer
+                value, invoked, Outcome.OK, done, msg.partition(), msg.offset(), producer=index
             )
-        return ProduceAttempt(value, invoked, outcome, done, producer=producer, error=error)
+        # Refused before the append: nothing was written. Anything else may have been.
+        outcome = Outcome.FAIL if err.code() == KafkaError.NOT_ENOUGH_REPLICAS else Outcome.INFO
+        return ProduceAttempt(
+            value, invoked, outcome, done, producer=index, error=f"{err.name()}: {err.str()}"
+        )
 
     async def run_consumer(self) -> None:
         """Reads as it goes, from the start of every partition."""
+        from confluent_kafka import OFFSET_BEGINNING, KafkaError
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        from minikafka.client.librdkafka import consume_ready, new_consumer, position
+
         consumer_id = 0
         while not self._stop.is_set():
-            async with Consumer(self.bootstrap, auto_offset_reset="none") as consumer:
-                await consumer.assign_topic(self.topic)
-                consumer.seek_to_beginning()
-                try:
-                    while not self._stop.is_set():
-                        for r in await consumer.poll(200):
+            consumer = new_consumer(consumer_config(self.bootstrap, "error"))
+            try:
+                consumer.assign(
+                    [
+                        RdTopicPartition(self.topic, p, OFFSET_BEGINNING)
+                        for p in range(self.partitions)
+                    ]
+                )
+                restart = False
+                while not self._stop.is_set() and not restart:
+                    batch = await asyncio.to_thread(consume_ready, consumer, 500, 0.2)
+                    now = self.clock()
+                    for msg in batch:
+                        err = msg.error()
+                        if err is None:
+                            p, offset = position(msg)
+                            value = decode_value(msg.value())
                             self.history.reads.append(
-                                ConsumerRead(
-                                    self.clock(),
-                                    r.partition,
-                                    r.offset,
-                                    decode_value(r.value),
-                                    consumer_id,
-                                )
+                                ConsumerRead(now, p, offset, value, consumer_id)
                             )
-                except NoOffsetForPartitionError:
-                    # Out of range: start over from the beginning as a new read sequence.
-                    self.consumer_resets += 1
-                    consumer_id += 1
-                except KafkaError:
-                    consumer_id += 1
-                    await asyncio.sleep(0.2)
+                        elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                            # Out of range: start over from the beginning as a new read
+                            # sequence.
+                            self.consumer_resets += 1
+                            consumer_id += 1
+                            restart = True
+                            break
+                        elif err.code() == KafkaError._LOG_TRUNCATION:
+                            # librdkafka rewinds to where the new leader's log diverges:
+                            # what follows is a new read sequence.
+                            consumer_id += 1
+                        elif err.fatal():
+                            consumer_id += 1
+                            restart = True
+                            break
+                        # Other errors (a broker down, a leader moving) are librdkafka's to
+                        # retry; the position is kept.
+            finally:
+                await asyncio.to_thread(consumer.close)
 
 
 class StateObserver:

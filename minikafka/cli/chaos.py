@@ -25,6 +25,8 @@ from minikafka.client.cluster import parse_bootstrap_servers
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
 
+CHAOS_INSTALL_HINT = "pip install 'minikafka[chaos]'"
+
 # Where reports go without --out when there is no data dir (--bootstrap-server).
 DEFAULT_COMMAND_OUT = Path("minikafka-chaos")
 
@@ -183,6 +185,13 @@ def chaos(
     and --nemesis-command against any running cluster (replicas are then read back with
     fetches instead of from their files); scripts/docker-chaos.sh does it for
     docker-compose.yml."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "minikafka chaos runs its producers and consumers on librdkafka, the "
+            f"confluent-kafka package: {CHAOS_INSTALL_HINT}"
+        ) from None
     remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
     cluster: ChaosCluster
     if remote is None:

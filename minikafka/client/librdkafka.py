@@ -63,3 +63,10 @@ def consume_ready(consumer: Consumer, max_records: int, timeout_s: float) -> lis
     if max_records <= 1:
         return [first]
     return [first, *consumer.consume(max_records - 1, 0)]
+
+
+def position(msg: Message) -> tuple[int, int]:
+    """(partition, offset) of a record (a message without an error has both)."""
+    partition, offset = msg.partition(), msg.offset()
+    assert partition is not None and offset is not None, "an error event, not a record"
+    return partition, offset

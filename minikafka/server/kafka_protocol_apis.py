@@ -344,7 +344,13 @@ class KafkaProtocolApis:
                 ids.get(t.name) or self._topic_uuid(t.name),
                 [
                     FetchPartitionData(
-                        p.partition, p.error_code, p.high_watermark, p.log_start_offset, p.records
+                        p.partition,
+                        p.error_code,
+                        p.high_watermark,
+                        p.log_start_offset,
+                        # Empty, never null, records on an error, as Kafka's MemoryRecords.EMPTY:
+                        # librdkafka fails to parse a null record set.
+                        b"" if p.records is None else p.records,
                     )
                     for p in t.partitions
                 ],
@@ -643,7 +649,7 @@ def _fetch_topic_error(t: Any, code: int) -> FetchTopicData:
     return FetchTopicData(
         field_or(t, "topic", ""),
         field_or(t, "topic_id", ZERO_UUID),
-        [FetchPartitionData(p.partition, int(code), -1, -1, None) for p in t.partitions],
+        [FetchPartitionData(p.partition, int(code), -1, -1, b"") for p in t.partitions],
     )
 
 

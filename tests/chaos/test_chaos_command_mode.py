@@ -406,3 +406,15 @@ def test_faults_a_command_cannot_do_are_refused_before_anything_runs(nemesis: st
     assert result.exit_code == 1, result.output
     assert "cannot be done with a nemesis command" in result.output
     assert nemesis.split(",")[-1] in result.output
+
+
+def test_without_confluent_kafka_chaos_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # makes the import fail
+    result = CliRunner().invoke(cli, ["chaos", *COMMAND_MODE])
+    assert result.exit_code == 1, result.output
+    assert (
+        "minikafka chaos runs its producers and consumers on librdkafka, the confluent-kafka "
+        "package: pip install 'minikafka[chaos]'" in result.output
+    )

@@ -235,6 +235,28 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
 
     with wire(cluster, follower_id) as w:
         assert produce_error(w, produce("t", good))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # A Fetch error comes with an empty record set, never a null one (librdkafka cannot
+        # parse a null one, and would retry the fetch at once, forever).
+        fetched = w.call(
+            FetchRequest(
+                replica_id=-1,
+                max_wait=ms(100),
+                min_bytes=1,
+                topics=(
+                    FetchTopic(
+                        topic="t",
+                        partitions=(
+                            FetchPartition(
+                                partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                            ),
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
+            )
+        )
+        part = fetched.responses[0].partitions[0]
+        assert (part.error_code, part.records) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, b"")
         # Metadata for a missing topic, without auto-creation: UNKNOWN_TOPIC_OR_PARTITION.
         meta = w.call(
             MetadataRequest(
