@@ -22,8 +22,11 @@
 # MINIKAFKA_LISTENER_SECURITY_PROTOCOL_MAP and MINIKAFKA_INTER_BROKER_LISTENER_NAME.
 #
 # Arguments that start with '-' are added to the broker's command line
-# (`--override key=value`); any other command runs as is, without a broker
-# (`docker compose run --rm broker1 minikafka topics --list --bootstrap-server broker1:9092`).
+# (`--override key=value`); any other command runs as is, without a broker, e.g. a look at
+# a segment on the broker's volume (the image has no Kafka client: `topics`, `produce` and
+# `consume` run on the host):
+# `docker compose run --rm broker1 minikafka dump-log --print-data-log \
+#    /var/lib/minikafka/data/orders-0/00000000000000000000.log`.
 set -euo pipefail
 
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then

@@ -22,10 +22,9 @@ from minikafka.chaos.nemesis import NEMESIS_OPS
 from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
 from minikafka.cli.cluster import _open, data_dir_option
 from minikafka.client.cluster import parse_bootstrap_servers
+from minikafka.client.librdkafka import MissingClientError, require_librdkafka
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
-
-CHAOS_INSTALL_HINT = "pip install 'minikafka[chaos]'"
 
 # Where reports go without --out when there is no data dir (--bootstrap-server).
 DEFAULT_COMMAND_OUT = Path("minikafka-chaos")
@@ -186,12 +185,9 @@ def chaos(
     fetches instead of from their files); scripts/docker-chaos.sh does it for
     docker-compose.yml."""
     try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        raise click.ClickException(
-            "minikafka chaos runs its producers and consumers on librdkafka, the "
-            f"confluent-kafka package: {CHAOS_INSTALL_HINT}"
-        ) from None
+        require_librdkafka("minikafka chaos runs its producers and consumers")
+    except MissingClientError as e:
+        raise click.ClickException(str(e)) from None
     remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
     cluster: ChaosCluster
     if remote is None:

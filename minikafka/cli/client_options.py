@@ -1,5 +1,5 @@
-"""What the client-side commands (topics, produce, consume) share: `--bootstrap-server`,
-`key=value` options, and turning Kafka config names into client keyword arguments."""
+"""What the client-side commands (topics, produce, consume) share: `--bootstrap-server`
+and `key=value` options."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from typing import Any, TypeVar
 import click
 
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
-from minikafka.client.producer import Producer
-from minikafka.client.properties import PropertyError, consumer_config, producer_config
 from minikafka.cluster.local import STATE_FILE, LocalCluster, default_data_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,16 +76,6 @@ def refuse_unknown(props: dict[str, str], known: Collection[str], option: str) -
             f"unknown property {', '.join(unknown)} (known: {', '.join(sorted(known))})",
             param_hint=option,
         )
-
-
-def client_kwargs(cls: type, props: dict[str, str], option: str) -> dict[str, Any]:
-    """Kafka config names (`linger.ms`) -> keyword arguments of the Producer or Consumer
-    (`linger_ms`), checked as `minikafka.client.properties` checks them."""
-    convert = producer_config if cls is Producer else consumer_config
-    try:
-        return convert(props)
-    except PropertyError as e:
-        raise click.BadParameter(str(e), param_hint=option) from None
 
 
 def truthy(props: dict[str, str], key: str, default: bool = False) -> bool:

@@ -1,25 +1,33 @@
 """`minikafka consume`: print records, like kafka-console-consumer.sh with its default
-message formatter and `print.*` properties."""
+message formatter and `print.*` properties, on librdkafka (confluent-kafka) over Kafka's
+protocol. Partitions are assigned, not subscribed: there are no consumer groups yet."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import click
 
 from minikafka.cli.client_options import (
     bootstrap_server_option,
-    client_kwargs,
     parse_key_values,
     refuse_unknown,
     truthy,
     unescape,
 )
-from minikafka.client.consumer import Consumer, ConsumerRecord
-from minikafka.common import TopicPartition
-from minikafka.protocol.errors import KafkaError
+from minikafka.client.librdkafka import (
+    ClientConfigError,
+    MissingClientError,
+    TopicUnavailableError,
+    client_config,
+    consume_ready,
+    new_consumer,
+    position,
+    require_librdkafka,
+    wait_for_topic,
+)
 
 FORMATTER_PROPERTIES = {
     "print.timestamp",
@@ -33,6 +41,29 @@ FORMATTER_PROPERTIES = {
     "headers.separator",
     "null.literal",
 }
+# librdkafka's timestamp types, as Kafka's formatter names them.
+TIMESTAMP_TYPES = {0: "NO_TIMESTAMP", 1: "CreateTime", 2: "LogAppendTime"}
+MAX_RECORDS_PER_READ = 500  # Kafka's max.poll.records
+METADATA_TIMEOUT_MS = 60000  # Kafka's default.api.timeout.ms, for the topic's metadata
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """What the formatter prints of one record."""
+
+    timestamp_type: int
+    timestamp: int
+    partition: int
+    offset: int
+    headers: list[tuple[str, bytes | None]] | None
+    key: bytes | None
+    value: bytes | None
+
+    @classmethod
+    def of(cls, msg: Any) -> Record:
+        partition, offset = position(msg)
+        ts_type, ts = msg.timestamp()
+        return cls(ts_type, ts, partition, offset, msg.headers(), msg.key(), msg.value())
 
 
 class MessageFormatter:
@@ -52,10 +83,13 @@ class MessageFormatter:
         self.headers_separator = unescape(props.get("headers.separator", ",")).encode()
         self.null_literal = props.get("null.literal", "null").encode()
 
-    def format(self, r: ConsumerRecord) -> bytes:
+    def format(self, r: Record) -> bytes:
         columns: list[bytes] = []
         if self.print_timestamp:
-            columns.append(f"CreateTime:{r.timestamp}".encode())
+            kind = TIMESTAMP_TYPES.get(r.timestamp_type, "NO_TIMESTAMP")
+            columns.append(
+                b"NO_TIMESTAMP" if kind == "NO_TIMESTAMP" else f"{kind}:{r.timestamp}".encode()
+            )
         if self.print_partition:
             columns.append(f"Partition:{r.partition}".encode())
         if self.print_offset:
@@ -89,7 +123,11 @@ def parse_offset(text: str) -> int | str:
     )
 
 
-async def _consume(
+class ConsumeError(Exception):
+    """What ends the command with status 1 (Kafka's "Error processing message")."""
+
+
+def _consume(
     bootstrap_server: str,
     topic: str,
     from_beginning: bool,
@@ -98,43 +136,72 @@ async def _consume(
     max_messages: int | None,
     timeout_ms: int | None,
     formatter: MessageFormatter,
-    config: dict[str, Any],
+    props: dict[str, str],
     out: BinaryIO,
     counter: list[int],
 ) -> None:
-    config.setdefault("auto_offset_reset", "earliest" if from_beginning else "latest")
-    async with Consumer(bootstrap_server, **config) as consumer:
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+
+    reset = "earliest" if from_beginning else "latest"
+    config = {
+        "auto.offset.reset": reset,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        # Kafka's consumer default: consuming from a topic that does not exist creates it
+        # when the brokers auto-create topics.
+        "allow.auto.create.topics": True,
+        **props,
+    }
+    consumer = new_consumer(client_config(bootstrap_server, config))
+    try:
+        auto_create = str(config["allow.auto.create.topics"]).lower() == "true"
+        try:
+            meta = wait_for_topic(
+                consumer, topic, METADATA_TIMEOUT_MS / 1000, auto_create=auto_create
+            )
+        except TopicUnavailableError as e:
+            raise ConsumeError(str(e)) from None
         if partition is None:
-            await consumer.assign_topic(topic, timeout_ms)
+            start = OFFSET_BEGINNING if from_beginning else OFFSET_END
+            consumer.assign([TopicPartition(topic, p, start) for p in sorted(meta.partitions)])
         else:
-            partitions = await consumer.partitions_for(topic, timeout_ms)
-            if partition not in partitions:
+            if partition not in meta.partitions:
                 raise click.BadParameter(
-                    f"topic {topic} has no partition {partition} (it has {len(partitions)})",
+                    f"topic {topic} has no partition {partition} (it has {len(meta.partitions)})",
                     param_hint="--partition",
                 )
-            tp = TopicPartition(topic, partition)
-            consumer.assign([tp])
             if offset is None:
-                offset = "earliest" if from_beginning else "latest"
+                offset = reset
             if offset == "earliest":
-                consumer.seek_to_beginning(tp)
+                at = OFFSET_BEGINNING
             elif offset == "latest":
-                consumer.seek_to_end(tp)
+                at = OFFSET_END
             else:
                 assert isinstance(offset, int)
-                consumer.seek(tp, offset)
+                at = offset
+            consumer.assign([TopicPartition(topic, partition, at)])
+        wait_s = 1.0 if timeout_ms is None else timeout_ms / 1000
         while max_messages is None or counter[0] < max_messages:
-            records = await consumer.poll(1000 if timeout_ms is None else timeout_ms)
-            if not records:
+            messages = consume_ready(consumer, MAX_RECORDS_PER_READ, wait_s)
+            if not messages:
                 if timeout_ms is not None:
                     return  # nothing for timeout.ms: done
                 continue
+            records = []
+            for msg in messages:
+                err = msg.error()
+                if err is None:
+                    records.append(Record.of(msg))
+                elif err.fatal():
+                    raise ConsumeError(f"{err.name()}: {err.str()}")
+                # Anything else (a broker down, a leader moving) librdkafka retries.
             if max_messages is not None:
                 records = records[: max_messages - counter[0]]
             out.write(b"".join(formatter.format(r) for r in records))
             out.flush()
             counter[0] += len(records)
+    finally:
+        consumer.close()
 
 
 @click.command("consume")
@@ -171,7 +238,8 @@ async def _consume(
     "consumer_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Any consumer config by its Kafka name, e.g. fetch.max.wait.ms=100.",
+    help="Any consumer property by its Kafka name, as librdkafka takes it, e.g. "
+    "fetch.wait.max.ms=100.",
 )
 def consume(
     bootstrap_server: str,
@@ -185,6 +253,10 @@ def consume(
     consumer_properties: tuple[str, ...],
 ) -> None:
     """Print records of a topic, one per line (like kafka-console-consumer.sh)."""
+    try:
+        require_librdkafka("minikafka consume runs")
+    except MissingClientError as e:
+        raise click.ClickException(str(e)) from None
     if offset is not None and partition is None:
         raise click.UsageError("The partition is required when offset is specified.")
     if offset is not None and from_beginning:
@@ -193,32 +265,26 @@ def consume(
     props = parse_key_values(properties, "--property")
     refuse_unknown(props, FORMATTER_PROPERTIES, "--property")
     formatter = MessageFormatter(props)
-    config = client_kwargs(
-        Consumer,
-        parse_key_values(consumer_properties, "--consumer-property"),
-        "--consumer-property",
-    )
+    config = parse_key_values(consumer_properties, "--consumer-property")
     counter = [0]
     status = 0
     try:
-        asyncio.run(
-            _consume(
-                bootstrap_server,
-                topic,
-                from_beginning,
-                partition,
-                start,
-                max_messages,
-                timeout_ms,
-                formatter,
-                config,
-                sys.stdout.buffer,
-                counter,
-            )
+        _consume(
+            bootstrap_server,
+            topic,
+            from_beginning,
+            partition,
+            start,
+            max_messages,
+            timeout_ms,
+            formatter,
+            config,
+            sys.stdout.buffer,
+            counter,
         )
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    except KafkaError as e:
+    except ClientConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--consumer-property") from None
+    except ConsumeError as e:
         click.echo(f"Error processing message, terminating consumer process: {e}", err=True)
         status = 1
     except BrokenPipeError:

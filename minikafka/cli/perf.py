@@ -6,7 +6,6 @@ settings and the cluster shape go to stderr as one header line. The measuring is
 from __future__ import annotations
 
 import asyncio
-import inspect
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -15,13 +14,7 @@ import click
 import uvloop
 
 from minikafka.cli.client_options import bootstrap_server_option
-from minikafka.client.producer import Producer
-from minikafka.client.properties import (
-    PropertyError,
-    consumer_config,
-    parse_properties,
-    producer_config,
-)
+from minikafka.client.properties import PropertyError, parse_properties
 from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -29,18 +22,18 @@ from minikafka.perf.consume import (
     ConsumerProgress,
     run_consumer_perf,
 )
-from minikafka.perf.end_to_end import EndToEndError, run_end_to_end_latency
+from minikafka.perf.end_to_end import (
+    FETCH_WAIT_MAX_MS,
+    EndToEndError,
+    e2e_consumer_config,
+    run_end_to_end_latency,
+)
 from minikafka.perf.histogram import MissingDependencyError, require_hdrhistogram
 from minikafka.perf.produce import require_librdkafka, run_producer_perf
 from minikafka.perf.shape import TopicShape
 from minikafka.protocol.errors import KafkaError
 
 T = TypeVar("T")
-
-_PRODUCER_DEFAULTS = {
-    name: inspect.signature(Producer).parameters[name].default
-    for name in ("acks", "batch_size", "linger_ms")
-}
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -96,30 +89,8 @@ def _client_props(
     return props, props.pop("bootstrap.servers", bootstrap_server)
 
 
-def _producer_kwargs(props: dict[str, str], option: str) -> dict[str, Any]:
-    try:
-        return producer_config(props)
-    except PropertyError as e:
-        raise click.BadParameter(str(e), param_hint=option) from None
-
-
-def _consumer_kwargs(props: dict[str, str], option: str) -> dict[str, Any]:
-    try:
-        return consumer_config(props)
-    except PropertyError as e:
-        raise click.BadParameter(str(e), param_hint=option) from None
-
-
 def _acks_text(acks: object) -> str:
     return "all" if str(acks).strip().lower() in ("all", "-1") else str(acks).strip()
-
-
-def _producer_settings(config: dict[str, Any]) -> str:
-    merged = {**_PRODUCER_DEFAULTS, **config}
-    return (
-        f"acks={_acks_text(merged['acks'])}, batch.size={merged['batch_size']}, "
-        f"linger.ms={merged['linger_ms']}"
-    )
 
 
 # librdkafka's defaults for what the header line shows (its CONFIGURATION.md).
@@ -328,7 +299,8 @@ def perf_consume(
     "consumer_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="A consumer config by its Kafka name (repeatable); fetch.max.wait.ms is 0 unless set.",
+    help="A consumer property by its Kafka name, as librdkafka takes it (repeatable); "
+    f"fetch.wait.max.ms is {FETCH_WAIT_MAX_MS} unless set.",
 )
 def perf_e2e(
     bootstrap_server: str,
@@ -343,18 +315,19 @@ def perf_e2e(
     ack, poll until a consumer at the end receives it; N times. Prints `i<TAB>ms` every 1000
     records, then `Avg latency: X ms` and `Percentiles: 50th = A, 99th = B, 99.9th = C`."""
     popt, copt = "--producer-property", "--consumer-property"
-    pprops, bootstrap = _client_props(producer_properties, popt, bootstrap_server)
-    cprops, _ = _client_props(consumer_properties, copt, bootstrap)
-    pconfig = _producer_kwargs(pprops, popt)
-    cconfig = _consumer_kwargs(cprops, copt)
-    for name in ("acks", "linger_ms"):
-        if pconfig.pop(name, None) is not None:
-            click.echo(f"warning: e2e sets {name.replace('_', '.')} itself; ignoring it", err=True)
-    _require(require_hdrhistogram)
+    pconfig, bootstrap = _client_props(producer_properties, popt, bootstrap_server)
+    cconfig, _ = _client_props(consumer_properties, copt, bootstrap)
+    for name in ("acks", "linger.ms"):
+        if name in pconfig:
+            raise click.UsageError(
+                f"e2e sets {name} itself (linger.ms=0; acks with --acks): "
+                f"{popt} {name} is not taken"
+            )
+    _require(require_hdrhistogram, require_librdkafka)
+    fetch_wait = e2e_consumer_config(cconfig)["fetch.wait.max.ms"]
     settings = (
-        f"{num_records} records x {record_size} bytes, "
-        + _producer_settings({**pconfig, "acks": acks, "linger_ms": 0})
-        + f", fetch.max.wait.ms={cconfig.get('fetch_max_wait_ms', 0)}"
+        f"{num_records} records x {record_size} bytes, acks={_acks_text(acks)}, linger.ms=0, "
+        f"fetch.wait.max.ms={fetch_wait} (librdkafka)"
     )
     result = _run(
         run_end_to_end_latency(

@@ -1,4 +1,5 @@
-"""`minikafka produce`: one record per stdin line, like kafka-console-producer.sh.
+"""`minikafka produce`: one record per stdin line, like kafka-console-producer.sh, on
+librdkafka (confluent-kafka) over Kafka's protocol.
 
 Every failed record is reported on stderr with its line number, and the exit status is
 non-zero if any record failed, so scripts can tell an incomplete load from a complete one.
@@ -6,36 +7,45 @@ non-zero if any record failed, so scripts can tell an incomplete load from a com
 
 from __future__ import annotations
 
-import asyncio
 import functools
+import queue
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import click
 
 from minikafka.cli.client_options import (
     bootstrap_server_option,
-    client_kwargs,
     parse_key_values,
     refuse_unknown,
     truthy,
     unescape,
 )
-from minikafka.client.accumulator import RecordMetadata
-from minikafka.client.errors import KafkaTimeoutError
-from minikafka.client.producer import Producer
-from minikafka.protocol.errors import KafkaError, UnknownTopicOrPartitionError
+from minikafka.client.librdkafka import (
+    ClientConfigError,
+    MissingClientError,
+    TopicUnavailableError,
+    client_config,
+    new_producer,
+    require_librdkafka,
+    wait_for_topic,
+)
 
 READER_PROPERTIES = {"parse.key", "key.separator", "ignore.error"}
+# Kafka's producer waits this long for a topic's metadata (max.block.ms); librdkafka has no
+# such property, so the command does that wait itself.
+MAX_BLOCK_MS = "max.block.ms"
+DEFAULT_MAX_BLOCK_MS = 60000
+POLL_INTERVAL_S = 0.1  # how often delivery reports are served while stdin is quiet
 
 
-async def read_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
+def read_lines(stream: BinaryIO) -> Iterator[bytes | None]:
     """Lines of a blocking stream, read by a daemon thread in large chunks (a thread that
-    blocks on a terminal must not keep the process alive after an error or Ctrl-C)."""
-    loop = asyncio.get_running_loop()
-    chunks: asyncio.Queue[bytes | BaseException] = asyncio.Queue(maxsize=16)
+    blocks on a terminal must not keep the process alive after an error or Ctrl-C); None
+    whenever POLL_INTERVAL_S passes without one, so the caller can serve delivery reports."""
+    chunks: queue.Queue[bytes | BaseException] = queue.Queue(maxsize=16)
     read = getattr(stream, "read1", stream.read)
 
     def pump() -> None:
@@ -44,17 +54,18 @@ async def read_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
                 chunk: bytes | BaseException = read(1 << 16)
             except BaseException as e:
                 chunk = e
-            try:
-                asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
-            except RuntimeError:
-                return  # the loop is gone
+            chunks.put(chunk)
             if not chunk or isinstance(chunk, BaseException):
                 return
 
     threading.Thread(target=pump, name="stdin-reader", daemon=True).start()
     pending = b""
     while True:
-        chunk = await chunks.get()
+        try:
+            chunk = chunks.get(timeout=POLL_INTERVAL_S)
+        except queue.Empty:
+            yield None
+            continue
         if isinstance(chunk, BaseException):
             raise chunk
         if not chunk:
@@ -67,10 +78,6 @@ async def read_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
         yield pending
 
 
-# A send that fails with these before queuing its record failed on the topic's metadata.
-_NO_METADATA = (KafkaTimeoutError, UnknownTopicOrPartitionError)
-
-
 class _Outcome:
     def __init__(self) -> None:
         self.sent = 0
@@ -81,11 +88,12 @@ def _describe(data: bytes | None) -> str:
     return "null" if data is None else f"{len(data)} bytes"
 
 
-async def _produce(
+def _produce(
     bootstrap_server: str,
     topic: str,
     props: dict[str, str],
     config: dict[str, Any],
+    max_block_ms: int,
     sync: bool,
     stream: BinaryIO,
     outcome: _Outcome,
@@ -93,6 +101,7 @@ async def _produce(
     parse_key = truthy(props, "parse.key")
     ignore_error = truthy(props, "ignore.error")
     separator = unescape(props.get("key.separator", "\t")).encode()
+    producer = new_producer(client_config(bootstrap_server, config))
 
     def report(line_no: int, key: bytes | None, value: bytes | None, error: object) -> None:
         outcome.failed += 1
@@ -102,49 +111,54 @@ async def _produce(
             err=True,
         )
 
-    def on_done(
-        line_no: int, key: bytes | None, value: bytes | None, fut: asyncio.Future[RecordMetadata]
-    ) -> None:
-        if fut.cancelled():
-            report(line_no, key, value, "cancelled")
-        elif (error := fut.exception()) is not None:
-            report(line_no, key, value, error)
+    def on_delivery(line_no: int, key: bytes | None, value: bytes, err: Any, msg: Any) -> None:
+        if err is not None:
+            report(line_no, key, value, f"{err.name()}: {err.str()}")
         else:
             outcome.sent += 1
 
-    async with Producer(bootstrap_server, **config) as producer:
-        line_no = 0
-        lines = read_lines(stream)
-        async for line in lines:
-            line_no += 1
-            key: bytes | None = None
-            value: bytes = line
-            if parse_key:
-                k, sep, v = line.partition(separator)
-                if sep:
-                    key, value = k, v
-                elif not ignore_error:
-                    report(line_no, None, line, f"No key separator found on line {line_no}")
-                    continue
-            fut = await producer.send(topic, value, key=key)
-            if fut.done() and isinstance(fut.exception(), _NO_METADATA):
-                # Refused before it was queued because the topic's metadata never came (no
-                # broker answers, or no such topic): every later line would wait max.block.ms
-                # for the same answer. Say it once and count what is left unsent.
-                unsent = 1
-                async for _ in lines:
-                    unsent += 1
+    auto_create = str(config.get("allow.auto.create.topics", "true")).lower() == "true"
+    lines = read_lines(stream)
+    line_no = 0
+    for line in lines:
+        producer.poll(0)  # delivery reports
+        if line is None:
+            continue
+        if line_no == 0:
+            # As Kafka's producer blocks its first send on the topic's metadata (up to
+            # max.block.ms): a topic that never comes fails once, not once per line.
+            try:
+                wait_for_topic(producer, topic, max_block_ms / 1000, auto_create=auto_create)
+            except TopicUnavailableError as e:
+                unsent = 1 + sum(1 for rest in lines if rest is not None)
                 outcome.failed += unsent
                 click.echo(
-                    f"Error: {fut.exception()}; stopped at line {line_no}: "
+                    f"Error: {e}; stopped at line 1: "
                     f"{unsent} record{'s' if unsent > 1 else ''} from there on not sent",
                     err=True,
                 )
+                return
+        line_no += 1
+        key: bytes | None = None
+        value: bytes = line
+        if parse_key:
+            k, sep, v = line.partition(separator)
+            if sep:
+                key, value = k, v
+            elif not ignore_error:
+                report(line_no, None, line, f"No key separator found on line {line_no}")
+                continue
+        callback = functools.partial(on_delivery, line_no, key, value)
+        while True:
+            try:
+                producer.produce(topic, value, key, on_delivery=callback)
                 break
-            fut.add_done_callback(functools.partial(on_done, line_no, key, value))
-            if sync:
-                await asyncio.wait([fut])
-        await producer.flush()
+            except BufferError:  # queue.buffering.max.messages reached: wait for room
+                producer.poll(POLL_INTERVAL_S)
+        if sync:
+            producer.flush()
+    while producer.flush(POLL_INTERVAL_S) > 0:
+        pass
 
 
 @click.command("produce")
@@ -157,7 +171,7 @@ async def _produce(
     show_default=True,
     help="Acknowledgements the leader waits for before answering.",
 )
-@click.option("--batch-size", type=click.IntRange(min=0), default=16384, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
 @click.option("--linger-ms", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--request-timeout-ms", type=click.IntRange(min=1), default=30000, show_default=True)
 @click.option(
@@ -181,7 +195,9 @@ async def _produce(
     "producer_properties",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Any producer config by its Kafka name, e.g. delivery.timeout.ms=5000.",
+    help="Any producer property by its Kafka name, as librdkafka takes it (e.g. "
+    "delivery.timeout.ms=5000, enable.idempotence=true), and max.block.ms: how long the "
+    "first record waits for the topic's metadata (default 60000).",
 )
 def produce(
     bootstrap_server: str,
@@ -197,37 +213,39 @@ def produce(
     producer_properties: tuple[str, ...],
 ) -> None:
     """Send each line of stdin as a record (like kafka-console-producer.sh)."""
+    try:
+        require_librdkafka("minikafka produce runs")
+    except MissingClientError as e:
+        raise click.ClickException(str(e)) from None
     props = parse_key_values(properties, "--property")
     refuse_unknown(props, READER_PROPERTIES, "--property")
     config: dict[str, Any] = {
         "acks": acks,
-        "batch_size": batch_size,
-        "linger_ms": linger_ms,
-        "request_timeout_ms": request_timeout_ms,
+        "batch.size": batch_size,
+        "linger.ms": linger_ms,
+        "request.timeout.ms": request_timeout_ms,
         "retries": retries,
-        "retry_backoff_ms": retry_backoff_ms,
+        "retry.backoff.ms": retry_backoff_ms,
+        # Kafka's default (librdkafka's is 300 s), kept at least linger.ms +
+        # request.timeout.ms as Kafka requires, when only those two are raised.
+        "delivery.timeout.ms": max(120000, linger_ms + request_timeout_ms),
     }
-    config.update(
-        client_kwargs(
-            Producer,
-            parse_key_values(producer_properties, "--producer-property"),
-            "--producer-property",
-        )
-    )
-    # Keep Kafka's rule delivery.timeout.ms >= linger.ms + request.timeout.ms satisfiable when
-    # only the latter two are raised on the command line.
-    floor = config["linger_ms"] + config["request_timeout_ms"]
-    config.setdefault("delivery_timeout_ms", max(120000, floor))
+    config.update(parse_key_values(producer_properties, "--producer-property"))
+    max_block_ms = _max_block_ms(config.pop(MAX_BLOCK_MS, DEFAULT_MAX_BLOCK_MS))
     outcome = _Outcome()
     try:
-        asyncio.run(
-            _produce(bootstrap_server, topic, props, config, sync, sys.stdin.buffer, outcome)
+        _produce(
+            bootstrap_server,
+            topic,
+            props,
+            config,
+            max_block_ms,
+            sync,
+            sys.stdin.buffer,
+            outcome,
         )
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    except KafkaError as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(1)
+    except ClientConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--producer-property") from None
     except KeyboardInterrupt:
         sys.exit(130)
     if outcome.failed:
@@ -236,3 +254,16 @@ def produce(
             err=True,
         )
         sys.exit(1)
+
+
+def _max_block_ms(value: object) -> int:
+    try:
+        ms = int(str(value))
+    except ValueError:
+        ms = -1
+    if ms < 0:
+        raise click.BadParameter(
+            f"{MAX_BLOCK_MS} must be a non-negative integer, not {value!r}",
+            param_hint="--producer-property",
+        )
+    return ms

@@ -1,22 +1,53 @@
 """`minikafka topics`: create, list, describe, alter (add partitions to) and delete topics,
-like kafka-topics.sh."""
+like kafka-topics.sh, on librdkafka's AdminClient (confluent-kafka) over Kafka's protocol.
+
+As Kafka's tool: --list, --describe, --alter and --delete look the topics up in Metadata
+first (a missing one "does not exist as expected", unless --if-exists); --create sends
+CreateTopics, --alter CreatePartitions, --delete DeleteTopics; --describe's header shows the
+configs DescribeConfigs reports as not Kafka's defaults. confluent-kafka is imported inside
+the functions (client/librdkafka.py says why).
+"""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import logging
 import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from minikafka.cli.client_options import bootstrap_server_option, parse_key_values
-from minikafka.client.admin import Admin, NewPartitions, NewTopic, TopicDescription
-from minikafka.client.metadata import PartitionMetadata
-from minikafka.common import NO_LEADER
-from minikafka.protocol.errors import (
-    KafkaError,
-    TopicAlreadyExistsError,
-    UnknownTopicOrPartitionError,
+from minikafka.client.librdkafka import (
+    ClientConfigError,
+    MissingClientError,
+    client_config,
+    new_admin,
+    require_librdkafka,
 )
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin._metadata import ClusterMetadata
+
+T = TypeVar("T")
+
+# Kafka's default.api.timeout.ms: how long one call may take, retries included.
+API_TIMEOUT_S = 60.0
+# How long the controller may wait for new topics' (or partitions') metadata to reach every
+# broker before it answers: the command returns once any broker's Metadata shows them.
+OPERATION_TIMEOUT_S = 30.0
+# How often a waiting call looks whether librdkafka has found every broker down: a wrong or
+# dead --bootstrap-server fails the command within it, not after API_TIMEOUT_S (librdkafka
+# keeps trying until a call's timeout). Also the first wait for Metadata, doubled each try.
+POLL_S = 0.25
+RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms, for a topic still being created
+# While a call waits: how often metadata is asked for again (a new controller).
+REFRESH_S = 1.0
 
 
 class TopicCommandError(Exception):
@@ -40,135 +71,386 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
     return out
 
 
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition as Metadata describes it; leader None: it has none."""
+
+    topic: str
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    def unavailable(self, live: set[int]) -> bool:
+        """Kafka's rule: no leader, or one that is not a live broker."""
+        return self.leader is None or self.leader not in live
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: list[PartitionInfo]  # by partition id
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+
 def _ids(ids: tuple[int, ...]) -> str:
     return ",".join(str(i) for i in ids)
 
 
-def format_partition(p: PartitionMetadata) -> str:
-    leader = "none" if p.leader == NO_LEADER else str(p.leader)
+def format_partition(p: PartitionInfo) -> str:
+    leader = "none" if p.leader is None else str(p.leader)
     return (
         f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}"
         f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
     )
 
 
-def format_description(d: TopicDescription, configs: dict[str, str] | None = None) -> list[str]:
+def format_description(t: TopicInfo, configs: dict[str, str] | None = None) -> list[str]:
     config_text = ",".join(f"{k}={v}" for k, v in sorted((configs or {}).items()))
     header = (
-        f"Topic: {d.name}\tPartitionCount: {len(d.partitions)}"
-        f"\tReplicationFactor: {d.replication_factor}\tConfigs: {config_text}"
+        f"Topic: {t.name}\tPartitionCount: {len(t.partitions)}"
+        f"\tReplicationFactor: {t.replication_factor}\tConfigs: {config_text}"
     )
-    return [header, *(format_partition(p) for p in d.partitions)]
+    return [header, *(format_partition(p) for p in t.partitions)]
 
 
-def _under_replicated(p: PartitionMetadata) -> bool:
-    return len(p.isr) < len(p.replicas)
+def _error_of(e: KafkaException) -> KafkaError | None:
+    from confluent_kafka import KafkaError
+
+    error = e.args[0] if e.args else None
+    return error if isinstance(error, KafkaError) else None
 
 
-def _unavailable(p: PartitionMetadata, live: set[int]) -> bool:
-    return p.leader == NO_LEADER or p.leader not in live
+def _message(e: KafkaException) -> str:
+    """librdkafka's text: the broker's error message when it sent one."""
+    error = _error_of(e)
+    return error.str() if error is not None else str(e)
 
 
-async def _run(
-    action: str,
-    bootstrap_server: str,
-    topic: str | None,
+def _code(e: KafkaException) -> int | None:
+    error = _error_of(e)
+    return None if error is None else error.code()
+
+
+def _log_config() -> dict[str, Any]:
+    """librdkafka logs every refused connection to stderr, though one dead broker of several
+    is no failure; the command says itself what failed. -v (INFO) shows its logs."""
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        return {}
+    return {"log_level": 2, "log.connection.close": False}
+
+
+class _Admin:
+    """librdkafka's AdminClient, failing a call as soon as librdkafka reports every broker
+    down (a wrong or dead --bootstrap-server) instead of after the call's whole timeout."""
+
+    def __init__(self, bootstrap_server: str) -> None:
+        self._all_down: KafkaError | None = None
+        self._transport: KafkaError | None = None
+        config = client_config(bootstrap_server, {"error_cb": self._on_error, **_log_config()})
+        self.client = new_admin(config)
+
+    def _on_error(self, error: KafkaError) -> None:
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._all_down = error
+        elif error.code() == KafkaError._TRANSPORT:
+            self._transport = error  # which broker, and why: the detail of "all down"
+
+    def _fail_if_all_down(self) -> None:
+        self.client.poll(0)  # runs error_cb
+        if self._all_down is not None:
+            detail = f" ({self._transport.str()})" if self._transport is not None else ""
+            raise TopicCommandError(f"{self._all_down.str()}{detail}")
+
+    def wait(self, future: Future[T], deadline: float | None = None) -> T:
+        """An admin call's result (KafkaException: its error)."""
+        if deadline is None:
+            deadline = time.monotonic() + API_TIMEOUT_S
+        refresh_at = time.monotonic() + REFRESH_S
+        while True:
+            try:
+                return future.result(timeout=POLL_S)
+            except TimeoutError:
+                pass
+            self._fail_if_all_down()
+            now = time.monotonic()
+            if now >= deadline:
+                raise TopicCommandError(
+                    f"Timed out after {API_TIMEOUT_S:.0f} s waiting for the brokers"
+                )
+            if now >= refresh_at:
+                # librdkafka waits for the controller its metadata names, which may have
+                # died (it stays registered until its session expires); it asks nobody
+                # else meanwhile. Fresh metadata names the new one, and the call goes there.
+                self._refresh()
+                refresh_at = time.monotonic() + REFRESH_S
+
+    def controller_call(self, submit: Callable[[float], Future[T]]) -> T:
+        """The result of a request to the controller (CreateTopics, CreatePartitions,
+        DeleteTopics): `submit(request_timeout_s)` sends it, again after NOT_CONTROLLER (the
+        controller moved) until the API timeout, as Kafka's admin client does."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        deadline = time.monotonic() + API_TIMEOUT_S
+        while True:
+            try:
+                return self.wait(submit(max(1.0, deadline - time.monotonic())), deadline)
+            except KafkaException as e:
+                if _code(e) != KafkaError.NOT_CONTROLLER or time.monotonic() >= deadline:
+                    raise
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """Metadata into librdkafka's cache (the controller's id with it)."""
+        from confluent_kafka import KafkaException
+
+        with contextlib.suppress(KafkaException):
+            self.client.list_topics(timeout=REFRESH_S)
+
+    def metadata(self) -> ClusterMetadata:
+        """Metadata of every topic and live broker. All topics, never some: Metadata for a
+        named topic may create it (auto.create.topics.enable)."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + API_TIMEOUT_S
+        wait = POLL_S
+        while True:
+            try:
+                md: ClusterMetadata = self.client.list_topics(
+                    timeout=max(0.01, min(wait, deadline - time.monotonic()))
+                )
+                return md
+            except KafkaException:
+                if time.monotonic() >= deadline:
+                    raise
+            self._fail_if_all_down()
+            wait *= 2  # a slow broker gets longer each time: each try is a new request
+
+
+def _topics(admin: _Admin, name: str | None) -> tuple[list[TopicInfo], set[int]]:
+    """The topics (all, sorted, or the one named if it exists) and the live brokers. A topic
+    being created (LEADER_NOT_AVAILABLE) is asked about again until the API timeout."""
+    deadline = time.monotonic() + API_TIMEOUT_S
+    while True:
+        md = admin.metadata()
+        names = sorted(md.topics) if name is None else [n for n in (name,) if n in md.topics]
+        errors: dict[str, KafkaError] = {
+            n: error for n in names if (error := md.topics[n].error) is not None
+        }
+        retriable = any(e.retriable() for e in errors.values())
+        if retriable and time.monotonic() < deadline:
+            time.sleep(RETRY_BACKOFF_S)
+            continue
+        if errors:
+            raise TopicCommandError(
+                "; ".join(f"Topic '{n}': {e.str()}" for n, e in sorted(errors.items()))
+            )
+        out = [
+            TopicInfo(
+                n,
+                [
+                    PartitionInfo(
+                        n,
+                        p.id,
+                        None if p.leader < 0 else p.leader,
+                        tuple(p.replicas),
+                        tuple(p.isrs),
+                    )
+                    for p in sorted(md.topics[n].partitions.values(), key=lambda p: p.id)
+                ],
+            )
+            for n in names
+        ]
+        return out, set(md.brokers)
+
+
+def _existing(admin: _Admin, topic: str, if_exists: bool) -> TopicInfo | None:
+    """`topic`, None if it does not exist and --if-exists allows that (Kafka's
+    ensureTopicExists)."""
+    found, _ = _topics(admin, topic)
+    if not found:
+        if if_exists:
+            return None
+        raise TopicCommandError(f"Topic '{topic}' does not exist as expected")
+    return found[0]
+
+
+def _create(
+    admin: _Admin,
+    topic: str,
     partitions: int | None,
     replication_factor: int | None,
     configs: dict[str, str],
     replica_assignment: str | None,
     if_not_exists: bool,
-    if_exists: bool,
-    under_replicated: bool,
-    unavailable: bool,
 ) -> None:
-    async with Admin(bootstrap_server) as admin:
-        if action == "create":
-            assert topic is not None
-            if replica_assignment is not None:
-                if partitions is not None or replication_factor is not None:
-                    raise TopicCommandError(
-                        "--replica-assignment cannot be combined with --partitions or "
-                        "--replication-factor"
-                    )
-                new = NewTopic(
-                    topic,
-                    configs=configs,
-                    replica_assignment=parse_replica_assignment(replica_assignment),
-                )
-            else:
-                new = NewTopic(
-                    topic,
-                    -1 if partitions is None else partitions,
-                    -1 if replication_factor is None else replication_factor,
-                    configs,
-                )
-            try:
-                await admin.create_topics([new])
-            except TopicAlreadyExistsError:
-                if not if_not_exists:
-                    raise
-                return
-            click.echo(f"Created topic {topic}.")
-        elif action == "alter":
-            assert topic is not None and partitions is not None
-            await _alter(admin, topic, partitions, replica_assignment, if_exists)
-        elif action == "list":
-            for name in await admin.list_topics():
-                click.echo(name)
-        elif action == "describe":
-            try:
-                descriptions = await admin.describe_topics(None if topic is None else [topic])
-            except UnknownTopicOrPartitionError:
-                if if_exists:
-                    return
-                raise TopicCommandError(f"Topic '{topic}' does not exist as expected") from None
-            live: set[int] = set()
-            if unavailable:
-                live = {b.node_id for b in (await admin.describe_cluster()).brokers}
-            for d in descriptions:
-                if under_replicated or unavailable:
-                    # Kafka prints only the matching partitions, without the topic line.
-                    for p in d.partitions:
-                        if (under_replicated and _under_replicated(p)) or (
-                            unavailable and _unavailable(p, live)
-                        ):
-                            click.echo(format_partition(p))
-                    continue
-                for line in format_description(d):
-                    click.echo(line)
-        elif action == "delete":
-            assert topic is not None
-            try:
-                await admin.delete_topics([topic])
-            except UnknownTopicOrPartitionError:
-                if if_exists:
-                    return
-                raise TopicCommandError(f"Topic '{topic}' does not exist as expected") from None
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.cimpl import NewTopic
+
+    if replica_assignment is not None:
+        if partitions is not None or replication_factor is not None:
+            raise TopicCommandError(
+                "--replica-assignment cannot be combined with --partitions or --replication-factor"
+            )
+        assignment = parse_replica_assignment(replica_assignment)
+        # librdkafka wants the partition count with an assignment, and no replication factor.
+        new = NewTopic(
+            topic,
+            len(assignment),
+            -1,
+            replica_assignment=[assignment[p] for p in sorted(assignment)],
+            config=configs,
+        )
+    else:
+        # -1: the broker's num.partitions / default.replication.factor.
+        new = NewTopic(
+            topic,
+            -1 if partitions is None else partitions,
+            -1 if replication_factor is None else replication_factor,
+            config=configs,
+        )
+
+    def submit(timeout_s: float) -> Future[None]:
+        (future,) = admin.client.create_topics(
+            [new],
+            operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
+            request_timeout=timeout_s,
+        ).values()
+        return future
+
+    try:
+        admin.controller_call(submit)
+    except KafkaException as e:
+        if if_not_exists and _code(e) == KafkaError.TOPIC_ALREADY_EXISTS:
+            return
+        raise
+    click.echo(f"Created topic {topic}.")
 
 
-async def _alter(
-    admin: Admin, topic: str, partitions: int, replica_assignment: str | None, if_exists: bool
+def _alter(
+    admin: _Admin, topic: str, partitions: int, replica_assignment: str | None, if_exists: bool
 ) -> None:
     """Kafka's `--alter --partitions N`: add partitions (silent on success, as Kafka). A
     `--replica-assignment` lists every partition's replicas, as for --create; those of the
     partitions the topic already has are left out of the request, as Kafka does."""
-    try:
-        (current,) = await admin.describe_topics([topic])
-    except UnknownTopicOrPartitionError:
-        if if_exists:
-            return
-        raise TopicCommandError(f"Topic '{topic}' does not exist as expected") from None
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.cimpl import NewPartitions
+
+    current = _existing(admin, topic, if_exists)
+    if current is None:
+        return
     new_assignments = None
     if replica_assignment is not None:
         full = parse_replica_assignment(replica_assignment)
         new_assignments = [full[p] for p in sorted(full) if p >= len(current.partitions)]
+        if not new_assignments:
+            # librdkafka cannot send an empty list: say what the broker would, unless the
+            # count is no increase (the broker's INVALID_PARTITIONS says that).
+            added = partitions - len(current.partitions)
+            if added > 0:
+                raise TopicCommandError(
+                    f"Increasing the number of partitions by {added} but 0 assignments provided."
+                )
+            new_assignments = None
+    # NewPartitions refuses an explicit None for the assignment: leave it out instead.
+    new = (
+        NewPartitions(topic, partitions)
+        if new_assignments is None
+        else NewPartitions(topic, partitions, new_assignments)
+    )
+
+    def submit(timeout_s: float) -> Future[None]:
+        (future,) = admin.client.create_partitions(
+            [new],
+            operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
+            request_timeout=timeout_s,
+        ).values()
+        return future
+
     try:
-        await admin.create_partitions({topic: NewPartitions(partitions, new_assignments)})
-    except UnknownTopicOrPartitionError:
+        admin.controller_call(submit)
+    except KafkaException as e:
+        if if_exists and _code(e) == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return  # deleted since the lookup
+        raise
+
+
+def _delete(admin: _Admin, topic: str, if_exists: bool) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    if _existing(admin, topic, if_exists) is None:
+        return
+
+    def submit(timeout_s: float) -> Future[None]:
+        (future,) = admin.client.delete_topics(
+            [topic],
+            operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
+            request_timeout=timeout_s,
+        ).values()
+        return future
+
+    try:
+        admin.controller_call(submit)
+    except KafkaException as e:
+        if _code(e) != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise
+        if not if_exists:  # deleted since the lookup
+            raise TopicCommandError(f"Topic '{topic}' does not exist as expected") from None
+
+
+def _topic_configs(admin: _Admin, names: list[str]) -> dict[str, dict[str, str]]:
+    """Each topic's configs that are not Kafka's defaults (Kafka's ConfigEntry.isDefault:
+    source DEFAULT_CONFIG), as kafka-topics.sh's describe header shows them: the topic's
+    overrides, and broker settings changed from Kafka's defaults that the topic inherits."""
+    from confluent_kafka.admin._config import ConfigResource
+    from confluent_kafka.admin._resource import ResourceType
+
+    if not names:
+        return {}
+    futures = admin.client.describe_configs(
+        [ConfigResource(ResourceType.TOPIC, n) for n in names], request_timeout=API_TIMEOUT_S
+    )
+    out: dict[str, dict[str, str]] = {}
+    for resource, future in futures.items():
+        entries = admin.wait(future)
+        out[resource.name] = {
+            e.name: "null" if e.value is None else e.value
+            for e in entries.values()
+            if not e.is_default
+        }
+    return out
+
+
+def _describe(
+    admin: _Admin, topic: str | None, if_exists: bool, under_replicated: bool, unavailable: bool
+) -> None:
+    found, live = _topics(admin, topic)
+    if topic is not None and not found:
         if if_exists:
             return
-        raise
+        raise TopicCommandError(f"Topic '{topic}' does not exist as expected")
+    if under_replicated or unavailable:
+        # Kafka prints only the matching partitions, without the topic line (nor its configs).
+        for t in found:
+            for p in t.partitions:
+                if (under_replicated and p.under_replicated) or (
+                    unavailable and p.unavailable(live)
+                ):
+                    click.echo(format_partition(p))
+        return
+    configs = _topic_configs(admin, [t.name for t in found])
+    for t in found:
+        for line in format_description(t, configs.get(t.name)):
+            click.echo(line)
 
 
 @click.command("topics")
@@ -231,7 +513,12 @@ def topics(
     under_replicated: bool,
     unavailable: bool,
 ) -> None:
-    """Create, list, describe, alter or delete topics (like kafka-topics.sh)."""
+    """Create, list, describe, alter or delete topics (like kafka-topics.sh), on librdkafka's
+    admin client."""
+    try:
+        require_librdkafka("minikafka topics runs its admin client")
+    except MissingClientError as e:
+        raise click.ClickException(str(e)) from None
     if action is None:
         raise click.UsageError(
             "Command must include exactly one action: --list, --describe, --create, --alter "
@@ -248,26 +535,37 @@ def topics(
                 "supported with it"
             )
     configs = parse_key_values(config, "--config")
+
+    from confluent_kafka import KafkaException
+
     try:
-        asyncio.run(
-            _run(
-                action,
-                bootstrap_server,
+        admin = _Admin(bootstrap_server)
+        if action == "create":
+            assert topic is not None
+            _create(
+                admin,
                 topic,
                 partitions,
                 replication_factor,
                 configs,
                 replica_assignment,
                 if_not_exists,
-                if_exists,
-                under_replicated,
-                unavailable,
             )
-        )
-    except (KafkaError, TopicCommandError) as e:
+        elif action == "list":
+            for name in sorted(admin.metadata().topics):
+                click.echo(name)
+        elif action == "describe":
+            _describe(admin, topic, if_exists, under_replicated, unavailable)
+        elif action == "alter":
+            assert topic is not None and partitions is not None
+            _alter(admin, topic, partitions, replica_assignment, if_exists)
+        elif action == "delete":
+            assert topic is not None
+            _delete(admin, topic, if_exists)
+    except KafkaException as e:
+        _fail(_message(e))
+    except (TopicCommandError, ClientConfigError) as e:
         _fail(str(e))
-    except ExceptionGroup as group:
-        _fail("; ".join(str(e) for e in group.exceptions))
 
 
 def _fail(message: str) -> None:

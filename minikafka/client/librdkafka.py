@@ -1,18 +1,41 @@
 """librdkafka (confluent-kafka) as the project's tools use it: configs by Kafka's property
 names, checked before anything connects (librdkafka's own message for a bad one), metadata
-of one topic, and a consumer read that returns as soon as records have arrived."""
+of one topic, and a consumer read that returns as soon as records have arrived.
+
+confluent-kafka is imported inside the functions: the broker image has no Kafka client
+(its brokers never need one), and the `minikafka` command must start there all the same.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
-from confluent_kafka.admin._metadata import ClusterMetadata
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message, Producer
+    from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
+
+INSTALL_HINT = "pip install confluent-kafka"
 
 
 class ClientConfigError(ValueError):
     """A property librdkafka refuses (unknown name, bad value), with its message."""
+
+
+class MissingClientError(RuntimeError):
+    """confluent-kafka is not installed (the broker image has no Kafka client)."""
+
+
+def require_librdkafka(what: str) -> None:
+    """Raise MissingClientError, naming `what` needs it and the pip command, unless
+    confluent-kafka can be imported."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        raise MissingClientError(
+            f"{what} on librdkafka, the confluent-kafka package: {INSTALL_HINT}"
+        ) from None
 
 
 def client_config(bootstrap_servers: str, props: Mapping[str, Any]) -> dict[str, Any]:
@@ -29,6 +52,8 @@ def client_config(bootstrap_servers: str, props: Mapping[str, Any]) -> dict[str,
 
 
 def new_producer(config: Mapping[str, Any]) -> Producer:
+    from confluent_kafka import KafkaException, Producer
+
     try:
         return Producer(dict(config))
     except KafkaException as e:
@@ -36,6 +61,8 @@ def new_producer(config: Mapping[str, Any]) -> Producer:
 
 
 def new_consumer(config: Mapping[str, Any]) -> Consumer:
+    from confluent_kafka import Consumer, KafkaException
+
     # librdkafka wants a group.id even for a consumer that only assigns (no group API).
     try:
         return Consumer({"group.id": "minikafka-tools", **dict(config)})
@@ -45,12 +72,58 @@ def new_consumer(config: Mapping[str, Any]) -> Consumer:
 
 def topic_metadata(client: Producer | Consumer, topic: str, timeout_s: float) -> ClusterMetadata:
     """The cluster's metadata for `topic`; KafkaException if the topic does not exist."""
+    from confluent_kafka import KafkaError, KafkaException
+
     md: ClusterMetadata = client.list_topics(topic, timeout=timeout_s)
     t = md.topics.get(topic)
     if t is None or t.error is not None:
         error = t.error if t is not None else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
         raise KafkaException(error)
     return md
+
+
+class TopicUnavailableError(Exception):
+    """A topic's metadata did not come: it does not exist, or no broker answered in time."""
+
+
+def wait_for_topic(
+    client: Producer | Consumer, topic: str, timeout_s: float, *, auto_create: bool
+) -> TopicMetadata:
+    """The topic's metadata once it has partitions, asking again every 100 ms (Kafka's
+    retry.backoff.ms) while it is being created or no broker answers, for `timeout_s` at
+    most (Kafka's max.block.ms). A topic the brokers say does not exist fails at once: they
+    answer that only when they will not create it."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    last: str | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            detail = f" (last error: {last})" if last is not None else ""
+            raise TopicUnavailableError(
+                f"Topic {topic} not present in metadata after {round(timeout_s * 1000)} ms.{detail}"
+            )
+        try:
+            md: ClusterMetadata = client.list_topics(topic, timeout=remaining)
+        except KafkaException as e:
+            last = e.args[0].str()
+            continue
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and t.partitions:
+            return t
+        if t is not None and t.error is not None:
+            if t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                why = (
+                    "the brokers' auto.create.topics.enable is false"
+                    if auto_create
+                    else "this client does not auto-create topics"
+                )
+                raise TopicUnavailableError(f"Topic {topic} does not exist ({why}).")
+            if not t.error.retriable():
+                raise TopicUnavailableError(f"Topic {topic}: {t.error.name()}: {t.error.str()}")
+            last = t.error.str()
+        time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
 
 
 def consume_ready(consumer: Consumer, max_records: int, timeout_s: float) -> list[Message]:
@@ -70,3 +143,19 @@ def position(msg: Message) -> tuple[int, int]:
     partition, offset = msg.partition(), msg.offset()
     assert partition is not None and offset is not None, "an error event, not a record"
     return partition, offset
+
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
+
+
+def new_admin(config: Mapping[str, Any]) -> AdminClient:
+    """librdkafka's AdminClient; ClientConfigError with librdkafka's message for a bad
+    property."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return AdminClient(dict(config))
+    except KafkaException as e:
+        raise ClientConfigError(f"admin client config: {e.args[0].str()}") from None

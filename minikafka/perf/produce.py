@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from minikafka.client import librdkafka
 from minikafka.perf.histogram import (
-    INSTALL_HINT,
     LatencyHistogram,
     MissingDependencyError,
     require_hdrhistogram,
@@ -28,7 +28,7 @@ from minikafka.perf.histogram import (
 from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
 
-if TYPE_CHECKING:  # confluent-kafka is in the perf extra, imported only when used
+if TYPE_CHECKING:  # confluent-kafka is imported only when used (client/librdkafka.py)
     from confluent_kafka import KafkaError
 
 MB = 1024.0 * 1024.0
@@ -43,12 +43,9 @@ def require_librdkafka() -> None:
     """Raise MissingDependencyError (one line, with the pip command) if confluent-kafka,
     which `perf produce` and `perf consume` run on, is missing."""
     try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        raise MissingDependencyError(
-            f"perf produce and consume run on librdkafka, the confluent-kafka package: "
-            f"{INSTALL_HINT}"
-        ) from None
+        librdkafka.require_librdkafka("perf produce and consume run")
+    except librdkafka.MissingClientError as e:
+        raise MissingDependencyError(str(e)) from None
 
 
 def make_payload(size: int, seed: int = 0) -> bytes:

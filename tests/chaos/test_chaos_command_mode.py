@@ -416,5 +416,5 @@ def test_without_confluent_kafka_chaos_says_what_to_install(
     assert result.exit_code == 1, result.output
     assert (
         "minikafka chaos runs its producers and consumers on librdkafka, the confluent-kafka "
-        "package: pip install 'minikafka[chaos]'" in result.output
+        "package: pip install confluent-kafka" in result.output
     )

@@ -1,16 +1,20 @@
 """A stand-in broker for LocalCluster's own tests: the process contract of the real one and
 nothing else (listen on the port, register in /brokers/ids, take part in the controller
-election, exit 0 on SIGTERM). It lets the cluster tooling be tested apart from broker bugs.
+election, answer /v1/broker on the admin endpoint with the metadata clients would be given,
+here read from ZooKeeper, exit 0 on SIGTERM). It lets the cluster tooling be tested apart
+from broker bugs.
 
 Run as `python fake_broker.py --config server.properties`.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import sys
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
@@ -39,6 +43,7 @@ def main(argv: list[str]) -> int:
     elect = threading.Event()
     elect.set()
     zk.watch_exists(paths.controller(), lambda exists: None if exists else elect.set())
+    admin = serve_admin(props["admin.listeners"], zk)
     while not stop.is_set():
         if elect.wait(0.1):
             elect.clear()
@@ -50,10 +55,39 @@ def main(argv: list[str]) -> int:
                 continue
             if won:
                 print(f"fake broker {broker_id} is controller, epoch {won[0]}", flush=True)
+    admin.shutdown()
     zk.close()
     server.close()
     print(f"fake broker {broker_id} shut down", flush=True)
     return 0
+
+
+def serve_admin(listener: str, zk: ZkClient) -> ThreadingHTTPServer:
+    host, _, port = listener.removeprefix("http://").rpartition(":")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path != "/v1/broker":
+                self.send_error(404)
+                return
+            controller = zk.get_controller_id()
+            metadata = {
+                "controller_id": -1 if controller is None else controller,
+                "live_brokers": sorted(zk.get_broker_ids()),
+            }
+            body = json.dumps({"metadata": metadata}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer((host, int(port)), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ docker/broker-healthcheck.py; then a topic with three replicas takes writes with
 through the EXTERNAL ports and reads them back, and SIGTERM (what `docker stop` sends) stops
 every broker cleanly through the entrypoint's exec.
 
-By default the `minikafka` of this venv runs. To try the code on other libraries, e.g.
+By default the `minikafka` of this venv runs. To try the brokers on other libraries, e.g.
 Debian bookworm's packages unpacked with `dpkg -x`, point IMAGE_TEST_PYTHON at an
-interpreter, or at a wrapper script that sets PYTHONPATH (and LD_LIBRARY_PATH) for it.
+interpreter, or at a wrapper script that sets PYTHONPATH (and LD_LIBRARY_PATH) for it; the
+client commands stay on this venv's, as a client on the host would.
 """
 
 from __future__ import annotations
@@ -106,9 +107,11 @@ def minikafka_bin(tmp_path: Path) -> Path:
     return bin_dir
 
 
-def run_cli(tmp_path: Path, *args: str, stdin: str = "") -> str:
+def run_cli(*args: str, stdin: str = "") -> str:
+    # Client commands run on the host, with this interpreter (and its confluent-kafka), even
+    # when IMAGE_TEST_PYTHON runs the brokers: the image has no Kafka client.
     result = subprocess.run(
-        [str(minikafka_bin(tmp_path) / "minikafka"), *args],
+        [sys.executable, "-m", "minikafka", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -170,25 +173,21 @@ def test_brokers_from_the_entrypoint_become_healthy_and_replicate(
             assert f"broker {name[-1]} is live on 127.0.0.1:" in healthcheck(props).stdout
 
         bootstrap = ",".join(f"127.0.0.1:{port}" for _, _, port in brokers.values())
-        run_cli(tmp_path, "topics", "--bootstrap-server", bootstrap, "--create", "--topic", "t")
-        description = run_cli(tmp_path, "topics", "--bootstrap-server", bootstrap, "--describe")
+        run_cli("topics", "--bootstrap-server", bootstrap, "--create", "--topic", "t")
+        description = run_cli("topics", "--bootstrap-server", bootstrap, "--describe")
         assert "ReplicationFactor: 3" in description  # MINIKAFKA_DEFAULT_REPLICATION_FACTOR
         lines = [str(i) for i in range(200)]
         run_cli(
-            tmp_path,
             *("produce", "--bootstrap-server", bootstrap, "--topic", "t", "--acks", "all"),
             stdin="\n".join(lines) + "\n",
         )
         out = run_cli(
-            tmp_path,
             *("consume", "--bootstrap-server", bootstrap, "--topic", "t"),
             *("--from-beginning", "--max-messages", "200"),
         )
         assert sorted(out.split(), key=int) == lines
         # A rich table: every replica of t-0 with its role (the ISR may still be growing).
-        table = run_cli(
-            tmp_path, "replicas", "--bootstrap-server", bootstrap, "--describe", "--topic", "t"
-        )
+        table = run_cli("replicas", "--bootstrap-server", bootstrap, "--describe", "--topic", "t")
         assert table.count("leader") == 1 and table.count("follower") == 2, table
 
         # docker stop: SIGTERM to the process the entrypoint exec'd, a controlled shutdown.

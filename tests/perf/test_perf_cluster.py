@@ -94,7 +94,7 @@ def test_produce_then_consume_then_end_to_end(cluster_with_topic: LocalCluster) 
     m = E2E_PERCENTILES.match(percentiles)
     assert m is not None, percentiles
     assert int(m.group(1)) <= int(m.group(2)) <= int(m.group(3))
-    assert "acks=all" in e2e.stderr and "fetch.max.wait.ms=0" in e2e.stderr
+    assert "acks=all, linger.ms=0, fetch.wait.max.ms=100 (librdkafka)" in e2e.stderr
 
 
 def test_throttle_holds_records_back(cluster_with_topic: LocalCluster) -> None:
