@@ -19,6 +19,7 @@ from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
     DEFAULT_TIMEOUT_MS,
+    PERF_CONSUMER_DEFAULTS,
     ConsumerProgress,
     run_consumer_perf,
 )
@@ -252,7 +253,11 @@ def perf_consume(
     option = "--consumer-property"
     _require(require_librdkafka)
     config, bootstrap = _client_props(consumer_properties, option, bootstrap_server)
-    settings = f"{messages} messages, timeout {timeout_ms} ms (librdkafka)"
+    backoff = {**PERF_CONSUMER_DEFAULTS, **config}["fetch.queue.backoff.ms"]
+    settings = (
+        f"{messages} messages, timeout {timeout_ms} ms, fetch.queue.backoff.ms={backoff} "
+        "(librdkafka)"
+    )
 
     def ready(shape: TopicShape) -> None:
         _header("consume", shape, settings)

@@ -74,6 +74,7 @@ def test_produce_then_consume_then_end_to_end(cluster_with_topic: LocalCluster) 
     assert float(m.group(3)) == pytest.approx(N * SIZE / 2**20, abs=0.00005)
     assert int(m.group(5)) == N  # exactly N, though the last poll may have held more
     assert m.group(7) == "0"  # rebalance.time.ms
+    assert "fetch.queue.backoff.ms=10 (librdkafka)" in consumed.stderr
     assert (m.group(9), m.group(10)) == (m.group(4), m.group(6))  # fetch.* == totals
 
     # Asking for more than there is: Kafka's warning after --timeout, and what was read.
