@@ -15,7 +15,7 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
    latency too:
      produce acks=all, 1 KiB records;  produce acks=all, 100 B records;
      produce acks=1, 1 KiB records;    consume the acks=all 1 KiB records from the start;
-     end-to-end latency at an offered load of 10 MB/s of 1 KiB records (acks=all,
+     end-to-end and send-to-ack latency at an offered load of 10 MB/s of 1 KiB records (acks=all,
      linger.ms 0 as Kafka's EndToEndLatency; the consumer with librdkafka's defaults,
      fetch.min.bytes 1, fetch.wait.max.ms 500: a long poll, answered as soon as records
      are committed).
@@ -390,6 +390,7 @@ def e2e_figures(r: OfferedLoadResult) -> dict[str, Any]:
             "p999": r.p999_ms,
             "max": r.max_latency_ms,
         },
+        "ack_latency_ms": {"p50": r.ack_p50_ms, "p99": r.ack_p99_ms, "p999": r.ack_p999_ms},
     }
 
 
@@ -914,6 +915,19 @@ def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 "unit": "ms",
                 "minikafka": _get(mk, "e2e_10mb", "latency_ms", key),
                 "jetstream": _get(js, "e2e_10mb", "latency_ms", key),
+                "physical": (rtt.get(f"{key}_ms"), f"1 KiB TCP round trip {name}"),
+                "higher_is_better": False,
+            }
+        )
+    for key, name in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")):
+        out.append(
+            {
+                "workload": "e2e_10mb",
+                "label": f"send-to-ack latency {name} at the offered load",
+                "short": f"ack {name}",
+                "unit": "ms",
+                "minikafka": _get(mk, "e2e_10mb", "ack_latency_ms", key),
+                "jetstream": _get(js, "e2e_10mb", "ack_latency_ms", key),
                 "physical": (rtt.get(f"{key}_ms"), f"1 KiB TCP round trip {name}"),
                 "higher_is_better": False,
             }

@@ -12,7 +12,8 @@ minikafka one, on librdkafka.
 Each payload is `record_size` bytes: the record's sequence number (8 bytes, big-endian),
 then Kafka's upper-case letters. A value that is not one of this run's, or a duplicate,
 is not timed (it is counted apart). Latency is from just before `send()` to the moment
-the receive function returned the value; when the producer cannot keep up with the target,
+the receive function returned the value (and, apart, to the moment the send's future
+resolved: send to acknowledgement); when the producer cannot keep up with the target,
 the achieved rate (`sent_records_per_sec`) says so.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -64,6 +66,10 @@ class OfferedLoadResult:
     max_latency_ms: float
     first_error: str | None = None
     shape: TopicShape | None = None
+    # Send -> acknowledgement of the same records (what the producer waits for).
+    ack_p50_ms: float = 0.0
+    ack_p99_ms: float = 0.0
+    ack_p999_ms: float = 0.0
 
     @property
     def target_mb_per_sec(self) -> float:
@@ -85,6 +91,8 @@ class OfferedLoadResult:
             f"Avg latency: {self.avg_latency_ms:.4f} ms",
             f"Percentiles: 50th = {self.p50_ms:.3f}, 99th = {self.p99_ms:.3f}, "
             f"99.9th = {self.p999_ms:.3f} (ms), max = {self.max_latency_ms:.3f}",
+            f"Send to ack: 50th = {self.ack_p50_ms:.3f}, 99th = {self.ack_p99_ms:.3f}, "
+            f"99.9th = {self.ack_p999_ms:.3f} (ms)",
         ]
 
 
@@ -121,6 +129,7 @@ async def measure_offered_load(
     sent_at = [0.0] * num_records
     seen = bytearray(num_records)
     histogram = LatencyHistogram()
+    acked = LatencyHistogram()
     unexpected = failed = 0
     first_error: str | None = None
     all_received = asyncio.Event()
@@ -145,13 +154,15 @@ async def measure_offered_load(
             if histogram.count == num_records:
                 all_received.set()
 
-    def on_ack(fut: asyncio.Future[Any]) -> None:
+    def on_ack(seq: int, fut: asyncio.Future[Any]) -> None:
         nonlocal failed, first_error
         error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
-        if error is not None:
-            failed += 1
-            if first_error is None:
-                first_error = f"{type(error).__name__}: {error}"
+        if error is None:
+            acked.record_seconds(clock() - sent_at[seq])
+            return
+        failed += 1
+        if first_error is None:
+            first_error = f"{type(error).__name__}: {error}"
 
     tasks = [asyncio.create_task(receive_loop(r)) for r in receivers]
     acks: list[asyncio.Future[Any]] = []
@@ -163,7 +174,7 @@ async def measure_offered_load(
             now = clock()
             sent_at[i] = now
             fut = await send(make_sequenced_payload(filler, i))
-            fut.add_done_callback(on_ack)
+            fut.add_done_callback(functools.partial(on_ack, i))
             acks.append(fut)
             if throttler.should_throttle(i, now):
                 pause = throttler.sleep_time()
@@ -206,6 +217,9 @@ async def measure_offered_load(
         p999_ms=histogram.percentile_us(99.9) / 1000.0,
         max_latency_ms=histogram.max_ms,
         first_error=first_error,
+        ack_p50_ms=acked.percentile_us(50) / 1000.0,
+        ack_p99_ms=acked.percentile_us(99) / 1000.0,
+        ack_p999_ms=acked.percentile_us(99.9) / 1000.0,
     )
 
 

@@ -36,10 +36,14 @@ def nats_server() -> str | None:
 
 
 class Pipe:
-    """A 'broker' that acknowledges at once and delivers after `delay_s`; may duplicate."""
+    """A 'broker' that acknowledges after `ack_delay_s` and delivers after `delay_s`; may
+    duplicate."""
 
-    def __init__(self, delay_s: float = 0.001, duplicate_every: int = 0) -> None:
+    def __init__(
+        self, delay_s: float = 0.001, duplicate_every: int = 0, ack_delay_s: float = 0.0
+    ) -> None:
         self.delay_s = delay_s
+        self.ack_delay_s = ack_delay_s
         self.duplicate_every = duplicate_every
         self.queue: asyncio.Queue[bytes] = asyncio.Queue()
         self.sent = 0
@@ -51,7 +55,7 @@ class Pipe:
         for _ in range(copies):
             loop.call_later(self.delay_s, self.queue.put_nowait, value)
         fut: asyncio.Future[Any] = loop.create_future()
-        fut.set_result(None)
+        loop.call_later(self.ack_delay_s, fut.set_result, None)
         return fut
 
     async def receive(self) -> list[bytes]:
@@ -66,7 +70,7 @@ class Pipe:
 
 
 async def test_offered_load_times_every_record_once_at_the_target_rate() -> None:
-    pipe = Pipe(delay_s=0.002, duplicate_every=49)
+    pipe = Pipe(delay_s=0.004, duplicate_every=49, ack_delay_s=0.002)
     start = time.perf_counter()
     r = await measure_offered_load(pipe.send, [pipe.receive], 1000, 64, 2000.0)
     elapsed = time.perf_counter() - start
@@ -74,7 +78,10 @@ async def test_offered_load_times_every_record_once_at_the_target_rate() -> None
     assert r.unexpected == 20  # the duplicates (49th, 98th, ... 980th): not timed twice
     assert 0.4 < elapsed < 5.0  # 1000 records at 2000/s: about half a second
     assert r.sent_records_per_sec < 2000 * 1.2
-    assert 1.9 <= r.p50_ms <= r.p99_ms <= r.p999_ms <= r.max_latency_ms
+    assert 3.9 <= r.p50_ms <= r.p99_ms <= r.p999_ms <= r.max_latency_ms
+    # Send to acknowledgement is timed apart: the ack comes before the delivery here.
+    assert 1.9 <= r.ack_p50_ms <= r.ack_p99_ms <= r.ack_p999_ms
+    assert r.ack_p50_ms < r.p50_ms
     assert r.target_mb_per_sec == pytest.approx(2000 * 64 / 2**20)
 
 
@@ -124,11 +131,13 @@ def test_bench_script_quick_run_measures_every_workload_on_both(tmp_path: Path) 
         assert e2e["sent_mb_per_s"] > 0, system
         assert 0 < e2e["latency_ms"]["p50"] <= e2e["latency_ms"]["p99"], system
         assert e2e["latency_ms"]["p99"] <= e2e["latency_ms"]["p999"], system
+        acks = e2e["ack_latency_ms"]
+        assert 0 < acks["p50"] <= acks["p99"] <= acks["p999"], system
     for ref in ("tcp_loopback", "disk_write"):
         assert figures["physical"][ref]["mb_per_s"] > 0, ref
     assert figures["physical"]["tcp_round_trip"]["p50_ms"] > 0
     table = {row["label"]: row for row in figures["table"]}
-    assert len(table) == 8
+    assert len(table) == 11  # 4 throughputs, the rate achieved, 3 + 3 latencies
     for row in table.values():
         assert row["minikafka"] > 0 and row["jetstream"] > 0 and row["ratio"] > 0, row
         assert row["physical_limit"] > 0, row
