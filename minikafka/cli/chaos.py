@@ -20,9 +20,9 @@ from minikafka.chaos.command_cluster import (
 )
 from minikafka.chaos.nemesis import NEMESIS_OPS
 from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
+from minikafka.cli.client_options import require_client
 from minikafka.cli.cluster import _open, data_dir_option
 from minikafka.client.cluster import parse_bootstrap_servers
-from minikafka.client.librdkafka import MissingClientError, require_librdkafka
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
 
@@ -184,10 +184,7 @@ def chaos(
     and --nemesis-command against any running cluster (replicas are then read back with
     fetches instead of from their files); scripts/docker-chaos.sh does it for
     docker-compose.yml."""
-    try:
-        require_librdkafka("minikafka chaos runs its producers and consumers")
-    except MissingClientError as e:
-        raise click.ClickException(str(e)) from None
+    require_client("minikafka chaos runs its producers and consumers")
     remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
     cluster: ChaosCluster
     if remote is None:

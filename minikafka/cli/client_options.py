@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from minikafka.client.cluster import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
+from minikafka.client.librdkafka import MissingClientError, require_librdkafka
 from minikafka.cluster.local import STATE_FILE, LocalCluster, default_data_dir
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,3 +93,12 @@ def truthy(props: dict[str, str], key: str, default: bool = False) -> bool:
 def unescape(text: str) -> str:
     """`\\t`, `\\n` typed on a command line mean tab and newline (as Kafka's tools read them)."""
     return text.replace("\\t", "\t").replace("\\n", "\n").replace("\\r", "\r")
+
+
+def require_client(what: str) -> None:
+    """Before anything connects: a one-line error naming the pip command when
+    confluent-kafka, which the command (`what ... on librdkafka`) runs on, is missing."""
+    try:
+        require_librdkafka(what)
+    except MissingClientError as e:
+        raise click.ClickException(str(e)) from None

@@ -14,18 +14,17 @@ from minikafka.cli.client_options import (
     bootstrap_server_option,
     parse_key_values,
     refuse_unknown,
+    require_client,
     truthy,
     unescape,
 )
 from minikafka.client.librdkafka import (
     ClientConfigError,
-    MissingClientError,
     TopicUnavailableError,
     client_config,
     consume_ready,
     new_consumer,
     position,
-    require_librdkafka,
     wait_for_topic,
 )
 
@@ -253,10 +252,7 @@ def consume(
     consumer_properties: tuple[str, ...],
 ) -> None:
     """Print records of a topic, one per line (like kafka-console-consumer.sh)."""
-    try:
-        require_librdkafka("minikafka consume runs")
-    except MissingClientError as e:
-        raise click.ClickException(str(e)) from None
+    require_client("minikafka consume runs")
     if offset is not None and partition is None:
         raise click.UsageError("The partition is required when offset is specified.")
     if offset is not None and from_beginning:

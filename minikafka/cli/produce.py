@@ -20,16 +20,15 @@ from minikafka.cli.client_options import (
     bootstrap_server_option,
     parse_key_values,
     refuse_unknown,
+    require_client,
     truthy,
     unescape,
 )
 from minikafka.client.librdkafka import (
     ClientConfigError,
-    MissingClientError,
     TopicUnavailableError,
     client_config,
     new_producer,
-    require_librdkafka,
     wait_for_topic,
 )
 
@@ -213,10 +212,7 @@ def produce(
     producer_properties: tuple[str, ...],
 ) -> None:
     """Send each line of stdin as a record (like kafka-console-producer.sh)."""
-    try:
-        require_librdkafka("minikafka produce runs")
-    except MissingClientError as e:
-        raise click.ClickException(str(e)) from None
+    require_client("minikafka produce runs")
     props = parse_key_values(properties, "--property")
     refuse_unknown(props, READER_PROPERTIES, "--property")
     config: dict[str, Any] = {

@@ -21,13 +21,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from minikafka.cli.client_options import bootstrap_server_option, parse_key_values
+from minikafka.cli.client_options import (
+    bootstrap_server_option,
+    parse_key_values,
+    require_client,
+)
 from minikafka.client.librdkafka import (
     ClientConfigError,
-    MissingClientError,
     client_config,
     new_admin,
-    require_librdkafka,
 )
 
 if TYPE_CHECKING:
@@ -515,10 +517,7 @@ def topics(
 ) -> None:
     """Create, list, describe, alter or delete topics (like kafka-topics.sh), on librdkafka's
     admin client."""
-    try:
-        require_librdkafka("minikafka topics runs its admin client")
-    except MissingClientError as e:
-        raise click.ClickException(str(e)) from None
+    require_client("minikafka topics runs its admin client")
     if action is None:
         raise click.UsageError(
             "Command must include exactly one action: --list, --describe, --create, --alter "

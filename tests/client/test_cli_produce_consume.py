@@ -7,7 +7,6 @@ import socket
 import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,25 +15,14 @@ from confluent_kafka import Producer
 
 from minikafka.cli.main import cli
 from minikafka.cluster import LocalCluster
-from tests.cluster.conftest import TEST_OVERRIDES, wait_until
+from tests.cluster.conftest import started_cluster, wait_until
 from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning, create_topic
 
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(
-        Path(tmp_path_factory.mktemp("cli")),
-        3,
-        base_port=0,
-        zookeeper_port=0,
-        overrides=dict(TEST_OVERRIDES),
-        zookeeper_fsync=False,
-    )
-    cluster.start(timeout=60)
-    try:
+    with started_cluster(tmp_path_factory.mktemp("cli")) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def new_topic(cluster: LocalCluster, partitions: int = 1, **configs: str) -> str:

@@ -9,7 +9,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -18,10 +17,10 @@ from minikafka.cli.main import cli
 from minikafka.cli.topics import API_TIMEOUT_S
 from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import (  # noqa: F401
-    TEST_OVERRIDES,
     ClusterFactory,
     cluster,
     make_cluster,
+    started_cluster,
     wait_until,
 )
 from tests.cluster.helpers import partition_states
@@ -36,23 +35,12 @@ DEFAULT_REPLICATION_FACTOR = 2
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    lc = LocalCluster(
-        Path(tmp_path_factory.mktemp("topics")),
-        3,
-        base_port=0,
-        zookeeper_port=0,
-        overrides={
-            **TEST_OVERRIDES,
-            "num.partitions": str(NUM_PARTITIONS),
-            "default.replication.factor": str(DEFAULT_REPLICATION_FACTOR),
-        },
-        zookeeper_fsync=False,
-    )
-    lc.start(timeout=60)
-    try:
+    overrides = {
+        "num.partitions": str(NUM_PARTITIONS),
+        "default.replication.factor": str(DEFAULT_REPLICATION_FACTOR),
+    }
+    with started_cluster(tmp_path_factory.mktemp("topics"), overrides) as lc:
         yield lc
-    finally:
-        lc.stop()
 
 
 def new_name() -> str:

@@ -90,6 +90,27 @@ def make_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Clu
         pytest.fail("\n".join(failures), pytrace=False)
 
 
+@contextlib.contextmanager
+def started_cluster(
+    data_dir: Path, overrides: Mapping[str, str] | None = None, brokers: int = 3
+) -> Iterator[LocalCluster]:
+    """A started cluster with the test overrides (yours win), stopped on exit: for a
+    fixture shared by a module, where `make_cluster` (function-scoped) cannot serve."""
+    cluster = LocalCluster(
+        data_dir,
+        brokers,
+        base_port=0,
+        zookeeper_port=0,
+        overrides={**TEST_OVERRIDES, **(overrides or {})},
+        zookeeper_fsync=False,
+    )
+    cluster.start(timeout=60)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
 @pytest.fixture
 def cluster(make_cluster: ClusterFactory) -> LocalCluster:
     """A started 3-broker cluster (every broker registered, a controller elected)."""

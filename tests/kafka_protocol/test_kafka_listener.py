@@ -91,6 +91,18 @@ def list_latest(w: KafkaWire, topic: str) -> tuple[int, int]:
     return int(p.error_code), p.offset
 
 
+def fetch_from_start(topic: str) -> FetchRequest:
+    """Fetch v12 of partition 0 from offset 0, as a consumer (replica id -1)."""
+    partition = FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+    return FetchRequest(
+        replica_id=-1,
+        max_wait=ms(100),
+        min_bytes=1,
+        topics=(FetchTopic(topic=topic, partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
+
+
 def with_crc(batch: bytearray) -> bytes:
     struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
     return bytes(batch)
@@ -209,24 +221,7 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
         w.send_raw(request_frame(produce("t", good, acks=0), correlation_id=50))
         assert produce_error(w, produce("t", good), correlation_id=51) == (ErrorCode.NONE, 4)
 
-        fetched = w.call(
-            FetchRequest(
-                replica_id=-1,
-                max_wait=ms(100),
-                min_bytes=1,
-                topics=(
-                    FetchTopic(
-                        topic="t",
-                        partitions=(
-                            FetchPartition(
-                                partition=0, fetch_offset=0, partition_max_bytes=1 << 20
-                            ),
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-            )
-        )
+        fetched = w.call(fetch_from_start("t"))
         part = fetched.responses[0].partitions[0]
         assert (part.error_code, part.high_watermark, part.last_stable_offset) == (0, 6, 6)
         records = part.records
@@ -237,24 +232,7 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
         assert produce_error(w, produce("t", good))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
         # A Fetch error comes with an empty record set, never a null one (librdkafka cannot
         # parse a null one, and would retry the fetch at once, forever).
-        fetched = w.call(
-            FetchRequest(
-                replica_id=-1,
-                max_wait=ms(100),
-                min_bytes=1,
-                topics=(
-                    FetchTopic(
-                        topic="t",
-                        partitions=(
-                            FetchPartition(
-                                partition=0, fetch_offset=0, partition_max_bytes=1 << 20
-                            ),
-                        ),
-                    ),
-                ),
-                forgotten_topics_data=(),
-            )
-        )
+        fetched = w.call(fetch_from_start("t"))
         part = fetched.responses[0].partitions[0]
         assert (part.error_code, part.records) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, b"")
         # Metadata for a missing topic, without auto-creation: UNKNOWN_TOPIC_OR_PARTITION.
