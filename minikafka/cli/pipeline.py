@@ -1,5 +1,6 @@
 """`minikafka pipeline`: the click-count demo of a Spark job on minikafka (generate events,
-run the Structured Streaming job, or both at once). Needs the `spark` extra."""
+run the Structured Streaming job, or both at once). Needs the `spark` extra; its clients
+are librdkafka's (confluent-kafka), over Kafka's protocol."""
 
 from __future__ import annotations
 
@@ -14,13 +15,19 @@ from typing import TYPE_CHECKING
 import click
 
 from minikafka.cli.client_options import bootstrap_server_option
-from minikafka.client import SyncConsumer
+from minikafka.client.librdkafka import MissingClientError, read_to_end, require_librdkafka
 
 if TYPE_CHECKING:
     from minikafka.spark.pipeline import Click
 
+READ_TIMEOUT_S = 60.0  # for reading the counts topic back (Kafka's default.api.timeout.ms)
+
 
 def _pipeline() -> ModuleType:
+    try:
+        require_librdkafka("minikafka pipeline runs")
+    except MissingClientError as e:
+        raise click.ClickException(str(e)) from None
     try:
         from minikafka.spark import pipeline
     except ImportError as e:
@@ -157,11 +164,5 @@ def demo(bootstrap_server: str, events: int, work_dir: Path) -> None:
 
 
 def read_counts(bootstrap: str, topic: str) -> list[dict[str, object]]:
-    """Every window count in the counts topic."""
-    with SyncConsumer(bootstrap, auto_offset_reset="earliest") as consumer:
-        tps = consumer.assign_topic(topic)
-        ends = consumer.end_offsets(tps)
-        rows: list[dict[str, object]] = []
-        while any(consumer.position(tp) < end for tp, end in ends.items()):
-            rows += [json.loads(r.value or b"{}") for r in consumer.poll(1000)]
-    return rows
+    """Every window count in the counts topic (up to its high watermarks as of the call)."""
+    return [json.loads(r.value() or b"{}") for r in read_to_end(bootstrap, topic, READ_TIMEOUT_S)]

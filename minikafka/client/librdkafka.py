@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from confluent_kafka import Consumer, Message, Producer
+    from confluent_kafka import Consumer, KafkaError, Message, Producer
     from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
 
 INSTALL_HINT = "pip install confluent-kafka"
@@ -82,6 +82,19 @@ def topic_metadata(client: Producer | Consumer, topic: str, timeout_s: float) ->
     return md
 
 
+# Kafka's error codes (confluent_kafka.KafkaError's numbers) that pass with time in a topic's
+# metadata: LEADER_NOT_AVAILABLE (a topic being created), NOT_LEADER_OR_FOLLOWER,
+# REQUEST_TIMED_OUT, BROKER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE, NETWORK_EXCEPTION,
+# KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
+_TRANSIENT_METADATA_ERRORS = frozenset({5, 6, 7, 8, 9, 13, 56, 74, 75})
+
+
+def transient_metadata_error(err: KafkaError) -> bool:
+    """A topic's error in Metadata that asking again may clear. librdkafka marks few of
+    them retriable (none that come in Metadata), so Kafka's retriable codes are named."""
+    return err.retriable() or err.code() in _TRANSIENT_METADATA_ERRORS
+
+
 class TopicUnavailableError(Exception):
     """A topic's metadata did not come: it does not exist, or no broker answered in time."""
 
@@ -120,7 +133,7 @@ def wait_for_topic(
                     else "this client does not auto-create topics"
                 )
                 raise TopicUnavailableError(f"Topic {topic} does not exist ({why}).")
-            if not t.error.retriable():
+            if not transient_metadata_error(t.error):
                 raise TopicUnavailableError(f"Topic {topic}: {t.error.name()}: {t.error.str()}")
             last = t.error.str()
         time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
@@ -159,3 +172,97 @@ def new_admin(config: Mapping[str, Any]) -> AdminClient:
         return AdminClient(dict(config))
     except KafkaException as e:
         raise ClientConfigError(f"admin client config: {e.args[0].str()}") from None
+
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+
+def check_config(kind: Literal["producer", "consumer"], props: Mapping[str, Any]) -> None:
+    """Raise ClientConfigError (librdkafka's message) unless librdkafka takes `props` for a
+    "producer" or "consumer", and uses them all: a property of the other kind, which
+    librdkafka would only warn about and ignore, is refused too. Nothing connects: the
+    client made to check them has no bootstrap servers; its log goes to a logger of its
+    own, which keeps the warnings and drops the rest (the notice that it has no brokers)."""
+    import logging
+
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    class Kept(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.messages.append(record.getMessage())
+
+    kept = Kept()
+    logger = logging.Logger(f"{__name__}.check_config")  # not registered: nothing else sees it
+    logger.addHandler(kept)
+    config = {**props, "logger": logger}
+    try:
+        if kind == "producer":
+            Producer(config).poll(0)  # poll() hands its log over
+        else:
+            consumer = Consumer({"group.id": "minikafka-tools", **config})
+            consumer.poll(0)
+            consumer.close()
+    except KafkaException as e:
+        raise ClientConfigError(f"{kind} config: {e.args[0].str().strip()}") from None
+    for message in kept.messages:
+        if "will be ignored" in message:
+            # "CONFWARN [rdkafka#producer-1] [thrd:app]: Configuration property ..."
+            raise ClientConfigError(f"{kind} config: {message.split(']: ', 1)[-1]}")
+
+
+def read_to_end(
+    bootstrap_servers: str, topic: str, timeout_s: float, props: Mapping[str, Any] | None = None
+) -> list[Message]:
+    """Every record of `topic` from each partition's log start up to its high watermark as of
+    the call, partition by partition (TimeoutError if they have not all come in `timeout_s`).
+    `props`: more consumer properties by Kafka's names."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    consumer = new_consumer(
+        client_config(
+            bootstrap_servers,
+            {
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                # Kafka's default (librdkafka's is read_committed): read to the high watermark.
+                "isolation.level": "read_uncommitted",
+                **(props or {}),
+            },
+        )
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        md = topic_metadata(consumer, topic, timeout_s)
+        # Where each partition's reading starts (its log start) and ends (its high watermark).
+        next_offset: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        for p in sorted(md.topics[topic].partitions):
+            next_offset[p], ends[p] = consumer.get_watermark_offsets(
+                TopicPartition(topic, p), timeout_s
+            )
+        consumer.assign([TopicPartition(topic, p, next_offset[p]) for p in ends])
+        got: dict[int, list[Message]] = {p: [] for p in ends}
+        while any(next_offset[p] < end for p, end in ends.items()):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(
+                    f"{topic}: read up to {next_offset}, not to the high watermarks {ends}, "
+                    f"in {timeout_s} s"
+                )
+            for msg in consume_ready(consumer, 10_000, min(remaining, 1.0)):
+                if (err := msg.error()) is not None:
+                    if err.fatal():
+                        raise KafkaException(err)
+                    continue  # librdkafka retries (a broker down, a leader moving)
+                p, offset = position(msg)
+                if offset < ends[p]:
+                    got[p].append(msg)
+                next_offset[p] = max(next_offset[p], offset + 1)
+        return [m for p in sorted(got) for m in got[p]]
+    finally:
+        consumer.close()

@@ -8,14 +8,16 @@ microseconds, UTC).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
-from minikafka.client.consumer import ConsumerRecord
-from minikafka.client.sync import ProducerRecord
+if TYPE_CHECKING:
+    from confluent_kafka import Message
 
-CREATE_TIME = 0  # timestampType: Kafka's CreateTime (minikafka records carry the producer's)
+# librdkafka's timestamp types -> Kafka's TimestampType ids, which Spark's timestampType
+# column holds: NoTimestampType -1, CreateTime 0, LogAppendTime 1.
+TIMESTAMP_TYPES = {0: -1, 1: 0, 2: 1}
 
 _BASE_COLUMNS = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -47,27 +49,36 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def records_to_batch(records: Sequence[ConsumerRecord], include_headers: bool) -> pa.RecordBatch:
-    """One Arrow record batch of records (all of one partition)."""
+def _header_items(record: Message) -> list[tuple[str, str | bytes | None]]:
+    headers = record.headers()  # a list of (key, value) for a consumed record, or None
+    if isinstance(headers, dict):
+        return list(headers.items())
+    return headers or []
+
+
+def records_to_batch(records: Sequence[Message], include_headers: bool) -> pa.RecordBatch:
+    """One Arrow record batch of librdkafka's records (all of one partition, none an error
+    event)."""
     n = len(records)
-    topic = records[0].topic if n else ""
-    partition = records[0].partition if n else 0
+    topic = records[0].topic() if n else ""
+    partition = records[0].partition() if n else 0
+    timestamps = [r.timestamp() for r in records]  # (librdkafka's type, ms)
     arrays: list[pa.Array] = [
-        pa.array([r.key for r in records], pa.binary()),
-        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.key() for r in records], pa.binary()),
+        pa.array([r.value() for r in records], pa.binary()),
         pa.array([topic] * n, pa.string()),
         pa.array([partition] * n, pa.int32()),
-        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.offset() for r in records], pa.int64()),
         # Kafka timestamps are milliseconds; Spark's are microseconds.
-        pa.array([r.timestamp * 1000 for r in records], pa.int64()).cast(
+        pa.array([ms * 1000 for _, ms in timestamps], pa.int64()).cast(
             pa.timestamp("us", tz="UTC")
         ),
-        pa.array([CREATE_TIME] * n, pa.int32()),
+        pa.array([TIMESTAMP_TYPES.get(kind, -1) for kind, _ in timestamps], pa.int32()),
     ]
     if include_headers:
         arrays.append(
             pa.array(
-                [[{"key": k, "value": v} for k, v in r.headers] for r in records],
+                [[{"key": k, "value": v} for k, v in _header_items(r)] for r in records],
                 pa.list_(HEADER_TYPE),
             )
         )
@@ -92,19 +103,28 @@ def _as_bytes(values: list[Any]) -> list[bytes | None]:
     return [v.encode() if isinstance(v, str) else v for v in values]
 
 
-def _headers(entries: list[dict[str, Any]]) -> list[tuple[str, bytes]]:
-    out = []
+class OutgoingRecord(NamedTuple):
+    """One row of the sink's input as a record to send (partition None: the producer's
+    partitioner picks it)."""
+
+    topic: str
+    value: bytes | None
+    key: bytes | None
+    partition: int | None
+    headers: list[tuple[str, str | bytes | None]] | None  # librdkafka's type; values bytes
+
+
+def _headers(entries: list[dict[str, Any]]) -> list[tuple[str, str | bytes | None]]:
+    out: list[tuple[str, str | bytes | None]] = []
     for e in entries:
-        if e["key"] is None or e["value"] is None:
-            raise SinkColumnError(
-                "a header with a null key or value: minikafka headers hold a string key and "
-                "a bytes value"
-            )
+        if e["key"] is None:
+            # A header's value may be null in Kafka, its key may not (RecordHeader refuses it).
+            raise SinkColumnError("a header with a null key: Kafka's header keys are strings")
         out.append((e["key"], e["value"]))
     return out
 
 
-def batch_to_records(batch: pa.RecordBatch, topic_option: str | None) -> list[ProducerRecord]:
+def batch_to_records(batch: pa.RecordBatch, topic_option: str | None) -> list[OutgoingRecord]:
     """The rows of one input batch as records to send. The `topic` option overrides the
     column; a row that ends up with no topic is an error (as in Spark's Kafka sink)."""
     names = batch.schema.names
@@ -129,11 +149,11 @@ def batch_to_records(batch: pa.RecordBatch, topic_option: str | None) -> list[Pr
             )
     value_bytes = _as_bytes(values)
     key_bytes = _as_bytes(keys) if keys is not None else [None] * n
-    out: list[ProducerRecord] = []
+    out: list[OutgoingRecord] = []
     for i in range(n):
         h = headers[i] if headers is not None else None
         out.append(
-            ProducerRecord(
+            OutgoingRecord(
                 topics[i],
                 value_bytes[i],
                 key_bytes[i],

@@ -1,134 +1,320 @@
 """Every call the Spark source and sink make to a minikafka cluster, in one place: listing
 partitions, earliest and latest offsets (driver side), reading an offset range and sending
-records (executor side). Should the tools move to another Kafka client, this file moves
-with them; nothing else in `minikafka.spark` touches a client.
+records (executor side). They run on librdkafka (confluent-kafka) over Kafka's protocol;
+should the tools move to another Kafka client, this file moves with them: nothing else in
+`minikafka.spark` touches a client.
+
+confluent-kafka is imported inside the functions, as everywhere in minikafka (the broker
+image has no Kafka client).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from minikafka.client.consumer import ConsumerRecord
-from minikafka.client.errors import KafkaTimeoutError
-from minikafka.client.sync import ProducerRecord, SyncAdmin, SyncConsumer, SyncProducer
+from minikafka.client.librdkafka import (
+    client_config,
+    consume_ready,
+    new_consumer,
+    new_producer,
+    position,
+    transient_metadata_error,
+)
 from minikafka.common import TopicPartition
-from minikafka.protocol.errors import OffsetOutOfRangeError
+from minikafka.protocol.errors import ErrorCode
+from minikafka.spark.arrow import OutgoingRecord
 from minikafka.spark.offsets import OffsetRange, report_data_loss
 from minikafka.spark.options import SinkOptions, SourceOptions, Subscription, select_partitions
 
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError, Message
+
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
+# One try of a call that is asked again after a transient error, at most: a leader killed
+# with kill -9 does not answer, and the try waits for it until this has passed.
+TRY_TIMEOUT_S = 5.0
+MAX_WAIT_S = 1.0  # a read waits this long at most per poll, to check its deadline
+
+
+def kafka_error_text(err: KafkaError) -> str:
+    """A librdkafka error with Kafka's name for a broker's error code (librdkafka has its own
+    for some, e.g. TOPIC_EXCEPTION for INVALID_TOPIC_EXCEPTION), and librdkafka's text."""
+    code = err.code()
+    try:
+        name = ErrorCode(code).name if code >= -1 else err.name()
+    except ValueError:
+        name = err.name()
+    return f"{name}: {err.str()}"
+
+
+def _permanent(err: KafkaError) -> bool:
+    """An error that asking again will not change. The source's calls to the cluster give
+    up on these at once and ask again after any other (a broker down or gone from the
+    metadata, a leader moving, a topic being created: librdkafka has many names for those
+    and marks few retriable)."""
+    from confluent_kafka import KafkaError
+
+    return err.fatal() or err.code() in {
+        KafkaError._DESTROY,
+        KafkaError._INVALID_ARG,
+        KafkaError._AUTHENTICATION,
+        KafkaError._SSL,
+        KafkaError._UNSUPPORTED_FEATURE,
+        KafkaError._NOT_IMPLEMENTED,
+        KafkaError._STATE,
+        KafkaError.UNSUPPORTED_VERSION,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+    }
+
+
+def _retrying(
+    what: str,
+    timeout_s: float,
+    call: Callable[[float], T],
+    before_retry: Callable[[float], object] | None = None,
+) -> T:
+    """`call(seconds it may take)`, asked again after a transient error (after
+    `before_retry(seconds)`) until `timeout_s` has passed (Kafka's default.api.timeout.ms);
+    then TimeoutError naming the last error."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call(max(min(deadline - time.monotonic(), TRY_TIMEOUT_S), 0.001))
+        except KafkaException as e:
+            err = e.args[0]
+            if _permanent(err):
+                raise
+            if time.monotonic() + RETRY_BACKOFF_S >= deadline:
+                raise TimeoutError(
+                    f"{what}: no answer within {round(timeout_s * 1000)} ms (last error: "
+                    f"{kafka_error_text(err)})"
+                ) from None
+        time.sleep(RETRY_BACKOFF_S)
+        if before_retry is not None:
+            with contextlib.suppress(KafkaException):
+                before_retry(max(min(deadline - time.monotonic(), TRY_TIMEOUT_S), 0.001))
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float) -> tuple[int, int]:
+    """(log start offset, high watermark) of a partition, from its leader."""
+    from confluent_kafka import TopicPartition as RdTopicPartition
+
+    def ask(seconds: float) -> tuple[int, int]:
+        low, high = consumer.get_watermark_offsets(
+            RdTopicPartition(tp.topic, tp.partition), timeout=seconds, cached=False
+        )
+        return low, high
+
+    def refresh(seconds: float) -> None:
+        # librdkafka asks the leader its metadata names; a consumer that fetches nothing
+        # would not learn of a new leader for minutes (topic.metadata.refresh.interval.ms).
+        # A metadata request names it.
+        consumer.list_topics(tp.topic, timeout=seconds)
+
+    return _retrying(f"offsets of {tp.topic}-{tp.partition}", timeout_s, ask, refresh)
+
+
+def _consumer_config(options: SourceOptions, **fixed: Any) -> dict[str, Any]:
+    return client_config(
+        options.bootstrap_servers,
+        # The source commits nothing: Spark's checkpoint holds the offsets.
+        {**options.consumer_config, "enable.auto.commit": False, **fixed},
+    )
 
 
 class OffsetsClient:
     """The driver's view of the cluster: which partitions a subscription reads, and where
-    their logs start and end. Clients are made on first use and closed by `close`."""
+    their logs start and end. Its consumer (which joins no group) is made on first use and
+    closed by `close`."""
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
-        self._admin: SyncAdmin | None = None
-        self._consumer: SyncConsumer | None = None
+        self._consumer: Consumer | None = None
 
-    def _clients(self) -> tuple[SyncAdmin, SyncConsumer]:
-        if self._admin is None:
-            self._admin = SyncAdmin(self._options.bootstrap_servers)
+    @property
+    def _timeout_s(self) -> float:
+        return self._options.api_timeout_ms / 1000
+
+    def _client(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = SyncConsumer(
-                self._options.bootstrap_servers, **self._options.consumer_config
-            )
-        return self._admin, self._consumer
+            self._consumer = new_consumer(_consumer_config(self._options))
+        return self._consumer
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
-        admin, _ = self._clients()
-        topics = {t.name: [p.partition for p in t.partitions] for t in admin.describe_topics(None)}
+        consumer = self._client()
+        md = _retrying(
+            "the cluster's metadata",
+            self._timeout_s,
+            lambda remaining: consumer.list_topics(timeout=remaining),
+        )
+        topics = {
+            name: sorted(t.partitions)
+            for name, t in md.topics.items()
+            if t.error is None or t.partitions
+        }
         return select_partitions(subscription, topics)
+
+    def watermarks(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """Each partition's (log start offset, high watermark)."""
+        consumer = self._client()
+        return {tp: _watermarks(consumer, tp, self._timeout_s) for tp in tps}
 
     def earliest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Each partition's log start offset."""
-        return self._clients()[1].beginning_offsets(tps) if tps else {}
+        return {tp: low for tp, (low, _) in self.watermarks(tps).items()}
 
     def latest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Each partition's high watermark: what a consumer can read up to."""
-        return self._clients()[1].end_offsets(tps) if tps else {}
+        return {tp: high for tp, (_, high) in self.watermarks(tps).items()}
 
     def close(self) -> None:
-        for client in (self._consumer, self._admin):
-            if client is not None:
-                client.close()
-        self._admin = self._consumer = None
+        if self._consumer is not None:
+            self._consumer.close()
+        self._consumer = None
 
 
 # Consumers kept between the reads of one Python worker (Spark reuses its workers), as
 # spark-sql-kafka pools its consumers: a micro-batch then pays no connection set-up and
-# metadata round trip per partition. A consumer is taken out while a read uses it.
-_idle_consumers: dict[tuple[str, tuple[tuple[str, Any], ...]], list[SyncConsumer]] = {}
+# metadata round trip per partition. A consumer is taken out while a read uses it. An idle
+# librdkafka consumer still talks to its cluster (and keeps trying one that has gone), so
+# one unused for IDLE_TIMEOUT_S is closed at the pool's next use (Spark ends a Python worker
+# idle that long, and its consumers with it).
+IDLE_TIMEOUT_S = 60.0
+_idle_consumers: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[Consumer, float]]] = {}
+
+
+def _close_long_idle(now: float) -> None:
+    for idle in _idle_consumers.values():
+        for entry in [e for e in idle if now - e[1] > IDLE_TIMEOUT_S]:
+            idle.remove(entry)
+            entry[0].close()
 
 
 @contextlib.contextmanager
-def _pooled_consumer(options: SourceOptions) -> Iterator[SyncConsumer]:
+def _pooled_consumer(options: SourceOptions) -> Iterator[Consumer]:
+    _close_long_idle(time.monotonic())
     key = (options.bootstrap_servers, tuple(sorted(options.consumer_config.items())))
     idle = _idle_consumers.setdefault(key, [])
-    consumer = idle.pop() if idle else None
+    consumer = idle.pop()[0] if idle else None
     if consumer is None:
-        consumer = SyncConsumer(
-            options.bootstrap_servers, auto_offset_reset="none", **options.consumer_config
+        # auto.offset.reset=error: an offset that is gone is never skipped silently; the
+        # read sees an error event and decides (data loss, by failOnDataLoss).
+        consumer = new_consumer(
+            _consumer_config(
+                options, **{"auto.offset.reset": "error", "enable.auto.offset.store": False}
+            )
         )
     try:
         yield consumer
     except BaseException:
         consumer.close()  # a failed or abandoned read: start the next one afresh
         raise
-    idle.append(consumer)
+    consumer.unassign()  # stops its fetching while it waits for the next read
+    idle.append((consumer, time.monotonic()))
 
 
-def read_range(options: SourceOptions, rng: OffsetRange) -> Iterator[list[ConsumerRecord]]:
-    """The records of one offset range, in chunks, from whichever broker leads the partition
-    (the consumer follows leader changes). The range ends at or below the high watermark it
-    was planned with, so reading it again gives the same records.
+class ReadTimeoutError(TimeoutError):
+    """A read made no progress for kafkaConsumer.pollTimeoutMs."""
+
+
+def read_range(options: SourceOptions, rng: OffsetRange) -> Iterator[list[Message]]:
+    """The records of one offset range, in chunks of at most kafka.max.poll.records, from
+    whichever broker leads the partition (librdkafka follows leader changes). The range ends
+    at or below the high watermark it was planned with, so reading it again gives the same
+    records.
 
     An offset below the log start (retention deleted it meanwhile) is data loss: an error
-    with failOnDataLoss, else a warning and a skip to the log start. No progress for
+    with failOnDataLoss, else a warning and a skip to the log start; so is a range past the
+    end of a log that has shrunk (the rest of it is skipped). No progress for
     kafkaConsumer.pollTimeoutMs is an error.
     """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import TopicPartition as RdTopicPartition
+
     tp = rng.tp
+    timeout_s = options.poll_timeout_ms / 1000
     with _pooled_consumer(options) as consumer:
-        consumer.assign([tp])
-        consumer.seek(tp, rng.from_offset)
-        position = rng.from_offset
+        consumer.assign([RdTopicPartition(tp.topic, tp.partition, rng.from_offset)])
+        next_offset = rng.from_offset
         last_progress = time.monotonic()
-        while position < rng.until_offset:
-            try:
-                records = consumer.poll(min(1000, options.poll_timeout_ms))
-            except OffsetOutOfRangeError:
-                log_start = consumer.beginning_offsets([tp])[tp]
-                if position >= log_start:
-                    raise
-                report_data_loss(
-                    f"Cannot fetch offset {position} of {tp.topic}-{tp.partition}: the log "
-                    f"now starts at {log_start}",
-                    options.fail_on_data_loss,
-                )
-                consumer.seek(tp, log_start)
-                position = log_start
-                continue
-            new_position = consumer.position(tp)
-            if new_position > position:
-                last_progress = time.monotonic()
-                position = new_position
-            elif time.monotonic() - last_progress > options.poll_timeout_ms / 1000:
-                raise KafkaTimeoutError(
-                    f"Cannot fetch records in [{position}, {rng.until_offset}) of "
+        while next_offset < rng.until_offset:
+            records: list[Message] = []
+            before = next_offset
+            for msg in consume_ready(
+                consumer, options.read_chunk_records, min(MAX_WAIT_S, timeout_s)
+            ):
+                err = msg.error()
+                if err is None:
+                    p, offset = position(msg)
+                    if p != tp.partition or msg.topic() != tp.topic:
+                        continue  # (never expected: a pooled consumer's previous partition)
+                    if next_offset <= offset < rng.until_offset:
+                        records.append(msg)
+                    next_offset = max(next_offset, offset + 1)
+                elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    # Fetching this partition has stopped: assigned again, it goes on.
+                    next_offset = _after_out_of_range(consumer, options, rng, next_offset, err)
+                    if next_offset < rng.until_offset:
+                        consumer.assign([RdTopicPartition(tp.topic, tp.partition, next_offset)])
+                    break
+                elif err.fatal():
+                    raise KafkaException(err)
+                # Anything else (a broker down, a leader moving) librdkafka retries.
+            now = time.monotonic()
+            if next_offset > before:
+                last_progress = now
+            elif now - last_progress > timeout_s:
+                raise ReadTimeoutError(
+                    f"Cannot fetch records in [{next_offset}, {rng.until_offset}) of "
                     f"{tp.topic}-{tp.partition} within kafkaConsumer.pollTimeoutMs="
                     f"{options.poll_timeout_ms}"
                 )
-            if records and records[-1].offset >= rng.until_offset:
-                records = [r for r in records if r.offset < rng.until_offset]
             if records:
                 yield records
+
+
+def _after_out_of_range(
+    consumer: Consumer, options: SourceOptions, rng: OffsetRange, offset: int, err: KafkaError
+) -> int:
+    """Where a read goes on after its offset was out of range, by Spark's rules: below the
+    log start, data loss and the log start; at or past the log's end (it has shrunk), data
+    loss and the end of the range. Within the log (a stale leader answered), the same offset
+    again."""
+    tp = rng.tp
+    low, high = _watermarks(consumer, tp, options.api_timeout_ms / 1000)
+    if offset < low:
+        report_data_loss(
+            f"Cannot fetch offset {offset} of {tp.topic}-{tp.partition}: the log now starts "
+            f"at {low} ({kafka_error_text(err)})",
+            options.fail_on_data_loss,
+        )
+        return low
+    if offset >= high:
+        report_data_loss(
+            f"Cannot fetch offsets [{offset}, {rng.until_offset}) of {tp.topic}-{tp.partition}: "
+            f"the log now ends at {high}",
+            options.fail_on_data_loss,
+        )
+        return rng.until_offset
+    return offset
+
+
+class DeliveryError(RuntimeError):
+    """A record the cluster did not acknowledge."""
 
 
 class RecordSender:
@@ -137,30 +323,93 @@ class RecordSender:
     done, failed or not."""
 
     def __init__(self, options: SinkOptions) -> None:
-        self._producer = SyncProducer(options.bootstrap_servers, **options.producer_config)
-        self._pending: list[concurrent.futures.Future[list[Any]]] = []
+        self._options = options
+        self._producer = new_producer(
+            client_config(options.bootstrap_servers, options.producer_config)
+        )
+        self._known_topics: set[str] = set()
+        self._failure: str | None = None
         self.sent = 0
         self.partitions: dict[str, int] = {}  # "topic-partition" -> records acknowledged
 
-    def send(self, records: Sequence[ProducerRecord]) -> None:
-        self._pending.append(self._producer.send_many(records))
-        self.sent += len(records)
-        # Surface a failure early instead of queueing the rest of the task behind it.
-        if self._pending[0].done():
-            self._collect(self._pending.pop(0))
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        # librdkafka calls this inside poll() and flush(), on this thread.
+        if err is not None:
+            if self._failure is None:
+                self._failure = (
+                    f"Failed to send a record to {msg.topic()}-{msg.partition()}: "
+                    f"{kafka_error_text(err)}"
+                )
+            return
+        key = f"{msg.topic()}-{msg.partition()}"
+        self.partitions[key] = self.partitions.get(key, 0) + 1
 
-    def _collect(self, fut: concurrent.futures.Future[list[Any]]) -> None:
-        for md in fut.result():
-            key = f"{md.topic}-{md.partition}"
-            self.partitions[key] = self.partitions.get(key, 0) + 1
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise DeliveryError(self._failure)
+
+    def _await_topic(self, topic: str) -> None:
+        """Wait for the topic's metadata (creating it, if the brokers auto-create topics) up
+        to kafka.max.block.ms, as Kafka's producer blocks its first send to a topic: a topic
+        that cannot be had fails the task once, naming it, not once per record."""
+        from confluent_kafka import KafkaException
+
+        timeout_s = self._options.max_block_ms / 1000
+        deadline = time.monotonic() + timeout_s
+        last: str | None = None
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                md = self._producer.list_topics(topic, timeout=remaining)
+            except KafkaException as e:
+                last = kafka_error_text(e.args[0])
+                continue
+            t = md.topics.get(topic)
+            if t is not None and t.error is None and t.partitions:
+                self._known_topics.add(topic)
+                return
+            if t is not None and t.error is not None:
+                # (Unknown after a producer's metadata request, which asks the brokers to
+                # create it: they do not create topics, auto.create.topics.enable=false.)
+                if not transient_metadata_error(t.error):
+                    raise DeliveryError(f"Topic {topic}: {kafka_error_text(t.error)}")
+                last = kafka_error_text(t.error)
+            time.sleep(min(RETRY_BACKOFF_S, max(deadline - time.monotonic(), 0)))
+        detail = f" (last error: {last})" if last is not None else ""
+        raise DeliveryError(
+            f"Topic {topic} not present in metadata after {self._options.max_block_ms} ms.{detail}"
+        )
+
+    def send(self, records: Sequence[OutgoingRecord]) -> None:
+        producer = self._producer
+        for r in records:
+            if r.topic not in self._known_topics:
+                self._await_topic(r.topic)
+            partition = -1 if r.partition is None else r.partition  # -1: the partitioner's
+            while True:
+                try:
+                    producer.produce(
+                        r.topic,
+                        value=r.value,
+                        key=r.key,
+                        partition=partition,
+                        on_delivery=self._delivered,
+                        headers=r.headers,
+                    )
+                    break
+                except BufferError:  # librdkafka's queue is full: wait for acknowledgements
+                    producer.poll(RETRY_BACKOFF_S)
+            self.sent += 1
+        producer.poll(0)
+        # Surface a failure early instead of queueing the rest of the task behind it.
+        self._raise_failure()
 
     def finish(self) -> Mapping[str, int]:
         self._producer.flush()
-        while self._pending:
-            self._collect(self._pending.pop(0))
+        self._raise_failure()
         return self.partitions
 
     def close(self) -> None:
         # Also after a failure: what was handed to the producer is still delivered (or fails
-        # on its own) instead of being cut off mid-batch; nothing is rolled back.
-        self._producer.close()
+        # on its own, within delivery.timeout.ms) instead of being cut off mid-batch;
+        # nothing is rolled back.
+        self._producer.flush()

@@ -1,5 +1,7 @@
 """The Spark source's and sink's options, with spark-sql-kafka's names and meanings, checked
-before anything connects (pure: no Spark, no network).
+before anything connects (no Spark, no network). `kafka.*` options are the properties of
+the source's consumers and the sink's producers, librdkafka's (confluent-kafka), by Kafka's
+names; librdkafka checks them (its message for one it refuses).
 
 Spark hands a data source its options with lower-cased keys; every function here reads
 them case-insensitively. An option the source or sink does not implement is refused with a
@@ -13,10 +15,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from minikafka.client.cluster import parse_bootstrap_servers
-from minikafka.client.properties import PropertyError, consumer_config, producer_config
+from minikafka.client.librdkafka import ClientConfigError, check_config
 from minikafka.common import TopicPartition
 
 # Kafka's (and Spark's) markers in offsets JSON.
@@ -25,8 +26,12 @@ LATEST = -1
 
 DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's kafkaConsumer.pollTimeoutMs (spark.network.timeout)
 # The source reads in large chunks (one Arrow batch each) unless kafka.max.poll.records says
-# otherwise: the consumer's default of 500 would make many small batches.
+# otherwise: Kafka's consumer default of 500 would make many small batches.
 DEFAULT_READ_CHUNK_RECORDS = 10_000
+# How long the sink's first record to a topic waits for its metadata (Kafka's max.block.ms).
+DEFAULT_MAX_BLOCK_MS = 60_000
+# How long the source waits for metadata and offsets (Kafka's default.api.timeout.ms).
+DEFAULT_API_TIMEOUT_MS = 60_000
 
 _OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
 _ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[2,4]}'
@@ -66,6 +71,24 @@ _SPARK_OWNED_PRODUCER = {
     "value.serializer": "Kafka option 'value.serializer' is not supported, as values are "
     "written as bytes (a string value column is written as its UTF-8 bytes).",
 }
+# Properties of Kafka's Java clients that librdkafka does not have, with what to use instead:
+# refused with that hint, where librdkafka would only say it has no such property. (The
+# source itself honours max.poll.records and default.api.timeout.ms, the sink max.block.ms.)
+_NOT_IN_LIBRDKAFKA = {
+    "fetch.max.wait.ms": "librdkafka calls it fetch.wait.max.ms",
+    "receive.buffer.bytes": "librdkafka calls it socket.receive.buffer.bytes",
+    "send.buffer.bytes": "librdkafka calls it socket.send.buffer.bytes",
+    "max.request.size": "librdkafka's nearest is message.max.bytes",
+    "buffer.memory": "librdkafka's nearest is queue.buffering.max.kbytes (in KiB)",
+    "partitioner.class": "librdkafka's is partitioner (murmur2_random, Kafka's hash of the key, "
+    "by default here)",
+    "compression.gzip.level": "librdkafka's is compression.level",
+    "compression.lz4.level": "librdkafka's is compression.level",
+    "compression.zstd.level": "librdkafka's is compression.level",
+    "interceptor.classes": "librdkafka cannot load Java classes",
+    "metric.reporters": "librdkafka cannot load Java classes",
+}
+KAFKA_ACKS = ("all", "-1", "0", "1")
 
 
 class SparkOptionError(ValueError):
@@ -143,14 +166,17 @@ class SourceOptions:
     fail_on_data_loss: bool
     include_headers: bool
     poll_timeout_ms: int
-    consumer_config: Mapping[str, Any]
+    read_chunk_records: int  # records per Arrow batch at most (kafka.max.poll.records)
+    api_timeout_ms: int  # for metadata and offsets (kafka.default.api.timeout.ms)
+    consumer_config: Mapping[str, str]  # librdkafka properties by Kafka's names
 
 
 @dataclass(frozen=True)
 class SinkOptions:
     bootstrap_servers: str
     topic: str | None  # overrides the topic column
-    producer_config: Mapping[str, Any]
+    max_block_ms: int  # how long a topic's metadata is waited for (kafka.max.block.ms)
+    producer_config: Mapping[str, str]  # librdkafka properties by Kafka's names
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -164,10 +190,15 @@ def _bootstrap(opts: dict[str, str]) -> str:
             "Option 'kafka.bootstrap.servers' must be specified for configuring the "
             "minikafka brokers (host:port[,host:port])"
         )
-    try:
-        parse_bootstrap_servers(servers)
-    except ValueError as e:
-        raise SparkOptionError(f"kafka.bootstrap.servers: {e}") from None
+    items = [i.strip() for i in servers.split(",") if i.strip()]
+    if not items:
+        raise SparkOptionError(f"kafka.bootstrap.servers: no host:port in {servers!r}")
+    for item in items:
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SparkOptionError(
+                f"kafka.bootstrap.servers: {item!r} is not host:port (IPv6 as [::1]:9092)"
+            )
     return servers
 
 
@@ -198,6 +229,35 @@ def _kafka_props(opts: dict[str, str]) -> dict[str, str]:
     """Pop the `kafka.`-prefixed options (the client's own properties)."""
     props = {k[len("kafka.") :]: opts.pop(k) for k in list(opts) if k.startswith("kafka.")}
     return props
+
+
+def _check_client_props(
+    kind: Literal["producer", "consumer"], props: dict[str, str], spark_owned: Mapping[str, str]
+) -> None:
+    """Spark's refusals, then the Kafka names librdkafka lacks, then librdkafka's own check."""
+    for name, message in spark_owned.items():
+        if name in props:
+            raise SparkOptionError(message)
+    for name in sorted(props):
+        if name in _NOT_IN_LIBRDKAFKA:
+            raise SparkOptionError(
+                f"kafka.{name} is a property of Kafka's Java clients, which the minikafka "
+                f"source and sink do not use (they run on librdkafka): "
+                f"{_NOT_IN_LIBRDKAFKA[name]}"
+            )
+    try:
+        check_config(kind, props)
+    except ClientConfigError as e:
+        raise SparkOptionError(f"kafka.* options: librdkafka's {e}") from None
+
+
+def _non_negative_int(opts: dict[str, str], key: str, name: str) -> int | None:
+    raw = opts.pop(key, None)
+    if raw is None:
+        return None
+    if not raw.strip().isdigit():
+        raise SparkOptionError(f"{name} must be a non-negative integer, not {raw!r}")
+    return int(raw.strip())
 
 
 def _refuse_leftovers(opts: dict[str, str], what: str, supported: list[str]) -> None:
@@ -340,14 +400,14 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     poll_timeout = _positive_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs")
     props = _kafka_props(opts)
     _refuse_leftovers(opts, "source", _SOURCE_OPTIONS)
-    for name, message in _SPARK_OWNED_CONSUMER.items():
-        if name in props:
-            raise SparkOptionError(message)
-    try:
-        consumer = consumer_config(props)
-    except PropertyError as e:
-        raise SparkOptionError(f"kafka.* options: {e}") from None
-    consumer.setdefault("max_poll_records", DEFAULT_READ_CHUNK_RECORDS)
+    # Kafka's consumer settings librdkafka lacks, which the source honours itself: what one
+    # read returns at most (the source's chunk size), how long offsets may take.
+    chunk = _positive_int(props, "max.poll.records", "kafka.max.poll.records")
+    api_timeout = _positive_int(props, "default.api.timeout.ms", "kafka.default.api.timeout.ms")
+    # Kafka's default, which Spark's source reads with (librdkafka's is read_committed): the
+    # latest offsets are the high watermarks.
+    props.setdefault("isolation.level", "read_uncommitted")
+    _check_client_props("consumer", props, _SPARK_OWNED_CONSUMER)
 
     _check_specific_covers(starting, subscription, "startingOffsets")
     _check_specific_covers(ending, subscription, "endingOffsets")
@@ -388,7 +448,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         fail_on_data_loss=fail_on_data_loss,
         include_headers=include_headers,
         poll_timeout_ms=poll_timeout or DEFAULT_POLL_TIMEOUT_MS,
-        consumer_config=consumer,
+        read_chunk_records=chunk or DEFAULT_READ_CHUNK_RECORDS,
+        api_timeout_ms=api_timeout or DEFAULT_API_TIMEOUT_MS,
+        consumer_config=props,
     )
 
 
@@ -401,12 +463,24 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts.pop("checkpointlocation", None)  # Spark's own (the streaming query's checkpoint)
     props = _kafka_props(opts)
     _refuse_leftovers(opts, "sink", ["kafka.bootstrap.servers", "topic"])
-    for name, message in _SPARK_OWNED_PRODUCER.items():
-        if name in props:
-            raise SparkOptionError(message)
-    props.setdefault("acks", "all")  # Spark's Kafka sink writes with acks=all by default
-    try:
-        producer = producer_config(props)
-    except PropertyError as e:
-        raise SparkOptionError(f"kafka.* options: {e}") from None
-    return SinkOptions(bootstrap, topic.strip() if topic else None, producer)
+    # Kafka's max.block.ms: how long a send waits for the topic's metadata; the sink waits.
+    max_block_ms = _non_negative_int(props, "max.block.ms", "kafka.max.block.ms")
+    acks_name = "request.required.acks" if "request.required.acks" in props else "acks"
+    acks = props.setdefault(acks_name, "all")  # Spark's Kafka sink writes with acks=all
+    if acks.strip().lower() not in KAFKA_ACKS:
+        # librdkafka would take 2..1000, which Kafka's brokers refuse (INVALID_REQUIRED_ACKS)
+        raise SparkOptionError(f"kafka.{acks_name} must be all, -1, 0 or 1, not {acks!r}")
+    props[acks_name] = acks.strip().lower()
+    # Kafka's producer defaults where librdkafka's differ: keyed records go to the partition
+    # Kafka's Java producer (and Spark's Kafka sink) would pick, and a record is given up
+    # after 2 minutes, not 5 (delivery.timeout.ms is librdkafka's message.timeout.ms).
+    props.setdefault("partitioner", "murmur2_random")
+    if "message.timeout.ms" not in props:
+        props.setdefault("delivery.timeout.ms", "120000")
+    _check_client_props("producer", props, _SPARK_OWNED_PRODUCER)
+    return SinkOptions(
+        bootstrap,
+        topic.strip() if topic else None,
+        DEFAULT_MAX_BLOCK_MS if max_block_ms is None else max_block_ms,
+        props,
+    )

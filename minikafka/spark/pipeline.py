@@ -10,8 +10,6 @@ command line.
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import datetime as dt
 import json
 import os
@@ -24,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from minikafka.client import NewTopic, RecordMetadata, SyncAdmin, SyncProducer
-from minikafka.protocol.errors import TopicAlreadyExistsError
+from minikafka.client.librdkafka import client_config, new_admin, new_producer
+from minikafka.spark.cluster_calls import kafka_error_text
 
 if TYPE_CHECKING:
+    from confluent_kafka import KafkaError, Message
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -72,39 +71,78 @@ def expected_counts(clicks: list[Click], watermark_ms: int) -> dict[tuple[int, s
 
 def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0) -> None:
     """Create the topics (name -> partitions) that do not exist yet, with a replication
-    factor of min(3, brokers)."""
-    with SyncAdmin(bootstrap) as admin:
-        # A broker that has just started may not know its peers yet: wait until it does.
-        deadline = time.monotonic() + timeout_s
-        while not (brokers := admin.describe_cluster().brokers):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no brokers in the metadata of {bootstrap}")
-            time.sleep(0.2)
-        rf = min(3, len(brokers))
-        for name, partitions in topics.items():
-            with contextlib.suppress(TopicAlreadyExistsError):
-                admin.create_topics([NewTopic(name, partitions, rf)])
+    factor of min(3, brokers), through librdkafka's AdminClient."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.cimpl import NewTopic
+
+    admin = new_admin(client_config(bootstrap, {}))
+    # A broker that has just started may not know its peers yet: wait until it does.
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            brokers = admin.list_topics(timeout=max(deadline - time.monotonic(), 0.1)).brokers
+        except KafkaException:
+            brokers = {}
+        if brokers:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no brokers in the metadata of {bootstrap}")
+        time.sleep(0.2)
+    rf = min(3, len(brokers))
+    new = [NewTopic(name, partitions, rf) for name, partitions in topics.items()]
+    for name, future in admin.create_topics(new, operation_timeout=timeout_s).items():
+        try:
+            future.result(timeout=timeout_s)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise RuntimeError(
+                    f"creating topic {name}: {kafka_error_text(e.args[0])}"
+                ) from None
 
 
 def generate(bootstrap: str, topic: str, clicks: Iterable[Click], rate: float = 0) -> int:
     """Produce clicks (acks=all), `rate` per second (0: as fast as possible). Returns how many
     were acknowledged; raises the first failure."""
-    sent = 0
+    producer = new_producer(
+        client_config(
+            bootstrap,
+            # Kafka's partitioner: a user's clicks go where Kafka's Java producer puts them.
+            {"acks": "all", "linger.ms": 5, "partitioner": "murmur2_random"},
+        )
+    )
+    failures: list[str] = []
+    acked = 0
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        nonlocal acked
+        if err is None:
+            acked += 1
+        elif not failures:
+            failures.append(f"{msg.topic()}-{msg.partition()}: {kafka_error_text(err)}")
+
+    def check() -> None:
+        if failures:  # a live run goes on for ever: check as it goes
+            raise RuntimeError(f"a click was not acknowledged: {failures[0]}")
+
     start = time.monotonic()
-    with SyncProducer(bootstrap, acks="all", linger_ms=5) as producer:
-        pending: list[concurrent.futures.Future[RecordMetadata]] = []
-        for click in clicks:
-            pending.append(producer.send(topic, click.to_json(), key=click.user))
-            sent += 1
-            if len(pending) >= 1000:  # a live run goes on for ever: check as it goes
-                pending = [f for f in pending if not f.done() or f.result() is None]
-            if rate > 0:
-                delay = start + sent / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-        for fut in pending:
-            fut.result()
-    return sent
+    for sent, click in enumerate(clicks, 1):
+        while True:
+            try:
+                producer.produce(
+                    topic, value=click.to_json(), key=click.user, on_delivery=delivered
+                )
+                break
+            except BufferError:  # librdkafka's queue is full: wait for acknowledgements
+                producer.poll(0.1)
+        producer.poll(0)
+        check()
+        # Waiting for the next click's time, serve acknowledgements (poll returns early
+        # when it has served some).
+        while rate > 0 and (delay := start + sent / rate - time.monotonic()) > 0:
+            producer.poll(delay)
+    producer.flush()
+    check()
+    return acked
 
 
 def spark_session(

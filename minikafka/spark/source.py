@@ -75,10 +75,11 @@ class MinikafkaBatchReader(DataSourceReader):
         client = OffsetsClient(opts)
         try:
             tps = client.partitions(opts.subscription)
-            earliest = client.earliest(tps)
-            latest = client.latest(tps)
+            watermarks = client.watermarks(tps)
         finally:
             client.close()
+        earliest = {tp: low for tp, (low, _) in watermarks.items()}
+        latest = {tp: high for tp, (_, high) in watermarks.items()}
         start = offs.resolve(opts.starting, tps, earliest, latest, "startingOffsets")
         end = offs.resolve(opts.ending, tps, earliest, latest, "endingOffsets")
         for tp in tps:

@@ -91,6 +91,17 @@ def test_acks_all_waits_for_min_insync_replicas_and_each_failed_record_is_report
     wait_until(lambda: read() == [b"c"], 30, "the acks=1 record below the HW")
 
 
+def test_producing_to_a_topic_that_does_not_exist_creates_it(shared: LocalCluster) -> None:
+    # The brokers auto-create it (auto.create.topics.enable): while its leader is being
+    # elected, Metadata answers LEADER_NOT_AVAILABLE, which the command waits out.
+    topic = f"new-{uuid.uuid4().hex[:8]}"
+    result = run(shared, "produce", "--topic", topic, "--acks", "all", input=b"a\nb\n")
+    assert result.exit_code == 0, result.output
+    assert shared.zk_client().topic_exists(topic)
+    got = consume_from_beginning(shared.bootstrap_servers, topic, 1)
+    assert [m.value() for m in got] == [b"a", b"b"]
+
+
 def test_produce_rejects_lines_without_a_key_separator(shared: LocalCluster) -> None:
     topic = new_topic(shared)
     result = run(

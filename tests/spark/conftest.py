@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from minikafka.client import NewTopic, SyncAdmin
 from minikafka.cluster import LocalCluster
 from minikafka.spark import pipeline
 from tests.cluster.conftest import TEST_OVERRIDES
+from tests.spark.helpers import create_topic
 
 # Retention runs every half second, so tests can age data out of a log on purpose.
 SPARK_TEST_OVERRIDES = {**TEST_OVERRIDES, "log.retention.check.interval.ms": "500"}
@@ -51,8 +51,5 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 def new_topic(cluster: LocalCluster, prefix: str = "t", partitions: int = 3, **configs: str) -> str:
     """A fresh RF=3 topic (min.insync.replicas 2) with a unique name."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        admin.create_topics(
-            [NewTopic(name, partitions, 3, configs={"min.insync.replicas": "2", **configs})]
-        )
+    create_topic(cluster, name, partitions, 3, **{"min.insync.replicas": "2", **configs})
     return name

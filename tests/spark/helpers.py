@@ -1,13 +1,39 @@
-"""What the Spark tests share: producing known records and reading topics back."""
+"""What the Spark tests share: producing known records, reading topics back, and topic
+admin, all with librdkafka (confluent-kafka) over Kafka's protocol."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from minikafka.client import ConsumerRecord, RecordMetadata, SyncConsumer, SyncProducer
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from minikafka.client.librdkafka import position, read_to_end
 from minikafka.cluster import LocalCluster
 
 BASE_TS = 1_700_000_000_000  # a fixed record timestamp base (ms), so tests can compare
+TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Acked:
+    """Where the cluster put a record it acknowledged."""
+
+    partition: int
+    offset: int
+    timestamp: int  # ms
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int  # ms
 
 
 def produce(
@@ -18,31 +44,91 @@ def produce(
     start: int = 0,
     headers: bool = True,
     partition: int | None = None,
-) -> list[tuple[RecordMetadata, bytes, bytes]]:
+) -> list[tuple[Acked, bytes, bytes]]:
     """`n` records acks=all, key k<i>, value v<i>, header ("i", i), timestamp BASE_TS + i;
-    (metadata, key, value) of each, after all are acknowledged."""
-    sent = []
-    with SyncProducer(cluster.bootstrap_servers, acks="all", linger_ms=5) as producer:
-        futures = []
-        for i in range(start, start + n):
-            key, value = f"k{i}".encode(), f"v{i}".encode()
-            hdrs = [("i", str(i).encode())] if headers else None
-            fut = producer.send(topic, value, key, partition, hdrs, BASE_TS + i)
-            futures.append((fut, key, value))
-        for fut, key, value in futures:
-            sent.append((fut.result(timeout=60), key, value))
-    return sent
+    (where acknowledged, key, value) of each, after all are acknowledged."""
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "acks": "all",
+            "linger.ms": 5,
+            "partitioner": "murmur2_random",  # Kafka's, as the sink's
+        }
+    )
+    acked: dict[int, Acked] = {}
+    failed: list[KafkaError] = []
+
+    def delivered(i: int, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failed.append(err)
+            return
+        p, offset, (_, ts) = msg.partition(), msg.offset(), msg.timestamp()
+        assert p is not None and offset is not None
+        acked[i] = Acked(p, offset, ts)
+
+    for i in range(start, start + n):
+        producer.produce(
+            topic,
+            value=f"v{i}".encode(),
+            key=f"k{i}".encode(),
+            partition=-1 if partition is None else partition,
+            headers=[("i", str(i).encode())] if headers else None,
+            timestamp=BASE_TS + i,
+            on_delivery=lambda err, msg, i=i: delivered(i, err, msg),
+        )
+    assert producer.flush(TIMEOUT_S) == 0, "records not acknowledged in time"
+    assert not failed, failed
+    return [(acked[i], f"k{i}".encode(), f"v{i}".encode()) for i in range(start, start + n)]
 
 
-def read_topic(cluster: LocalCluster, topic: str) -> list[ConsumerRecord]:
+def read_topic(cluster: LocalCluster, topic: str) -> list[Record]:
     """Every record of `topic` up to the high watermarks as of the call."""
-    with SyncConsumer(cluster.bootstrap_servers, auto_offset_reset="earliest") as consumer:
-        tps = consumer.assign_topic(topic)
-        ends = consumer.end_offsets(tps)
-        got: list[ConsumerRecord] = []
-        while any(consumer.position(tp) < end for tp, end in ends.items()):
-            got += consumer.poll(1000)
-        return got
+    records = []
+    for m in read_to_end(cluster.bootstrap_servers, topic, TIMEOUT_S):
+        p, offset = position(m)
+        headers = tuple(m.headers() or ())
+        records.append(Record(topic, p, offset, m.key(), m.value(), headers, m.timestamp()[1]))
+    return records
+
+
+def admin(cluster: LocalCluster) -> AdminClient:
+    """A new AdminClient each time: one made before a broker was killed may wait on its dead
+    connection."""
+    return AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+
+def create_topic(
+    cluster: LocalCluster, name: str, partitions: int, rf: int = 3, **configs: str
+) -> None:
+    client = admin(cluster)  # referenced until the answer: a destroyed one fails its futures
+    futures = client.create_topics(
+        [NewTopic(name, partitions, rf, config=configs)], operation_timeout=30
+    )
+    futures[name].result(timeout=TIMEOUT_S)
+
+
+def add_partitions(cluster: LocalCluster, topic: str, total: int) -> None:
+    client = admin(cluster)
+    futures = client.create_partitions([NewPartitions(topic, total)], operation_timeout=30)
+    futures[topic].result(timeout=TIMEOUT_S)
+
+
+def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
+    """The partition's leader in the metadata (-1: none)."""
+    md = admin(cluster).list_topics(topic, timeout=10)
+    return md.topics[topic].partitions[partition].leader
+
+
+def log_start(cluster: LocalCluster, topic: str, partition: int) -> int:
+    """The partition's log start offset, from its leader."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "tests"})
+    try:
+        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), TIMEOUT_S)
+        return int(low)
+    finally:
+        consumer.close()
 
 
 def row_tuple(row: Any) -> tuple[Any, ...]:

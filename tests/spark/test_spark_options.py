@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 
+import pyarrow as pa
 import pytest
+from confluent_kafka import Message
 from hypothesis import given
 from hypothesis import strategies as st
 
 from minikafka.common import TopicPartition
 from minikafka.spark import offsets as offs
+from minikafka.spark.arrow import records_to_batch
 from minikafka.spark.options import (
     Assign,
     OffsetSpec,
@@ -59,7 +63,9 @@ def test_option_names_are_case_insensitive_and_values_parsed():
             "maxOffsetsPerTrigger": "100",
             "failOnDataLoss": "false",
             "includeHeaders": "TRUE",
-            "kafka.fetch.max.wait.ms": "50",
+            "kafka.fetch.wait.max.ms": "50",
+            "kafka.max.poll.records": "300",
+            "kafka.default.api.timeout.ms": "5000",
         },
         streaming=True,
     )
@@ -67,7 +73,16 @@ def test_option_names_are_case_insensitive_and_values_parsed():
     assert opts.starting.offsets == {tp("orders-1", 0): 5, tp("orders-1", 1): -2}
     assert opts.max_offsets_per_trigger == 100
     assert not opts.fail_on_data_loss and opts.include_headers
-    assert opts.consumer_config["fetch_max_wait_ms"] == 50
+    # kafka.* options are librdkafka's properties by their Kafka names, passed on as given;
+    # the Kafka consumer settings librdkafka lacks are the source's own.
+    assert opts.consumer_config == {
+        "fetch.wait.max.ms": "50",
+        "isolation.level": "read_uncommitted",  # Kafka's default, not librdkafka's
+    }
+    assert opts.read_chunk_records == 300 and opts.api_timeout_ms == 5000
+    defaults = source(subscribe="a", **{"kafka.isolation.level": "read_committed"})
+    assert defaults.consumer_config == {"isolation.level": "read_committed"}
+    assert defaults.read_chunk_records == 10_000 and defaults.api_timeout_ms == 60_000
 
 
 def test_bootstrap_servers_are_required():
@@ -149,7 +164,74 @@ def test_unknown_unsupported_and_spark_owned_options_are_refused():
         "'auto.offset.reset' is not supported", subscribe="a", **{"kafka.auto.offset.reset": "x"}
     )
     refused("'group.id' is not supported", subscribe="a", **{"kafka.group.id": "g"})
-    refused("unknown consumer property 'nope'", subscribe="a", **{"kafka.nope": "1"})
+    refused(
+        "kafka.max.poll.records must be a positive integer",
+        subscribe="a",
+        **{"kafka.max.poll.records": "0"},
+    )
+
+
+def test_kafka_properties_are_checked_by_librdkafka():
+    # librdkafka's own messages, for a name it does not have and for a bad value.
+    refused(
+        r'librdkafka\'s consumer config: No such configuration property: "nope"',
+        subscribe="a",
+        **{"kafka.nope": "1"},
+    )
+    refused(
+        "consumer config: .*fetch.wait.max.ms",
+        subscribe="a",
+        **{"kafka.fetch.wait.max.ms": "soon"},
+    )
+    with pytest.raises(SparkOptionError, match="producer config: No such configuration property"):
+        parse_sink_options({**BS, "kafka.nope": "1"})
+    # A consumer property is no producer property and the other way round: librdkafka would
+    # ignore it with a warning; it is refused, with that warning.
+    with pytest.raises(
+        SparkOptionError,
+        match=r"producer config: Configuration property fetch\.wait\.max\.ms is a consumer "
+        "property and will be ignored by this producer instance",
+    ):
+        parse_sink_options({**BS, "kafka.fetch.wait.max.ms": "10"})
+    # (linger.ms is librdkafka's alias of queue.buffering.max.ms)
+    refused(
+        r"queue\.buffering\.max\.ms is a producer property",
+        subscribe="a",
+        **{"kafka.linger.ms": "5"},
+    )
+
+
+def test_kafka_java_client_names_librdkafka_lacks_are_refused_with_what_to_use():
+    refused(
+        "kafka.fetch.max.wait.ms is a property of Kafka's Java clients.*librdkafka calls it "
+        "fetch.wait.max.ms",
+        subscribe="a",
+        **{"kafka.fetch.max.wait.ms": "50"},
+    )
+    refused("socket.receive.buffer.bytes", subscribe="a", **{"kafka.receive.buffer.bytes": "1"})
+    for name, hint in [
+        ("buffer.memory", "queue.buffering.max.kbytes"),
+        ("max.request.size", "message.max.bytes"),
+        ("partitioner.class", "partitioner"),
+        ("compression.zstd.level", "compression.level"),
+        ("interceptor.classes", "Java classes"),
+    ]:
+        with pytest.raises(SparkOptionError, match=f"kafka.{name} is a property.*{hint}"):
+            parse_sink_options({**BS, f"kafka.{name}": "1"})
+
+
+def test_kafka_properties_are_checked_without_connecting():
+    """The check is librdkafka's, yet no client it makes connects to the brokers named."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        bootstrap = f"127.0.0.1:{server.getsockname()[1]}"
+        parse_source_options(
+            {"kafka.bootstrap.servers": bootstrap, "subscribe": "a", "kafka.client.id": "x"},
+            streaming=False,
+        )
+        parse_sink_options({"kafka.bootstrap.servers": bootstrap, "kafka.linger.ms": "5"})
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):  # nothing in the accept queue
+            server.accept()
 
 
 def test_select_partitions():
@@ -176,14 +258,32 @@ def test_select_partitions():
 def test_sink_options():
     opts = parse_sink_options({**BS, "topic": "out", "kafka.linger.ms": "5"})
     assert opts.topic == "out"
-    assert opts.producer_config["acks"] == "all"  # Spark's sink default
-    assert opts.producer_config["linger_ms"] == 5
+    assert opts.producer_config == {
+        "linger.ms": "5",
+        "acks": "all",  # Spark's sink default
+        # Kafka's producer defaults where librdkafka's differ
+        "partitioner": "murmur2_random",
+        "delivery.timeout.ms": "120000",
+    }
+    assert opts.max_block_ms == 60_000
     assert parse_sink_options({**BS, "kafka.acks": "1"}).producer_config["acks"] == "1"
+    given = parse_sink_options(
+        {**BS, "kafka.partitioner": "consistent", "kafka.message.timeout.ms": "5000"}
+    ).producer_config
+    assert given["partitioner"] == "consistent"
+    # message.timeout.ms is librdkafka's name for delivery.timeout.ms: the user's stays
+    assert given["message.timeout.ms"] == "5000" and "delivery.timeout.ms" not in given
+    # max.block.ms, which librdkafka lacks, is the sink's own: how long it waits for a topic
+    blocked = parse_sink_options({**BS, "kafka.max.block.ms": "0"})
+    assert blocked.max_block_ms == 0 and "max.block.ms" not in blocked.producer_config
+    with pytest.raises(SparkOptionError, match=r"kafka\.max\.block\.ms must be a non-negative"):
+        parse_sink_options({**BS, "kafka.max.block.ms": "-1"})
     with pytest.raises(SparkOptionError, match=r"'value\.serializer' is not supported"):
         parse_sink_options({**BS, "kafka.value.serializer": "x"})
     with pytest.raises(SparkOptionError, match="unknown option 'subscribe' for the minikafka sink"):
         parse_sink_options({**BS, "subscribe": "x"})
-    with pytest.raises(SparkOptionError, match="acks must be"):
+    # Kafka's values only: librdkafka would take acks=2, which Kafka's brokers refuse.
+    with pytest.raises(SparkOptionError, match="acks must be all, -1, 0 or 1, not '2'"):
         parse_sink_options({**BS, "kafka.acks": "2"})
 
 
@@ -284,3 +384,34 @@ def test_plan_ranges_end_below_start_is_data_loss():
     with pytest.raises(offs.DataLossError, match="offset was changed from 8 to 5"):
         offs.plan_ranges({tp("a", 0): 8}, {tp("a", 0): 5}, {tp("a", 0): 0}, True)
     assert offs.plan_ranges({tp("a", 0): 8}, {tp("a", 0): 5}, {tp("a", 0): 0}, False) == []
+
+
+# --- records -> Arrow --------------------------------------------------------------------
+
+
+def test_records_to_batch_has_the_kafka_sources_columns_and_timestamp_types():
+    """librdkafka's timestamp types (1 CreateTime, 2 LogAppendTime, 0 none) become Kafka's
+    TimestampType ids in Spark's timestampType column (0, 1, -1); headers keep null values."""
+    records = [
+        Message(
+            topic="t",
+            partition=2,
+            offset=7 + i,
+            key=b"k" if i else None,
+            value=b"v%d" % i,
+            headers=[("h", None), ("i", b"%d" % i)] if i != 1 else None,
+            timestamp=(kind, 1_700_000_000_000 + i),
+        )
+        for i, kind in enumerate([1, 2, 0])
+    ]
+    rows = records_to_batch(records, include_headers=True).to_pylist()
+    assert [r["timestampType"] for r in rows] == [0, 1, -1]
+    assert [r["offset"] for r in rows] == [7, 8, 9]
+    assert {(r["topic"], r["partition"]) for r in rows} == {("t", 2)}
+    assert [r["key"] for r in rows] == [None, b"k", b"k"]
+    assert rows[0]["headers"] == [{"key": "h", "value": None}, {"key": "i", "value": b"0"}]
+    assert rows[1]["headers"] == []
+    assert rows[2]["timestamp"].timestamp() * 1000 == 1_700_000_000_002
+    batch = records_to_batch(records, include_headers=False)
+    assert "headers" not in batch.schema.names
+    assert batch.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")

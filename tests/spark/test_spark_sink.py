@@ -104,6 +104,16 @@ def test_bad_sink_input_is_refused_before_anything_is_written(spark, spark_clust
             {"topic": topic, "kafka.acks": "2"},
             "acks must be",
         ),
+        (
+            spark.createDataFrame([("v",)], "value string"),
+            {"topic": topic, "kafka.nope": "1"},
+            'librdkafka\'s producer config: No such configuration property: "nope"',
+        ),
+        (
+            spark.createDataFrame([("v",)], "value string"),
+            {"topic": topic, "kafka.buffer.memory": "1000000"},
+            "kafka.buffer.memory is a property of Kafka's Java clients",
+        ),
     ]
     for df, options, message in cases:
         with pytest.raises(PySparkException, match=message):
@@ -150,3 +160,13 @@ def test_a_topic_that_cannot_be_created_fails_the_write_once_naming_it(spark, sp
     df = spark.createDataFrame([(f"v{i}",) for i in range(500)], "value string").coalesce(1)
     with pytest.raises(PySparkException, match="Topic bad/topic: INVALID_TOPIC_EXCEPTION"):
         writer(df, spark_cluster, topic="bad/topic", **{"kafka.max.block.ms": "60000"}).save()
+
+
+def test_a_record_the_brokers_refuse_fails_the_write_with_their_error(spark, spark_cluster):
+    """A delivery failure (the leader refuses a record larger than the topic's
+    max.message.bytes) fails the task at its end, with the broker's error by Kafka's name."""
+    topic = new_topic(spark_cluster, "sink-big", partitions=1, **{"max.message.bytes": "200"})
+    df = spark.createDataFrame([("x" * 1000,)], "value string").coalesce(1)
+    with pytest.raises(PySparkException, match=f"{topic}-0: MESSAGE_TOO_LARGE"):
+        writer(df, spark_cluster, topic=topic).save()
+    assert read_topic(spark_cluster, topic) == []

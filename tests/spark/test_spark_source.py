@@ -4,16 +4,20 @@ offsets options, data loss, and bad input."""
 from __future__ import annotations
 
 import json
+import logging
+import time
 
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from minikafka.client import SyncConsumer
 from minikafka.cluster import LocalCluster
+from minikafka.spark import cluster_calls
+from minikafka.spark.offsets import DataLossError, OffsetRange
+from minikafka.spark.options import parse_source_options
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic
-from tests.spark.helpers import BASE_TS, produce, row_tuple
+from tests.spark.helpers import BASE_TS, log_start, produce, row_tuple
 
 
 def read(spark: SparkSession, cluster: LocalCluster, **options: str) -> DataFrame:
@@ -140,16 +144,14 @@ def aged_out_topic(cluster: LocalCluster) -> tuple[str, int]:
     )
     for start in range(0, 200, 20):  # separate requests, so batches fill several segments
         produce(cluster, topic, 20, start=start)
-    log_start = [0]
+    start = [0]
 
     def moved() -> bool:
-        with SyncConsumer(cluster.bootstrap_servers) as consumer:
-            tp = consumer.assign_topic(topic)[0]
-            log_start[0] = consumer.beginning_offsets([tp])[tp]
-        return log_start[0] > 0
+        start[0] = log_start(cluster, topic, 0)
+        return start[0] > 0
 
     wait_until(moved, timeout=30, what="retention to delete the first segments")
-    return topic, log_start[0]
+    return topic, start[0]
 
 
 def test_an_offset_below_the_log_start_fails_or_skips_per_fail_on_data_loss(spark, spark_cluster):
@@ -165,3 +167,62 @@ def test_an_offset_below_the_log_start_fails_or_skips_per_fail_on_data_loss(spar
     offsets = sorted(r.offset for r in df.select("offset").collect())
     # skipped to the log start (retention may have moved it further since)
     assert offsets[0] >= log_start and offsets == list(range(offsets[0], 200))
+
+
+def source_options(cluster: LocalCluster, topic: str, **options: str):
+    return parse_source_options(
+        {"kafka.bootstrap.servers": cluster.bootstrap_servers, "subscribe": topic, **options},
+        streaming=False,
+    )
+
+
+def test_a_read_below_the_log_start_is_data_loss_reported_by_the_consumer(
+    spark_cluster, caplog, monkeypatch
+):
+    """A range planned before retention deleted its start: the read itself finds out
+    (librdkafka's offset-out-of-range event; it never resets on its own) and fails, or with
+    failOnDataLoss=false warns and reads on from the log start."""
+    topic, start = aged_out_topic(spark_cluster)
+    planned = OffsetRange(topic, 0, 0, 200)  # as if planned before retention ran
+    failing = source_options(spark_cluster, topic, **{"kafkaConsumer.pollTimeoutMs": "20000"})
+    # Consumers are pooled per Python worker by cluster and properties.
+    key = (spark_cluster.bootstrap_servers, tuple(sorted(failing.consumer_config.items())))
+    pool = cluster_calls._idle_consumers.setdefault(key, [])
+    assert pool == []
+    with pytest.raises(DataLossError, match=f"Cannot fetch offset 0 of {topic}-0: the log now"):
+        list(cluster_calls.read_range(failing, planned))
+    assert pool == []  # the consumer of a failed read is closed, not kept
+    skipping = source_options(
+        spark_cluster, topic, failOnDataLoss="false", **{"kafka.max.poll.records": "7"}
+    )
+    with caplog.at_level(logging.WARNING):
+        chunks = list(cluster_calls.read_range(skipping, planned))
+    assert f"Cannot fetch offset 0 of {topic}-0" in caplog.text
+    offsets = [m.offset() for chunk in chunks for m in chunk]
+    assert offsets[0] >= start and offsets == list(range(offsets[0], 200))
+    assert max(len(chunk) for chunk in chunks) <= 7  # kafka.max.poll.records
+    ((kept, _),) = pool  # kept for the worker's next read
+    again = list(cluster_calls.read_range(skipping, OffsetRange(topic, 0, 195, 200)))
+    assert [m.offset() for chunk in again for m in chunk] == list(range(195, 200))
+    assert [c for c, _ in pool] == [kept]  # the same consumer read it, and is back
+    # One idle for longer than IDLE_TIMEOUT_S is closed at the pool's next use.
+    monkeypatch.setattr(cluster_calls, "IDLE_TIMEOUT_S", 0.0)
+    list(cluster_calls.read_range(skipping, OffsetRange(topic, 0, 199, 200)))
+    ((fresh, _),) = pool
+    assert fresh is not kept
+    pool.pop()[0].close()
+
+
+def test_a_read_that_makes_no_progress_fails_after_poll_timeout(spark_cluster):
+    topic = new_topic(spark_cluster, "stuck", partitions=1)
+    produce(spark_cluster, topic, 10)
+    options = source_options(spark_cluster, topic, **{"kafkaConsumer.pollTimeoutMs": "1500"})
+    began = time.monotonic()
+    with pytest.raises(
+        cluster_calls.ReadTimeoutError,
+        match=rf"Cannot fetch records in \[10, 20\) of {topic}-0 within "
+        r"kafkaConsumer\.pollTimeoutMs=1500",
+    ):
+        # offsets 0..9 exist; 10..19 never come
+        list(cluster_calls.read_range(options, OffsetRange(topic, 0, 0, 20)))
+    assert 1.5 <= time.monotonic() - began < 10

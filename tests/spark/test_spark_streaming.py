@@ -9,14 +9,13 @@ import threading
 import uuid
 from collections import Counter
 
+from confluent_kafka import KafkaError, Message, Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from minikafka.client import NewPartitions, NewTopic, SyncAdmin, SyncProducer
-from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic, start_cluster
-from tests.spark.helpers import produce
+from tests.spark.helpers import add_partitions, create_topic, leader_of, produce
 
 
 def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
@@ -123,8 +122,7 @@ def test_restart_from_the_checkpoint_reads_exactly_the_new_records(spark, spark_
 def test_a_topic_created_mid_stream_is_read_from_its_earliest_offset(spark, spark_cluster):
     prefix = f"mid-{uuid.uuid4().hex[:6]}"
     first = f"{prefix}-a"
-    with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(first, 1, 3)])
+    create_topic(spark_cluster, first, 1)
     df = stream(spark, spark_cluster.bootstrap_servers, subscribePattern=f"{prefix}-.*")
     query, table = to_memory(df, {"processingTime": "2 seconds"})
     try:
@@ -133,8 +131,7 @@ def test_a_topic_created_mid_stream_is_read_from_its_earliest_offset(spark, spar
         # Created and written between two triggers: the records exist before the query
         # sees the topic, so only "new partitions start at earliest" reads them.
         second = f"{prefix}-b"
-        with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
-            admin.create_topics([NewTopic(second, 2, 3)])
+        create_topic(spark_cluster, second, 2)
         produce(spark_cluster, second, 8)
 
         def seen() -> Counter[tuple[str, int, int]]:
@@ -148,12 +145,6 @@ def test_a_topic_created_mid_stream_is_read_from_its_earliest_offset(spark, spar
         assert set(got.values()) == {1}
     finally:
         query.stop()
-
-
-def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        (desc,) = admin.describe_topics([topic])
-    return desc.partitions[partition].leader
 
 
 def test_a_leader_killed_mid_query_loses_and_repeats_nothing(spark, tmp_path):
@@ -176,32 +167,33 @@ def test_a_leader_killed_mid_query_loses_and_repeats_nothing(spark, tmp_path):
             .start()
         )
         acked: list[str] = []
-        failed: list[BaseException] = []
+        failed: list[KafkaError] = []  # an unacknowledged record is allowed
         stop = threading.Event()
 
         def producer_loop() -> None:
-            with SyncProducer(cluster.bootstrap_servers, acks="all", linger_ms=2) as producer:
-                i = 0
-                pending = []
-                while not stop.is_set():
-                    value = f"r{i}"
-                    pending.append((producer.send(topic, value.encode()), value))
-                    i += 1
-                    if len(pending) >= 20:
-                        for fut, v in pending:
-                            try:
-                                fut.result(timeout=120)
-                                acked.append(v)
-                            except Exception as e:  # an unacknowledged record is allowed
-                                failed.append(e)
-                        pending = []
-                producer.flush()
-                for fut, v in pending:
-                    try:
-                        fut.result(timeout=120)
-                        acked.append(v)
-                    except Exception as e:
-                        failed.append(e)
+            producer = Producer(
+                {
+                    "bootstrap.servers": cluster.bootstrap_servers,
+                    "acks": "all",
+                    "enable.idempotence": False,
+                    "linger.ms": 2,
+                    "delivery.timeout.ms": 120_000,
+                }
+            )
+
+            def delivered(err: KafkaError | None, msg: Message) -> None:
+                if err is None:
+                    acked.append((msg.value() or b"").decode())
+                else:
+                    failed.append(err)
+
+            i = 0
+            while not stop.is_set():
+                producer.produce(topic, f"r{i}".encode(), on_delivery=delivered)
+                i += 1
+                if i % 20 == 0:  # 20 at a time, each batch acknowledged (or failed) in turn
+                    producer.flush(180)
+            producer.flush(180)
 
         thread = threading.Thread(target=producer_loop, daemon=True)
         thread.start()
@@ -247,8 +239,7 @@ def test_a_partition_added_mid_stream_is_read_from_its_earliest_offset(spark, sp
     query, table = to_memory(df, {"processingTime": "2 seconds"})
     try:
         query.processAllAvailable()
-        with SyncAdmin(spark_cluster.bootstrap_servers) as admin:
-            admin.create_partitions({topic: NewPartitions(4)})
+        add_partitions(spark_cluster, topic, 4)
         # Written to the new partitions before the query can have seen them: only "a new
         # partition starts at earliest" reads these.
         produce(spark_cluster, topic, 6, start=100, partition=2)
