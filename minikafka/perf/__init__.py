@@ -5,7 +5,6 @@ and `EndToEndLatency`, as async functions that return result dataclasses. The re
 Latency percentiles need the `hdrhistogram` package (`pip install 'minikafka[perf]'`).
 """
 
-from minikafka.client.properties import PropertyError, consumer_config, producer_config
 from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -52,14 +51,11 @@ __all__ = [
     "ProducerPerfResult",
     "ProducerStats",
     "ProducerWindow",
-    "PropertyError",
     "SendCompletions",
     "ThroughputThrottler",
     "TopicShape",
-    "consumer_config",
     "make_payload",
     "measure_offered_load",
-    "producer_config",
     "require_hdrhistogram",
     "run_consumer_perf",
     "run_end_to_end_latency",

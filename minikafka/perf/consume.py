@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.perf.produce import require_librdkafka
-from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
+from minikafka.perf.shape import TopicShape, topic_shape
 
 MB = 1024.0 * 1024.0
 POLL_MS = 100  # Kafka's consumer perf polls with 100 ms
@@ -190,7 +190,7 @@ def _consume(
                 for p in sorted(md.topics[topic].partitions)
             ]
         )
-        shape = rdkafka_topic_shape(md, topic)
+        shape = topic_shape(md, topic)
         if on_ready is not None:
             on_ready(shape)
         start_wall_ms = time.time() * 1000.0

@@ -25,7 +25,7 @@ from typing import Any
 
 from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
 from minikafka.perf.produce import require_librdkafka
-from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
+from minikafka.perf.shape import TopicShape, topic_shape
 
 POLL_TIMEOUT_MS = 60000
 PROGRESS_EVERY = 1000
@@ -164,7 +164,7 @@ def _measure(
             for p in partitions
         }
         consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
-        shape = rdkafka_topic_shape(md, topic)
+        shape = topic_shape(md, topic)
         if on_ready is not None:
             on_ready(shape)
         for i in range(num_records):

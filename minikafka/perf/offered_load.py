@@ -31,7 +31,7 @@ from typing import Any
 
 from minikafka.perf.histogram import LatencyHistogram, require_hdrhistogram
 from minikafka.perf.produce import make_payload, require_librdkafka
-from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
+from minikafka.perf.shape import TopicShape, topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
 
 MB = 1024.0 * 1024.0
@@ -322,4 +322,4 @@ def _connect(
         for p in sorted(md.topics[topic].partitions)
     }
     consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
-    return producer, consumer, rdkafka_topic_shape(md, topic)
+    return producer, consumer, topic_shape(md, topic)

@@ -25,7 +25,7 @@ from minikafka.perf.histogram import (
     MissingDependencyError,
     require_hdrhistogram,
 )
-from minikafka.perf.shape import TopicShape, rdkafka_topic_shape
+from minikafka.perf.shape import TopicShape, topic_shape
 from minikafka.perf.throttle import ThroughputThrottler
 
 if TYPE_CHECKING:  # confluent-kafka is imported only when used (client/librdkafka.py)
@@ -299,7 +299,7 @@ def _produce(
 
     producer = new_producer(config)
     # The topic must exist (Kafka's tool waits max.block.ms for its metadata).
-    shape = rdkafka_topic_shape(topic_metadata(producer, topic, MAX_BLOCK_S), topic)
+    shape = topic_shape(topic_metadata(producer, topic, MAX_BLOCK_S), topic)
     if on_ready is not None:
         on_ready(shape)
     stats = ProducerStats(clock(), reporting_interval_s)

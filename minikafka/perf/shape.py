@@ -1,18 +1,15 @@
-"""The shape of the cluster a measurement ran against, as the client's metadata shows it
-(design §13: always state it), from minikafka's client's metadata or librdkafka's. The
+"""The shape of the cluster a measurement ran against, as librdkafka's metadata shows it
+(design §13: always state it). The
 smallest ISR is shown (min.insync.replicas is a topic config, which metadata does not
 carry)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Sized
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from minikafka.client.metadata import ClusterMetadata
-
-if TYPE_CHECKING:  # confluent-kafka is in the perf extra, imported only when used
-    from confluent_kafka.admin._metadata import ClusterMetadata as RdkafkaClusterMetadata
+if TYPE_CHECKING:  # confluent-kafka is imported only where used (client/librdkafka.py)
+    from confluent_kafka.admin._metadata import ClusterMetadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,25 +29,14 @@ class TopicShape:
         )
 
 
-def _shape(topic: str, brokers: int, partitions: Sequence[tuple[Sized, Sized]]) -> TopicShape:
-    """From each partition's (replicas, ISR)."""
+def topic_shape(metadata: ClusterMetadata, topic: str) -> TopicShape:
+    """From librdkafka's (confluent-kafka's) metadata: each partition's replicas and ISR."""
+    t = metadata.topics.get(topic)
+    parts = list(t.partitions.values()) if t is not None else []
     return TopicShape(
         topic=topic,
-        brokers=brokers,
-        partitions=len(partitions),
-        replication_factor=max((len(replicas) for replicas, _ in partitions), default=0),
-        min_isr=min((len(isr) for _, isr in partitions), default=0),
+        brokers=len(metadata.brokers),
+        partitions=len(parts),
+        replication_factor=max((len(p.replicas) for p in parts), default=0),
+        min_isr=min((len(p.isrs) for p in parts), default=0),
     )
-
-
-def topic_shape(metadata: ClusterMetadata, topic: str) -> TopicShape:
-    t = metadata.topics.get(topic)
-    parts = list(t.partitions.values()) if t is not None else []
-    return _shape(topic, len(metadata.brokers), [(p.replicas, p.isr) for p in parts])
-
-
-def rdkafka_topic_shape(metadata: RdkafkaClusterMetadata, topic: str) -> TopicShape:
-    """`topic_shape` from librdkafka's (confluent-kafka's) metadata."""
-    t = metadata.topics.get(topic)
-    parts = list(t.partitions.values()) if t is not None else []
-    return _shape(topic, len(metadata.brokers), [(p.replicas, p.isrs) for p in parts])

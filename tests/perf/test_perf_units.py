@@ -14,7 +14,12 @@ from click.testing import CliRunner, Result
 from minikafka.cli.main import cli
 from minikafka.client.librdkafka import client_config
 from minikafka.client.producer import Producer
-from minikafka.client.properties import parse_properties
+from minikafka.client.properties import (
+    PropertyError,
+    consumer_config,
+    parse_properties,
+    producer_config,
+)
 from minikafka.perf import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -24,11 +29,8 @@ from minikafka.perf import (
     EndToEndResult,
     LatencyHistogram,
     ProducerStats,
-    PropertyError,
     ThroughputThrottler,
-    consumer_config,
     make_payload,
-    producer_config,
 )
 from minikafka.perf.end_to_end import check_received
 from tests.perf.patterns import (
