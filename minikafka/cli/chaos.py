@@ -22,7 +22,7 @@ from minikafka.chaos.nemesis import NEMESIS_OPS
 from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
 from minikafka.cli.client_options import require_client
 from minikafka.cli.cluster import _open, data_dir_option
-from minikafka.client.cluster import parse_bootstrap_servers
+from minikafka.client.bootstrap import parse_bootstrap_servers
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
 

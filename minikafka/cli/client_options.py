@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from minikafka.client.cluster import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
+from minikafka.client.bootstrap import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
 from minikafka.client.librdkafka import MissingClientError, require_librdkafka
 from minikafka.cluster.local import STATE_FILE, LocalCluster, default_data_dir
 

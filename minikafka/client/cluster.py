@@ -15,6 +15,9 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
+from minikafka.client.bootstrap import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+from minikafka.client.bootstrap import Address as Address
+from minikafka.client.bootstrap import parse_bootstrap_servers as parse_bootstrap_servers
 from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.client.errors import IllegalStateError, KafkaTimeoutError
 from minikafka.client.metadata import ClusterMetadata, TopicMetadata
@@ -28,8 +31,6 @@ from minikafka.protocol.errors import (
 from minikafka.protocol.messages import MetadataRequest, MetadataResponse
 
 log = logging.getLogger(__name__)
-
-DEFAULT_BOOTSTRAP = "localhost:9092"
 
 # Errors after which the client's idea of who leads what is probably wrong (Kafka's
 # InvalidMetadataException family, plus timeouts: the broker may be gone).
@@ -49,8 +50,6 @@ INVALID_METADATA_CODES = frozenset(
     }
 )
 
-Address = tuple[str, int]
-
 
 def now_ms() -> float:
     """Monotonic milliseconds: for deadlines and backoffs, never for record timestamps."""
@@ -63,23 +62,6 @@ def wall_clock_ms() -> int:
 
 def is_invalid_metadata(error: BaseException) -> bool:
     return isinstance(error, KafkaError) and error.code in INVALID_METADATA_CODES
-
-
-def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[Address]:
-    """`host:port[,host:port]` (or a list of `host:port`) -> addresses; IPv6 as `[::1]:9092`."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
-    out: list[Address] = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"bootstrap server {item!r} is not host:port")
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ValueError("no bootstrap servers given")
-    return out
 
 
 _METADATA_ERRORS = {

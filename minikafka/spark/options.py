@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from minikafka.client.bootstrap import parse_bootstrap_servers
 from minikafka.client.librdkafka import ClientConfigError, check_config
 from minikafka.common import TopicPartition
 
@@ -190,15 +191,10 @@ def _bootstrap(opts: dict[str, str]) -> str:
             "Option 'kafka.bootstrap.servers' must be specified for configuring the "
             "minikafka brokers (host:port[,host:port])"
         )
-    items = [i.strip() for i in servers.split(",") if i.strip()]
-    if not items:
-        raise SparkOptionError(f"kafka.bootstrap.servers: no host:port in {servers!r}")
-    for item in items:
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise SparkOptionError(
-                f"kafka.bootstrap.servers: {item!r} is not host:port (IPv6 as [::1]:9092)"
-            )
+    try:
+        parse_bootstrap_servers(servers)
+    except ValueError as e:
+        raise SparkOptionError(f"kafka.bootstrap.servers: {e}") from None
     return servers
 
 
