@@ -196,16 +196,25 @@ class _Admin:
                 self._refresh()
                 refresh_at = time.monotonic() + REFRESH_S
 
-    def controller_call(self, submit: Callable[[float], Future[T]]) -> T:
-        """The result of a request to the controller (CreateTopics, CreatePartitions,
-        DeleteTopics): `submit(request_timeout_s)` sends it, again after NOT_CONTROLLER (the
-        controller moved) until the API timeout, as Kafka's admin client does."""
+    def controller_call(
+        self, request: Callable[..., dict[Any, Future[None]]], item: object
+    ) -> None:
+        """One item's request to the controller (`request` is the AdminClient's
+        create_topics, create_partitions or delete_topics), sent again after NOT_CONTROLLER
+        (the controller moved) until the API timeout, as Kafka's admin client does."""
         from confluent_kafka import KafkaError, KafkaException
 
         deadline = time.monotonic() + API_TIMEOUT_S
         while True:
+            timeout_s = max(1.0, deadline - time.monotonic())
+            (future,) = request(
+                [item],
+                operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
+                request_timeout=timeout_s,
+            ).values()
             try:
-                return self.wait(submit(max(1.0, deadline - time.monotonic())), deadline)
+                self.wait(future, deadline)
+                return
             except KafkaException as e:
                 if _code(e) != KafkaError.NOT_CONTROLLER or time.monotonic() >= deadline:
                     raise
@@ -321,16 +330,8 @@ def _create(
             config=configs,
         )
 
-    def submit(timeout_s: float) -> Future[None]:
-        (future,) = admin.client.create_topics(
-            [new],
-            operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
-            request_timeout=timeout_s,
-        ).values()
-        return future
-
     try:
-        admin.controller_call(submit)
+        admin.controller_call(admin.client.create_topics, new)
     except KafkaException as e:
         if if_not_exists and _code(e) == KafkaError.TOPIC_ALREADY_EXISTS:
             return
@@ -370,16 +371,8 @@ def _alter(
         else NewPartitions(topic, partitions, new_assignments)
     )
 
-    def submit(timeout_s: float) -> Future[None]:
-        (future,) = admin.client.create_partitions(
-            [new],
-            operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
-            request_timeout=timeout_s,
-        ).values()
-        return future
-
     try:
-        admin.controller_call(submit)
+        admin.controller_call(admin.client.create_partitions, new)
     except KafkaException as e:
         if if_exists and _code(e) == KafkaError.UNKNOWN_TOPIC_OR_PART:
             return  # deleted since the lookup
@@ -392,16 +385,8 @@ def _delete(admin: _Admin, topic: str, if_exists: bool) -> None:
     if _existing(admin, topic, if_exists) is None:
         return
 
-    def submit(timeout_s: float) -> Future[None]:
-        (future,) = admin.client.delete_topics(
-            [topic],
-            operation_timeout=min(OPERATION_TIMEOUT_S, timeout_s),
-            request_timeout=timeout_s,
-        ).values()
-        return future
-
     try:
-        admin.controller_call(submit)
+        admin.controller_call(admin.client.delete_topics, topic)
     except KafkaException as e:
         if _code(e) != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise
