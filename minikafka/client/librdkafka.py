@@ -71,15 +71,51 @@ def new_consumer(config: Mapping[str, Any]) -> Consumer:
 
 
 def topic_metadata(client: Producer | Consumer, topic: str, timeout_s: float) -> ClusterMetadata:
-    """The cluster's metadata for `topic`; KafkaException if the topic does not exist."""
+    """The cluster's metadata once `topic` has partitions, asked again while its error is a
+    transient one (a topic just created has no leader for a moment), `timeout_s` at most.
+    KafkaException with the topic's error: at once for one that stays (the topic does not
+    exist), after `timeout_s` with the last one seen."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return _await_topic(client, topic, timeout_s)
+    except _TopicWaitFailed as e:
+        raise KafkaException(e.error) from None
+
+
+class _TopicWaitFailed(Exception):
+    def __init__(self, error: KafkaError, timed_out: bool, last: str | None) -> None:
+        super().__init__(error.str())
+        self.error, self.timed_out, self.last = error, timed_out, last
+
+
+def _await_topic(client: Producer | Consumer, topic: str, timeout_s: float) -> ClusterMetadata:
+    """The one wait behind topic_metadata and wait_for_topic: asking every 100 ms (Kafka's
+    retry.backoff.ms) while the topic is missing from the answer, its error is transient or
+    no broker answers; _TopicWaitFailed on a lasting error or after `timeout_s`."""
     from confluent_kafka import KafkaError, KafkaException
 
-    md: ClusterMetadata = client.list_topics(topic, timeout=timeout_s)
-    t = md.topics.get(topic)
-    if t is None or t.error is not None:
-        error = t.error if t is not None else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
-        raise KafkaException(error)
-    return md
+    deadline = time.monotonic() + timeout_s
+    last: KafkaError | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            error = last if last is not None else KafkaError(KafkaError._TIMED_OUT)
+            raise _TopicWaitFailed(error, True, last.str() if last is not None else None)
+        try:
+            md: ClusterMetadata = client.list_topics(topic, timeout=remaining)
+        except KafkaException as e:
+            last = e.args[0]
+            continue
+        t = md.topics.get(topic)
+        if t is not None and t.error is None and t.partitions:
+            return md
+        if t is not None and t.error is not None:
+            lasting = t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART  # not auto-created
+            if lasting or not transient_metadata_error(t.error):
+                raise _TopicWaitFailed(t.error, False, None)
+            last = t.error
+        time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
 
 
 # Kafka's error codes (confluent_kafka.KafkaError's numbers) that pass with time in a topic's
@@ -106,37 +142,24 @@ def wait_for_topic(
     retry.backoff.ms) while it is being created or no broker answers, for `timeout_s` at
     most (Kafka's max.block.ms). A topic the brokers say does not exist fails at once: they
     answer that only when they will not create it."""
-    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka import KafkaError
 
-    deadline = time.monotonic() + timeout_s
-    last: str | None = None
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            detail = f" (last error: {last})" if last is not None else ""
+    try:
+        return _await_topic(client, topic, timeout_s).topics[topic]
+    except _TopicWaitFailed as e:
+        if e.timed_out:
+            detail = f" (last error: {e.last})" if e.last is not None else ""
             raise TopicUnavailableError(
                 f"Topic {topic} not present in metadata after {round(timeout_s * 1000)} ms.{detail}"
+            ) from None
+        if e.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            why = (
+                "the brokers' auto.create.topics.enable is false"
+                if auto_create
+                else "this client does not auto-create topics"
             )
-        try:
-            md: ClusterMetadata = client.list_topics(topic, timeout=remaining)
-        except KafkaException as e:
-            last = e.args[0].str()
-            continue
-        t = md.topics.get(topic)
-        if t is not None and t.error is None and t.partitions:
-            return t
-        if t is not None and t.error is not None:
-            if t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                why = (
-                    "the brokers' auto.create.topics.enable is false"
-                    if auto_create
-                    else "this client does not auto-create topics"
-                )
-                raise TopicUnavailableError(f"Topic {topic} does not exist ({why}).")
-            if not transient_metadata_error(t.error):
-                raise TopicUnavailableError(f"Topic {topic}: {t.error.name()}: {t.error.str()}")
-            last = t.error.str()
-        time.sleep(min(0.1, max(deadline - time.monotonic(), 0)))
+            raise TopicUnavailableError(f"Topic {topic} does not exist ({why}).") from None
+        raise TopicUnavailableError(f"Topic {topic}: {e.error.name()}: {e.error.str()}") from None
 
 
 def consume_ready(consumer: Consumer, max_records: int, timeout_s: float) -> list[Message]:
