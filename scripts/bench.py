@@ -78,10 +78,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import uvloop
+from confluent_kafka import KafkaError, Message
+from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client import Admin, NewTopic, Producer
+from minikafka.client.librdkafka import (
+    client_config,
+    new_admin,
+    new_producer,
+    topic_metadata,
+)
 from minikafka.cluster import LocalCluster
 from minikafka.perf import (
     ConsumerPerfResult,
@@ -408,34 +415,45 @@ def topic_name(workload: str) -> str:
     return workload.replace("_", "-")
 
 
+def create_topics(bootstrap: str, names: Sequence[str], partitions: int) -> None:
+    """The workloads' topics (RF=3, min.insync.replicas=2), with librdkafka's AdminClient;
+    returns once the controller has answered for each (it waits up to 60 s for a leader of
+    every partition)."""
+    admin = new_admin(client_config(bootstrap, {}))
+    configs = {"min.insync.replicas": str(MIN_INSYNC)}
+    new = [NewTopic(name, partitions, REPLICATION, config=configs) for name in names]
+    for future in admin.create_topics(new, operation_timeout=60, request_timeout=90).values():
+        future.result(timeout=120)
+
+
+def warm_up(bootstrap: str, sizes: dict[str, int]) -> None:
+    """WARMUP_PER_PARTITION acknowledged (acks=all) records of `sizes[topic]` bytes in every
+    partition of each topic, so that leaders and follower fetchers are up before any clock
+    runs (librdkafka, as the workloads' clients)."""
+    producer = new_producer(client_config(bootstrap, {"acks": "all"}))
+    failures: list[str] = []
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failures.append(f"{msg.topic()}-{msg.partition()}: {err.name()}: {err.str()}")
+
+    for topic, size in sizes.items():
+        for p in sorted(topic_metadata(producer, topic, 60).topics[topic].partitions):
+            for _ in range(WARMUP_PER_PARTITION):
+                producer.produce(topic, make_payload(size), partition=p, on_delivery=delivered)
+    undelivered = producer.flush(60)
+    if failures or undelivered:
+        raise RuntimeError(f"warm-up: {undelivered} undelivered, failures {failures[:3]}")
+
+
 async def minikafka_workloads(
     cluster: LocalCluster, s: Settings, say: Callable[[str], None]
 ) -> dict[str, Any]:
     bootstrap = cluster.bootstrap_servers
     cpu = CpuProbe([p for b in cluster.broker_ids if (p := cluster.pid(b)) is not None])
     topics = [*PRODUCE_SPECS, "e2e_10mb"]
-    async with Admin(bootstrap) as admin:
-        await admin.create_topics(
-            [
-                NewTopic(
-                    topic_name(w),
-                    s.partitions,
-                    REPLICATION,
-                    {"min.insync.replicas": str(MIN_INSYNC)},
-                )
-                for w in topics
-            ],
-            timeout_ms=60_000,
-        )
-    # Warm-up: one acknowledged (acks=all) record per partition of every topic, so that
-    # leaders, follower fetchers and the client's connections are up before any clock runs.
-    async with Producer(bootstrap, acks="all") as producer:
-        futures = [
-            await producer.send(topic_name(w), make_payload(record_size(w)), partition=p)
-            for w in topics
-            for p in await producer.partitions_for(topic_name(w))
-        ]
-        await asyncio.gather(*futures)
+    await asyncio.to_thread(create_topics, bootstrap, [topic_name(w) for w in topics], s.partitions)
+    await asyncio.to_thread(warm_up, bootstrap, {topic_name(w): record_size(w) for w in topics})
     out: dict[str, Any] = {}
     for w, (size, acks, _) in PRODUCE_SPECS.items():
         config = {"acks": acks, "batch.size": BATCH_SIZE, "linger.ms": LINGER_MS}

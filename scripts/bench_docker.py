@@ -28,10 +28,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client import NewTopic, SyncAdmin
+from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster.compose import REPOSITORY, ComposeCluster, docker_problem, wait_for
 
 
@@ -77,23 +78,26 @@ def failover_seconds(session_timeout_ms: int, runs: int) -> list[float]:
     times: list[float] = []
     try:
         cluster.up()
-        with SyncAdmin(cluster.bootstrap_servers) as admin:
-            admin.create_topics([NewTopic(topic, 1, 3)], timeout_ms=60_000)
+        admin = new_admin(client_config(cluster.bootstrap_servers, {}))
+        new = [NewTopic(topic, 1, 3)]
+        futures = admin.create_topics(new, operation_timeout=60, request_timeout=90)
+        futures[topic].result(timeout=120)  # the controller has answered: a leader is elected
+        del admin
 
         def state() -> Any:
             return cluster.partition_state(topic, 0)
 
         for _ in range(runs):
             wait_for("three in-sync replicas", lambda: (s := state()) and len(s.isr) == 3, 120)
-            victim = state().leader
+            victim: int = state().leader
+
+            def new_leader(victim: int = victim) -> bool:
+                s = state()
+                return s is not None and s.leader not in (victim, -1)
+
             cluster.fault("kill", victim)
             killed = time.monotonic()
-            wait_for(
-                "a new leader",
-                lambda victim=victim: (s := state()) is not None and s.leader not in (victim, -1),
-                session_timeout_ms / 1000 + 60,
-                interval=0.05,
-            )
+            wait_for("a new leader", new_leader, session_timeout_ms / 1000 + 60, interval=0.05)
             times.append(time.monotonic() - killed)
             cluster.compose("start", f"broker{victim}")
     finally:
@@ -118,8 +122,8 @@ def main() -> None:
         figures["base_image_s"] = base_image_seconds()
     figures.update(up_seconds(args.cold))
     failover: dict[str, list[float]] = {}
-    for ms in (int(x) for x in args.session_timeouts_ms.split(",")):
-        failover[str(ms)] = failover_seconds(ms, args.runs)
+    for timeout_ms in (int(x) for x in args.session_timeouts_ms.split(",")):
+        failover[str(timeout_ms)] = failover_seconds(timeout_ms, args.runs)
     figures["failover_s"] = failover
 
     table = Table(title="minikafka docker-compose figures")

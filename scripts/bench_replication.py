@@ -6,8 +6,9 @@ replica.lag.time.max.ms=3000 and Kafka's ISR change propagation timings (checked
 2500 ms, sent once no change happened for 5000 ms, at the latest 60000 ms after the last).
 Per run:
 
-1. ISR shrink: SIGSTOP a follower (not the controller), produce one record so that it falls
-   behind, and poll the state znode (every 10 ms) until its ISR no longer holds it.
+1. ISR shrink: SIGSTOP a follower (not the controller), produce one record (acks=1, a
+   librdkafka producer bootstrapped from the leader) so that it falls behind, and poll the
+   state znode (every 10 ms) until its ISR no longer holds it.
 2. Shrink propagation: from that znode write (its mtime; ZooKeeper runs on this machine)
    until every live broker's Metadata response shows the new ISR.
 3. ISR expand: SIGCONT (after a random 0-2.5 s more, so that the expansion does not always
@@ -15,8 +16,10 @@ Per run:
    it again; then the same propagation time.
 4. Produce throughput, acks=all vs acks=1, one after the other (order alternating between
    runs) on topic `tput` (3 partitions, one led by each broker, RF=3, min.insync.replicas=2),
-   200,000 records of 1 KiB per mode (about 10 s each on 2 cores), batch.size 64 KiB,
-   linger.ms 5, the async Producer; timed from the first send to the last acknowledgement.
+   200,000 records of 1 KiB per mode, batch.size 64 KiB, linger.ms 5, with a librdkafka
+   producer (confluent-kafka; it replaced minikafka's own asyncio Producer, so figures of
+   earlier runs, about 10 s per mode on 2 cores, are not comparable); timed from the first
+   produce() to the end of flush(), when every record is acknowledged.
 
 The paused broker stays stopped until step 2 is done (up to ~15 s), so the brokers run with
 zookeeper.session.timeout.ms=18000 (Kafka's default) rather than bench_cluster.py's 6000: an
@@ -44,12 +47,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.cimpl import NewTopic
 from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client import Admin, NewTopic, Producer
 from minikafka.client.connection import BrokerConnection
+from minikafka.client.librdkafka import client_config, new_admin, new_producer, topic_metadata
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.messages import MetadataRequest, MetadataResponse
 
@@ -132,9 +137,42 @@ class Probe:
         self.zk.close()
 
 
+# librdkafka logs every connection to the paused broker that times out: not a failure here.
+QUIET = {"log_level": 2, "log.connection.close": False}
+
+
 async def create(cluster: LocalCluster, topic: NewTopic) -> None:
-    async with Admin(cluster.bootstrap_servers) as admin:
-        await admin.create_topics([topic], timeout_ms=60_000)
+    """Create a topic with librdkafka's AdminClient; returns once the controller answered
+    (it waits up to 60 s for a leader of every partition)."""
+    admin = new_admin(client_config(cluster.bootstrap_servers, QUIET))
+    (future,) = admin.create_topics([topic], operation_timeout=60, request_timeout=90).values()
+    await asyncio.wrap_future(future)
+
+
+class DeliveryFailures:
+    """A delivery callback keeping each failed record's error (librdkafka reports a record's
+    fate to the callback, in poll() or flush())."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def __call__(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self.errors.append(f"{msg.topic()}-{msg.partition()}: {err.name()}: {err.str()}")
+
+    def check(self, undelivered: int, what: str) -> None:
+        if self.errors or undelivered:
+            raise RuntimeError(
+                f"{what}: {len(self.errors)} failed, {undelivered} undelivered; "
+                f"first: {self.errors[:1]}"
+            )
+
+
+def send_and_wait(producer: Producer, topic: str, value: bytes, timeout_s: float = 60) -> None:
+    """One record, acknowledged (or RuntimeError)."""
+    failures = DeliveryFailures()
+    producer.produce(topic, value, on_delivery=failures)
+    failures.check(producer.flush(timeout_s), f"a record to {topic}")
 
 
 async def isr_run(
@@ -154,27 +192,26 @@ async def isr_run(
     live = [b for b in everyone if b != victim]
     epoch_before = cluster.registrations()[victim].epoch
     leader_addr = f"{cluster.host}:{cluster.broker_ports[leader]}"
-    async with Producer(leader_addr, acks=1) as producer:
-        await producer.send_and_wait(ISR_TOPIC, b"warm-up")  # metadata and connection ready
-        paused_at = time.time()
-        cluster.pause(victim)
-        try:
-            # A follower with the leader's LEO is never out of sync (design §7.3).
-            await producer.send_and_wait(ISR_TOPIC, b"behind")
-            shrink_seen, shrink_mtime = await probe.wait_zk(
-                ISR_TOPIC, lambda isr: victim not in isr, 60
-            )
-            shrink_md = await probe.wait_metadata(
-                live, ISR_TOPIC, lambda isr: victim not in isr, 60
-            )
-            # The shrink reached the brokers right after one of the leader's propagation
-            # ticks; resuming at once would put the expansion in the same phase of that
-            # 2.5 s cycle every run (always ~7.5 s to propagate). Resume at a random phase.
-            hold_s = rng.uniform(0, PROPAGATION_CHECK_S)
-            await asyncio.sleep(hold_s)
-        finally:
-            resumed_at = time.time()
-            cluster.resume(victim)
+    producer = new_producer(client_config(leader_addr, {"acks": 1, **QUIET}))
+    send_and_wait(producer, ISR_TOPIC, b"warm-up")  # metadata and connection ready
+    paused_at = time.time()
+    cluster.pause(victim)
+    try:
+        # A follower with the leader's LEO is never out of sync (design §7.3).
+        send_and_wait(producer, ISR_TOPIC, b"behind")
+        shrink_seen, shrink_mtime = await probe.wait_zk(
+            ISR_TOPIC, lambda isr: victim not in isr, 60
+        )
+        shrink_md = await probe.wait_metadata(live, ISR_TOPIC, lambda isr: victim not in isr, 60)
+        # The shrink reached the brokers right after one of the leader's propagation
+        # ticks; resuming at once would put the expansion in the same phase of that
+        # 2.5 s cycle every run (always ~7.5 s to propagate). Resume at a random phase.
+        hold_s = rng.uniform(0, PROPAGATION_CHECK_S)
+        await asyncio.sleep(hold_s)
+    finally:
+        resumed_at = time.time()
+        cluster.resume(victim)
+    del producer
     expand_seen, expand_mtime = await probe.wait_zk(ISR_TOPIC, lambda isr: victim in isr, 60)
     expand_md = await probe.wait_metadata(everyone, ISR_TOPIC, lambda isr: victim in isr, 60)
     epoch_after = cluster.registrations().get(victim)
@@ -210,22 +247,37 @@ async def isr_run(
     return r
 
 
-async def produce_rate(bootstrap: str, acks: str, records: int) -> dict[str, float]:
+def produce_rate(bootstrap: str, acks: str, records: int) -> dict[str, float]:
     value = os.urandom(RECORD_SIZE)
-    async with Producer(
-        bootstrap, acks=acks, batch_size=BATCH_SIZE, linger_ms=LINGER_MS
-    ) as producer:
-        # Metadata known and a connection to every leader before the clock starts.
-        await asyncio.gather(
-            *[
-                await producer.send(TPUT_TOPIC, b"warm-up", partition=p)
-                for p in await producer.partitions_for(TPUT_TOPIC)
-            ]
+    failures = DeliveryFailures()
+    producer = new_producer(
+        client_config(
+            bootstrap,
+            {
+                "acks": acks,
+                "batch.size": BATCH_SIZE,
+                "linger.ms": LINGER_MS,
+                "on_delivery": failures,
+                # A delivery report only for a failure: no Python call per record.
+                "delivery.report.only.error": True,
+            },
         )
-        started = time.perf_counter()
-        futures = [await producer.send(TPUT_TOPIC, value) for _ in range(records)]
-        await asyncio.gather(*futures)
-        elapsed = time.perf_counter() - started
+    )
+    # Metadata known and a connection to every leader before the clock starts.
+    for p in topic_metadata(producer, TPUT_TOPIC, 60).topics[TPUT_TOPIC].partitions:
+        producer.produce(TPUT_TOPIC, b"warm-up", partition=p)
+    failures.check(producer.flush(60), "warm-up")
+    started = time.perf_counter()
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(TPUT_TOPIC, value)
+                break
+            except BufferError:  # librdkafka's queue is full: wait for acknowledgements
+                producer.poll(0.001)
+    undelivered = producer.flush(300)
+    elapsed = time.perf_counter() - started
+    failures.check(undelivered, f"acks={acks}")
     rate = records / elapsed
     return {
         "seconds": elapsed,
@@ -243,7 +295,7 @@ async def throughput_run(
     for acks in order:
         for p in range(full):  # every follower back in sync after the previous mode
             await probe.wait_zk(TPUT_TOPIC, lambda isr: len(isr) == full, 60, partition=p)
-        out[acks] = await produce_rate(cluster.bootstrap_servers, acks, records)
+        out[acks] = await asyncio.to_thread(produce_rate, cluster.bootstrap_servers, acks, records)
         f = out[acks]
         print(
             f"  run {i + 1}: acks={acks}: {records} records sent, {f['records_per_s']:.0f} "
@@ -267,7 +319,6 @@ async def main() -> None:
     ap.add_argument("--data-dir", type=Path, help="kept afterwards (default: a temp dir, removed)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
-    logging.getLogger("minikafka.client").setLevel(logging.ERROR)
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-replication-"))
     cluster = LocalCluster(
@@ -289,12 +340,12 @@ async def main() -> None:
         console.print(f"cluster up in {data_dir}: {cluster.bootstrap_servers}")
         probe = Probe(cluster)
         configs = {"min.insync.replicas": "2"}
-        await create(cluster, NewTopic(ISR_TOPIC, 1, 3, configs))
+        await create(cluster, NewTopic(ISR_TOPIC, 1, 3, config=configs))
         console.print(f"ISR shrink / expand, {args.runs} runs:")
         rng = random.Random(args.seed)
         isr = [await isr_run(cluster, probe, i, rng) for i in range(args.runs)]
         # Created only now, so that its partitions take no part in the ISR changes above.
-        await create(cluster, NewTopic(TPUT_TOPIC, 3, 3, configs))
+        await create(cluster, NewTopic(TPUT_TOPIC, 3, 3, config=configs))
         console.print(f"produce throughput, {args.records} records of {RECORD_SIZE} B per mode:")
         tput = [await throughput_run(cluster, probe, i, args.records) for i in range(args.runs)]
     finally:
@@ -354,7 +405,8 @@ async def main() -> None:
         )
     console.print(table)
     console.print(
-        f"{os.cpu_count()} cores, Python {platform.python_version()}; producer batch.size "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; librdkafka producer "
+        f"batch.size "
         f"{BATCH_SIZE}, linger.ms {LINGER_MS}, {args.records} records per acks mode and run; "
         f"zookeeper.session.timeout.ms={args.session_timeout_ms}, "
         f"replica.lag.time.max.ms={LAG_MS}"

@@ -9,8 +9,9 @@ but auto.leader.rebalance.enable=false):
    own Metadata request once the CreateTopics calls returned, i.e. once the controller's
    own metadata had a leader for each partition; a broker's metadata follows the
    LeaderAndIsr it answered, so this also means every replica exists on disk). The time
-   until the CreateTopics calls returned is reported too. `--topics T` spreads the
-   partitions over T topics (default 1).
+   until the CreateTopics calls returned is reported too (librdkafka's AdminClient,
+   `--topics-per-request` topics per call, one call after another). `--topics T` spreads
+   the partitions over T topics (default 1).
 2. idle cost: CPU of each broker and of ZooKeeper over `--idle-seconds` (default 60) with no
    client traffic, from /proc/<pid>/stat (utime + stime), as % of one core; measured after
    `--settle-seconds` (default 10) so that start-up work (first checkpoints, follower
@@ -47,11 +48,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client import Admin, NewTopic
 from minikafka.client.connection import BrokerConnection
+from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.messages import ApiVersionsRequest, MetadataRequest, MetadataResponse
 
@@ -153,14 +155,17 @@ async def create_and_wait(
     deadline = started + timeout_s
     views = {b: BrokerView() for b in cluster.broker_ids}
     names = sorted(sizes)
-    async with Admin(cluster.bootstrap_servers, request_timeout_ms=int(timeout_s * 1000)) as admin:
-        for i in range(0, len(names), topics_per_request):
-            chunk = names[i : i + topics_per_request]
-            # Answered once the controller's own metadata has a leader for every partition
-            # (Kafka's DelayedCreatePartitions); the watchers measure every broker.
-            await admin.create_topics(
-                [NewTopic(n, sizes[n], rf) for n in chunk], timeout_ms=int(timeout_s * 1000)
-            )
+    admin = new_admin(client_config(cluster.bootstrap_servers, {}))
+    for i in range(0, len(names), topics_per_request):
+        chunk = names[i : i + topics_per_request]
+        # Answered once the controller's own metadata has a leader for every partition
+        # (Kafka's DelayedCreatePartitions); the watchers measure every broker.
+        futures = admin.create_topics(
+            [NewTopic(n, sizes[n], rf) for n in chunk],
+            operation_timeout=timeout_s,
+            request_timeout=timeout_s + 30,
+        )
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in futures.values()))
     requests_done = time.monotonic() - started
     # Polled from now on only: a Metadata response of 10,000 partitions costs each broker
     # some CPU, which would slow down the creation it measures.
@@ -187,7 +192,7 @@ async def create_and_wait(
 
 
 async def ping_while(
-    host: str, port: int, busy: asyncio.Future[object] | None, seconds: float
+    host: str, port: int, busy: asyncio.Future[Any] | None, seconds: float
 ) -> list[float]:
     """Round trips (s) of ApiVersions requests sent one after another to a broker, until
     `busy` is done (or for `seconds` when there is none)."""
@@ -281,7 +286,6 @@ def main() -> None:
     if not 1 <= args.topics <= args.partitions:
         ap.error("--topics must be between 1 and --partitions")
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("minikafka.client").setLevel(logging.ERROR)
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     overrides = {"auto.leader.rebalance.enable": "false", **parse_overrides(args.broker_config)}

@@ -14,11 +14,12 @@
 5. Spark batch write: `spark.range(N)` with a value of --record-size bytes per row, written
    with `df.write.format("minikafka")` (acks=all, the same batch.size and linger.ms) into an
    empty topic; --spark-partitions write tasks (default 2: local[2]).
-6. One streaming micro-batch at a steady trickle: a producer sends --trickle-rate records/s
-   (1 KiB, acks=all) for --trickle-seconds while a query reads the topic (default trigger:
-   the next micro-batch as soon as the last one ends) into the noop sink. Per non-empty
-   micro-batch, Spark's own progress figures: the batch's duration (triggerExecution) and
-   how long its records had waited when it started (batch start - record timestamp).
+6. One streaming micro-batch at a steady trickle: a librdkafka producer sends
+   --trickle-rate records/s (1 KiB, acks=all, linger.ms 0) for --trickle-seconds while a
+   query reads the topic (default trigger: the next micro-batch as soon as the last one
+   ends) into the noop sink. From Spark's own progress figures of the non-empty
+   micro-batches: their durations (triggerExecution: p50, p95, max) and the median time of
+   each of Spark's phases.
 
 MB = 2^20 bytes of keys and values (as Kafka's perf tools count). Prints a table and writes
 bench_spark.json into --out.
@@ -42,10 +43,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client import NewTopic, SyncAdmin, SyncProducer
+from minikafka.client.librdkafka import client_config, new_admin, new_producer
 from minikafka.cluster import LocalCluster
 from minikafka.perf import run_consumer_perf, run_producer_perf
 from minikafka.spark import pipeline
@@ -55,8 +58,45 @@ PRODUCER = {"acks": "all", "batch.size": 65536, "linger.ms": 5}
 
 
 def create_topic(cluster: LocalCluster, name: str, partitions: int) -> None:
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(name, partitions, 3, configs={"min.insync.replicas": "2"})])
+    """RF 3, min.insync.replicas 2, with librdkafka's AdminClient; returns once the
+    controller answered (it waits up to 60 s for a leader of every partition)."""
+    admin = new_admin(client_config(cluster.bootstrap_servers, {}))
+    new = NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})
+    admin.create_topics([new], operation_timeout=60, request_timeout=90)[name].result(timeout=120)
+
+
+class Producing:
+    """A librdkafka producer (acks=all and `config`) that counts failed records, reported
+    to its delivery callback in poll() and flush()."""
+
+    def __init__(self, bootstrap: str, config: dict[str, Any] | None = None) -> None:
+        self.failed: list[str] = []
+        self.producer: Producer = new_producer(
+            client_config(
+                bootstrap, {"acks": "all", **(config or {}), "on_delivery": self._delivered}
+            )
+        )
+
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self.failed.append(f"{msg.topic()}-{msg.partition()}: {err.name()}: {err.str()}")
+
+    def send(self, topic: str, value: bytes) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value)
+                break
+            except BufferError:  # librdkafka's queue is full: wait for acknowledgements
+                self.producer.poll(0.01)
+        self.producer.poll(0)
+
+    def flush(self, timeout_s: float = 60) -> None:
+        undelivered = self.producer.flush(timeout_s)
+        if self.failed or undelivered:
+            raise RuntimeError(
+                f"{len(self.failed)} records failed, {undelivered} undelivered; "
+                f"first: {self.failed[:1]}"
+            )
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -91,16 +131,16 @@ def trickle(
     sent = [0]
 
     def produce() -> None:
-        with SyncProducer(cluster.bootstrap_servers, acks="all", linger_ms=0) as producer:
-            payload = b"x" * size
-            start = time.monotonic()
-            while not stop.is_set():
-                producer.send(topic, payload)
-                sent[0] += 1
-                delay = start + sent[0] / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            producer.flush()
+        producer = Producing(cluster.bootstrap_servers, {"linger.ms": 0})
+        payload = b"x" * size
+        start = time.monotonic()
+        while not stop.is_set():
+            producer.send(topic, payload)
+            sent[0] += 1
+            delay = start + sent[0] / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        producer.flush()
 
     try:
         while query.lastProgress is None:  # the first (empty) batch: the query is running
@@ -182,7 +222,6 @@ def main() -> int:
         spark = pipeline.spark_session(
             "minikafka-bench-spark", cores=args.spark_partitions, driver_memory="4g"
         )
-        SyncProducer(bs).close()
 
         def read(topic: str) -> Any:
             return (
@@ -192,9 +231,11 @@ def main() -> int:
                 .load()
             )
 
-        with SyncProducer(bs, acks="all") as producer:
-            for _ in range(1000):
-                producer.send("bench-warmup", b"w" * size)
+        warm_up = Producing(bs)
+        for _ in range(1000):
+            warm_up.send("bench-warmup", b"w" * size)
+        warm_up.flush()
+        del warm_up  # librdkafka's client goes with its last reference, before the cluster
         read("bench-warmup").write.format("noop").mode("overwrite").save()
 
         console.print("Spark batch read ...")

@@ -42,7 +42,7 @@ from minikafka.chaos.workload import (
     consumer_config,
     decode_value,
 )
-from minikafka.client import Admin
+from minikafka.client.replica_views import ReplicaViews
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.storage.log_files import read_records
@@ -290,9 +290,9 @@ async def _collect_replica_logs(
     cluster: ChaosCluster, opts: ChaosOptions, history: History
 ) -> None:
     """Every replica's records below what it knows to be committed: min(leader HW, its LEO)."""
-    async with Admin(cluster.bootstrap_servers) as admin:
-        described = await admin.describe_replicas([opts.topic], timeout_ms=30_000)
-        source, read = _replica_reader(cluster, admin)
+    async with ReplicaViews(cluster.bootstrap_servers) as views:
+        described = await views.describe_replicas([opts.topic], timeout_ms=30_000)
+        source, read = _replica_reader(cluster, views)
         history.meta["replica_logs_from"] = source
         for pr in described:
             if pr.error is not None:
@@ -312,7 +312,7 @@ async def _collect_replica_logs(
                 )
 
 
-def _replica_reader(cluster: ChaosCluster, admin: Admin) -> tuple[str, ReplicaReader]:
+def _replica_reader(cluster: ChaosCluster, views: ReplicaViews) -> tuple[str, ReplicaReader]:
     """Where replicas are read back from, and how. A local cluster's segment files: the
     stronger check, the bytes on disk as recovery would read them, not what a broker
     chooses to serve. Other clusters' brokers over the wire: a Fetch as a debug replica,
@@ -328,7 +328,7 @@ def _replica_reader(cluster: ChaosCluster, admin: Admin) -> tuple[str, ReplicaRe
         return "files", from_files
 
     async def by_fetch(broker_id: int, tp: TopicPartition, end: int) -> dict[int, bytes | None]:
-        return await admin.fetch_replica_records(broker_id, tp, end, timeout_ms=30_000)
+        return await views.fetch_replica_records(broker_id, tp, end, timeout_ms=30_000)
 
     return "fetch", by_fetch
 

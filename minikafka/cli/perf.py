@@ -13,8 +13,7 @@ from typing import Any, TypeVar
 import click
 import uvloop
 
-from minikafka.cli.client_options import bootstrap_server_option
-from minikafka.client.properties import PropertyError, parse_properties
+from minikafka.cli.client_options import bootstrap_server_option, parse_key_values
 from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -42,7 +41,7 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(coro)
-    except ValueError as e:  # PropertyError too
+    except ValueError as e:  # ClientConfigError too: a property librdkafka refuses
         raise click.UsageError(str(e)) from None
     except (KafkaError, EndToEndError) as e:
         click.echo(f"Error: {e}", err=True)
@@ -82,11 +81,10 @@ def _client_props(
     items: tuple[str, ...], option: str, bootstrap_server: str
 ) -> tuple[dict[str, str], str]:
     """Properties from a repeatable k=v option, and the bootstrap servers (a
-    `bootstrap.servers` property wins over --bootstrap-server, as Kafka's tools take it)."""
-    try:
-        props = parse_properties(items)
-    except PropertyError as e:
-        raise click.BadParameter(str(e), param_hint=option) from None
+    `bootstrap.servers` property wins over --bootstrap-server, as Kafka's tools take it).
+    An item without `=` is a usage error naming `option`; librdkafka checks the names and
+    values when the client is made."""
+    props = parse_key_values(items, option)
     return props, props.pop("bootstrap.servers", bootstrap_server)
 
 

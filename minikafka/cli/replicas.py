@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from minikafka.cli.client_options import bootstrap_server_option
-from minikafka.client.admin import Admin, PartitionReplicas, ReplicaDescription
+from minikafka.client.replica_views import PartitionReplicas, ReplicaDescription, ReplicaViews
 from minikafka.protocol.errors import KafkaError, UnknownTopicOrPartitionError
 
 COLUMNS = ("Partition", "Replica", "Role", "InIsr", "LEO", "HW", "Lag", "LastCaughtUpAgeMs")
@@ -69,9 +69,9 @@ def print_tables(console: Console, described: list[PartitionReplicas]) -> None:
 
 
 async def _describe(bootstrap_server: str, topic: str | None, timeout_ms: int) -> int:
-    async with Admin(bootstrap_server, default_api_timeout_ms=timeout_ms) as admin:
+    async with ReplicaViews(bootstrap_server, default_api_timeout_ms=timeout_ms) as views:
         try:
-            described = await admin.describe_replicas(None if topic is None else [topic])
+            described = await views.describe_replicas(None if topic is None else [topic])
         except UnknownTopicOrPartitionError:
             raise click.ClickException(f"Topic '{topic}' does not exist as expected") from None
     console = Console()

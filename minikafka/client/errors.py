@@ -24,7 +24,3 @@ class KafkaTimeoutError(ClientError):
 
 class IllegalStateError(ClientError):
     """Kafka's IllegalStateException: the client was used after close, or before setup."""
-
-
-class NoOffsetForPartitionError(ClientError):
-    """A partition has no position and auto.offset.reset is "none"."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from minikafka.common import NO_LEADER, TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.messages import BrokerNode, MetadataResponse
 
@@ -43,60 +43,9 @@ class ClusterMetadata:
     brokers: Mapping[int, BrokerNode] = field(default_factory=dict)
     controller_id: int = -1
     topics: Mapping[str, TopicMetadata] = field(default_factory=dict)
-    # Topics the last response said do not exist (UNKNOWN_TOPIC_OR_PARTITION: the broker
-    # checked ZooKeeper and did not auto-create them).
-    unknown_topics: frozenset[str] = frozenset()
-    # Per-snapshot answers the producer asks for on every send (the snapshot never changes).
-    _cache: dict[tuple[str, str], tuple[int, ...] | None] = field(
-        default_factory=dict, compare=False, repr=False
-    )
 
     def broker(self, node_id: int) -> BrokerNode | None:
         return self.brokers.get(node_id)
-
-    def controller(self) -> BrokerNode | None:
-        return self.brokers.get(self.controller_id)
-
-    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
-        topic = self.topics.get(tp.topic)
-        return None if topic is None else topic.partitions.get(tp.partition)
-
-    def leader_for(self, tp: TopicPartition) -> int | None:
-        """The partition's leader, or None when unknown, absent, or not a live broker (a
-        leader the response does not list cannot be reached)."""
-        p = self.partition(tp)
-        if p is None or p.leader == NO_LEADER or p.leader not in self.brokers:
-            return None
-        return p.leader
-
-    def leader_epoch_for(self, tp: TopicPartition) -> int:
-        p = self.partition(tp)
-        return -1 if p is None else p.leader_epoch
-
-    def partitions_for_topic(self, topic: str) -> tuple[int, ...] | None:
-        """All partition ids of a known topic (sorted), or None if the topic is unknown."""
-        key = ("all", topic)
-        if key not in self._cache:
-            t = self.topics.get(topic)
-            ok = t is not None and t.error_code == ErrorCode.NONE and t.partitions
-            self._cache[key] = tuple(sorted(t.partitions)) if t is not None and ok else None
-        return self._cache[key]
-
-    def available_partitions_for_topic(self, topic: str) -> tuple[int, ...]:
-        """The topic's partitions that have a reachable leader."""
-        key = ("available", topic)
-        cached = self._cache.get(key)
-        if cached is None:
-            t = self.topics.get(topic)
-            cached = tuple(
-                sorted(
-                    p
-                    for p in (t.partitions if t is not None else ())
-                    if self.leader_for(TopicPartition(topic, p)) is not None
-                )
-            )
-            self._cache[key] = cached
-        return cached
 
     def with_response(
         self, response: MetadataResponse, requested: Collection[str] | None
@@ -127,9 +76,4 @@ class ClusterMetadata:
             brokers={b.node_id: b for b in response.brokers},
             controller_id=response.controller_id,
             topics=topics,
-            unknown_topics=frozenset(
-                t.name
-                for t in response.topics
-                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            ),
         )

@@ -12,9 +12,10 @@ minikafka one, on librdkafka.
 Each payload is `record_size` bytes: the record's sequence number (8 bytes, big-endian),
 then Kafka's upper-case letters. A value that is not one of this run's, or a duplicate,
 is not timed (it is counted apart). Latency is from just before `send()` to the moment
-the receive function returned the value (and, apart, to the moment the send's future
-resolved: send to acknowledgement); when the producer cannot keep up with the target,
-the achieved rate (`sent_records_per_sec`) says so.
+the receive function returned the value (and, apart, send to acknowledgement: the
+seconds a send's future resolves to, as the client measured them, or else until the
+moment it resolved); when the producer cannot keep up with the target, the achieved rate
+(`sent_records_per_sec`) says so.
 """
 
 from __future__ import annotations
@@ -158,7 +159,10 @@ async def measure_offered_load(
         nonlocal failed, first_error
         error = asyncio.CancelledError("cancelled") if fut.cancelled() else fut.exception()
         if error is None:
-            acked.record_seconds(clock() - sent_at[seq])
+            measured = fut.result()
+            acked.record_seconds(
+                measured if isinstance(measured, float) else clock() - sent_at[seq]
+            )
             return
         failed += 1
         if first_error is None:
@@ -267,11 +271,14 @@ async def run_offered_load_latency(
         if on_ready is not None:
             on_ready(shape)
 
-        def settle(fut: asyncio.Future[Any], err: Any) -> None:
+        # Send to acknowledgement as librdkafka timed it (Message.latency(): from produce()
+        # to the broker's answer, in its broker thread), as Kafka's producer times it in
+        # its I/O thread: not the hand-over through poll() and this thread's event loop.
+        def settle(fut: asyncio.Future[Any], err: Any, latency_s: float | None) -> None:
             if fut.done():
                 return
             if err is None:
-                fut.set_result(None)
+                fut.set_result(latency_s)
             else:
                 fut.set_exception(RuntimeError(f"{err.name()}: {err.str()}"))
 
@@ -280,7 +287,9 @@ async def run_offered_load_latency(
             producer.produce(
                 topic,
                 value,
-                on_delivery=lambda err, _msg: loop.call_soon_threadsafe(settle, fut, err),
+                on_delivery=lambda err, msg: loop.call_soon_threadsafe(
+                    settle, fut, err, msg.latency()
+                ),
             )
             return fut
 

@@ -2,11 +2,11 @@
 rate), and report throughput and send-to-acknowledgement latency the way Kafka prints it.
 
 Like Kafka's tool: one payload of random upper-case letters (seed 0) generated once and sent
-as every record's value (no key); the clock starts before the first send and stops after the
-producer is closed; a progress line is printed when an acknowledgement arrives 5 s or more
-after the window opened; latency is from just before `send()` to the record's future
-completing. Unlike it, failed records are not counted as sent: they are counted apart (and
-the command fails).
+as every record's value (no key); the clock starts before the first send and stops once the
+producer has flushed (every record acknowledged or failed); a progress line is printed when
+an acknowledgement arrives 5 s or more after the window opened; latency is from just before
+librdkafka's `produce()` to the record's delivery report. Unlike it, failed records are not
+counted as sent: they are counted apart (and the command fails).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from minikafka.client import librdkafka
+from minikafka.client.librdkafka import MissingClientError
+from minikafka.client.librdkafka import require_librdkafka as require_client
 from minikafka.perf.histogram import (
     LatencyHistogram,
     MissingDependencyError,
@@ -43,8 +44,8 @@ def require_librdkafka() -> None:
     """Raise MissingDependencyError (one line, with the pip command) if confluent-kafka,
     which `perf produce` and `perf consume` run on, is missing."""
     try:
-        librdkafka.require_librdkafka("perf produce and consume run")
-    except librdkafka.MissingClientError as e:
+        require_client("perf produce and consume run")
+    except MissingClientError as e:
         raise MissingDependencyError(str(e)) from None
 
 
@@ -187,7 +188,8 @@ class ProducerStats:
 class SendCompletions:
     """Kafka's PerfCallback: what each send's completion does (count it, or count the
     failure; record the latency; print a progress line when a window closes), and an event
-    set once all `num_records` completed. For any client whose sends return futures."""
+    set once all `num_records` completed. For any client whose sends return asyncio futures
+    (scripts/bench.py's JetStream publishes)."""
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from minikafka.chaos.nemesis import plan
 from minikafka.chaos.runner import ChaosOptions, run_chaos, write_report
 from minikafka.chaos.workload import decode_value
 from minikafka.cli.main import cli
-from minikafka.client import Admin
+from minikafka.client.replica_views import ReplicaViews
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.storage.log_files import read_records
@@ -186,12 +186,12 @@ async def test_command_mode_kill_and_pause_run_is_safe(
         )
         assert r.records == {o: decode_value(v) for o, v in on_disk.items()}
     # The client's helper without an end: each replica whole, up to its own LEO.
-    async with Admin(cluster.bootstrap_servers) as admin:
+    async with ReplicaViews(cluster.bootstrap_servers) as views:
         for b in cluster.broker_ids:
             for p in range(opts.partitions):
                 tp = TopicPartition(opts.topic, p)
                 # Small fetches: many rounds, batches cut at the byte limit.
-                whole = await admin.fetch_replica_records(b, tp, max_bytes=4096)
+                whole = await views.fetch_replica_records(b, tp, max_bytes=4096)
                 assert whole and whole == read_records(cluster.log_dir(b), tp)
 
 
@@ -200,11 +200,11 @@ async def test_replicas_are_read_from_files_locally_and_fetched_otherwise(
 ) -> None:
     local = LocalCluster(tmp_path / "local")  # not started: only its directory is read
     remote = CommandCluster("localhost:1", "localhost:2", "fault.sh {op} {broker}")
-    async with Admin("localhost:1") as admin:
-        source, read = runner._replica_reader(local, admin)
+    async with ReplicaViews("localhost:1") as views:
+        source, read = runner._replica_reader(local, views)
         assert source == "files"
         assert await read(1, TopicPartition("t", 0), 10) == {}
-        assert runner._replica_reader(remote, admin)[0] == "fetch"
+        assert runner._replica_reader(remote, views)[0] == "fetch"
 
 
 @pytest.mark.timeout(180)

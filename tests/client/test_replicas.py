@@ -1,5 +1,6 @@
-"""`Admin.describe_replicas` and `minikafka replicas --describe` against the fake cluster, whose
-brokers answer DescribeReplicas from canned leader views (`leader_views`)."""
+"""The replica views client (`ReplicaViews`) and `minikafka replicas --describe` against the
+fake cluster, whose brokers answer DescribeReplicas from canned leader views (`leader_view`)
+and Fetch from their partitions' logs; and the decoding of fetched record batches."""
 
 from collections.abc import Iterator
 
@@ -8,13 +9,22 @@ from click.testing import CliRunner
 
 from minikafka.cli.main import cli
 from minikafka.cli.replicas import partition_rows
-from minikafka.client.admin import Admin, PartitionReplicas, partition_replicas
+from minikafka.client.replica_views import (
+    PartitionReplicas,
+    ReplicaViews,
+    parse_fetched_records,
+    partition_replicas,
+)
+from minikafka.common import TopicPartition
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import (
+    CorruptRecordError,
+    ErrorCode,
     LeaderNotAvailableError,
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
+from minikafka.storage.record_batch import CRC_OFFSET, build_batch
 from tests.client.fake_broker import FakeCluster, ThreadedCluster
 
 
@@ -55,10 +65,10 @@ def answer_describe_replicas(cluster: FakeCluster, times: int = 1000) -> None:
     cluster.inject(m.DescribeReplicasRequest, answer, times=times)
 
 
-def fast_admin(cluster: FakeCluster, **kw) -> Admin:
+def fast_views(cluster: FakeCluster, **kw) -> ReplicaViews:
     kw.setdefault("retry_backoff_ms", 10)
     kw.setdefault("default_api_timeout_ms", 3000)
-    return Admin(cluster.bootstrap, **kw)
+    return ReplicaViews(cluster.bootstrap, **kw)
 
 
 # --- the pure conversion -----------------------------------------------------------------
@@ -105,7 +115,7 @@ def test_rows_show_unknowns_and_errors_plainly():
     ]
 
 
-# --- the admin client --------------------------------------------------------------------
+# --- the client --------------------------------------------------------------------------
 
 
 async def test_describe_replicas_asks_each_partitions_leader(cluster):
@@ -113,8 +123,8 @@ async def test_describe_replicas_asks_each_partitions_leader(cluster):
     for p in range(3):
         await cluster.append("t", p, [b"x"] * (p + 5))
     answer_describe_replicas(cluster)
-    async with fast_admin(cluster) as admin:
-        described = await admin.describe_replicas(["t"])
+    async with fast_views(cluster) as views:
+        described = await views.describe_replicas(["t"])
     asked = sorted(b for b, _ in cluster.requests_of(m.DescribeReplicasRequest))
     assert asked == [1, 2, 3]  # partition i is led by broker i+1
     assert [(p.partition, p.leader, p.error) for p in described] == [
@@ -142,8 +152,8 @@ async def test_a_moved_leader_is_found_again_through_metadata(cluster):
 
     cluster.inject(m.DescribeReplicasRequest, moved, broker=1)
     answer_describe_replicas(cluster)
-    async with fast_admin(cluster) as admin:
-        (p,) = await admin.describe_replicas()
+    async with fast_views(cluster) as views:
+        (p,) = await views.describe_replicas()
     assert (p.leader, p.leader_epoch, p.error) == (2, 1, None)
     assert [b for b, _ in cluster.requests_of(m.DescribeReplicasRequest)] == [1, 2]
 
@@ -154,16 +164,108 @@ async def test_partitions_that_cannot_be_described_carry_their_error(cluster):
     cluster.inject(
         m.DescribeReplicasRequest, lambda b, r: m.DescribeReplicasResponse([]), broker=1, times=1000
     )
-    async with fast_admin(cluster) as admin:
-        p0, p1 = await admin.describe_replicas(["t"], timeout_ms=300)
+    async with fast_views(cluster) as views:
+        p0, p1 = await views.describe_replicas(["t"], timeout_ms=300)
     assert isinstance(p0.error, NotLeaderOrFollowerError) and p0.replicas == []
     assert isinstance(p1.error, LeaderNotAvailableError)
 
 
 async def test_an_unknown_topic_raises(cluster):
-    async with fast_admin(cluster) as admin:
+    async with fast_views(cluster) as views:
         with pytest.raises(UnknownTopicOrPartitionError):
-            await admin.describe_replicas(["nope"])
+            await views.describe_replicas(["nope"])
+
+
+# --- debug replica reads -----------------------------------------------------------------
+
+
+async def test_a_replica_is_read_whole_in_small_fetches_as_the_debug_replica(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    for i in range(10):
+        await cluster.append("t", 0, [f"{i}-{j}".encode() for j in range(3)])
+    tp = TopicPartition("t", 0)
+    async with fast_views(cluster) as views:
+        whole = await views.fetch_replica_records(1, tp, max_bytes=100)
+        assert whole == {o: f"{o // 3}-{o % 3}".encode() for o in range(30)}
+        # An end offset in the middle of a batch: nothing at or past it.
+        assert await views.fetch_replica_records(1, tp, 8) == {o: whole[o] for o in range(8)}
+    fetches = [r for _, r in cluster.requests_of(m.FetchRequest)]
+    assert len(fetches) > 10  # one batch (or two) per small fetch
+    assert all((r.replica_id, r.max_wait_ms) == (m.DEBUG_REPLICA_ID, 0) for r in fetches)
+
+
+async def test_a_replica_read_starts_at_its_log_start(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=1)
+    await cluster.append("t", 0, [b"a", b"b", b"c"])
+    await cluster.append("t", 0, [b"d"])
+    cluster.partition("t", 0).log_start_offset = 2  # the first batch still holds it
+
+    def out_of_range(broker_id: int, r: m.FetchRequest) -> m.FetchResponse:
+        # As a broker answers a fetch below the log start: with both ends of the log.
+        (fp,) = r.topics[0].partitions
+        assert fp.fetch_offset == 0
+        part = m.FetchPartitionResponse(0, ErrorCode.OFFSET_OUT_OF_RANGE, 4, 2, 4, None)
+        return m.FetchResponse(0, [m.FetchTopicResponse("t", [part])])
+
+    cluster.inject(m.FetchRequest, out_of_range)
+    async with fast_views(cluster) as views:
+        got = await views.fetch_replica_records(1, TopicPartition("t", 0))
+    assert got == {2: b"c", 3: b"d"}
+    offsets = [
+        r.topics[0].partitions[0].fetch_offset for _, r in cluster.requests_of(m.FetchRequest)
+    ]
+    assert offsets[:2] == [0, 2]
+
+
+async def test_a_replica_read_raises_the_partitions_error(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=1)  # only on broker 1
+    async with fast_views(cluster) as views:
+        with pytest.raises(NotLeaderOrFollowerError, match=r"on broker 2"):
+            await views.fetch_replica_records(2, TopicPartition("t", 0))
+
+
+# --- decoding fetched bytes ----------------------------------------------------------------
+
+TP = TopicPartition("t", 0)
+
+
+def stamped(values, base):
+    return build_batch(values, base_offset=base)
+
+
+def test_records_below_the_fetch_offset_in_the_first_batch_are_skipped():
+    data = stamped([b"a", b"b", b"c"], 10) + stamped([b"d"], 13)
+    records, next_offset, error = parse_fetched_records(TP, data, 12)
+    assert [(r.offset, r.value) for r in records] == [(12, b"c"), (13, b"d")]
+    assert next_offset == 14 and error is None
+    assert all(r.tp == TP for r in records)
+
+
+def test_a_partial_batch_at_the_end_of_a_fetch_is_ignored():
+    whole = stamped([b"a", b"b"], 0)
+    data = whole + stamped([b"c"], 2)[:-5]
+    records, next_offset, error = parse_fetched_records(TP, data, 0)
+    assert [r.value for r in records] == [b"a", b"b"]
+    assert next_offset == 2 and error is None
+    # A tail too short even for the length field is ignored too.
+    records, _, error = parse_fetched_records(TP, whole + b"\x00\x00", 0)
+    assert len(records) == 2 and error is None
+
+
+def test_a_corrupt_batch_stops_parsing_with_the_records_before_it():
+    bad = bytearray(stamped([b"c"], 2))
+    bad[CRC_OFFSET] ^= 0xFF
+    records, next_offset, error = parse_fetched_records(
+        TP, stamped([b"a", b"b"], 0) + bytes(bad), 0
+    )
+    assert [r.value for r in records] == [b"a", b"b"]
+    assert next_offset == 2
+    assert isinstance(error, CorruptRecordError)
+
+
+def test_a_fetch_without_any_complete_batch_is_an_error():
+    _, _, error = parse_fetched_records(TP, stamped([b"x" * 100], 0)[:50], 0)
+    assert error is not None and "no complete record batch" in str(error)
 
 
 # --- the command -------------------------------------------------------------------------

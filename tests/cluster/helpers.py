@@ -1,26 +1,55 @@
 """What cluster tests do again and again: create topics, produce, consume, read state.
 
-Everything here goes through the real client, the real CLI, real ZooKeeper or the
+Everything here goes through a real Kafka client (confluent-kafka, that is librdkafka), the
+real CLI, real ZooKeeper, minikafka's own RPC to a broker (its Metadata answer) or the
 brokers' files on disk, never through a broker's internals.
+
+librdkafka's calls block: the async helpers run them in `asyncio.to_thread`, so that an
+event loop awaiting them goes on with whatever else it does (a stream, a fault).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import struct
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from minikafka.client import Admin, Consumer, NewTopic, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+)
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from minikafka.client.connection import BrokerConnection
-from minikafka.client.consumer import ConsumerRecord
+from minikafka.client.librdkafka import (
+    client_config,
+    consume_ready,
+    new_admin,
+    new_consumer,
+    new_producer,
+    position,
+    topic_metadata,
+)
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.messages import MetadataRequest, MetadataResponse
-from minikafka.storage.log_files import read_batches, read_records
+from minikafka.storage import log_files
 from minikafka.storage.record_batch import BatchHeader
+
+# How long an admin request, a delivery or a read may take before the test fails.
+TIMEOUT_S = 60.0
 
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -33,6 +62,183 @@ def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess
     )
 
 
+def bootstrap(cluster: LocalCluster, exclude: Collection[int] = ()) -> str:
+    """Bootstrap servers without `exclude`: a client that bootstraps from a paused broker
+    waits a whole request timeout for its answer, as Kafka's does."""
+    return ",".join(
+        "{}:{}".format(*cluster.broker_address(b)) for b in cluster.broker_ids if b not in exclude
+    )
+
+
+# --- Kafka's partitioner --------------------------------------------------------------------
+
+_SEED, _M, _MASK = 0x9747B28C, 0x5BD1E995, 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's `Utils.murmur2` (32-bit MurmurHash2, as a signed Java int): what the Java
+    client's default partitioner and librdkafka's `murmur2_random` hash keys with."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    n4 = length // 4
+    for (k,) in struct.iter_unpack("<I", data[: n4 * 4]):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = (h * _M) & _MASK
+        h ^= k
+    tail, rest = length & ~3, length % 4
+    # Java's switch falls through: 3 -> 2 -> 1.
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    """The partition Kafka's partitioner (and librdkafka's murmur2_random) puts `key` in."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+# --- clients ---------------------------------------------------------------------------------
+
+
+def producer_config(servers: str, props: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka's producer config for tests: acks=all, linger.ms 5 and Kafka's partitioner
+    (murmur2 for keys) unless `props` say otherwise. An acks=all producer is idempotent
+    (unless `props` name enable.idempotence): librdkafka retries a failed request, and the
+    broker writes a retried batch only once, so a test can count records exactly."""
+    props = dict(props or {})
+    config = client_config(
+        servers, {"acks": "all", "linger.ms": 5, "partitioner": "murmur2_random", **props}
+    )
+    if str(config["acks"]).lower() in ("all", "-1") and "enable.idempotence" not in props:
+        config["enable.idempotence"] = True
+    return config
+
+
+def consumer_config(servers: str, props: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka's consumer config for tests (it reads by `assign`: no consumer groups yet):
+    no commits, from the log start, up to the high watermark (read_uncommitted, Kafka's
+    default isolation level) and with Kafka's CRC check of every batch (librdkafka's
+    default skips it)."""
+    return client_config(
+        servers,
+        {
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_uncommitted",
+            "check.crcs": True,
+            **(props or {}),
+        },
+    )
+
+
+@contextlib.contextmanager
+def producing(servers: str, props: Mapping[str, Any] | None = None) -> Iterator[Producer]:
+    """A producer (see producer_config); what is still unsent on exit is dropped."""
+    producer = new_producer(producer_config(servers, props))
+    try:
+        yield producer
+    finally:
+        producer.purge()  # what a failed test left queued or in flight
+        producer.flush(10)  # its delivery reports
+        producer.close()
+
+
+@contextlib.contextmanager
+def consuming(servers: str, props: Mapping[str, Any] | None = None) -> Iterator[Consumer]:
+    """A consumer (see consumer_config), closed on exit."""
+    consumer = new_consumer(consumer_config(servers, props))
+    try:
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def admin_client(servers: str) -> AdminClient:
+    """librdkafka's AdminClient (it has nothing to close)."""
+    return new_admin(client_config(servers, {}))
+
+
+def deliver(
+    producer: Producer,
+    topic: str,
+    values: Sequence[bytes],
+    *,
+    partitions: Sequence[int] | None = None,
+    keys: Sequence[bytes | None] | None = None,
+    timeout: float = TIMEOUT_S,
+) -> list[Message]:
+    """Produce each value (to `partitions[i]`, with `keys[i]`, when given) and wait for
+    every delivery report: the delivered messages, in the order of `values`.
+    KafkaException with the first failed record's error; TimeoutError if not all were
+    reported in `timeout` seconds."""
+    reports: dict[int, tuple[KafkaError | None, Message]] = {}
+    for i, value in enumerate(values):
+
+        def report(err: KafkaError | None, msg: Message, i: int = i) -> None:
+            reports[i] = (err, msg)
+
+        partition = partitions[i] if partitions is not None else -1  # -1: the partitioner's
+        key = keys[i] if keys is not None else None
+        while True:
+            try:
+                producer.produce(topic, value, key=key, partition=partition, on_delivery=report)
+                break
+            except BufferError:  # the queue is full: serve delivery reports
+                producer.poll(0.1)
+    left = producer.flush(timeout)
+    if left:
+        raise TimeoutError(f"{left} of {len(values)} records to {topic} unacknowledged")
+    for i in range(len(values)):
+        err, _ = reports[i]
+        if err is not None:
+            raise KafkaException(err)
+    return [reports[i][1] for i in range(len(values))]
+
+
+async def send_and_wait(
+    producer: Producer,
+    topic: str,
+    value: bytes,
+    *,
+    partition: int | None = None,
+    key: bytes | None = None,
+) -> Message:
+    """One record, delivered (KafkaException if not), off the event loop."""
+    (msg,) = await asyncio.to_thread(
+        deliver,
+        producer,
+        topic,
+        [value],
+        partitions=None if partition is None else [partition],
+        keys=[key],
+    )
+    return msg
+
+
+def send_values(
+    servers: str,
+    topic: str,
+    values: Sequence[bytes],
+    props: Mapping[str, Any] | None = None,
+    *,
+    partitions: Sequence[int] | None = None,
+) -> list[tuple[int, int]]:
+    """(partition, offset) of each value, produced by a new producer (see producer_config);
+    KafkaException if any send fails."""
+    with producing(servers, props) as producer:
+        return [position(m) for m in deliver(producer, topic, values, partitions=partitions)]
+
+
 async def create_topic(
     cluster: LocalCluster,
     name: str,
@@ -42,22 +248,21 @@ async def create_topic(
     assignment: Mapping[int, Sequence[int]] | None = None,
 ) -> None:
     """A topic with `partitions` x `rf` replicas, or exactly `assignment` (partition ->
-    brokers, then give -1 for both)."""
-    admin = Admin(cluster.bootstrap_servers)
-    try:
-        await admin.create_topics(
-            [NewTopic(name, partitions, rf, dict(configs or {}), assignment)], timeout_ms=30_000
-        )
-    finally:
-        await admin.close()
+    brokers, then give -1 for both), created with Kafka's CreateTopics (answered once every
+    partition has a leader)."""
+    config = dict(configs or {})
+    if assignment is None:
+        topic = NewTopic(name, partitions, rf, config=config)
+    else:  # partition 0's brokers, partition 1's, ... (librdkafka wants their count too)
+        replicas = [list(assignment[p]) for p in sorted(assignment)]
+        topic = NewTopic(name, len(replicas), replica_assignment=replicas, config=config)
 
+    def create() -> None:
+        admin = admin_client(cluster.bootstrap_servers)
+        futures = admin.create_topics([topic], operation_timeout=30, request_timeout=TIMEOUT_S)
+        futures[name].result(timeout=TIMEOUT_S + 30)
 
-def bootstrap(cluster: LocalCluster, exclude: Collection[int] = ()) -> str:
-    """Bootstrap servers without `exclude`: a client that bootstraps from a paused broker
-    waits a whole request timeout for its answer, as Kafka's does."""
-    return ",".join(
-        "{}:{}".format(*cluster.broker_address(b)) for b in cluster.broker_ids if b not in exclude
-    )
+    await asyncio.to_thread(create)
 
 
 async def produce_values(
@@ -69,10 +274,70 @@ async def produce_values(
     exclude: Collection[int] = (),
 ) -> list[tuple[int, int]]:
     """(partition, offset) of each value, bootstrapping from brokers not in `exclude`;
-    fails the test if any send fails."""
-    async with Producer(bootstrap(cluster, exclude), acks=acks, linger_ms=5) as producer:
-        futures = [await producer.send(topic, v) for v in values]
-        return [(md.partition, md.offset) for md in await asyncio.gather(*futures)]
+    fails the test if any send fails. acks=all sends are idempotent (see producer_config)."""
+    servers = bootstrap(cluster, exclude)
+    return await asyncio.to_thread(send_values, servers, topic, values, {"acks": acks})
+
+
+@dataclass(frozen=True)
+class Record:
+    """A consumed record (librdkafka's Message without its methods)."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+
+    @classmethod
+    def of(cls, msg: Message) -> Record:
+        partition, offset = position(msg)
+        topic = msg.topic()
+        assert topic is not None
+        return cls(topic, partition, offset, msg.key(), msg.value(), msg.timestamp()[1])
+
+
+def read_records(
+    servers: str,
+    topic: str,
+    expected: int | None = None,
+    timeout: float = 30.0,
+    *,
+    partitions: Collection[int] | None = None,
+) -> list[Record]:
+    """Records of `partitions` (None: every partition of the topic) from their log start,
+    until `expected` of them (None: until the high watermarks as of the call) or `timeout`,
+    in the order the consumer returned them. Fails on a record whose CRC is wrong."""
+    deadline = time.monotonic() + timeout
+    with consuming(servers) as consumer:
+        if partitions is None:
+            md = topic_metadata(consumer, topic, timeout)
+            partitions = sorted(md.topics[topic].partitions)
+        next_offset: dict[int, int] = {}
+        ends: dict[int, int] = {}
+        if expected is None:
+            for p in partitions:
+                tp = KafkaTopicPartition(topic, p)
+                next_offset[p], ends[p] = consumer.get_watermark_offsets(tp, timeout)
+        consumer.assign([KafkaTopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+
+        def done() -> bool:
+            if expected is not None:
+                return len(got) >= expected
+            return all(next_offset[p] >= end for p, end in ends.items())
+
+        got: list[Record] = []
+        while not done() and (remaining := deadline - time.monotonic()) > 0:
+            for msg in consume_ready(consumer, 10_000, min(remaining, 0.5)):
+                if (err := msg.error()) is not None:
+                    if err.fatal() or err.code() == KafkaError._BAD_MSG:
+                        raise KafkaException(err)
+                    continue  # librdkafka retries (a broker down, a leader moving)
+                record = Record.of(msg)
+                got.append(record)
+                next_offset[record.partition] = record.offset + 1
+        return got
 
 
 async def consume_records(
@@ -82,28 +347,18 @@ async def consume_records(
     timeout: float = 30.0,
     *,
     exclude: Collection[int] = (),
-) -> list[ConsumerRecord]:
+) -> list[Record]:
     """Records from the start, until `expected` of them (None: until the end offsets as of
     the call) or `timeout`, bootstrapping from brokers not in `exclude`."""
-    async with Consumer(bootstrap(cluster, exclude), auto_offset_reset="earliest") as consumer:
-        await consumer.assign_topic(topic)
-        consumer.seek_to_beginning()
-        ends = await consumer.end_offsets(consumer.assignment())
-
-        async def done() -> bool:
-            if expected is not None:
-                return len(got) >= expected
-            return all([await consumer.position(tp) >= end for tp, end in ends.items()])
-
-        got: list[ConsumerRecord] = []
-        deadline = time.monotonic() + timeout
-        while not await done() and time.monotonic() < deadline:
-            got += await consumer.poll(500)
-        return got
+    servers = bootstrap(cluster, exclude)
+    return await asyncio.to_thread(read_records, servers, topic, expected, timeout)
 
 
 async def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
     return [r.value or b"" for r in await consume_records(cluster, topic, expected)]
+
+
+# --- state: ZooKeeper, a broker's Metadata, the files ---------------------------------------
 
 
 def partition_states(cluster: LocalCluster, topic: str, partitions: int) -> dict[int, LeaderAndIsr]:
@@ -120,7 +375,7 @@ async def metadata(cluster: LocalCluster, broker_id: int | None = None) -> Metad
 
 
 async def metadata_at(host: str, port: int) -> MetadataResponse:
-    """The Metadata answer of whatever broker listens at host:port."""
+    """The Metadata answer of whatever broker listens at host:port (minikafka's RPC)."""
     conn = BrokerConnection(host, port)
     await conn.connect()
     try:
@@ -133,9 +388,9 @@ async def metadata_at(host: str, port: int) -> MetadataResponse:
 def replica_batches(log_dir: Path, tp: TopicPartition) -> list[tuple[BatchHeader, bytes]]:
     """(header, bytes) of every batch in a replica's segment files, read from disk the way a
     recovering broker would (a torn last batch ends the segment)."""
-    return read_batches(log_dir, tp)
+    return log_files.read_batches(log_dir, tp)
 
 
 def replica_records(log_dir: Path, tp: TopicPartition, end_offset: int) -> dict[int, bytes | None]:
     """offset -> value of every record below `end_offset` in a replica's segment files."""
-    return read_records(log_dir, tp, end_offset)
+    return log_files.read_records(log_dir, tp, end_offset)

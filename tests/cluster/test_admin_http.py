@@ -1,6 +1,7 @@
-"""The brokers' HTTP admin endpoint on a real cluster (real ZooKeeper, real broker processes):
-Prometheus metrics that follow produce, replication, an ISR shrink and expand, and a
-ZooKeeper session expiry; the health check and JSON views; errors for bad requests."""
+"""The brokers' HTTP admin endpoint on a real cluster (real ZooKeeper, real broker processes,
+records produced by a real Kafka client, confluent-kafka): Prometheus metrics that follow
+produce, replication, an ISR shrink and expand, and a ZooKeeper session expiry; the health
+check and JSON views; errors for bad requests."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from minikafka.client import NewTopic, SyncAdmin, SyncProducer
+from minikafka.client.librdkafka import topic_metadata
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
 from tests.cluster.conftest import ClusterFactory, wait_until
+from tests.cluster.helpers import admin_client, deliver, producing
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -67,9 +70,16 @@ def partition_gauges(samples: Samples, name: str) -> dict[int, float]:
 
 
 def leaders_of(cluster: LocalCluster) -> dict[int, int]:
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        (topic,) = admin.describe_topics([TOPIC])
-    return {p.partition: p.leader for p in topic.partitions}
+    """{partition: leader} of TOPIC, in the cluster's metadata as a client gets it."""
+    with producing(cluster.bootstrap_servers) as client:
+        md = topic_metadata(client, TOPIC, 30)
+    return {p: pm.leader for p, pm in md.topics[TOPIC].partitions.items()}
+
+
+def create(cluster: LocalCluster, partitions: int) -> None:
+    admin = admin_client(cluster.bootstrap_servers)
+    futures = admin.create_topics([NewTopic(TOPIC, partitions, 3)], operation_timeout=30)
+    futures[TOPIC].result(timeout=60)
 
 
 def produce(
@@ -83,14 +93,10 @@ def produce(
     (a paused broker still accepts connections, and a client that picked it would hang)."""
     ports = cluster.broker_ports
     bootstrap = ",".join(f"{cluster.host}:{ports[b]}" for b in ports if b != skip)
-    with SyncProducer(bootstrap, acks=acks, linger_ms=5) as producer:
-        futures = [
-            producer.send(TOPIC, f"{p}-{i}".encode() * 10, partition=p)
-            for p in partitions
-            for i in range(count)
-        ]
-        for f in futures:
-            f.result(timeout=30)
+    targets = [p for p in partitions for _ in range(count)]
+    values = [f"{p}-{i}".encode() * 10 for p in partitions for i in range(count)]
+    with producing(bootstrap, {"acks": acks}) as producer:
+        deliver(producer, TOPIC, values, partitions=targets, timeout=30)
 
 
 def summed(scrapes: Mapping[int, Samples], name: str, **labels: object) -> float:
@@ -106,8 +112,7 @@ def test_metrics_follow_produce_replication_and_an_isr_shrink_and_expand(
     cluster = make_cluster(
         overrides={"replica.lag.time.max.ms": "2000", "zookeeper.session.timeout.ms": "30000"}
     )
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], timeout_ms=30_000)
+    create(cluster, PARTITIONS)
     produce(cluster, N, "all")
     brokers = cluster.broker_ids
 
@@ -204,11 +209,10 @@ def test_metrics_follow_produce_replication_and_an_isr_shrink_and_expand(
 
 
 def test_health_json_views_errors_and_a_session_expiry(cluster: LocalCluster) -> None:
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        admin.create_topics([NewTopic(TOPIC, 1, 3)], timeout_ms=30_000)
-    with SyncProducer(cluster.bootstrap_servers, acks="all") as producer:
+    create(cluster, 1)
+    with producing(cluster.bootstrap_servers, {"acks": "all"}) as producer:
         for i in range(5):
-            producer.send(TOPIC, str(i).encode(), partition=0).result(timeout=30)
+            deliver(producer, TOPIC, [str(i).encode()], partitions=[0], timeout=30)
     regs = cluster.registrations()
     controller, _ = cluster.wait_for_controller(timeout=10)
     (leader,) = leaders_of(cluster).values()

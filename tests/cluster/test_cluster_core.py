@@ -1,4 +1,5 @@
-"""The cluster core end to end: real ZooKeeper, real broker processes, the real client and CLI.
+"""The cluster core end to end: real ZooKeeper, real broker processes, a real Kafka client
+(confluent-kafka) and the CLI.
 
 Each test asserts one behaviour a user relies on (issue 3): topics, produce and consume,
 metadata that matches ZooKeeper, failover of controller and leaders, fencing of a deposed
@@ -7,6 +8,7 @@ controller, controlled shutdown, topic deletion, and a broker that survives bad 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import struct
@@ -15,7 +17,6 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from minikafka.client import Admin
 from minikafka.client.connection import BrokerConnection
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
@@ -30,6 +31,7 @@ from minikafka.protocol.messages import (
 from minikafka.zk.client import ControllerMovedError
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until, wait_until_async
 from tests.cluster.helpers import (
+    admin_client,
     consume_all,
     create_topic,
     metadata,
@@ -252,11 +254,9 @@ async def test_topic_deletion_removes_znodes_and_files(cluster: LocalCluster) ->
     await produce_values(cluster, "doomed", [b"x"] * 20)
     dirs = [cluster.log_dir(b) / f"doomed-{p}" for b in cluster.broker_ids for p in range(2)]
     assert all(d.is_dir() for d in dirs)
-    admin = Admin(cluster.bootstrap_servers)
-    try:
-        await admin.delete_topics(["doomed"], timeout_ms=30_000)
-    finally:
-        await admin.close()
+    admin = admin_client(cluster.bootstrap_servers)
+    deleted = admin.delete_topics(["doomed"], operation_timeout=30, request_timeout=60)["doomed"]
+    await asyncio.to_thread(deleted.result, 90)
     zk = cluster.zk_client()
     wait_until(lambda: not zk.topic_exists("doomed"), 30, "the topic znodes to go")
     assert zk.get_topic_config("doomed") == {}

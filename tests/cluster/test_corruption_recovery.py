@@ -11,15 +11,18 @@ The last test covers a flipped byte *below* the recovery point, which recovery d
 re-read (as in Kafka, where the recovery point means "fsynced and validated"): the broker
 starts with the corrupt batch and rejoins the ISR; as leader it serves the batch (the read
 path sends segment bytes without decoding them), and what protects readers is the CRC
-check on the other side: the consumer raises CorruptRecordError at that offset, and a
-follower re-fetching from scratch refuses to append it.
+check on the other side: the consumer (librdkafka with check.crcs, Kafka's consumer
+default) reports a bad message at that offset, and a follower re-fetching from scratch
+refuses to append it.
 
 Every fault is real: SIGKILL of a broker process, bytes changed in its files while it is
-down; every check goes through ZooKeeper, the real client or the files on disk.
+down; every check goes through ZooKeeper, a real Kafka client (confluent-kafka) or the
+files on disk.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 import re
@@ -30,16 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from minikafka.client import Consumer, Producer
+from minikafka.client.librdkafka import consume_ready
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
-from minikafka.protocol.errors import CorruptRecordError
 from minikafka.storage.checkpoint import RECOVERY_POINT_CHECKPOINT, OffsetCheckpointFile
 from minikafka.storage.log_files import partition_dir
 from minikafka.storage.record_batch import HEADER_SIZE, BatchHeader, iter_batches
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory, wait_until_async
-from tests.cluster.helpers import bootstrap, create_topic, metadata
+from tests.cluster.helpers import bootstrap, consuming, create_topic, deliver, metadata, producing
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -122,45 +126,59 @@ async def produce(
     acked: dict[int, bytes],
     exclude: Sequence[int] = (),
 ) -> None:
-    """`batches` batches of RECORDS_PER_BATCH unique values, acks=all; each acked offset
-    goes into `acked`. Fails the test if a send fails."""
-    async with Producer(
-        bootstrap(cluster, exclude), acks="all", linger_ms=50, request_timeout_ms=20_000
-    ) as producer:
-        for b in range(batches):
-            values = [
-                f"{label}-{b:03d}-{r}-".encode().ljust(VALUE_BYTES, b"x")
-                for r in range(RECORDS_PER_BATCH)
-            ]
-            futures = [await producer.send(TOPIC, v, partition=0) for v in values]
-            await producer.flush()  # one batch per group
-            for v, fut in zip(values, futures, strict=True):
-                md = await fut
-                assert md.offset not in acked
-                acked[md.offset] = v
+    """`batches` batches of RECORDS_PER_BATCH unique values, acks=all (idempotent: a retry
+    writes nothing twice); each acked offset goes into `acked`. Fails the test if a send
+    fails."""
+    props = {"acks": "all", "linger.ms": 50, "request.timeout.ms": 20_000}
+
+    def run() -> None:
+        with producing(bootstrap(cluster, exclude), props) as producer:
+            for b in range(batches):
+                values = [
+                    f"{label}-{b:03d}-{r}-".encode().ljust(VALUE_BYTES, b"x")
+                    for r in range(RECORDS_PER_BATCH)
+                ]
+                # Delivered together (deliver flushes): one batch per group.
+                delivered = deliver(producer, TOPIC, values, partitions=[0] * len(values))
+                for v, msg in zip(values, delivered, strict=True):
+                    offset = msg.offset()
+                    assert offset is not None and offset not in acked
+                    acked[offset] = v
+
+    await asyncio.to_thread(run)
+
+
+def read_from_start(
+    servers: str, end: int, timeout: float
+) -> tuple[dict[int, bytes | None], KafkaError | None]:
+    got: dict[int, bytes | None] = {}
+    # auto.offset.reset "error" (Kafka's "none"): an offset out of range is an error too.
+    with consuming(servers, {"auto.offset.reset": "error"}) as consumer:
+        consumer.assign([KafkaTopicPartition(TOPIC, 0, 0)])
+        deadline = time.monotonic() + timeout
+        position = 0
+        while position < end:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                pytest.fail(f"consumer stuck at {position} of {end}: {got}")
+            for msg in consume_ready(consumer, 1000, min(remaining, 0.5)):
+                if (err := msg.error()) is not None:
+                    if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN):
+                        continue  # librdkafka connects again
+                    return got, err
+                offset = msg.offset()
+                assert offset is not None and offset not in got, f"offset {offset} returned twice"
+                got[offset] = msg.value()
+                position = offset + 1
+    return {o: v for o, v in got.items() if o < end}, None
 
 
 async def consume_from(
     servers: str, end: int, timeout: float = 20.0
-) -> tuple[dict[int, bytes | None], Exception | None]:
-    """offset -> value of every record in [0, end) a consumer reads, and the error that
-    stopped it (None if it got to `end`)."""
-    got: dict[int, bytes | None] = {}
-    async with Consumer(servers, auto_offset_reset="none") as consumer:
-        consumer.assign([TP])
-        consumer.seek(TP, 0)
-        deadline = time.monotonic() + timeout
-        while await consumer.position(TP) < end:
-            if time.monotonic() > deadline:
-                pytest.fail(f"consumer stuck at {await consumer.position(TP)} of {end}: {got}")
-            try:
-                records = await consumer.poll(500)
-            except CorruptRecordError as e:
-                return got, e
-            for r in records:
-                assert r.offset not in got, f"offset {r.offset} returned twice"
-                got[r.offset] = r.value
-    return {o: v for o, v in got.items() if o < end}, None
+) -> tuple[dict[int, bytes | None], KafkaError | None]:
+    """offset -> value of every record in [0, end) a consumer reads, checking every batch's
+    CRC, and the error that stopped it (None if it got to `end`)."""
+    return await asyncio.to_thread(read_from_start, servers, end, timeout)
 
 
 # --- the scenario --------------------------------------------------------------------------
@@ -416,8 +434,9 @@ async def test_byte_flipped_below_recovery_point_is_not_found_at_startup_and_no_
     await make_damaged_broker_leader(s)
     host, port = cluster.broker_address(d)
     got, error = await consume_from(f"{host}:{port}", s.end)
-    assert isinstance(error, CorruptRecordError), error
-    assert f"at offset {victim.header.base_offset}" in str(error)
+    assert error is not None and error.code() == KafkaError._BAD_MSG, error
+    assert f"at offset {victim.header.base_offset} " in error.str()
+    assert "failed CRC32C check" in error.str()
     assert got == {o: v for o, v in s.acked.items() if o < victim.header.base_offset}
 
     # A follower that lost its disk fetches from D from offset 0 and never appends it.

@@ -15,13 +15,13 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from minikafka.client import Producer
 from minikafka.cluster import ClusterError, LocalCluster, netns
 from minikafka.common import TopicPartition
 from tests.cluster.conftest import (
@@ -31,7 +31,14 @@ from tests.cluster.conftest import (
     wait_until,
     wait_until_async,
 )
-from tests.cluster.helpers import create_topic, partition_states, replica_records
+from tests.cluster.helpers import (
+    create_topic,
+    deliver,
+    partition_states,
+    producing,
+    replica_records,
+    send_values,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -75,32 +82,33 @@ def leftovers(cluster: LocalCluster) -> list[str]:
 
 
 class Traffic:
-    """acks=1 records to the topic, one after another, until stopped: what makes a cut-off
-    follower's LEO differ from the leader's (Kafka only expels a follower that is behind)."""
+    """acks=1 records to the topic, one after another (in a thread of its own), until
+    stopped: what makes a cut-off follower's LEO differ from the leader's (Kafka only
+    expels a follower that is behind). A send that fails fails the test at exit."""
 
     def __init__(self, cluster: LocalCluster) -> None:
-        self.producer = Producer(bootstrap(cluster), acks=1, request_timeout_ms=5000)
+        self.servers = bootstrap(cluster)
         self.acked = 0
-        self._stop = asyncio.Event()
+        self._stop = threading.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Traffic:
-        self._task = asyncio.create_task(self._run())
+        self._task = asyncio.create_task(asyncio.to_thread(self._run))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self._stop.set()
         assert self._task is not None
         await self._task
-        await self.producer.close()
 
-    async def _run(self) -> None:
-        i = 0
-        while not self._stop.is_set():
-            await (await self.producer.send(TOPIC, f"v{i}".encode()))
-            self.acked += 1
-            i += 1
-            await asyncio.sleep(0.02)  # a steady trickle, not a benchmark
+    def _run(self) -> None:
+        with producing(self.servers, {"acks": 1, "request.timeout.ms": 5000}) as producer:
+            i = 0
+            while not self._stop.is_set():
+                deliver(producer, TOPIC, [f"v{i}".encode()])
+                self.acked += 1
+                i += 1
+                self._stop.wait(0.02)  # a steady trickle, not a benchmark
 
 
 async def test_partition_from_brokers_drops_a_follower_from_the_isr_but_not_from_zookeeper(
@@ -151,25 +159,26 @@ async def test_partition_from_brokers_drops_a_follower_from_the_isr_but_not_from
 # A client on the isolated broker's side of the partition: acks=all to the old leader,
 # with timeouts short enough to end while the test waits for the failover.
 ZOMBIE_PRODUCER = """
-import asyncio, json, sys
-from minikafka.client import Producer
+import json, sys
+from confluent_kafka import Producer
 
-async def main(bootstrap, topic, n):
-    acked, errors = [], []
-    producer = Producer(bootstrap, acks="all", retries=0, request_timeout_ms=3000,
-                        delivery_timeout_ms=4000, max_block_ms=4000)
-    try:
-        futures = [await producer.send(topic, f"zombie-{i}".encode()) for i in range(n)]
-        for f in futures:
-            try:
-                acked.append((await f).offset)
-            except Exception as e:
-                errors.append(f"{type(e).__name__}: {e}")
-    finally:
-        await producer.close()
-    print(json.dumps({"acked": acked, "errors": errors}))
+bootstrap, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+acked, errors = [], []
 
-asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+def report(err, msg):
+    if err is None:
+        acked.append(msg.offset())
+    else:
+        errors.append(f"{err.name()}: {err.str()}")
+
+producer = Producer({
+    "bootstrap.servers": bootstrap, "socket.nagle.disable": True, "acks": "all",
+    "retries": 0, "request.timeout.ms": 3000, "message.timeout.ms": 4000,
+})
+for i in range(n):
+    producer.produce(topic, f"zombie-{i}".encode(), on_delivery=report)
+unreported = producer.flush(20)
+print(json.dumps({"acked": acked, "errors": errors, "unreported": unreported}))
 """
 
 
@@ -188,9 +197,9 @@ async def test_an_isolated_leader_is_replaced_acks_nothing_and_returns_as_a_foll
         configs={"min.insync.replicas": "2"},
         assignment={0: [leader, *followers]},
     )
-    async with Producer(bootstrap(cluster), acks="all") as producer:
-        acked = [(await (await producer.send(TOPIC, f"a{i}".encode()))).offset for i in range(5)]
-    assert acked == list(range(5))
+    first = [f"a{i}".encode() for i in range(5)]
+    acked = await asyncio.to_thread(send_values, bootstrap(cluster), TOPIC, first)
+    assert acked == [(0, o) for o in range(5)]
     before = cluster.registrations()[leader]
     epoch_before = partition_states(cluster, TOPIC, 1)[0].leader_epoch
 
@@ -224,15 +233,14 @@ async def test_an_isolated_leader_is_replaced_acks_nothing_and_returns_as_a_foll
             zombie.wait()
     result = json.loads(out.strip().splitlines()[-1]) if out.strip() else None
     assert result is not None, f"the zombie producer printed nothing; stderr:\n{err}"
-    assert result["acked"] == [] and result["errors"], result
+    assert result["acked"] == [] and result["errors"] and result["unreported"] == 0, result
     # The isolated leader appended them (it believed it led) but could not commit them.
     on_old_leader = replica_records(cluster.log_dir(leader), TP, 1 << 62)
     assert any(v and v.startswith(b"zombie-") for v in on_old_leader.values())
 
     # The majority side takes acks=all writes (ISR of 2 = min.insync.replicas).
-    async with Producer(bootstrap(cluster, exclude=(leader,)), acks="all") as producer:
-        for i in range(5):
-            await (await producer.send(TOPIC, f"b{i}".encode()))
+    majority = bootstrap(cluster, exclude=(leader,))
+    await asyncio.to_thread(send_values, majority, TOPIC, [f"b{i}".encode() for i in range(5)])
 
     cluster.heal(leader)
     healed_at = time.monotonic()

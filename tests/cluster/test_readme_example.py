@@ -1,7 +1,7 @@
 """The README's Python examples, run as written against a real 3-broker cluster (only
-their bootstrap address is this cluster's): minikafka's own client, and confluent-kafka
-(an unmodified Kafka client). Each creates its topic, produces ten records with acks=all
-and prints all ten back; run twice, the second time the topic exists already."""
+their bootstrap address is this cluster's): confluent-kafka, an unmodified Kafka client.
+Each creates its topic, produces ten records with acks=all and prints all ten back; run
+twice, the second time the topic exists already."""
 
 from __future__ import annotations
 
@@ -18,11 +18,6 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 BOOTSTRAP_LINE = 'bootstrap = "localhost:9092,localhost:9093,localhost:9094"'
 # (where the example follows in the README, what it prints per record i: key and value)
 EXAMPLES = {
-    "minikafka-client": (
-        "From Python, with the cluster of the tour running:",
-        "user-{k}",
-        "hello {i}",
-    ),
     "confluent-kafka": ("## Kafka clients", "user-{k}", "click {i}"),
 }
 

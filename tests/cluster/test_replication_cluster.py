@@ -1,23 +1,26 @@
 """Replication across real broker processes and a real ZooKeeper (issue 4).
 
 Faults are real: SIGSTOP/SIGCONT and kill -9 of broker processes, and a state znode
-rewritten behind a leader's back. What is checked is what a Kafka user relies on: acked
-records are on every in-sync replica's disk, the ISR shrinks and grows by the lag rule and
-every broker learns it, acks=all refuses to pretend, and no offset ever holds two records.
+rewritten behind a leader's back; records are produced and read by a real Kafka client
+(confluent-kafka). What is checked is what a Kafka user relies on: acked records are on
+every in-sync replica's disk, the ISR shrinks and grows by the lag rule and every broker
+learns it, acks=all refuses to pretend, and no offset ever holds two records.
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
+import threading
 import time
 from collections import defaultdict
 
 import crc32c
 import pytest
+from confluent_kafka import KafkaError, Message
 
-from minikafka.client import Producer
 from minikafka.client.connection import BrokerConnection
+from minikafka.client.librdkafka import position
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import ErrorCode
@@ -39,9 +42,11 @@ from tests.cluster.helpers import (
     metadata,
     partition_states,
     produce_values,
+    producing,
     replica_batches,
     replica_records,
     run_cli,
+    send_values,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -132,9 +137,10 @@ async def test_acks_all_records_are_on_every_in_sync_replica_disk(
     values = [f"v{i}".encode() * 20 for i in range(900)]
     # Round robin over the partitions: the sticky partitioner may leave one without records
     # (it switches partition per batch), and every partition is checked below.
-    async with Producer(cluster.bootstrap_servers, acks="all", linger_ms=5) as producer:
-        futures = [await producer.send("t", v, partition=i % 3) for i, v in enumerate(values)]
-        acked = [(md.partition, md.offset) for md in await asyncio.gather(*futures)]
+    partitions = [i % 3 for i in range(len(values))]
+    acked = await asyncio.to_thread(
+        send_values, cluster.bootstrap_servers, "t", values, {"acks": "all"}, partitions=partitions
+    )
     states = partition_states(cluster, "t", 3)
     for p, st in states.items():
         assert sorted(st.isr) == [1, 2, 3]
@@ -166,10 +172,10 @@ async def test_compressed_batches_replicate_as_sent_and_lying_records_are_refuse
     sent: list[bytes] = []
     for codec in ("gzip", "snappy", "lz4", "zstd"):
         values = [f"{codec} record {i} ".encode() * 10 for i in range(300)]
-        async with Producer(
-            cluster.bootstrap_servers, acks="all", linger_ms=5, compression_type=codec
-        ) as producer:
-            await asyncio.gather(*[await producer.send("t", v, partition=0) for v in values])
+        props = {"acks": "all", "compression.type": codec}
+        await asyncio.to_thread(
+            send_values, cluster.bootstrap_servers, "t", values, props, partitions=[0] * len(values)
+        )
         sent += values
     st = state(cluster)
     end = len(sent)
@@ -312,39 +318,43 @@ async def test_with_two_followers_paused_acks_all_is_refused_then_recovers(
 
 
 class AckedStream:
-    """Unique values sent with acks=all; remembers (partition, offset) of each one acked."""
+    """Unique values sent with acks=all, in a thread of its own, until stopped; remembers
+    (partition, offset) of each one acked. librdkafka retries what fails (a leader gone);
+    not idempotent, so a retried record may be in the log twice: what is checked is that
+    every acked one is where its ack said."""
 
     def __init__(self, cluster: LocalCluster, topic: str) -> None:
         self.cluster = cluster
         self.topic = topic
         self.acked: dict[bytes, tuple[int, int]] = {}
         self.failed: list[bytes] = []
-        self._stop = asyncio.Event()
+        self._stop = threading.Event()
 
-    async def run(self) -> None:
-        async with Producer(
-            self.cluster.bootstrap_servers,
-            acks="all",
-            linger_ms=2,
-            request_timeout_ms=10_000,
-            delivery_timeout_ms=60_000,
-        ) as producer:
-            pending: list[tuple[bytes, asyncio.Future]] = []  # type: ignore[type-arg]
+    def run(self) -> None:
+        props = {
+            "acks": "all",
+            "enable.idempotence": False,
+            "linger.ms": 2,
+            "request.timeout.ms": 10_000,
+            "message.timeout.ms": 60_000,  # Kafka's delivery.timeout.ms
+        }
+        with producing(self.cluster.bootstrap_servers, props) as producer:
             i = 0
             while not self._stop.is_set():
                 value = f"{i:08d}".encode()
                 i += 1
-                pending.append((value, await producer.send(self.topic, value)))
-                if len(pending) >= 200:  # bounded in flight: wait for the oldest
-                    await self._settle(*pending.pop(0))
-            for value, fut in pending:
-                await self._settle(value, fut)
+                producer.produce(self.topic, value, on_delivery=self._settle)
+                producer.poll(0)
+                while len(producer) >= 200 and not self._stop.is_set():
+                    producer.poll(0.1)  # bounded in flight: wait for acks
+            producer.flush(90)  # each one acked or failed within message.timeout.ms
 
-    async def _settle(self, value: bytes, fut: asyncio.Future) -> None:  # type: ignore[type-arg]
-        try:
-            md = await fut
-            self.acked[value] = (md.partition, md.offset)
-        except Exception:
+    def _settle(self, err: KafkaError | None, msg: Message) -> None:
+        value = msg.value()
+        assert value is not None
+        if err is None:
+            self.acked[value] = position(msg)
+        else:
             self.failed.append(value)  # in doubt: may or may not be in the log
 
     def stop(self) -> None:
@@ -358,7 +368,7 @@ async def test_kill_9_of_the_leader_during_acks_all_loses_nothing_and_replicas_n
     await create_topic(cluster, "t", 2, 3, MIN_ISR_2)
     before = state(cluster)
     stream = AckedStream(cluster, "t")
-    running = asyncio.create_task(stream.run())
+    running = asyncio.create_task(asyncio.to_thread(stream.run))
     await wait_until_async(lambda: len(stream.acked) >= 500, 30, "500 acks before the kill")
     cluster.kill(before.leader)
     acked_at_kill = len(stream.acked)

@@ -22,17 +22,18 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError as ClientError
+from confluent_kafka import Message
+from confluent_kafka.admin import NewTopic
 
-from minikafka.client import Admin, NewTopic, SyncAdmin, SyncConsumer, SyncProducer
-from minikafka.client.accumulator import RecordMetadata
 from minikafka.client.connection import BrokerConnection
-from minikafka.common import TopicPartition
+from minikafka.client.librdkafka import client_config, new_admin, new_producer, read_to_end
+from minikafka.client.replica_views import ReplicaViews
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import (
     ProducePartition,
@@ -68,10 +69,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeCluster
 
 def new_topic(p: ComposeCluster, partitions: int = 3) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    with SyncAdmin(p.bootstrap_servers) as admin:
-        admin.create_topics(
-            [NewTopic(name, partitions, 3, {"min.insync.replicas": "2"})], timeout_ms=60_000
-        )
+    admin = new_admin(client_config(p.bootstrap_servers, {}))
+    topic = NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})
+    admin.create_topics([topic], operation_timeout=60)[name].result(timeout=90)
     wait_for(
         f"{name}'s partitions with three in-sync replicas",
         lambda: all(
@@ -97,16 +97,28 @@ def isr(p: ComposeCluster, topic: str, partition: int) -> tuple[int, ...]:
 
 def read_all(p: ComposeCluster, topic: str, partition: int) -> dict[int, bytes | None]:
     """offset -> value of the partition up to its end offset (the HW), via the leader."""
-    tp = TopicPartition(topic, partition)
-    with SyncConsumer(p.bootstrap_servers, auto_offset_reset="earliest") as consumer:
-        consumer.assign([tp])
-        end = consumer.end_offsets([tp])[tp]
-        got: dict[int, bytes | None] = {}
-        deadline = time.monotonic() + 60
-        while consumer.position(tp) < end and time.monotonic() < deadline:
-            for r in consumer.poll(500):
-                got[r.offset] = r.value
-    return got
+    return {
+        m.offset(): m.value()
+        for m in read_to_end(p.bootstrap_servers, topic, 60)
+        if m.partition() == partition
+    }
+
+
+def produce_acked(
+    bootstrap: str, topic: str, values: list[bytes], partition: int = -1
+) -> list[int]:
+    """Each value produced with acks=all once the previous one is acknowledged (30 s at
+    most each), to `partition` (-1: the partitioner's); their offsets."""
+    producer = new_producer(client_config(bootstrap, {"acks": "all"}))
+    outcomes: list[tuple[ClientError | None, Message]] = []
+    for n, value in enumerate(values, 1):
+        producer.produce(
+            topic, value, partition=partition, on_delivery=lambda e, m: outcomes.append((e, m))
+        )
+        assert producer.flush(30) == 0, f"{value!r} not acknowledged in 30 s"
+        assert len(outcomes) == n
+    assert [e for e, _ in outcomes if e is not None] == []
+    return [m.offset() for _, m in outcomes]
 
 
 @dataclass
@@ -133,33 +145,39 @@ class Stream:
 
     def _run(self) -> None:
         lock = threading.Lock()
-        futures: list[Future[RecordMetadata]] = []
-        with SyncProducer(
-            self.p.bootstrap_servers,
-            acks="all",
-            linger_ms=0,
-            retries=2**31 - 1,
-            delivery_timeout_ms=60_000,
-            request_timeout_ms=10_000,
-        ) as producer:
-            i = 0
-            while not self._stop.is_set():
-                value = f"v{i}".encode()
-                fut = producer.send(self.topic, value, partition=self.partition)
+        producer = new_producer(
+            client_config(
+                self.p.bootstrap_servers,
+                {
+                    "acks": "all",
+                    "linger.ms": 0,
+                    "retries": 2**31 - 1,
+                    "delivery.timeout.ms": 60_000,
+                    "request.timeout.ms": 10_000,
+                    # How long librdkafka itself waits for a request's answer (what Kafka's
+                    # request.timeout.ms is to Java's client; default 60 s): a request to a
+                    # frozen leader then fails, and the producer asks for new metadata.
+                    "socket.timeout.ms": 10_000,
+                },
+            )
+        )
 
-                def done(f: Future[RecordMetadata], value: bytes = value) -> None:
-                    with lock:
-                        if f.exception() is None:
-                            self.acked[value] = (f.result().offset, time.time())
-                        else:
-                            self.failed += 1
+        def done(error: ClientError | None, msg: Message) -> None:
+            with lock:
+                if error is None:
+                    self.acked[msg.value()] = (msg.offset(), time.time())
+                else:
+                    self.failed += 1
 
-                fut.add_done_callback(done)
-                futures.append(fut)
-                i += 1
-                time.sleep(0.02)  # pacing: ~50 records/s
-            for f in futures:
-                f.exception()  # wait for every outcome
+        i = 0
+        while not self._stop.is_set():
+            producer.produce(
+                self.topic, f"v{i}".encode(), partition=self.partition, on_delivery=done
+            )
+            producer.poll(0)  # delivery reports of the records acknowledged meanwhile
+            i += 1
+            time.sleep(0.02)  # pacing: ~50 records/s
+        producer.flush()  # every outcome: each record is acked or failed by delivery.timeout.ms
 
     def acked_count(self) -> int:
         return len(self.acked)
@@ -175,15 +193,15 @@ def replica_equals_leader_up_to_hw(p: ComposeCluster, topic: str, broker: int) -
     the HW (read from each broker with Fetch as the debug replica, as chaos does)."""
 
     async def compare() -> bool:
-        async with Admin(p.bootstrap_servers) as admin:
-            for part in await admin.describe_replicas([topic], timeout_ms=10_000):
+        async with ReplicaViews(p.bootstrap_servers) as views:
+            for part in await views.describe_replicas([topic], timeout_ms=10_000):
                 if part.error is not None or part.leader == broker:
                     return False
                 if broker not in [r.broker_id for r in part.replicas if r.in_isr]:
                     return False
                 hw = part.high_watermark
-                mine = await admin.fetch_replica_records(broker, part.tp, hw, timeout_ms=10_000)
-                theirs = await admin.fetch_replica_records(
+                mine = await views.fetch_replica_records(broker, part.tp, hw, timeout_ms=10_000)
+                theirs = await views.fetch_replica_records(
                     part.leader, part.tp, hw, timeout_ms=10_000
                 )
                 if mine != theirs or sorted(mine) != list(range(hw)):
@@ -408,9 +426,8 @@ def test_a_broker_cut_off_the_network_leaves_the_isrs_and_rejoins(
         )
         # Nor does it lead anything, and the cluster still takes acks=all writes.
         assert all(leader(p, topic, i) != target for i in range(3))
-        with SyncProducer(p.bootstrap_without(target), acks="all") as producer:
-            for i in range(3):
-                producer.send(topic, b"during-the-cut", partition=i).result(30)
+        for i in range(3):
+            produce_acked(p.bootstrap_without(target), topic, [b"during-the-cut"], partition=i)
     finally:
         p.fault("heal", target)
     wait_for(
@@ -450,9 +467,8 @@ def test_down_keeps_the_data_up_serves_it_down_volumes_removes_it() -> None:
     try:
         p.up("--build")
         topic = new_topic(p, partitions=1)
-        with SyncProducer(p.bootstrap_servers, acks="all") as producer:
-            offsets = [producer.send(topic, f"kept-{i}".encode()).result(30) for i in range(50)]
-        assert [md.offset for md in offsets] == list(range(50))
+        values = [f"kept-{i}".encode() for i in range(50)]
+        assert produce_acked(p.bootstrap_servers, topic, values) == list(range(50))
         volumes = p.volumes()
         assert len(volumes) == 4
 

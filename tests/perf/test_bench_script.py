@@ -85,6 +85,24 @@ async def test_offered_load_times_every_record_once_at_the_target_rate() -> None
     assert r.target_mb_per_sec == pytest.approx(2000 * 64 / 2**20)
 
 
+async def test_send_to_ack_is_the_clients_own_figure_when_the_future_carries_one() -> None:
+    """librdkafka times send to ack in its broker thread; the future resolves to it."""
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+    async def send(value: bytes) -> asyncio.Future[Any]:
+        queue.put_nowait(value)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(0.0123)  # seconds, as Message.latency() gives them
+        return fut
+
+    async def receive() -> list[bytes]:
+        return [await queue.get()]
+
+    r = await measure_offered_load(send, [receive], 20, 16, -1)
+    assert r.ack_p50_ms == pytest.approx(12.3, rel=0.01)
+    assert r.ack_p999_ms == pytest.approx(12.3, rel=0.01)
+
+
 async def test_offered_load_fails_when_records_do_not_arrive() -> None:
     async def send(value: bytes) -> asyncio.Future[Any]:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner, Result
+from confluent_kafka.cimpl import NewTopic
 
 from minikafka.cli.main import cli
-from minikafka.client import NewTopic, SyncAdmin
+from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import ClusterFactory
 from tests.perf.patterns import (
@@ -37,10 +38,10 @@ def perf(cluster: LocalCluster, *args: str) -> Result:
 @pytest.fixture
 def cluster_with_topic(make_cluster: ClusterFactory) -> LocalCluster:
     cluster = make_cluster()
-    with SyncAdmin(cluster.bootstrap_servers) as admin:
-        admin.create_topics(
-            [NewTopic(TOPIC, 3, 3, {"min.insync.replicas": "2"})], timeout_ms=30_000
-        )
+    admin = new_admin(client_config(cluster.bootstrap_servers, {}))
+    new = NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})
+    # Answered once the controller's metadata has a leader for every partition.
+    admin.create_topics([new], operation_timeout=30)[TOPIC].result(timeout=60)
     return cluster
 
 

@@ -8,18 +8,13 @@ import random
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
 from minikafka.cli.main import cli
+from minikafka.cli.perf import _client_props
 from minikafka.client.librdkafka import client_config
-from minikafka.client.producer import Producer
-from minikafka.client.properties import (
-    PropertyError,
-    consumer_config,
-    parse_properties,
-    producer_config,
-)
 from minikafka.perf import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -170,72 +165,14 @@ def test_sleeps_are_saved_up_until_2_ms_and_then_forgiven() -> None:
 # --- properties ------------------------------------------------------------------------------
 
 
-def test_producer_properties_map_onto_the_producers_parameters() -> None:
-    props = parse_properties(
-        [
-            "batch.size=65536",
-            "linger.ms=5",
-            "acks=all",
-            "buffer.memory=1000000",
-            "max.in.flight.requests.per.connection=1",
-            "request.timeout.ms=2000",
-            "client.id=perf=1",
-            "compression.type=none",
-        ]
-    )
-    assert producer_config(props) == {
-        "batch_size": 65536,
-        "linger_ms": 5,
-        "acks": "all",
-        "buffer_memory": 1000000,
-        "max_in_flight_requests_per_connection": 1,
-        "request_timeout_ms": 2000,
-        "client_id": "perf=1",
-        "compression_type": "none",
-    }
-
-
-def test_raising_linger_or_request_timeout_raises_the_delivery_timeout() -> None:
-    """Without delivery.timeout.ms, the producer raises it to linger.ms + request.timeout.ms
-    (as KafkaProducer does); given explicitly, a smaller one is refused."""
-    config = producer_config({"request.timeout.ms": "200000", "linger.ms": "5"})
-    assert "delivery_timeout_ms" not in config
-    assert Producer("localhost:1", **config)._delivery_timeout_ms == 200005
-    assert Producer("localhost:1")._delivery_timeout_ms == 120000
-    with pytest.raises(ValueError, match=r"delivery\.timeout\.ms should be equal to or larger"):
-        Producer("localhost:1", **producer_config({"delivery.timeout.ms": "9000"}))
-
-
-@pytest.mark.parametrize(
-    ("props", "message"),
-    [
-        ({"batch.sise": "1"}, r"unknown producer property 'batch.sise' \(known: acks, batch.size"),
-        ({"partitioner": "x"}, "unknown producer property 'partitioner'"),
-        ({"compression.type": "brotli"}, "compression.type must be one of none, gzip"),
-        ({"batch.size": "big"}, "batch.size must be an integer, not 'big'"),
-        ({"linger.ms": "-1"}, "linger.ms must not be negative"),
-        ({"acks": "2"}, "acks must be all, -1, 0 or 1"),
-        ({"max.in.flight.requests.per.connection": "0"}, "at least 1"),
-    ],
-)
-def test_bad_producer_properties_are_clear_errors(props: dict[str, str], message: str) -> None:
-    with pytest.raises(PropertyError, match=message):
-        producer_config(props)
-
-
-def test_consumer_properties() -> None:
-    assert consumer_config({"fetch.max.wait.ms": "10", "auto.offset.reset": "earliest"}) == {
-        "fetch_max_wait_ms": 10,
-        "auto_offset_reset": "earliest",
-    }
-    with pytest.raises(PropertyError, match=r"unknown consumer property 'group\.id'"):
-        consumer_config({"group.id": "g"})
-
-
-def test_property_strings_need_an_equals_sign() -> None:
-    assert parse_properties(["a=b=c", " x =1"]) == {"a": "b=c", "x": "1"}
-    with pytest.raises(PropertyError, match="expected key=value"):
-        parse_properties(["linger.ms"])
+def test_property_strings_need_an_equals_sign_and_bootstrap_servers_wins() -> None:
+    option = "--producer-property"
+    assert _client_props(("a=b=c", " x =1"), option, "b:9") == ({"a": "b=c", "x": "1"}, "b:9")
+    props, bootstrap = _client_props(("bootstrap.servers=h:1", "linger.ms=5"), option, "b:9")
+    assert (props, bootstrap) == ({"linger.ms": "5"}, "h:1")
+    with pytest.raises(click.BadParameter, match="expected key=value") as e:
+        _client_props(("linger.ms",), option, "b:9")
+    assert e.value.param_hint == option
 
 
 # --- consumer lines --------------------------------------------------------------------------
