@@ -220,6 +220,25 @@ class _Admin:
                     raise
             self._refresh()
 
+    def known_to_zookeeper(self, topic: str, deadline: float) -> bool:
+        """Whether `topic` exists though the brokers' listing of all topics lacked it: asked
+        by name without auto-creation (Kafka's DescribeTopics), which a broker answers from
+        ZooKeeper when its metadata cache does not have the topic yet (LEADER_NOT_AVAILABLE),
+        and UNKNOWN_TOPIC_OR_PARTITION only for a topic that does not exist. False once the
+        API timeout has passed."""
+        from confluent_kafka import KafkaError, KafkaException, TopicCollection
+
+        if time.monotonic() >= deadline:
+            return False
+        (future,) = self.client.describe_topics(
+            TopicCollection([topic]), request_timeout=max(1.0, deadline - time.monotonic())
+        ).values()
+        try:
+            self.wait(future, deadline)
+        except KafkaException as e:
+            return _code(e) != KafkaError.UNKNOWN_TOPIC_OR_PART
+        return True
+
     def _refresh(self) -> None:
         """Metadata into librdkafka's cache (the controller's id with it)."""
         from confluent_kafka import KafkaException
@@ -254,6 +273,11 @@ def _topics(admin: _Admin, name: str | None) -> tuple[list[TopicInfo], set[int]]
     while True:
         md = admin.metadata()
         names = sorted(md.topics) if name is None else [n for n in (name,) if n in md.topics]
+        if name is not None and not names and admin.known_to_zookeeper(name, deadline):
+            # Created a moment ago: the broker that answered has not had the controller's
+            # UpdateMetadata yet (another one had, when the creation was acknowledged).
+            time.sleep(RETRY_BACKOFF_S)
+            continue
         errors: dict[str, KafkaError] = {
             n: error for n in names if (error := md.topics[n].error) is not None
         }

@@ -304,15 +304,19 @@ class KafkaServer:
 
             self._tasks.append(asyncio.create_task(run(), name=name))
 
+        lm = self.log_manager
+        # Offsets taken here, on the loop; files written and fsynced in a thread.
         every(
             "highwatermark-checkpoint",
             cfg.replica_high_watermark_checkpoint_interval_ms,
-            self.log_manager.checkpoint_high_watermarks,
+            lambda: asyncio.to_thread(lm.write_checkpoints, lm.high_watermark_checkpoints()),
         )
         every(
             "recovery-point-checkpoint",
             RECOVERY_POINT_CHECKPOINT_INTERVAL_MS,
-            self.log_manager.checkpoint_recovery_points_and_log_starts,
+            lambda: asyncio.to_thread(
+                lm.write_checkpoints, lm.recovery_point_and_log_start_checkpoints()
+            ),
         )
         rm = self.replica_manager
         every("isr-expiration", cfg.replica_lag_time_max_ms // 2, rm.shrink_isrs)

@@ -239,6 +239,8 @@ class OffsetCheckpointFile:
             path, lambda e: f"{e[0].topic} {e[0].partition} {e[1]}", _parse_offset_entry
         )
         self._last_written: dict[TopicPartition, int] | None = None
+        # The periodic writes run in a thread; a shutdown's write may start meanwhile.
+        self._lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -247,12 +249,15 @@ class OffsetCheckpointFile:
     def write(self, offsets: dict[TopicPartition, int]) -> bool:
         """Write the offsets unless this object last wrote exactly these and the file is
         still there; returns whether it wrote."""
-        if offsets == self._last_written and self.path.exists():
-            return False
-        snapshot = dict(offsets)
-        self._file.write(sorted(snapshot.items(), key=lambda kv: (kv[0].topic, kv[0].partition)))
-        self._last_written = snapshot
-        return True
+        with self._lock:
+            if offsets == self._last_written and self.path.exists():
+                return False
+            snapshot = dict(offsets)
+            self._file.write(
+                sorted(snapshot.items(), key=lambda kv: (kv[0].topic, kv[0].partition))
+            )
+            self._last_written = snapshot
+            return True
 
     def read(self) -> dict[TopicPartition, int]:
         return dict(self._file.read())

@@ -37,6 +37,9 @@ from minikafka.storage.log_config import LogConfig
 
 log = logging.getLogger(__name__)
 
+# Offsets to write, per checkpoint file: taken on the event loop, written in a thread.
+CheckpointWrites = list[tuple[OffsetCheckpointFile, dict[TopicPartition, int]]]
+
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
@@ -305,21 +308,50 @@ class LogManager:
         return file
 
     # Each checkpoint file is rewritten only when its offsets changed since we last wrote it.
+    # The periodic checkpoints take their offsets on the event loop (`*_checkpoints`, no I/O)
+    # and write them in a thread (`write_checkpoints`): an fsync can wait for the disk to
+    # take every dirty page of the logs first (ext4's ordered journal), tens or hundreds of
+    # milliseconds under load, which no request should wait behind (Kafka writes them on
+    # its scheduler's threads, never a request handler's).
+
+    def high_watermark_checkpoints(self) -> CheckpointWrites:
+        return [
+            (
+                self._checkpoint(d, REPLICATION_OFFSET_CHECKPOINT),
+                {tp: lg.high_watermark for tp, lg in logs.items()},
+            )
+            for d, logs in self._by_dir().items()
+        ]
+
+    def recovery_point_and_log_start_checkpoints(self) -> CheckpointWrites:
+        out: CheckpointWrites = []
+        for d, logs in self._by_dir().items():
+            out.append(
+                (
+                    self._checkpoint(d, RECOVERY_POINT_CHECKPOINT),
+                    {tp: lg.recovery_point for tp, lg in logs.items()},
+                )
+            )
+            out.append(
+                (
+                    self._checkpoint(d, LOG_START_OFFSET_CHECKPOINT),
+                    {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > 0},
+                )
+            )
+        return out
+
+    @staticmethod
+    def write_checkpoints(writes: CheckpointWrites) -> None:
+        """Write offsets taken by `*_checkpoints` (safe from any thread: each file's writes
+        are serialised, and the offsets are a copy)."""
+        for file, offsets in writes:
+            file.write(offsets)
 
     def checkpoint_high_watermarks(self) -> None:
-        for d, logs in self._by_dir().items():
-            self._checkpoint(d, REPLICATION_OFFSET_CHECKPOINT).write(
-                {tp: lg.high_watermark for tp, lg in logs.items()}
-            )
+        self.write_checkpoints(self.high_watermark_checkpoints())
 
     def checkpoint_recovery_points_and_log_starts(self) -> None:
-        for d, logs in self._by_dir().items():
-            self._checkpoint(d, RECOVERY_POINT_CHECKPOINT).write(
-                {tp: lg.recovery_point for tp, lg in logs.items()}
-            )
-            self._checkpoint(d, LOG_START_OFFSET_CHECKPOINT).write(
-                {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > 0}
-            )
+        self.write_checkpoints(self.recovery_point_and_log_start_checkpoints())
 
     def cleanup_logs(self, now_ms: int | None = None) -> int:
         """Retention pass over every log, and the expiry of idle producers

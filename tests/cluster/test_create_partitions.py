@@ -280,23 +280,21 @@ def test_cli_alter_adds_partitions_like_kafka_topics(cluster: LocalCluster) -> N
     assert altered.returncode == 0, altered.stderr
     assert altered.stdout == ""  # kafka-topics prints nothing either
 
-    def described() -> list[str]:
-        out = run_cli("topics", "--bootstrap-server", b, "--describe", "--topic", "cli")
-        return out.stdout.splitlines()
+    shown: list[str] = []
 
     def four_with_leaders() -> bool:
-        lines = described()
+        # Each run may ask another broker, one that has not had the change yet.
+        out = run_cli("topics", "--bootstrap-server", b, "--describe", "--topic", "cli")
+        shown[:] = out.stdout.splitlines()
         return (
-            bool(lines)
-            and "PartitionCount: 4\t" in lines[0]
-            and len(lines) == 5
-            and all("Leader: none" not in line for line in lines[1:])
+            bool(shown)
+            and "PartitionCount: 4\t" in shown[0]
+            and len(shown) == 5
+            and all("Leader: none" not in line for line in shown[1:])
         )
 
     wait_until(four_with_leaders, 30, "describe to show 4 partitions with leaders")
-    assert [line.split("\t")[2] for line in described()[1:]] == [
-        f"Partition: {p}" for p in range(4)
-    ]
+    assert [line.split("\t")[2] for line in shown[1:]] == [f"Partition: {p}" for p in range(4)]
 
     fewer = run_cli(
         "topics", "--bootstrap-server", b, "--alter", "--topic", "cli", "--partitions", "3"

@@ -203,3 +203,55 @@ def test_bytes_queued_in_the_transport_leave_before_the_region(tmp_path: Path, l
     got, error = RUNNERS[loop](main())
     assert error is None
     assert got == head + s.read() + b"end"
+
+
+@pytest.mark.parametrize("loop", RUNNERS)
+def test_small_regions_leave_in_the_frames_one_write_and_large_ones_with_sendfile(
+    tmp_path: Path, loop: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long poll's few kilobytes are copied into the frame's write; a bulk read is sent
+    from the page cache with sendfile."""
+    seg = make_segment(tmp_path, 200)
+    small = seg.read(0, transport.COPY_REGION_MAX_BYTES)
+    large = seg.read(400, 10**9)
+    assert small is not None and large is not None
+    assert 0 < small.size <= transport.COPY_REGION_MAX_BYTES < large.size
+    sent_from: list[int] = []
+    real_sendfile = os.sendfile
+
+    def counting_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        sent_from.append(count)
+        return real_sendfile(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(transport.os, "sendfile", counting_sendfile)
+
+    def run(chunks: Callable[[], list[Chunk]]) -> bytes:
+        got, error = RUNNERS[loop](serve_once(chunks, read_all))
+        assert error is None
+        return got
+
+    assert run(lambda: [b"head", small.region(), b"tail"]) == b"head" + small.read() + b"tail"
+    assert sent_from == []
+    assert run(lambda: [b"head", large.region(), b"tail"]) == b"head" + large.read() + b"tail"
+    assert sent_from and sent_from[0] == large.size
+
+
+@pytest.mark.parametrize("loop", RUNNERS)
+def test_a_small_region_of_a_shrunk_file_aborts_the_connection_too(
+    tmp_path: Path, loop: str
+) -> None:
+    seg = make_segment(tmp_path, 50)
+    s = seg.read(0, transport.COPY_REGION_MAX_BYTES)
+    assert s is not None and s.size <= transport.COPY_REGION_MAX_BYTES
+    regions: list[SegmentRegion] = []
+
+    def chunks() -> list[Chunk]:
+        region = s.region()
+        regions.append(region)
+        seg.truncate_to(4)  # the region's batches after the first are gone
+        return [b"x" * 10, region]
+
+    got, error = RUNNERS[loop](serve_once(chunks, read_all))
+    assert isinstance(error, RegionTruncatedError)
+    assert len(got) < 10 + s.size
+    assert regions[0]._fd == -1
