@@ -1,4 +1,4 @@
-"""A tiny in-process cluster for client tests: real SocketServers (the broker's TCP front end)
+"""A tiny in-process cluster for the replica views' tests: real SocketServers (the broker's TCP
 with a handler that keeps partitions in memory and answers like a broker would.
 
 Tests steer it directly: move a leader, stop a broker, or `inject` a canned answer (or an
@@ -14,11 +14,10 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from minikafka.controller.assignment import new_partitions_assignment
 from minikafka.protocol import messages as m
-from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.framing import RequestHeader
-from minikafka.server.network import NO_RESPONSE, SocketServer
+from minikafka.server.network import SocketServer
 from minikafka.storage.record_batch import (
     build_batch,
     iter_batches,
@@ -153,14 +152,6 @@ class FakeCluster:
     def requests_of(self, request_type: type) -> list[tuple[int, Any]]:
         return [(b, r) for b, r in self.requests if isinstance(r, request_type)]
 
-    def values(self, topic: str, partition: int) -> list[bytes | None]:
-        from minikafka.storage.record_batch import decode_all
-
-        data = b"".join(d for _, d in self.topics[topic][partition].batches)
-        return [r.value for r in decode_all(data)]
-
-    # --- the handler ----------------------------------------------------------------------
-
     async def _handle(self, broker_id: int, request: Any) -> Any:
         self.requests.append((broker_id, request))
         for i, (rtype, broker, fn, left) in enumerate(self._injections):
@@ -217,23 +208,6 @@ class FakeCluster:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return p
 
-    async def _on_ProduceRequest(self, broker_id: int, r: m.ProduceRequest) -> Any:
-        topics = []
-        for t in r.topics:
-            results = []
-            for pp in t.partitions:
-                p = self._lookup(broker_id, t.name, pp.partition)
-                if isinstance(p, int):
-                    results.append(m.ProducePartitionResponse(pp.partition, p))
-                    continue
-                assert isinstance(pp.records, memoryview)
-                base = p.append(bytes(pp.records))
-                results.append(m.ProducePartitionResponse(pp.partition, 0, base))
-            topics.append(m.ProduceTopicResponse(t.name, results))
-        async with self._data:
-            self._data.notify_all()
-        return NO_RESPONSE if r.acks == 0 else m.ProduceResponse(topics)
-
     def _fetch_partition(self, broker_id: int, topic: str, fp: m.FetchPartition) -> Any:
         p = self._lookup(broker_id, topic, fp.partition)
         if isinstance(p, int):
@@ -277,131 +251,6 @@ class FakeCluster:
                     self._data.wait_for(lambda: build()[1] >= r.min_bytes), r.max_wait_ms / 1000
                 )
         return build()[0]
-
-    async def _on_ListOffsetsRequest(self, broker_id: int, r: m.ListOffsetsRequest) -> Any:
-        topics = []
-        for t in r.topics:
-            results = []
-            for lp in t.partitions:
-                p = self._lookup(broker_id, t.name, lp.partition)
-                if isinstance(p, int):
-                    results.append(m.ListOffsetsPartitionResponse(lp.partition, p))
-                    continue
-                offset = (
-                    p.log_start_offset if lp.timestamp == m.EARLIEST_TIMESTAMP else p.log_end_offset
-                )
-                results.append(
-                    m.ListOffsetsPartitionResponse(lp.partition, 0, offset, p.leader_epoch)
-                )
-            topics.append(m.ListOffsetsTopicResponse(t.name, results))
-        return m.ListOffsetsResponse(topics)
-
-    async def _on_CreateTopicsRequest(self, broker_id: int, r: m.CreateTopicsRequest) -> Any:
-        results = []
-        for t in r.topics:
-            if broker_id != self.controller_id:
-                results.append(m.TopicResult(t.name, ErrorCode.NOT_CONTROLLER))
-            elif t.name in self.topics:
-                results.append(
-                    m.TopicResult(
-                        t.name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
-                    )
-                )
-            elif t.replication_factor > len(self.alive):
-                results.append(
-                    m.TopicResult(
-                        t.name,
-                        ErrorCode.INVALID_REPLICATION_FACTOR,
-                        f"Replication factor: {t.replication_factor} larger than available "
-                        f"brokers: {len(self.alive)}.",
-                    )
-                )
-            else:
-                if not r.validate_only:
-                    if t.assignments:
-                        self.topics[t.name] = {
-                            p: FakePartition(reps[0], 0, list(reps), list(reps))
-                            for p, reps in t.assignments.items()
-                        }
-                    else:
-                        self.create_topic(
-                            t.name,
-                            max(t.num_partitions, 1),
-                            t.replication_factor if t.replication_factor > 0 else 1,
-                        )
-                results.append(m.TopicResult(t.name, 0))
-        return m.CreateTopicsResponse(results)
-
-    async def _on_CreatePartitionsRequest(
-        self, broker_id: int, r: m.CreatePartitionsRequest
-    ) -> Any:
-        """The real broker's rules (the pure `new_partitions_assignment`), partitions added at
-        once; a new partition's leader is its first replica."""
-        results = []
-        for t in r.topics:
-            if broker_id != self.controller_id:
-                results.append(m.TopicResult(t.name, ErrorCode.NOT_CONTROLLER))
-                continue
-            existing = {p: part.replicas for p, part in self.topics.get(t.name, {}).items()}
-            try:
-                added = new_partitions_assignment(
-                    t.name, existing, sorted(self.alive), t.count, t.assignments
-                )
-            except KafkaError as e:
-                results.append(m.TopicResult(t.name, int(e.code), e.message))
-                continue
-            if not r.validate_only:
-                for p, reps in added.items():
-                    self.topics[t.name][p] = FakePartition(reps[0], 0, list(reps), list(reps))
-            results.append(m.TopicResult(t.name, 0))
-        return m.CreatePartitionsResponse(results)
-
-    async def _on_DeleteTopicsRequest(self, broker_id: int, r: m.DeleteTopicsRequest) -> Any:
-        results = []
-        for name in r.topic_names:
-            if broker_id != self.controller_id:
-                results.append(m.TopicResult(name, ErrorCode.NOT_CONTROLLER))
-            elif name not in self.topics:
-                results.append(m.TopicResult(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            else:
-                del self.topics[name]
-                results.append(m.TopicResult(name, 0))
-        return m.DeleteTopicsResponse(results)
-
-
-def produce_error(code: int) -> Injected:
-    """An injection answering every partition of a ProduceRequest with `code`."""
-
-    def answer(broker_id: int, r: m.ProduceRequest) -> m.ProduceResponse:
-        return m.ProduceResponse(
-            [
-                m.ProduceTopicResponse(
-                    t.name, [m.ProducePartitionResponse(p.partition, code) for p in t.partitions]
-                )
-                for t in r.topics
-            ]
-        )
-
-    return answer
-
-
-def fetch_error(code: int) -> Injected:
-    def answer(broker_id: int, r: m.FetchRequest) -> m.FetchResponse:
-        return m.FetchResponse(
-            0,
-            [
-                m.FetchTopicResponse(
-                    t.name,
-                    [
-                        m.FetchPartitionResponse(p.partition, code, -1, -1, -1, None)
-                        for p in t.partitions
-                    ],
-                )
-                for t in r.topics
-            ],
-        )
-
-    return answer
 
 
 class ThreadedCluster:
