@@ -1,5 +1,6 @@
-"""A tiny in-process cluster for the replica views' tests: real SocketServers (the broker's TCP
-with a handler that keeps partitions in memory and answers like a broker would.
+"""A tiny in-process cluster for the replica views' tests: real SocketServers (the broker's
+TCP front end) with a handler that keeps partitions in memory and answers like a broker
+would.
 
 Tests steer it directly: move a leader, stop a broker, or `inject` a canned answer (or an
 exception) for the next requests of some type to some broker.
