@@ -21,6 +21,7 @@ import contextlib
 import contextvars
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,17 +240,25 @@ class OffsetCheckpointFile:
             path, lambda e: f"{e[0].topic} {e[0].partition} {e[1]}", _parse_offset_entry
         )
         self._last_written: dict[TopicPartition, int] | None = None
-        # The periodic writes run in a thread; a shutdown's write may start meanwhile.
+        # The periodic writes run in a thread; a shutdown's write may start meanwhile. Of
+        # two writes, the offsets taken later win, whichever reaches the file first.
         self._lock = threading.Lock()
+        self._last_taken_ns = -1
 
     @property
     def path(self) -> Path:
         return self._file.path
 
-    def write(self, offsets: dict[TopicPartition, int]) -> bool:
+    def write(self, offsets: dict[TopicPartition, int], taken_ns: int | None = None) -> bool:
         """Write the offsets unless this object last wrote exactly these and the file is
-        still there; returns whether it wrote."""
+        still there, or wrote offsets taken after these (`taken_ns`: time.monotonic_ns()
+        when they were read; default now); returns whether it wrote."""
+        if taken_ns is None:
+            taken_ns = time.monotonic_ns()
         with self._lock:
+            if taken_ns < self._last_taken_ns:
+                return False
+            self._last_taken_ns = taken_ns
             if offsets == self._last_written and self.path.exists():
                 return False
             snapshot = dict(offsets)

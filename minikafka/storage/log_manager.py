@@ -16,6 +16,7 @@ import fcntl
 import logging
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -38,7 +39,8 @@ from minikafka.storage.log_config import LogConfig
 log = logging.getLogger(__name__)
 
 # Offsets to write, per checkpoint file: taken on the event loop, written in a thread.
-CheckpointWrites = list[tuple[OffsetCheckpointFile, dict[TopicPartition, int]]]
+# (file, offsets, time.monotonic_ns() when they were read)
+CheckpointWrites = list[tuple[OffsetCheckpointFile, dict[TopicPartition, int], int]]
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -315,27 +317,32 @@ class LogManager:
     # its scheduler's threads, never a request handler's).
 
     def high_watermark_checkpoints(self) -> CheckpointWrites:
+        taken = time.monotonic_ns()
         return [
             (
                 self._checkpoint(d, REPLICATION_OFFSET_CHECKPOINT),
                 {tp: lg.high_watermark for tp, lg in logs.items()},
+                taken,
             )
             for d, logs in self._by_dir().items()
         ]
 
     def recovery_point_and_log_start_checkpoints(self) -> CheckpointWrites:
         out: CheckpointWrites = []
+        taken = time.monotonic_ns()
         for d, logs in self._by_dir().items():
             out.append(
                 (
                     self._checkpoint(d, RECOVERY_POINT_CHECKPOINT),
                     {tp: lg.recovery_point for tp, lg in logs.items()},
+                    taken,
                 )
             )
             out.append(
                 (
                     self._checkpoint(d, LOG_START_OFFSET_CHECKPOINT),
                     {tp: lg.log_start_offset for tp, lg in logs.items() if lg.log_start_offset > 0},
+                    taken,
                 )
             )
         return out
@@ -343,9 +350,9 @@ class LogManager:
     @staticmethod
     def write_checkpoints(writes: CheckpointWrites) -> None:
         """Write offsets taken by `*_checkpoints` (safe from any thread: each file's writes
-        are serialised, and the offsets are a copy)."""
-        for file, offsets in writes:
-            file.write(offsets)
+        are serialised, the later offsets win, and the offsets are a copy)."""
+        for file, offsets, taken_ns in writes:
+            file.write(offsets, taken_ns)
 
     def checkpoint_high_watermarks(self) -> None:
         self.write_checkpoints(self.high_watermark_checkpoints())

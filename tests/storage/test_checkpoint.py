@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from minikafka.common import TopicPartition
@@ -127,3 +129,16 @@ def test_deferred_checkpoint_writes_land_when_written_and_in_order(tmp_path):
     files[0].write([EpochEntry(3, 9)])
     pending.write_all()
     assert files[0].read() == [EpochEntry(3, 9)]
+
+
+def test_offsets_taken_earlier_never_overwrite_offsets_taken_later(tmp_path: Path) -> None:
+    """A periodic checkpoint reads its offsets on the event loop and writes them in a
+    thread; a shutdown's write may reach the file first. The later offsets stay."""
+    f = OffsetCheckpointFile(tmp_path / "replication-offset-checkpoint")
+    tp = TopicPartition("t", 0)
+    assert f.write({tp: 20}, taken_ns=2_000)
+    assert not f.write({tp: 10}, taken_ns=1_000)  # read before the 20 was
+    assert f.read() == {tp: 20}
+    assert f.write({tp: 30}, taken_ns=3_000)
+    assert f.write({tp: 40})  # taken now
+    assert f.read() == {tp: 40}
