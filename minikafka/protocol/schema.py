@@ -89,6 +89,56 @@ def _hints(cls: type) -> list[tuple[str, Any]]:
     return [(f.name, hints[f.name]) for f in dataclasses.fields(cls)]
 
 
+# A message type's codec is generated once as straight-line Python (one function per
+# dataclass, fields by position, primitive fields checked inline by exact type and handed
+# to their general decoder only when that check fails): the replication path decodes and
+# encodes a fetch request and response per round trip, and a closure call plus an
+# isinstance per field cost more than the rest of the request's handling.
+_PRIMITIVES = (int, str, bytes, float, bool)
+
+
+def _compiled_dataclass_decoder(
+    cls: type, types_: list[Any], fields: list[tuple[str, _Decoder]], generic: _Decoder
+) -> _Decoder:
+    n = len(fields)
+    env: dict[str, Any] = {"_cls": cls, "_generic": generic, "_list": list, "_tuple": tuple}
+    lines = [
+        "def dec(obj, data):",
+        "    t = obj.__class__",
+        f"    if (t is not _list and t is not _tuple) or len(obj) < {n}:",
+        "        return _generic(obj, data)",
+    ]
+    for i, ((_, d), ftp) in enumerate(zip(fields, types_, strict=True)):
+        env[f"_d{i}"] = d
+        if ftp is Any:
+            lines.append(f"    v{i} = obj[{i}]")
+        elif ftp in _PRIMITIVES:
+            env[f"_t{i}"] = ftp
+            lines.append(f"    v{i} = obj[{i}]")
+            lines.append(f"    if v{i}.__class__ is not _t{i}:")
+            lines.append(f"        v{i} = _d{i}(v{i}, data)")
+        else:
+            lines.append(f"    v{i} = _d{i}(obj[{i}], data)")
+    lines.append(f"    return _cls({', '.join(f'v{i}' for i in range(n))})")
+    exec("\n".join(lines), env)
+    compiled: _Decoder = env["dec"]
+    return compiled
+
+
+def _compiled_dataclass_encoder(cls: type, hints: list[tuple[str, Any]]) -> _EncoderFn:
+    env: dict[str, Any] = {}
+    items = []
+    for i, (name, ftp) in enumerate(hints):
+        if ftp is Any or ftp in _PRIMITIVES:
+            items.append(f"v.{name}")
+        else:
+            env[f"_e{i}"] = _encoder_for(ftp)
+            items.append(f"_e{i}(v.{name}, e)")
+    exec(f"def enc(v, e):\n    return [{', '.join(items)}]", env)
+    compiled: _EncoderFn = env["enc"]
+    return compiled
+
+
 def _decoder_for(tp: Any) -> _Decoder:
     cached = _decoders.get(tp)
     if cached is not None:
@@ -114,7 +164,7 @@ def _decoder_for(tp: Any) -> _Decoder:
         fields = [(name, _decoder_for(ftp)) for name, ftp in _hints(tp)]
         cls = tp
 
-        def dec(obj: Any, data: memoryview) -> Any:
+        def generic(obj: Any, data: memoryview) -> Any:
             if not isinstance(obj, list | tuple):
                 raise _bad(f"{cls.__name__} is not an array")
             if len(obj) < len(fields):
@@ -130,6 +180,8 @@ def _decoder_for(tp: Any) -> _Decoder:
                     raise _bad(f"{cls.__name__} lacks {', '.join(missing)}")
             kwargs = {name: d(v, data) for (name, d), v in zip(fields, obj, strict=False)}
             return cls(**kwargs)
+
+        dec = _compiled_dataclass_decoder(cls, [ftp for _, ftp in _hints(tp)], fields, generic)
 
     elif origin in (Union, types.UnionType) and Records in args:
         dec = _decoder_for(Records)  # `Records | <python buffer types> | None`
@@ -203,10 +255,7 @@ def _encoder_for(tp: Any) -> _EncoderFn:
             return e.records(v)
 
     elif dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        fields = [(name, _encoder_for(ftp)) for name, ftp in _hints(tp)]
-
-        def enc(v: Any, e: Encoder) -> Any:
-            return [f(getattr(v, name), e) for name, f in fields]
+        enc = _compiled_dataclass_encoder(tp, _hints(tp))
 
     elif origin in (Union, types.UnionType) and Records in args:
         enc = _encoder_for(Records)

@@ -185,6 +185,8 @@ def test_undecodable_frames_raise_frame_error(frame):
     [
         ([[9999, 0, 5, None], []], b"", "unknown api key 9999"),
         ([[0, 0, 5, None], ["all", 1000, []]], b"", "expected an integer"),
+        ([[0, 0, 5, None], [True, 1000, []]], b"", "expected an integer"),  # bool is no int
+        ([[0, 0, 5, None], [1, 1000, [[b"t", []]]]], b"", "expected str"),  # nested message
         (
             [[0, 0, 5, None], [1, 1000, [["t", [[0, [0, 100]]]]]]],
             b"abc",
