@@ -121,6 +121,14 @@ class BrokerConfig:
     log_flush_scheduler_interval_ms: int = LONG_MAX
     # Idempotent producers idle this long are forgotten (checked by the log-retention task).
     producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
+    # Log compaction: the topic default policy, and the log cleaner (storage/log_cleaner.py;
+    # one cleaner, as log.cleaner.threads=1).
+    log_cleanup_policy: str = "delete"
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15000
+    log_cleaner_delete_retention_ms: int = 24 * 60 * 60 * 1000
+    log_cleaner_min_cleanable_ratio: float = 0.5
+    log_cleaner_min_compaction_lag_ms: int = 0
     controlled_shutdown_enable: bool = True
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 5000
@@ -173,6 +181,8 @@ class BrokerConfig:
                     kwargs[f.name] = _int(raw) if raw.strip() else None
                 elif f.type in ("bool", bool):
                     kwargs[f.name] = parse_bool(raw)
+                elif f.type in ("float", float):
+                    kwargs[f.name] = float(raw)
                 else:
                     kwargs[f.name] = raw or None if f.type == "str | None" else raw
             except ValueError as e:
@@ -222,6 +232,8 @@ class BrokerConfig:
             except ValueError as e:
                 raise InvalidConfigError(f"admin.listeners: {e}") from e
         self.resolved_listeners()
+        if self.log_cleaner_backoff_ms <= 0:
+            raise InvalidConfigError("log.cleaner.backoff.ms must be positive")
         if self.max_incremental_fetch_session_cache_slots < 0:
             raise InvalidConfigError("max.incremental.fetch.session.cache.slots must be >= 0")
         self.log_config().validate()
@@ -253,4 +265,8 @@ class BrokerConfig:
             min_insync_replicas=self.min_insync_replicas,
             unclean_leader_election_enable=self.unclean_leader_election_enable,
             producer_id_expiration_ms=self.producer_id_expiration_ms,
+            cleanup_policy=self.log_cleanup_policy,
+            delete_retention_ms=self.log_cleaner_delete_retention_ms,
+            min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
         )

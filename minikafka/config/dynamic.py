@@ -43,6 +43,7 @@ class ConfigType(enum.IntEnum):
     STRING = 2
     INT = 3
     LONG = 5
+    DOUBLE = 6
     LIST = 7
 
 
@@ -106,6 +107,28 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
         ConfigType.BOOLEAN,
         "Whether a replica outside the ISR may become leader (losing data) when no ISR "
         "member is alive.",
+    ),
+    "cleanup.policy": TopicConfigDef(
+        "log.cleanup.policy",
+        ConfigType.LIST,
+        "delete (retention deletes old segments), compact (the log cleaner keeps the latest "
+        "record of each key) or both.",
+    ),
+    "delete.retention.ms": TopicConfigDef(
+        "log.cleaner.delete.retention.ms",
+        ConfigType.LONG,
+        "How long a tombstone (a record with a null value) is kept once its segment is "
+        "that old, for compacted topics.",
+    ),
+    "min.cleanable.dirty.ratio": TopicConfigDef(
+        "log.cleaner.min.cleanable.ratio",
+        ConfigType.DOUBLE,
+        "The share of the cleanable log not yet cleaned above which the cleaner cleans it.",
+    ),
+    "min.compaction.lag.ms": TopicConfigDef(
+        "log.cleaner.min.compaction.lag.ms",
+        ConfigType.LONG,
+        "How old a segment's newest record must be before the cleaner compacts it.",
     ),
 }
 
@@ -237,10 +260,23 @@ def altered_topic_overrides(
             new[c.name] = c.value
         elif op is AlterOp.DELETE:
             new.pop(c.name, None)
-        else:
+        elif TOPIC_CONFIGS[c.name].type is not ConfigType.LIST:
             raise InvalidConfigError(
                 f"Config value {op.name.lower()} is not allowed for config key: {c.name}"
                 " (it is not a list)"
             )
+        else:
+            # Kafka's list ops: on the current value (the override, else the broker's).
+            if c.value is None:
+                raise InvalidRequestError(f"Null value not supported for: {c.name}")
+            synonym = TOPIC_CONFIGS[c.name].broker_synonym
+            current_value = new.get(c.name, _broker_values(broker)[synonym][0] or "")
+            items = [v.strip() for v in current_value.split(",") if v.strip()]
+            given = [v.strip() for v in c.value.split(",") if v.strip()]
+            if op is AlterOp.APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            new[c.name] = ",".join(items)
     broker.log_config().with_overrides(new)
     return new

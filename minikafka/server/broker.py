@@ -15,6 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
+from minikafka.storage.log_cleaner import CleanerStopped, PassResult
 from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.zk.bridge import LoopBridge
@@ -328,6 +330,45 @@ class KafkaServer:
         # Through the replica manager: fetch sessions must learn of moved log start offsets.
         every("log-retention", cfg.log_retention_check_interval_ms, rm.cleanup_logs)
         every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
+        if cfg.log_cleaner_enable:
+            self._tasks.append(asyncio.create_task(self._run_log_cleaner(), name="log-cleaner"))
+
+    async def _run_log_cleaner(self) -> None:
+        """Kafka's log cleaner thread: clean the log that needs it most, again and again;
+        when none does, look again after log.cleaner.backoff.ms. The reading and rewriting
+        run in a thread of their own, the swap on the loop (storage/log_cleaner.py)."""
+        lm = self.log_manager
+        backoff_s = self.config.log_cleaner_backoff_ms / 1000
+        loop = asyncio.get_running_loop()
+        executor = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
+        try:
+            while True:
+                job = lm.prepare_cleaning()
+                if job is None:
+                    await asyncio.sleep(backoff_s)
+                    continue
+                result: PassResult | None = None
+                try:
+                    result = await loop.run_in_executor(executor, job.run)
+                except CleanerStopped:
+                    return
+                except asyncio.CancelledError:
+                    job.stop.set()  # the thread gives up at its next batch
+                    raise
+                except Exception:
+                    log.exception("log cleaner: cleaning %s failed", job.tp)
+                if lm.finish_cleaning(job, result):
+                    log.info(
+                        "log cleaner: cleaned %s up to offset %d (%d segments rewritten)",
+                        job.tp,
+                        job.range.first_uncleanable,
+                        len(result.cleaned) if result else 0,
+                    )
+                    await asyncio.to_thread(lm.write_checkpoints, lm.cleaner_checkpoints())
+                else:
+                    await asyncio.sleep(backoff_s)  # failed or overtaken: not straight again
+        finally:
+            executor.shutdown(wait=False)
 
     # --- shutdown ------------------------------------------------------------------------
 

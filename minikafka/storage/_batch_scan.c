@@ -307,9 +307,12 @@ static PyObject *py_crc32c(PyObject *self, PyObject *data) {
 }
 
 /* Validate the batch at buf[pos:limit] (the rules and messages of record_batch.py) and
- * parse its header into h. max_batch_size < 0: no bound beyond the buffer. */
+ * parse its header into h. max_batch_size < 0: no bound beyond the buffer. A producer's
+ * batch (strict) holds records at every offset of its range; a batch the log cleaner
+ * rewrote keeps its range (base offset and last offset delta) with fewer records, or none
+ * (Kafka's empty batch), so elsewhere the count only has to fit the range. */
 static int check_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t limit,
-                       long long max_batch_size, header_t *h) {
+                       long long max_batch_size, int strict, header_t *h) {
     if (limit - pos < HEADER_SIZE)
         return scan_error("TRUNCATED", pos, "%lld bytes left", (long long)(limit - pos));
     parse_header(buf + pos, h);
@@ -320,7 +323,10 @@ static int check_batch(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t limit,
     if (size > (long long)(limit - pos))
         return scan_error("TRUNCATED", pos, "needs %lld bytes, %lld left", size,
                           (long long)(limit - pos));
-    if (h->record_count <= 0 || (long long)h->last_offset_delta != (long long)h->record_count - 1)
+    if (strict ? (h->record_count <= 0 ||
+                  (long long)h->last_offset_delta != (long long)h->record_count - 1)
+               : (h->record_count < 0 || h->last_offset_delta < 0 ||
+                  (long long)h->record_count > (long long)h->last_offset_delta + 1))
         return scan_error("RECORD_COUNT_MISMATCH", pos, "record count %d, last offset delta %d",
                           h->record_count, h->last_offset_delta);
     uint32_t actual;
@@ -364,7 +370,7 @@ static PyObject *header_fields(PyObject *self, PyObject *const *args, Py_ssize_t
         goto done;
     }
     header_t h;
-    if (check_batch((const uint8_t *)view.buf, pos, limit, max_batch_size, &h) < 0) goto done;
+    if (check_batch((const uint8_t *)view.buf, pos, limit, max_batch_size, 0, &h) < 0) goto done;
     result = Py_BuildValue("(LiiiIiiLLLiii)", (long long)h.base_offset, h.batch_length,
                            h.partition_leader_epoch, (int)h.magic, (unsigned int)h.crc,
                            (int)h.attributes, h.last_offset_delta, (long long)h.first_timestamp,
@@ -418,7 +424,7 @@ static int do_scan_leader(PyObject *owner, uint8_t *buf, Py_ssize_t n, long long
     long long offset = first, max_ts = -1, first_batch_max_ts = -1;
     while (pos < n) {
         header_t h;
-        if (check_batch(buf, pos, n, -1, &h) < 0) return -1;
+        if (check_batch(buf, pos, n, -1, 1, &h) < 0) return -1;
         long long size = (long long)h.batch_length + LOG_OVERHEAD;
         if (size > max_message_bytes) return too_large(pos, size, max_message_bytes);
         if (check_leader_records(owner, buf, pos, &h, check_compressed) < 0) return -1;
@@ -445,7 +451,7 @@ static int do_scan_follower(const uint8_t *buf, Py_ssize_t n, long long leo, lon
     long long first = -1, prev_last = -1, max_ts = -1, first_batch_max_ts = -1, count = 0;
     while (pos < n) {
         header_t h;
-        if (check_batch(buf, pos, n, -1, &h) < 0) return -1;
+        if (check_batch(buf, pos, n, -1, 0, &h) < 0) return -1;
         long long size = (long long)h.batch_length + LOG_OVERHEAD;
         if (size > max_message_bytes) return too_large(pos, size, max_message_bytes);
         long long base = h.base_offset, epoch = h.partition_leader_epoch;

@@ -45,6 +45,13 @@ from minikafka.storage.checkpoint import (
     fsync_dir,
 )
 from minikafka.storage.leader_epoch_cache import LeaderEpochCache
+from minikafka.storage.log_cleaner import (
+    CleanedSegment,
+    SegmentInfo,
+    SegmentSource,
+    discard_staging,
+    swap_in,
+)
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.producer_snapshot import (
     SNAPSHOT_SUFFIX,
@@ -173,6 +180,7 @@ class Log:
     def _load(self, log_start_offset: int, recovery_point: int, had_clean_shutdown: bool) -> None:
         now = self._clock.now_ms()
         interval = self.config.index_interval_bytes
+        discard_staging(self.dir)  # a cleaner pass cut short: its old segments stand
         for leftover in self.dir.iterdir():
             if leftover.name.endswith((".tmp", ".deleted")) or (
                 leftover.suffix == INDEX_SUFFIX and not leftover.with_suffix(LOG_SUFFIX).exists()
@@ -336,6 +344,8 @@ class Log:
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = records if type(records) is bytearray else bytearray(records)
+        if self.config.compact:
+            self._require_keys(buf)
         idempotent = _producer_of(buf)
         if idempotent is not None:
             duplicate = self._check_idempotent_append(buf, idempotent)
@@ -349,6 +359,23 @@ class Log:
             self._update_producer_state(buf)
         self._count_unflushed(info.num_records)
         return info
+
+    def _require_keys(self, buf: bytearray) -> None:
+        """Kafka's LogValidator for a compacted topic: every record has a key (the cleaner
+        keeps records by key). Batches that do not decode are left to the append's checks."""
+        pos = 0
+        while pos + HEADER_SIZE <= len(buf):
+            _, size = peek_offset_and_size(buf, pos)
+            try:
+                records = decode_records(buf, pos)
+            except InvalidBatchError:
+                return
+            if any(r.key is None for r in records):
+                raise InvalidRecordError(
+                    f"Compacted topic cannot accept message without key in topic partition "
+                    f"{self.topic_partition}."
+                )
+            pos += max(size, HEADER_SIZE)
 
     def _check_idempotent_append(self, buf: bytearray, producer_id: int) -> LogAppendInfo | None:
         """Kafka's analyzeAndValidateProducerState for a client's batch: the request's one
@@ -368,7 +395,7 @@ class Log:
             producer_id,
             h.producer_epoch,
             h.base_sequence,
-            last_sequence(h.base_sequence, h.record_count),
+            last_sequence(h.base_sequence, h.last_offset_delta + 1),
         )
         if duplicate is None:
             return None
@@ -476,7 +503,7 @@ class Log:
                 h.producer_id,
                 h.producer_epoch,
                 h.base_sequence,
-                last_sequence(h.base_sequence, h.record_count),
+                last_sequence(h.base_sequence, h.last_offset_delta + 1),
                 h.base_offset,
                 h.last_offset,
                 h.max_timestamp,
@@ -761,11 +788,11 @@ class Log:
         now = self._clock.now_ms() if now_ms is None else now_ms
         cfg = self.config
         deleted = 0
-        if cfg.retention_ms >= 0:
+        if cfg.delete and cfg.retention_ms >= 0:
             deleted += self._delete_while(
                 lambda seg, _rest: now - _largest_timestamp(seg) > cfg.retention_ms
             )
-        if cfg.retention_bytes >= 0:
+        if cfg.delete and cfg.retention_bytes >= 0:
             excess = [self.size_in_bytes - cfg.retention_bytes]
 
             def over_size(seg: LogSegment, _rest: int) -> bool:
@@ -797,6 +824,61 @@ class Log:
             first = self._segments[0].base_offset
             self._delete_snapshots(stale_snapshots(self._snapshots, first, self.log_end_offset))
         return n
+
+    # --- log cleaner (log_cleaner.py) -----------------------------------------------------
+
+    def segment_infos(self) -> list[SegmentInfo]:
+        return [
+            SegmentInfo(seg.base_offset, seg.next_offset, seg.size, _largest_timestamp(seg))
+            for seg in self._segments
+        ]
+
+    def sources_for_cleaning(self, count: int) -> list[SegmentSource]:
+        """The first `count` segments as the cleaner thread reads them (descriptors of its
+        own: the caller closes them)."""
+        sources = []
+        for seg in self._segments[:count]:
+            sources.append(
+                SegmentSource(
+                    seg.base_offset,
+                    seg.next_offset,
+                    seg.size,
+                    os.dup(seg.fd),
+                    os.stat(seg.log_path).st_mtime_ns,
+                )
+            )
+        return sources
+
+    def replace_cleaned_segments(
+        self, sources: list[SegmentSource], cleaned: list[CleanedSegment]
+    ) -> bool:
+        """Swap the cleaner's rewritten segments in, if the log still holds the segments it
+        read (same base, next offset and size, not the active one). Else nothing changes and
+        False is returned (the staged files are the caller's to discard)."""
+        by_base = {s.base_offset: s for s in sources}
+        index_of = {seg.base_offset: i for i, seg in enumerate(self._segments)}
+        for c in cleaned:
+            i = index_of.get(c.base_offset)
+            src = by_base[c.base_offset]
+            if i is None or i == len(self._segments) - 1:
+                return False
+            seg = self._segments[i]
+            if seg.fd < 0 or seg.size != src.size or seg.next_offset != src.next_offset:
+                return False
+        now = self._clock.now_ms()
+        for c in cleaned:
+            i = index_of[c.base_offset]
+            old = self._segments[i]
+            old.close()
+            swap_in(self.dir, c)
+            new = LogSegment.open_existing(
+                self.dir, c.base_offset, self.config.index_interval_bytes, now
+            )
+            if new.needs_recovery:
+                new.recover()
+            self._segments[i] = new
+        fsync_dir(self.dir)
+        return True
 
     # --- lifecycle -----------------------------------------------------------------------
 

@@ -20,6 +20,18 @@ def parse_bool(value: str) -> bool:
     raise ValueError(f"not a boolean: {value!r}")
 
 
+def parse_value(type_name: object, raw: str) -> bool | int | float | str:
+    """A config value of a field typed `type_name` ("bool", "int", "float" or "str", as
+    dataclass fields name them under postponed annotations) from its text."""
+    if type_name in (bool, "bool"):
+        return parse_bool(raw)
+    if type_name in (float, "float"):
+        return float(raw)
+    if type_name in (str, "str"):
+        return raw.strip()
+    return int(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     segment_bytes: int = 1024 * 1024 * 1024
@@ -35,6 +47,11 @@ class LogConfig:
     # Kafka's broker config producer.id.expiration.ms (1 day): an idempotent producer whose
     # last batch is this old is forgotten. Broker-wide, no topic-level name (as in Kafka).
     producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
+    # Log compaction (log_cleaner.py): "delete", "compact" or both, comma-separated.
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = 24 * 60 * 60 * 1000  # how long tombstones outlive cleaning
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
 
     # topic config name -> field; the broker-level names (log.segment.bytes, ...) map onto
     # these in the broker config.
@@ -49,7 +66,12 @@ class LogConfig:
         "flush.ms": "flush_ms",
         "min.insync.replicas": "min_insync_replicas",
         "unclean.leader.election.enable": "unclean_leader_election_enable",
+        "cleanup.policy": "cleanup_policy",
+        "delete.retention.ms": "delete_retention_ms",
+        "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+        "min.compaction.lag.ms": "min_compaction_lag_ms",
     }
+    CLEANUP_POLICIES: ClassVar[frozenset[str]] = frozenset({"delete", "compact"})
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
         """Apply topic-level overrides (`{"retention.ms": "1000"}`); unknown names are an error."""
@@ -60,14 +82,39 @@ class LogConfig:
             if attr is None:
                 raise InvalidConfigError(f"unknown topic config {name!r}")
             try:
-                changes[attr] = parse_bool(raw) if types[attr] in (bool, "bool") else int(raw)
+                changes[attr] = parse_value(types[attr], raw)
             except ValueError as e:
                 raise InvalidConfigError(f"invalid value for {name}: {raw!r} ({e})") from e
         cfg = replace(self, **changes)
         cfg.validate()
         return cfg
 
+    @property
+    def compact(self) -> bool:
+        """Whether the log cleaner keeps only the latest record of each key."""
+        return "compact" in self.cleanup_policies
+
+    @property
+    def delete(self) -> bool:
+        """Whether retention (retention.ms, retention.bytes) deletes old segments."""
+        return "delete" in self.cleanup_policies
+
+    @property
+    def cleanup_policies(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.cleanup_policy.split(",") if p.strip())
+
     def validate(self) -> None:
+        policies = self.cleanup_policies
+        if not policies or not policies <= self.CLEANUP_POLICIES:
+            raise InvalidConfigError(
+                f"cleanup.policy {self.cleanup_policy!r}: a list of delete and compact"
+            )
+        if self.delete_retention_ms < 0:
+            raise InvalidConfigError("delete.retention.ms must be >= 0")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise InvalidConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
+        if self.min_compaction_lag_ms < 0:
+            raise InvalidConfigError("min.compaction.lag.ms must be >= 0")
         if self.segment_bytes < 61 + 14:
             raise InvalidConfigError(f"segment.bytes {self.segment_bytes} is too small")
         if self.segment_ms <= 0:

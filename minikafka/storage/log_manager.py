@@ -7,6 +7,7 @@ Per log dir:
     replication-offset-checkpoint       HW per partition
     recovery-point-offset-checkpoint    recovery point per partition
     log-start-offset-checkpoint         log start offset per partition
+    cleaner-offset-checkpoint           first dirty offset per compacted partition
     <topic>-<partition>/                one Log each
 """
 
@@ -16,10 +17,12 @@ import fcntl
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from minikafka.clock import SYSTEM_CLOCK, Clock
@@ -34,6 +37,17 @@ from minikafka.storage.checkpoint import (
     fsync_dir,
 )
 from minikafka.storage.log import Log
+from minikafka.storage.log_cleaner import (
+    CLEANER_CHECKPOINT,
+    CleanableRange,
+    CleanStats,
+    PassResult,
+    SegmentSource,
+    clean_segments,
+    cleanable_range,
+    close_sources,
+    discard_staging,
+)
 from minikafka.storage.log_config import LogConfig
 
 log = logging.getLogger(__name__)
@@ -76,6 +90,32 @@ def _is_log_dir(path: Path) -> bool:
     return True
 
 
+@dataclass
+class CleaningJob:
+    """One pass of the log cleaner over one log: chosen and set up on the event loop
+    (`LogManager.prepare_cleaning`), run in a thread (`run`), swapped in on the loop
+    (`LogManager.finish_cleaning`)."""
+
+    tp: TopicPartition
+    log: Log
+    range: CleanableRange
+    sources: list[SegmentSource]
+    now_ms: int
+    stop: threading.Event
+
+    def run(self) -> PassResult:
+        cfg = self.log.config
+        return clean_segments(
+            self.log.dir,
+            self.sources,
+            self.range.first_dirty,
+            self.now_ms,
+            cfg.delete_retention_ms,
+            cfg.index_interval_bytes,
+            self.stop.is_set,
+        )
+
+
 class LogManager:
     def __init__(
         self,
@@ -99,6 +139,13 @@ class LogManager:
         # One object per checkpoint file: each skips rewriting unchanged offsets.
         self._checkpoints: dict[tuple[Path, str], OffsetCheckpointFile] = {}
         self._io_executor: ThreadPoolExecutor | None = None
+        # The log cleaner's state: the first dirty offset of each compacted log (its
+        # checkpoint), when a log's kept tombstones may go, and what it did so far.
+        self._first_dirty: dict[TopicPartition, int] = {}
+        self._tombstones_due_ms: dict[TopicPartition, int] = {}
+        self._cleaner_stop = threading.Event()
+        self.cleaner_stats = CleanStats()
+        self.cleaner_passes = 0
 
     # --- startup -------------------------------------------------------------------------
 
@@ -155,6 +202,7 @@ class LogManager:
         recovery_points = self._read_checkpoint(d, RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(d, LOG_START_OFFSET_CHECKPOINT)
         hws = self._read_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT)
+        self._first_dirty.update(self._read_checkpoint(d, CLEANER_CHECKPOINT))
         for child in sorted(d.iterdir()):
             if not child.is_dir():
                 continue
@@ -382,10 +430,79 @@ class LogManager:
         now = self._clock.now_ms() if now_ms is None else now_ms
         return sum(lg.flush_if_due(now) for lg in self._logs.values())
 
+    # --- log cleaner (log_cleaner.py) -----------------------------------------------------
+
+    def prepare_cleaning(self, now_ms: int | None = None) -> CleaningJob | None:
+        """The next pass: the compacted log with the largest dirty ratio at or above its
+        min.cleanable.dirty.ratio, or one whose kept tombstones are due; None if none."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        best: tuple[TopicPartition, Log, CleanableRange] | None = None
+        for tp, lg in self._logs.items():
+            cfg = lg.config
+            if not cfg.compact:
+                continue
+            r = cleanable_range(
+                lg.segment_infos(),
+                lg.high_watermark,
+                self._first_dirty.get(tp, lg.log_start_offset),
+                now,
+                cfg.min_compaction_lag_ms,
+            )
+            if r is None:
+                continue
+            due = self._tombstones_due_ms.get(tp)
+            dirty_enough = r.dirty_bytes > 0 and r.dirty_ratio >= cfg.min_cleanable_dirty_ratio
+            if not dirty_enough and (due is None or due > now):
+                continue
+            if best is None or r.dirty_ratio > best[2].dirty_ratio:
+                best = (tp, lg, r)
+        if best is None:
+            return None
+        tp, lg, r = best
+        return CleaningJob(tp, lg, r, lg.sources_for_cleaning(r.count), now, self._cleaner_stop)
+
+    def finish_cleaning(self, job: CleaningJob, result: PassResult | None) -> bool:
+        """Swap a pass's segments in (on the event loop) and move the log's first dirty
+        offset on; False if the pass failed (`result` None) or the log changed meanwhile.
+        The staged files go either way."""
+        close_sources(job.sources)
+        try:
+            if (
+                result is None
+                or self._logs.get(job.tp) is not job.log
+                or not job.log.replace_cleaned_segments(job.sources, result.cleaned)
+            ):
+                return False
+        finally:
+            discard_staging(job.log.dir)
+        self._first_dirty[job.tp] = job.range.first_uncleanable
+        if result.tombstones_due_ms is None:
+            self._tombstones_due_ms.pop(job.tp, None)
+        else:
+            self._tombstones_due_ms[job.tp] = result.tombstones_due_ms
+        stats = self.cleaner_stats
+        for name in ("bytes_read", "bytes_written", "records_read", "records_removed"):
+            setattr(stats, name, getattr(stats, name) + getattr(result.stats, name))
+        self.cleaner_passes += 1
+        return True
+
+    def cleaner_checkpoints(self) -> CheckpointWrites:
+        """The first dirty offsets to write (`write_checkpoints`), per log dir."""
+        taken = time.monotonic_ns()
+        return [
+            (
+                self._checkpoint(d, CLEANER_CHECKPOINT),
+                {tp: self._first_dirty[tp] for tp in logs if tp in self._first_dirty},
+                taken,
+            )
+            for d, logs in self._by_dir().items()
+        ]
+
     # --- shutdown ------------------------------------------------------------------------
 
     def shutdown(self) -> None:
         """Clean shutdown: flush and close every log, write checkpoints, leave the marker."""
+        self._cleaner_stop.set()
         self.checkpoint_high_watermarks()
         # An fsync or two per log: thousands of them, in parallel.
         logs = list(self._logs.values())
@@ -399,6 +516,7 @@ class LogManager:
 
     def close_without_shutdown(self) -> None:
         """Close files with no flush and no marker (tests simulating a crash)."""
+        self._cleaner_stop.set()
         for lg in self._logs.values():
             lg.close_without_flush()
         self._release_locks()

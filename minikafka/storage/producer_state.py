@@ -79,9 +79,11 @@ class ProducerEntry:
         return None
 
 
-def last_sequence(base_sequence: int, record_count: int) -> int:
-    """The sequence of a batch's last record (sequences wrap at 2^31-1, as Kafka's)."""
-    return (base_sequence + record_count - 1) % (MAX_SEQUENCE + 1)
+def last_sequence(base_sequence: int, offsets: int) -> int:
+    """The sequence of the last record of a batch spanning `offsets` offsets (its last offset
+    delta + 1: Kafka's lastSequence, which still holds after the log cleaner removed records
+    from it). Sequences wrap at 2^31-1, as Kafka's."""
+    return (base_sequence + offsets - 1) % (MAX_SEQUENCE + 1)
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:

@@ -88,10 +88,29 @@ def test_set_and_delete_change_the_overrides() -> None:
     )
 
 
+def test_append_and_subtract_work_on_the_list_config() -> None:
+    appended = altered_topic_overrides(
+        BROKER, {}, [op("cleanup.policy", AlterOp.APPEND, "compact")]
+    )
+    assert appended == {"cleanup.policy": "delete,compact"}  # onto the broker's default
+    again = altered_topic_overrides(
+        BROKER, appended, [op("cleanup.policy", AlterOp.APPEND, "delete")]
+    )
+    assert again == appended
+    assert altered_topic_overrides(
+        BROKER, appended, [op("cleanup.policy", AlterOp.SUBTRACT, "delete")]
+    ) == {"cleanup.policy": "compact"}
+    with pytest.raises(InvalidConfigError):  # nothing left: not a policy
+        altered_topic_overrides(BROKER, {}, [op("cleanup.policy", AlterOp.SUBTRACT, "delete")])
+
+
 @pytest.mark.parametrize(
     ("changes", "error"),
     [
         ([op("no.such", AlterOp.SET, "1")], InvalidConfigError),
+        ([op("cleanup.policy", AlterOp.SET, "compress")], InvalidConfigError),
+        ([op("min.cleanable.dirty.ratio", AlterOp.SET, "1.5")], InvalidConfigError),
+        ([op("cleanup.policy", AlterOp.APPEND, None)], InvalidRequestError),
         ([op("min.insync.replicas", AlterOp.SET, "0")], InvalidConfigError),
         ([op("retention.ms", AlterOp.SET, "soon")], InvalidConfigError),
         ([op("retention.ms", AlterOp.APPEND, "1")], InvalidConfigError),
