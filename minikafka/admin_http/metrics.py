@@ -89,6 +89,16 @@ class ControllerSnapshot:
 
 
 @dataclass(frozen=True)
+class CleanerSnapshot:
+    passes: int
+    records_removed: int
+    bytes_read: int
+    last_recopy_ratio: float
+    last_clean_seconds: float
+    max_dirty_ratio: float
+
+
+@dataclass(frozen=True)
 class BrokerSnapshot:
     broker_id: int
     broker_epoch: int
@@ -101,11 +111,13 @@ class BrokerSnapshot:
     controller: ControllerSnapshot | None  # None unless this broker is the active controller
     topic_stats: dict[str, TopicStats]
     partitions: list[PartitionSnapshot]  # sorted by topic, partition
+    cleaner: CleanerSnapshot
 
 
 def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
     """The broker's numbers as of now. Run it on the broker's event loop."""
     rm = server.replica_manager
+    lm = server.log_manager
     now = server.clock.now_ms()
     partitions = []
     for tp, p in sorted(rm.partitions.items()):
@@ -153,6 +165,14 @@ def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
         controller=controller_snapshot,
         topic_stats={t: replace(s) for t, s in rm.topic_stats.topics.items()},
         partitions=partitions,
+        cleaner=CleanerSnapshot(
+            lm.cleaner_passes,
+            lm.cleaner_stats.records_removed,
+            lm.cleaner_stats.bytes_read,
+            lm.last_recopy_ratio,
+            lm.last_clean_seconds,
+            lm.max_dirty_ratio(now),
+        ),
     )
 
 
@@ -172,7 +192,36 @@ def metric_families(snap: BrokerSnapshot) -> Iterator[Metric]:
     yield from _replica_manager(snap)
     yield from _topics(snap)
     yield from _controller(snap)
+    yield from _log_cleaner(snap)
     yield from _partitions(snap)
+
+
+def _log_cleaner(snap: BrokerSnapshot) -> Iterator[Metric]:
+    c = snap.cleaner
+    yield _gauge(
+        "kafka_log_logcleaner_cleaner_recopy_percent",
+        "Bytes the last cleaning pass wrote, as a percentage of the bytes it read",
+        100 * c.last_recopy_ratio,
+    )
+    yield _gauge(
+        "kafka_log_logcleaner_max_clean_time_secs",
+        "How long the last cleaning pass took (seconds)",
+        c.last_clean_seconds,
+    )
+    yield _gauge(
+        "kafka_log_logcleanermanager_max_dirty_percent",
+        "The largest dirty ratio of this broker's compacted logs, in percent",
+        100 * c.max_dirty_ratio,
+    )
+    yield _counter("minikafka_log_cleaner_passes", "Cleaning passes swapped in", c.passes)
+    yield _counter(
+        "minikafka_log_cleaner_records_removed",
+        "Records the log cleaner removed (superseded, keyless, expired tombstones)",
+        c.records_removed,
+    )
+    yield _counter(
+        "minikafka_log_cleaner_read_bytes", "Log bytes the cleaning passes read", c.bytes_read
+    )
 
 
 def _broker(snap: BrokerSnapshot) -> Iterator[Metric]:

@@ -102,6 +102,7 @@ class CleaningJob:
     sources: list[SegmentSource]
     now_ms: int
     stop: threading.Event
+    started: float = 0.0  # time.monotonic() when prepared
 
     def run(self) -> PassResult:
         cfg = self.log.config
@@ -146,6 +147,8 @@ class LogManager:
         self._cleaner_stop = threading.Event()
         self.cleaner_stats = CleanStats()
         self.cleaner_passes = 0
+        self.last_clean_seconds = 0.0  # of the last pass: prepared to swapped in
+        self.last_recopy_ratio = 0.0  # bytes written / bytes read by the last pass
 
     # --- startup -------------------------------------------------------------------------
 
@@ -459,7 +462,26 @@ class LogManager:
         if best is None:
             return None
         tp, lg, r = best
-        return CleaningJob(tp, lg, r, lg.sources_for_cleaning(r.count), now, self._cleaner_stop)
+        return CleaningJob(
+            tp, lg, r, lg.sources_for_cleaning(r.count), now, self._cleaner_stop, time.monotonic()
+        )
+
+    def max_dirty_ratio(self, now_ms: int | None = None) -> float:
+        """The largest dirty ratio of the compacted logs (Kafka's max-dirty-percent / 100)."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        ratios = [0.0]
+        for tp, lg in self._logs.items():
+            if lg.config.compact:
+                r = cleanable_range(
+                    lg.segment_infos(),
+                    lg.high_watermark,
+                    self._first_dirty.get(tp, lg.log_start_offset),
+                    now,
+                    lg.config.min_compaction_lag_ms,
+                )
+                if r is not None:
+                    ratios.append(r.dirty_ratio)
+        return max(ratios)
 
     def finish_cleaning(self, job: CleaningJob, result: PassResult | None) -> bool:
         """Swap a pass's segments in (on the event loop) and move the log's first dirty
@@ -484,6 +506,9 @@ class LogManager:
         for name in ("bytes_read", "bytes_written", "records_read", "records_removed"):
             setattr(stats, name, getattr(stats, name) + getattr(result.stats, name))
         self.cleaner_passes += 1
+        self.last_clean_seconds = time.monotonic() - job.started
+        read = result.stats.bytes_read
+        self.last_recopy_ratio = result.stats.bytes_written / read if read else 0.0
         return True
 
     def cleaner_checkpoints(self) -> CheckpointWrites:

@@ -5,11 +5,13 @@ passed, keyless records are refused, and the cleaned log survives a kill -9 of i
 
 from __future__ import annotations
 
+import urllib.request
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry
+from prometheus_client.parser import text_string_to_metric_families
 
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
@@ -55,6 +57,17 @@ def replica_keys(cluster: LocalCluster, broker_id: int) -> list[tuple[int, bytes
     return out
 
 
+def cleaner_metrics(cluster: LocalCluster, broker_id: int) -> dict[str, float]:
+    with urllib.request.urlopen(cluster.admin_url(broker_id) + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if "cleaner" in sample.name
+    }
+
+
 def cleaned_everywhere(cluster: LocalCluster, superseded: set[int]) -> bool:
     return all(
         not superseded & {offset for offset, _ in replica_keys(cluster, b)}
@@ -91,6 +104,13 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_on_every_replica(
 
     superseded = {o for sent in offsets.values() for o in sent[:-1]} | {offsets[KEYS[0]][-1]}
     wait_until(lambda: cleaned_everywhere(cluster, superseded), 60, "every replica to be compacted")
+
+    # Every broker's cleaner says so on its admin endpoint.
+    for b in cluster.broker_ids:
+        cleaner = cleaner_metrics(cluster, b)
+        assert cleaner["minikafka_log_cleaner_passes_total"] >= 1
+        assert cleaner["minikafka_log_cleaner_records_removed_total"] >= len(superseded)
+        assert 0 < cleaner["kafka_log_logcleaner_cleaner_recopy_percent"] < 100
 
     # A reader from offset 0 sees the latest value of each key, at the offset it was given,
     # and the offsets in between are gone.

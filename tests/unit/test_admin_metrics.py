@@ -8,6 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from minikafka.admin_http.metrics import (
     BrokerSnapshot,
+    CleanerSnapshot,
     ControllerSnapshot,
     LedPartition,
     PartitionSnapshot,
@@ -104,6 +105,7 @@ def snapshot(controller: ControllerSnapshot | None) -> BrokerSnapshot:
             PartitionSnapshot("t", 0, 10, 0, 2048, 1, 7, 3, LedPartition(1, 3, 1, states)),
             PartitionSnapshot("t", 1, 5, 2, 512, 2, 5, 4, None),  # followed
         ],
+        cleaner=CleanerSnapshot(2, 90, 4096, 0.25, 1.5, 0.6),
     )
 
 
@@ -138,6 +140,12 @@ def test_render_exports_kafka_names_with_leader_only_and_controller_only_values(
     replica_2 = (("partition", "0"), ("replica", "2"), ("topic", "t"))
     assert m[("minikafka_replica_logendoffset", replica_2)] == 7
     assert m[("minikafka_replica_lastcaughtupagems", replica_2)] == 4500
+    # The log cleaner, under Kafka's names.
+    assert m[("kafka_log_logcleaner_cleaner_recopy_percent", ())] == 25
+    assert m[("kafka_log_logcleaner_max_clean_time_secs", ())] == 1.5
+    assert m[("kafka_log_logcleanermanager_max_dirty_percent", ())] == 60
+    assert m[("minikafka_log_cleaner_passes_total", ())] == 2
+    assert m[("minikafka_log_cleaner_records_removed_total", ())] == 90
     assert not any(
         name.startswith("minikafka_replica_") and ("partition", "1") in labels for name, labels in m
     )
