@@ -152,6 +152,8 @@ class Log:
         self.producer_state = ProducerStateManager()
         self._snapshots: list[int] = []
         self.last_producer_state_rebuild = ProducerStateRebuild(None, 0, 0)
+        # The lowest offset the log was truncated to since the log cleaner last looked.
+        self.truncated_to: int | None = None
 
     # --- opening and recovery ------------------------------------------------------------
 
@@ -743,8 +745,15 @@ class Log:
         self.log_start_offset = min(self.log_start_offset, leo)
         self.high_watermark = min(self.high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)
+        self._note_truncation(leo)
         self._rebuild_producer_state()
         return True
+
+    def _note_truncation(self, offset: int) -> None:
+        # What is written again from here on is dirty, whatever the cleaner checkpoint says
+        # (Kafka's maybeTruncateCheckpoint); the log manager takes it at the next pass.
+        if self.truncated_to is None or offset < self.truncated_to:
+            self.truncated_to = offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop everything and continue empty from `offset` (follower far behind the leader's
@@ -752,6 +761,7 @@ class Log:
         self._truncate_fully(offset)
 
     def _truncate_fully(self, offset: int) -> None:
+        self._note_truncation(offset)
         if self._snapshots:  # first, for good: see truncate_to
             self._delete_snapshots(list(self._snapshots))
             fsync_dir(self.dir)

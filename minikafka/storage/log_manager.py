@@ -442,6 +442,10 @@ class LogManager:
         best: tuple[TopicPartition, Log, CleanableRange] | None = None
         for tp, lg in self._logs.items():
             cfg = lg.config
+            if lg.truncated_to is not None:
+                if tp in self._first_dirty:
+                    self._first_dirty[tp] = min(self._first_dirty[tp], lg.truncated_to)
+                lg.truncated_to = None
             if not cfg.compact:
                 continue
             r = cleanable_range(

@@ -316,3 +316,21 @@ def test_a_producer_batch_must_hold_a_record_at_every_offset(manager: LogManager
         (2, b"c"),
     ]
     assert lg.log_end_offset == 3
+
+
+def test_a_truncation_makes_what_is_written_again_dirty(manager: LogManager) -> None:
+    lg = manager.get_or_create_log(TP, COMPACT)
+    for round_ in range(20):
+        produce(lg, [(b"k%d" % round_, b"v")])
+    assert clean(manager)
+    first_dirty = lg.segments[-2].next_offset  # where the pass left the checkpoint
+    cut = lg.segments[0].next_offset
+    lg.truncate_to(cut)  # a follower diverged, below the first dirty offset
+    produce(lg, [(b"j", b"1")])
+    produce(lg, [(b"j", b"2")])
+    js = [o for o, k, _ in contents(lg) if k == b"j"]
+    assert max(js) < first_dirty  # written again where the checkpoint said "clean"
+    for round_ in range(8):
+        produce(lg, [(b"pad%d" % round_, b"v")])
+    assert clean(manager)
+    assert [(k, v) for _, k, v in contents(lg) if k == b"j"] == [(b"j", b"2")]
