@@ -247,9 +247,10 @@ class CleanStats:
 
 
 class SegmentRewriter:
-    """Rewrites one segment's batches, fed in order; `output()` yields the new segment's
-    bytes as they are ready (a run of emptied batches of one leader epoch is held back until
-    it ends, then becomes one empty batch)."""
+    """Rewrites one segment's batches, fed in order (`feed`); `take` hands over the new
+    segment's bytes as they are ready (a run of emptied batches of one leader epoch is held
+    back until it ends, then becomes one empty batch). `changed`: whether the new segment
+    differs from the old."""
 
     def __init__(
         self, offset_map: dict[bytes, int], drop_tombstones: bool, stats: CleanStats
