@@ -184,6 +184,7 @@ class Partition:
             max_bytes,
             max_offset=hw if up_to_high_watermark else None,
             min_one_batch=min_one_batch,
+            skip_empty_batches=up_to_high_watermark,  # consumers; followers copy every batch
         )
         return ReadResult(info, hw, self.log.log_start_offset, leo)
 

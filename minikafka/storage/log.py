@@ -635,27 +635,41 @@ class Log:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_batch: bool = True,
+        *,
+        skip_empty_batches: bool = False,
     ) -> FetchDataInfo:
         """Whole batches starting with the one that holds `offset`.
 
         `max_offset` (exclusive) bounds what is visible: the HW for consumers, None (LEO) for
-        followers. Raises OffsetOutOfRangeError outside [log start offset, LEO].
+        followers. `skip_empty_batches` (consumers of a compacted log) starts the data at the
+        first batch that holds records: an answer of empty batches only is one a client takes
+        for a batch too large to fetch (librdkafka doubles its fetch size each time, then
+        reports an error). Raises OffsetOutOfRangeError outside [log start offset, LEO].
         """
         leo = self.log_end_offset
         if offset < self.log_start_offset or offset > leo:
             raise OffsetOutOfRangeError(
                 f"offset {offset} outside [{self.log_start_offset}, {leo}] of {self.topic_partition}"
             )
-        if offset == leo or (max_offset is not None and offset >= max_offset):
-            return FetchDataInfo(offset, None)
-        i = bisect.bisect_right(self._bases, offset) - 1
-        for seg in self._segments[max(i, 0) :]:
+        requested = offset
+        skip = skip_empty_batches and self.config.compact
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        while i < len(self._segments):
+            if offset >= leo or (max_offset is not None and offset >= max_offset):
+                break
+            seg = self._segments[i]
             s = seg.read(offset, max_bytes, max_offset, min_one_batch)
+            if s is not None and skip:
+                s, after = _without_leading_empty_batches(s)
+                if s is None:
+                    offset = after  # all empty: read on from the batch after them
+                    continue
             if s is not None:
-                return FetchDataInfo(offset, s)
+                return FetchDataInfo(requested, s)
             if max_offset is not None and seg.next_offset >= max_offset:
                 break
-        return FetchDataInfo(offset, None)
+            i += 1
+        return FetchDataInfo(requested, None)
 
     # --- lookups by timestamp (ListOffsets) ------------------------------------------------
 
@@ -928,6 +942,20 @@ def _producer_of(buf: bytes | bytearray | memoryview) -> int | None:
         return None
     (producer_id,) = _PRODUCER_ID.unpack_from(buf, PRODUCER_ID_OFFSET)
     return producer_id if producer_id >= 0 else None
+
+
+def _without_leading_empty_batches(s: LogSlice) -> tuple[LogSlice | None, int]:
+    """The slice from its first batch that holds records (None if it has none), and the
+    offset after the empty batches it skipped."""
+    seg, pos, end = s.segment, s.position, s.position + s.size
+    after = s.first_offset
+    while pos < end:
+        h = parse_header(seg.read_bytes(pos, HEADER_SIZE))
+        if h.record_count:
+            return LogSlice(seg, pos, end - pos, h.base_offset), after
+        pos += h.size_in_bytes
+        after = h.next_offset
+    return None, after
 
 
 def _largest_timestamp(seg: LogSegment) -> int:

@@ -5,6 +5,8 @@ passed, keyless records are refused, and the cleaned log survives a kill -9 of i
 
 from __future__ import annotations
 
+import threading
+import time
 import urllib.request
 from typing import Any
 
@@ -181,3 +183,83 @@ def test_keyless_records_are_refused_and_a_policy_change_applies_at_once(
     alter(admin, TOPIC, ConfigEntry("cleanup.policy", "compact", incremental_operation=append))
     assert describe(admin, TOPIC)["cleanup.policy"].value == "delete,compact"
     wait_until(lambda: cleaned_everywhere(cluster, set(sent[:-1])), 60, "compaction to start")
+
+
+def test_the_latest_acknowledged_value_of_every_key_survives_kill_9_during_cleaning(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Brokers are killed (-9) and restarted over and over while records stream in and the
+    cleaners rewrite and swap segments: afterwards every replica holds, for every key, the
+    latest value the producer had acknowledged, and a reader from offset 0 ends on it."""
+    cluster = make_cluster(overrides={"log.cleaner.backoff.ms": "50"})
+    bootstrap = cluster.bootstrap_servers
+    create_topic(
+        bootstrap,
+        TOPIC,
+        1,
+        3,
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "8192",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.insync.replicas": "2",
+        },
+    )
+    acked: dict[bytes, tuple[int, bytes]] = {}  # key -> (offset, value) of its latest ack
+    errors: list[Any] = []
+    done = threading.Event()
+
+    def delivered(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        elif msg.key() not in acked or acked[msg.key()][0] < msg.offset():
+            acked[msg.key()] = (msg.offset(), msg.value())
+
+    def stream() -> None:
+        producer = Producer(producer_config(bootstrap, {"linger.ms": 5, "batch.size": 4096}))
+        i = 0
+        while not done.is_set():  # about 1,000 records/s
+            value = b"v%06d" % i + b"." * 80
+            producer.produce(TOPIC, value, b"key-%02d" % (i % 40), 0, delivered)
+            i += 1
+            if i % 10 == 0:
+                producer.poll(0.01)
+        assert producer.flush(60) == 0  # every record acknowledged or failed, and reported
+
+    streamer = threading.Thread(target=stream)
+    streamer.start()
+    try:
+        for victim in (1, 2, 3, 1, 2, 3):
+            time.sleep(1.0)
+            cluster.kill(victim)
+            time.sleep(0.5)
+            cluster.start_broker(victim)
+    finally:
+        done.set()
+        streamer.join(90)
+    assert not errors, errors[:3]
+    assert len(acked) == 40
+
+    def replica_has_latest(broker_id: int) -> bool:
+        records: dict[int, tuple[bytes | None, bytes | None]] = {}
+        for _, batch in log_files.read_batches(cluster.log_dir(broker_id), TP):
+            records.update((r.offset, (r.key, r.value)) for r in decode_records(batch))
+        return all(records.get(o) == (k, v) for k, (o, v) in acked.items())
+
+    wait_until(
+        lambda: all(replica_has_latest(b) for b in cluster.broker_ids),
+        90,
+        "every replica to hold every key's latest acknowledged value",
+    )
+    last_seen: dict[bytes, bytes] = {}
+    for m in consume_from_beginning(bootstrap, TOPIC, 1):
+        last_seen[m.key()] = m.value()
+    assert last_seen == {k: v for k, (_, v) in acked.items()}
+    # The cleaners did work meanwhile (the kills did not just stop them).
+    assert (
+        sum(
+            cleaner_metrics(cluster, b)["minikafka_log_cleaner_passes_total"]
+            for b in cluster.broker_ids
+        )
+        >= 1
+    )

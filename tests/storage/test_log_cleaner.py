@@ -32,6 +32,7 @@ from minikafka.storage.record_batch import (
     RecordBatchBuilder,
     decode_all,
     iter_batches,
+    parse_header,
 )
 
 TP = TopicPartition("compacted", 0)
@@ -334,3 +335,19 @@ def test_a_truncation_makes_what_is_written_again_dirty(manager: LogManager) -> 
         produce(lg, [(b"pad%d" % round_, b"v")])
     assert clean(manager)
     assert [(k, v) for _, k, v in contents(lg) if k == b"j"] == [(b"j", b"2")]
+
+
+def test_consumer_reads_start_at_the_first_batch_that_holds_records(manager: LogManager) -> None:
+    lg = manager.get_or_create_log(TP, COMPACT)
+    for round_ in range(12):
+        produce(lg, [(b"same", b"v%d" % round_)])  # all but the last superseded
+    produce(lg, [(b"other", b"x")])
+    assert clean(manager)
+    assert parse_header(lg.read(0, 10**6).read()).record_count == 0  # a follower: every batch
+    data = lg.read(0, 10**6, lg.high_watermark, skip_empty_batches=True).read()
+    headers = [h for _, h in iter_batches(data)]
+    assert headers and headers[0].record_count > 0
+    assert decode_all(data)[0].key == b"same"
+    # Nothing but empty batches up to the HW: nothing to answer.
+    end = headers[0].base_offset
+    assert lg.read(0, 10**6, end, skip_empty_batches=True).slice is None
