@@ -252,14 +252,16 @@ async def _drain(cluster: ChaosCluster, opts: ChaosOptions, history: History, cl
     from confluent_kafka import OFFSET_BEGINNING
     from confluent_kafka import TopicPartition as RdTopicPartition
 
-    from minikafka.client.librdkafka import consume_ready, new_consumer, position
+    from minikafka.client.librdkafka import consume_ready, new_consumer, position, watermarks
 
     drain_consumer = 1_000_000  # its own read sequence, apart from the live consumer's
     consumer = new_consumer(consumer_config(cluster.bootstrap_servers, "earliest"))
     try:
         tps = [RdTopicPartition(opts.topic, p) for p in range(opts.partitions)]
+        # Asked again while the leaders settle after the last fault (NOT_LEADER_OR_FOLLOWER
+        # from a broker that just lost the partition).
         marks = {
-            tp.partition: await asyncio.to_thread(consumer.get_watermark_offsets, tp, 30)
+            tp.partition: await asyncio.to_thread(watermarks, consumer, tp.topic, tp.partition, 60)
             for tp in tps
         }
         starts = {p: low for p, (low, _) in marks.items()}

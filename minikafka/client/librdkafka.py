@@ -8,15 +8,110 @@ confluent-kafka is imported inside the functions: the broker image has no Kafka 
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, KafkaError, Message, Producer
     from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
 
 INSTALL_HINT = "pip install confluent-kafka"
+
+T = TypeVar("T")
+
+RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
+# One try of a call that is asked again after a transient error, at most: a leader killed
+# with kill -9 does not answer, and the try waits for it until this has passed.
+TRY_TIMEOUT_S = 5.0
+
+
+def kafka_error_text(err: KafkaError) -> str:
+    """A librdkafka error with Kafka's name for a broker's error code (librdkafka has its own
+    for some, e.g. TOPIC_EXCEPTION for INVALID_TOPIC_EXCEPTION), and librdkafka's text."""
+    code = err.code()
+    try:
+        name = ErrorCode(code).name if code >= -1 else err.name()
+    except ValueError:
+        name = err.name()
+    return f"{name}: {err.str()}"
+
+
+def permanent_error(err: KafkaError) -> bool:
+    """An error that asking again will not change. The source's calls to the cluster give
+    up on these at once and ask again after any other (a broker down or gone from the
+    metadata, a leader moving, a topic being created: librdkafka has many names for those
+    and marks few retriable)."""
+    from confluent_kafka import KafkaError
+
+    return err.fatal() or err.code() in {
+        KafkaError._DESTROY,
+        KafkaError._INVALID_ARG,
+        KafkaError._AUTHENTICATION,
+        KafkaError._SSL,
+        KafkaError._UNSUPPORTED_FEATURE,
+        KafkaError._NOT_IMPLEMENTED,
+        KafkaError._STATE,
+        KafkaError.UNSUPPORTED_VERSION,
+        KafkaError.TOPIC_EXCEPTION,
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.GROUP_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+    }
+
+
+def retrying(
+    what: str,
+    timeout_s: float,
+    call: Callable[[float], T],
+    before_retry: Callable[[float], object] | None = None,
+) -> T:
+    """`call(seconds it may take)`, asked again after a transient error (after
+    `before_retry(seconds)`) until `timeout_s` has passed (Kafka's default.api.timeout.ms);
+    then TimeoutError naming the last error."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call(max(min(deadline - time.monotonic(), TRY_TIMEOUT_S), 0.001))
+        except KafkaException as e:
+            err = e.args[0]
+            if permanent_error(err):
+                raise
+            if time.monotonic() + RETRY_BACKOFF_S >= deadline:
+                raise TimeoutError(
+                    f"{what}: no answer within {round(timeout_s * 1000)} ms (last error: "
+                    f"{kafka_error_text(err)})"
+                ) from None
+        time.sleep(RETRY_BACKOFF_S)
+        if before_retry is not None:
+            with contextlib.suppress(KafkaException):
+                before_retry(max(min(deadline - time.monotonic(), TRY_TIMEOUT_S), 0.001))
+
+
+def watermarks(consumer: Consumer, topic: str, partition: int, timeout_s: float) -> tuple[int, int]:
+    """(log start offset, high watermark) of a partition, from its leader, asked again
+    after a transient error (a leader moving) until `timeout_s` has passed."""
+    from confluent_kafka import TopicPartition
+
+    def ask(seconds: float) -> tuple[int, int]:
+        low, high = consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=seconds, cached=False
+        )
+        return low, high
+
+    def refresh(seconds: float) -> None:
+        # librdkafka asks the leader its metadata names; a consumer that fetches nothing
+        # would not learn of a new leader for minutes (topic.metadata.refresh.interval.ms).
+        # A metadata request names it.
+        consumer.list_topics(topic, timeout=seconds)
+
+    return retrying(f"offsets of {topic}-{partition}", timeout_s, ask, refresh)
 
 
 class ClientConfigError(ValueError):
@@ -265,8 +360,8 @@ def read_to_end(
         next_offset: dict[int, int] = {}
         ends: dict[int, int] = {}
         for p in sorted(md.topics[topic].partitions):
-            next_offset[p], ends[p] = consumer.get_watermark_offsets(
-                TopicPartition(topic, p), timeout_s
+            next_offset[p], ends[p] = watermarks(
+                consumer, topic, p, max(deadline - time.monotonic(), 0.001)
             )
         consumer.assign([TopicPartition(topic, p, next_offset[p]) for p in ends])
         got: dict[int, list[Message]] = {p: [] for p in ends}

@@ -13,19 +13,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from minikafka.client.librdkafka import (
+    RETRY_BACKOFF_S,
     client_config,
     consume_ready,
+    kafka_error_text,
     new_consumer,
     new_producer,
     position,
+    retrying,
     transient_metadata_error,
+    watermarks,
 )
 from minikafka.common import TopicPartition
-from minikafka.protocol.errors import ErrorCode
 from minikafka.spark.arrow import OutgoingRecord
 from minikafka.spark.offsets import OffsetRange, report_data_loss
 from minikafka.spark.options import SinkOptions, SourceOptions, Subscription, select_partitions
@@ -35,97 +38,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
-RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
-# One try of a call that is asked again after a transient error, at most: a leader killed
-# with kill -9 does not answer, and the try waits for it until this has passed.
-TRY_TIMEOUT_S = 5.0
 MAX_WAIT_S = 1.0  # a read waits this long at most per poll, to check its deadline
 
 
-def kafka_error_text(err: KafkaError) -> str:
-    """A librdkafka error with Kafka's name for a broker's error code (librdkafka has its own
-    for some, e.g. TOPIC_EXCEPTION for INVALID_TOPIC_EXCEPTION), and librdkafka's text."""
-    code = err.code()
-    try:
-        name = ErrorCode(code).name if code >= -1 else err.name()
-    except ValueError:
-        name = err.name()
-    return f"{name}: {err.str()}"
-
-
-def _permanent(err: KafkaError) -> bool:
-    """An error that asking again will not change. The source's calls to the cluster give
-    up on these at once and ask again after any other (a broker down or gone from the
-    metadata, a leader moving, a topic being created: librdkafka has many names for those
-    and marks few retriable)."""
-    from confluent_kafka import KafkaError
-
-    return err.fatal() or err.code() in {
-        KafkaError._DESTROY,
-        KafkaError._INVALID_ARG,
-        KafkaError._AUTHENTICATION,
-        KafkaError._SSL,
-        KafkaError._UNSUPPORTED_FEATURE,
-        KafkaError._NOT_IMPLEMENTED,
-        KafkaError._STATE,
-        KafkaError.UNSUPPORTED_VERSION,
-        KafkaError.TOPIC_EXCEPTION,
-        KafkaError.TOPIC_AUTHORIZATION_FAILED,
-        KafkaError.GROUP_AUTHORIZATION_FAILED,
-        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-        KafkaError.SASL_AUTHENTICATION_FAILED,
-    }
-
-
-def _retrying(
-    what: str,
-    timeout_s: float,
-    call: Callable[[float], T],
-    before_retry: Callable[[float], object] | None = None,
-) -> T:
-    """`call(seconds it may take)`, asked again after a transient error (after
-    `before_retry(seconds)`) until `timeout_s` has passed (Kafka's default.api.timeout.ms);
-    then TimeoutError naming the last error."""
-    from confluent_kafka import KafkaException
-
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return call(max(min(deadline - time.monotonic(), TRY_TIMEOUT_S), 0.001))
-        except KafkaException as e:
-            err = e.args[0]
-            if _permanent(err):
-                raise
-            if time.monotonic() + RETRY_BACKOFF_S >= deadline:
-                raise TimeoutError(
-                    f"{what}: no answer within {round(timeout_s * 1000)} ms (last error: "
-                    f"{kafka_error_text(err)})"
-                ) from None
-        time.sleep(RETRY_BACKOFF_S)
-        if before_retry is not None:
-            with contextlib.suppress(KafkaException):
-                before_retry(max(min(deadline - time.monotonic(), TRY_TIMEOUT_S), 0.001))
-
-
 def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float) -> tuple[int, int]:
-    """(log start offset, high watermark) of a partition, from its leader."""
-    from confluent_kafka import TopicPartition as RdTopicPartition
-
-    def ask(seconds: float) -> tuple[int, int]:
-        low, high = consumer.get_watermark_offsets(
-            RdTopicPartition(tp.topic, tp.partition), timeout=seconds, cached=False
-        )
-        return low, high
-
-    def refresh(seconds: float) -> None:
-        # librdkafka asks the leader its metadata names; a consumer that fetches nothing
-        # would not learn of a new leader for minutes (topic.metadata.refresh.interval.ms).
-        # A metadata request names it.
-        consumer.list_topics(tp.topic, timeout=seconds)
-
-    return _retrying(f"offsets of {tp.topic}-{tp.partition}", timeout_s, ask, refresh)
+    return watermarks(consumer, tp.topic, tp.partition, timeout_s)
 
 
 def _consumer_config(options: SourceOptions, **fixed: Any) -> dict[str, Any]:
@@ -156,7 +74,7 @@ class OffsetsClient:
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
         consumer = self._client()
-        md = _retrying(
+        md = retrying(
             "the cluster's metadata",
             self._timeout_s,
             lambda remaining: consumer.list_topics(timeout=remaining),

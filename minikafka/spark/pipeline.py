@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from minikafka.client.librdkafka import client_config, new_admin, new_producer
-from minikafka.spark.cluster_calls import kafka_error_text
+from minikafka.client.librdkafka import client_config, kafka_error_text, new_admin, new_producer
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Message
