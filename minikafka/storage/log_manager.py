@@ -336,6 +336,9 @@ class LogManager:
         leaves nothing that loads as a partition."""
         lg = self._logs.pop(tp, None)
         d = self._dir_of.pop(tp, None)
+        # A log created again under this name starts dirty from its first offset.
+        self._first_dirty.pop(tp, None)
+        self._tombstones_due_ms.pop(tp, None)
         if lg is None or d is None:
             return False
         self._logs_in_dir[d] -= 1
@@ -441,22 +444,10 @@ class LogManager:
         now = self._clock.now_ms() if now_ms is None else now_ms
         best: tuple[TopicPartition, Log, CleanableRange] | None = None
         for tp, lg in self._logs.items():
-            cfg = lg.config
-            if lg.truncated_to is not None:
-                if tp in self._first_dirty:
-                    self._first_dirty[tp] = min(self._first_dirty[tp], lg.truncated_to)
-                lg.truncated_to = None
-            if not cfg.compact:
-                continue
-            r = cleanable_range(
-                lg.segment_infos(),
-                lg.high_watermark,
-                self._first_dirty.get(tp, lg.log_start_offset),
-                now,
-                cfg.min_compaction_lag_ms,
-            )
+            r = self._cleanable_range(tp, lg, now)
             if r is None:
                 continue
+            cfg = lg.config
             due = self._tombstones_due_ms.get(tp)
             dirty_enough = r.dirty_bytes > 0 and r.dirty_ratio >= cfg.min_cleanable_dirty_ratio
             if not dirty_enough and (due is None or due > now):
@@ -473,19 +464,26 @@ class LogManager:
     def max_dirty_ratio(self, now_ms: int | None = None) -> float:
         """The largest dirty ratio of the compacted logs (Kafka's max-dirty-percent / 100)."""
         now = self._clock.now_ms() if now_ms is None else now_ms
-        ratios = [0.0]
-        for tp, lg in self._logs.items():
-            if lg.config.compact:
-                r = cleanable_range(
-                    lg.segment_infos(),
-                    lg.high_watermark,
-                    self._first_dirty.get(tp, lg.log_start_offset),
-                    now,
-                    lg.config.min_compaction_lag_ms,
-                )
-                if r is not None:
-                    ratios.append(r.dirty_ratio)
-        return max(ratios)
+        ranges = (self._cleanable_range(tp, lg, now) for tp, lg in self._logs.items())
+        return max((r.dirty_ratio for r in ranges if r is not None), default=0.0)
+
+    def _cleanable_range(self, tp: TopicPartition, lg: Log, now_ms: int) -> CleanableRange | None:
+        """What of a compacted log a pass may clean now (None: nothing, or not compacted).
+        A truncation below the log's first dirty offset moves that down first (Kafka's
+        maybeTruncateCheckpoint): what is written again there is dirty."""
+        if lg.truncated_to is not None:
+            if tp in self._first_dirty:
+                self._first_dirty[tp] = min(self._first_dirty[tp], lg.truncated_to)
+            lg.truncated_to = None
+        if not lg.config.compact:
+            return None
+        return cleanable_range(
+            lg.segment_infos(),
+            lg.high_watermark,
+            self._first_dirty.get(tp, lg.log_start_offset),
+            now_ms,
+            lg.config.min_compaction_lag_ms,
+        )
 
     def finish_cleaning(self, job: CleaningJob, result: PassResult | None) -> bool:
         """Swap a pass's segments in (on the event loop) and move the log's first dirty

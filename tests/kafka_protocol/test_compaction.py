@@ -32,6 +32,22 @@ KEYS = [b"k%d" % i for i in range(8)]
 ROUNDS = 5
 
 
+def create_compacted_topic(bootstrap: str, **configs: str) -> None:
+    """TOPIC: one partition, RF 3, min.insync 2, compacted as soon as anything is dirty."""
+    create_topic(
+        bootstrap,
+        TOPIC,
+        1,
+        3,
+        **{
+            "cleanup.policy": "compact",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.insync.replicas": "2",
+            **configs,
+        },
+    )
+
+
 def produce(bootstrap: str, pairs: list[tuple[bytes, bytes | None]]) -> dict[bytes, list[int]]:
     """Send with acks=all (idempotent); each key's offsets, in order."""
     producer = Producer(producer_config(bootstrap, {"linger.ms": 0}))
@@ -82,19 +98,8 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_on_every_replica(
 ) -> None:
     cluster = make_cluster(overrides={"log.cleaner.backoff.ms": "200"})
     bootstrap = cluster.bootstrap_servers
-    create_topic(
-        bootstrap,
-        TOPIC,
-        1,
-        3,
-        **{
-            "cleanup.policy": "compact",
-            "segment.bytes": "1024",  # a few records per segment: closed segments to clean
-            "min.cleanable.dirty.ratio": "0.01",
-            "delete.retention.ms": "3000",
-            "min.insync.replicas": "2",
-        },
-    )
+    # A few records per segment: closed segments to clean.
+    create_compacted_topic(bootstrap, **{"segment.bytes": "1024", "delete.retention.ms": "3000"})
     offsets: dict[bytes, list[int]] = {}
     for round_ in range(ROUNDS):
         for key, sent in produce(bootstrap, [(k, b"%s-%d" % (k, round_)) for k in KEYS]).items():
@@ -193,18 +198,7 @@ def test_the_latest_acknowledged_value_of_every_key_survives_kill_9_during_clean
     latest value the producer had acknowledged, and a reader from offset 0 ends on it."""
     cluster = make_cluster(overrides={"log.cleaner.backoff.ms": "50"})
     bootstrap = cluster.bootstrap_servers
-    create_topic(
-        bootstrap,
-        TOPIC,
-        1,
-        3,
-        **{
-            "cleanup.policy": "compact",
-            "segment.bytes": "8192",
-            "min.cleanable.dirty.ratio": "0.01",
-            "min.insync.replicas": "2",
-        },
-    )
+    create_compacted_topic(bootstrap, **{"segment.bytes": "8192"})
     acked: dict[bytes, tuple[int, bytes]] = {}  # key -> (offset, value) of its latest ack
     errors: list[Any] = []
     done = threading.Event()

@@ -351,3 +351,17 @@ def test_consumer_reads_start_at_the_first_batch_that_holds_records(manager: Log
     # Nothing but empty batches up to the HW: nothing to answer.
     end = headers[0].base_offset
     assert lg.read(0, 10**6, end, skip_empty_batches=True).slice is None
+
+
+def test_a_log_deleted_and_created_again_is_dirty_from_its_start(manager: LogManager) -> None:
+    lg = manager.get_or_create_log(TP, COMPACT)
+    for round_ in range(20):
+        produce(lg, [(b"k%d" % round_, b"v")])
+    assert clean(manager)
+    assert manager.delete_log(TP)
+    lg = manager.get_or_create_log(TP, COMPACT)
+    for round_ in range(6):
+        produce(lg, [(b"same", b"v%d" % round_)])
+    assert clean(manager)
+    cleanable_end = lg.segments[-2].next_offset
+    assert [k for o, k, _ in contents(lg) if o < cleanable_end] == [b"same"]
