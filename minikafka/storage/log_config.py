@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from minikafka.protocol.errors import InvalidConfigError
@@ -89,15 +89,16 @@ class LogConfig:
         cfg.validate()
         return cfg
 
-    @property
-    def compact(self) -> bool:
-        """Whether the log cleaner keeps only the latest record of each key."""
-        return "compact" in self.cleanup_policies
+    # From cleanup.policy, once (the produce path asks `compact` on every append):
+    # whether the log cleaner keeps only the latest record of each key, and whether
+    # retention (retention.ms, retention.bytes) deletes old segments.
+    compact: bool = field(init=False, repr=False, compare=False)
+    delete: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def delete(self) -> bool:
-        """Whether retention (retention.ms, retention.bytes) deletes old segments."""
-        return "delete" in self.cleanup_policies
+    def __post_init__(self) -> None:
+        policies = self.cleanup_policies
+        object.__setattr__(self, "compact", "compact" in policies)
+        object.__setattr__(self, "delete", "delete" in policies)
 
     @property
     def cleanup_policies(self) -> frozenset[str]:
