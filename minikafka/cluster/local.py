@@ -403,6 +403,10 @@ class LocalCluster:
             "admin.listeners": f"http://{self.broker_host(broker_id)}:{b.admin_port}",
             "log.dirs": str(self.log_dir(broker_id)),
             "zookeeper.connect": self.zookeeper.connect_string,
+            # As Kafka's development server.properties: groups form at once, and the offsets
+            # topic fits a cluster of fewer than three brokers.
+            "group.initial.rebalance.delay.ms": "0",
+            "offsets.topic.replication.factor": str(min(3, len(self._brokers))),
         }
         props.update(self.overrides)
         props.update(self.broker_overrides.get(broker_id, {}))

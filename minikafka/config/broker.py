@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
+from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 
@@ -129,6 +130,18 @@ class BrokerConfig:
     log_cleaner_delete_retention_ms: int = 24 * 60 * 60 * 1000
     log_cleaner_min_cleanable_ratio: float = 0.5
     log_cleaner_min_compaction_lag_ms: int = 0
+    # The group coordinator (coordinator/group) and its offsets topic.
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2**31 - 1
+    offset_metadata_max_bytes: int = 4096
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    offsets_commit_timeout_ms: int = 5000
+    offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_check_interval_ms: int = 600_000
     controlled_shutdown_enable: bool = True
     controlled_shutdown_max_retries: int = 3
     controlled_shutdown_retry_backoff_ms: int = 5000
@@ -237,6 +250,38 @@ class BrokerConfig:
         if self.max_incremental_fetch_session_cache_slots < 0:
             raise InvalidConfigError("max.incremental.fetch.session.cache.slots must be >= 0")
         self.log_config().validate()
+        for name, value in (
+            ("offsets.topic.num.partitions", self.offsets_topic_num_partitions),
+            ("offsets.topic.replication.factor", self.offsets_topic_replication_factor),
+            ("offsets.topic.segment.bytes", self.offsets_topic_segment_bytes),
+            ("offsets.commit.timeout.ms", self.offsets_commit_timeout_ms),
+            ("offsets.retention.minutes", self.offsets_retention_minutes),
+            ("offsets.retention.check.interval.ms", self.offsets_retention_check_interval_ms),
+            ("group.min.session.timeout.ms", self.group_min_session_timeout_ms),
+            ("group.max.size", self.group_max_size),
+        ):
+            if value < 1:
+                raise InvalidConfigError(f"{name} must be >= 1")
+        if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
+            raise InvalidConfigError(
+                "group.max.session.timeout.ms must be >= group.min.session.timeout.ms"
+            )
+        if self.group_initial_rebalance_delay_ms < 0 or self.offset_metadata_max_bytes < 0:
+            raise InvalidConfigError(
+                "group.initial.rebalance.delay.ms and offset.metadata.max.bytes must be >= 0"
+            )
+
+    def group_config(self) -> GroupConfig:
+        """The group coordinator's settings."""
+        return GroupConfig(
+            offsets_topic_num_partitions=self.offsets_topic_num_partitions,
+            min_session_timeout_ms=self.group_min_session_timeout_ms,
+            max_session_timeout_ms=self.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
+            max_size=self.group_max_size,
+            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
+            offsets_retention_ms=self.offsets_retention_minutes * 60_000,
+        )
 
     def resolved_listeners(self) -> Listeners:
         """listeners, advertised.listeners, the protocol map and the inter-broker listener,

@@ -31,6 +31,7 @@ from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShu
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.config_changes import ConfigChangeListener
+from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from minikafka.server.metadata_cache import MetadataCache
@@ -83,6 +84,7 @@ class KafkaServer:
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
+        self.group_coordinator: GroupCoordinatorAdapter | None = None
         # One socket server per listener (`listeners`), by listener name.
         self.socket_servers: dict[str, SocketServer] = {}
         self.broker_epoch = -1
@@ -179,6 +181,13 @@ class KafkaServer:
             self.clock.now_ms,
             cluster_id=cluster_id,
         )
+        self.group_coordinator = GroupCoordinatorAdapter(
+            self.config.group_config(),
+            self.replica_manager,
+            self.clock,
+            commit_timeout_ms=self.config.offsets_commit_timeout_ms,
+        )
+        self.apis.group_coordinator = self.group_coordinator
         listeners = self.config.resolved_listeners()
         for ep in listeners.bind:
             server = SocketServer(
@@ -330,6 +339,12 @@ class KafkaServer:
         # Through the replica manager: fetch sessions must learn of moved log start offsets.
         every("log-retention", cfg.log_retention_check_interval_ms, rm.cleanup_logs)
         every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
+        if self.group_coordinator is not None:
+            every(
+                "group-metadata-manager-expire-offsets",
+                cfg.offsets_retention_check_interval_ms,
+                self.group_coordinator.expire_offsets,
+            )
         if cfg.log_cleaner_enable:
             self._tasks.append(asyncio.create_task(self._run_log_cleaner(), name="log-cleaner"))
 
@@ -436,6 +451,10 @@ class KafkaServer:
         if self.admin_server is not None:
             await self.admin_server.stop()
 
+    async def _stop_group_coordinator(self) -> None:
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
+
     async def _stop_controller(self) -> None:
         if self.controller is not None:
             await self.controller.shutdown()
@@ -453,6 +472,7 @@ class KafkaServer:
             self._reregistering.cancel()
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("config change listener", self.config_changes.stop),
+            ("group coordinator", self._stop_group_coordinator),
             ("replica manager", self.replica_manager.shutdown),
             ("replica fetchers", self.fetcher_manager.shutdown),
             ("socket server", self._stop_socket_server),

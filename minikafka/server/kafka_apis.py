@@ -7,7 +7,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from minikafka.common import PLAINTEXT, TopicPartition
 from minikafka.config.broker import BrokerConfig
@@ -25,6 +25,7 @@ from minikafka.controller.assignment import (
     random_start_index,
     validate_manual_assignment,
 )
+from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -84,6 +85,9 @@ from minikafka.server.network import NO_RESPONSE, Handler
 from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkError, ZkNoNodeError
 
+if TYPE_CHECKING:
+    from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
+
 log = logging.getLogger(__name__)
 
 # CreatePartitions re-reads and re-validates a topic whose assignment changed between its
@@ -141,6 +145,8 @@ class KafkaApis:
         self.zk = zk
         self.controller = controller
         self._now_ms = now_ms
+        # Set by the broker once created (server/group_coordinator_adapter.py).
+        self.group_coordinator: GroupCoordinatorAdapter | None = None
         self._handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
             ApiVersionsRequest: self.handle_api_versions,
             MetadataRequest: self.handle_metadata,
@@ -343,12 +349,34 @@ class KafkaApis:
 
     # --- controller -> broker ------------------------------------------------------------
 
+    def now_ms(self) -> int:
+        return self._now_ms()
+
     async def handle_leader_and_isr(self, req: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         try:
-            return await self.rm.become_leader_or_follower(req)
+            resp = await self.rm.become_leader_or_follower(req)
         except KafkaError as e:
             log.warning("rejected LeaderAndIsr from controller %d: %s", req.controller_id, e)
             return LeaderAndIsrResponse(int(e.code), [])
+        self._on_offsets_leadership_change(
+            [st.partition for st in req.partition_states if st.topic == OFFSETS_TOPIC]
+        )
+        return resp
+
+    def _on_offsets_leadership_change(self, partitions: list[int]) -> None:
+        """Kafka's onLeadershipChange: the group coordinator loads the groups of the
+        offsets partitions led here now and unloads the others among `partitions`."""
+        if self.group_coordinator is None or not partitions:
+            return
+        led: dict[int, int] = {}
+        resigned: list[int] = []
+        for partition in partitions:
+            p = self.rm.partitions.get(TopicPartition(OFFSETS_TOPIC, partition))
+            if p is not None and p.is_leader:
+                led[partition] = p.leader_epoch
+            else:
+                resigned.append(partition)
+        self.group_coordinator.on_leadership_change(led, resigned)
 
     async def handle_update_metadata(self, req: UpdateMetadataRequest) -> UpdateMetadataResponse:
         try:
@@ -362,10 +390,14 @@ class KafkaApis:
 
     async def handle_stop_replica(self, req: StopReplicaRequest) -> StopReplicaResponse:
         try:
-            return await self.rm.stop_replicas(req)
+            resp = await self.rm.stop_replicas(req)
         except KafkaError as e:
             log.warning("rejected StopReplica from controller %d: %s", req.controller_id, e)
             return StopReplicaResponse(int(e.code), [])
+        self._on_offsets_leadership_change(
+            [sp.partition for sp in req.partitions if sp.topic == OFFSETS_TOPIC]
+        )
+        return resp
 
     async def handle_controlled_shutdown(
         self, req: ControlledShutdownRequest
@@ -418,6 +450,10 @@ class KafkaApis:
                         )
                         results[name] = TopicResult(name, int(err.code), err.message)
         return CreateTopicsResponse([results[t.name] for t in req.topics if t.name in results])
+
+    async def create_topic(self, t: CreatableTopic) -> int:
+        """Create a topic as CreateTopics does (for the broker's own internal topics)."""
+        return await self._create_topic(t, validate_only=False)
 
     async def _create_topic(self, t: CreatableTopic, *, validate_only: bool) -> int:
         validate_topic_name(t.name)

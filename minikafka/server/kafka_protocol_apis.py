@@ -21,6 +21,7 @@ from typing import Any
 
 from minikafka.common import kafka_uuid_text, parse_kafka_uuid
 from minikafka.config.dynamic import AlterableConfig
+from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.kafka.codec import (
@@ -37,11 +38,12 @@ from minikafka.protocol.kafka.fetch_response import (
     encode_fetch_response,
 )
 from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.kafka_group_apis import ClientInfo, KafkaGroupApis
 from minikafka.server.network import NO_RESPONSE
 
 log = logging.getLogger(__name__)
 
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, FIND_COORDINATOR = 0, 1, 2, 3, 10
+PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH = 18, 19, 20, 23
 CREATE_PARTITIONS, DESCRIBE_CLUSTER, INIT_PRODUCER_ID = 37, 60, 22
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
@@ -67,7 +69,6 @@ class KafkaProtocolApis:
             PRODUCE: self.produce,
             LIST_OFFSETS: self.list_offsets,
             CREATE_TOPICS: self.create_topics,
-            FIND_COORDINATOR: self.find_coordinator,
             DELETE_TOPICS: self.delete_topics,
             CREATE_PARTITIONS: self.create_partitions,
             OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
@@ -76,9 +77,12 @@ class KafkaProtocolApis:
             DESCRIBE_CONFIGS: self.describe_configs,
             INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
         }
+        # The group APIs get the client's id and address too (a member's client id/host).
+        self._group_handlers = KafkaGroupApis(apis, listener).handlers()
         # Fetch is served by `handle` itself (its response is written by hand).
         self.versions: dict[int, tuple[int, int]] = {
-            key: SUPPORTED_VERSIONS[key] for key in sorted({*self._handlers, FETCH})
+            key: SUPPORTED_VERSIONS[key]
+            for key in sorted({*self._handlers, *self._group_handlers, FETCH})
         }
 
     def serves(self, api_key: int) -> bool:
@@ -96,7 +100,7 @@ class KafkaProtocolApis:
             return None
         return self.apis.cache.topic_name(kafka_uuid_text(topic_id))
 
-    async def handle(self, request: KafkaRequest) -> list[Chunk] | None:
+    async def handle(self, request: KafkaRequest, client_host: str = "") -> list[Chunk] | None:
         """The response frame as chunks, or None when Kafka sends none (produce with
         acks=0). A Fetch response is written by hand, its record batches as the log handed
         them over (file regions, sent with sendfile: zero-copy, as Kafka's)."""
@@ -105,7 +109,12 @@ class KafkaProtocolApis:
             return encode_fetch_response(
                 request.api_version, request.correlation_id, error_code, session_id, topics
             )
-        values = await self._handlers[request.api_key](request.api_version, request.body)
+        group_handler = self._group_handlers.get(request.api_key)
+        if group_handler is not None:
+            client = ClientInfo(request.client_id or "", client_host)
+            values = await group_handler(request.api_version, request.body, client)
+        else:
+            values = await self._handlers[request.api_key](request.api_version, request.body)
         if values is None:
             return None
         body = build(response_type(request.api_key, request.api_version), values)
@@ -161,7 +170,7 @@ class KafkaProtocolApis:
                     "error_code": t.error_code,
                     "name": t.name,
                     "topic_id": ZERO_UUID if t.topic_id is None else _uuid_of(t.topic_id),
-                    "is_internal": False,
+                    "is_internal": t.name == OFFSETS_TOPIC,
                     "partitions": [
                         {
                             "error_code": p.error_code,
@@ -189,28 +198,6 @@ class KafkaProtocolApis:
                 for topic_id in unknown_ids
             ],
         }
-
-    async def find_coordinator(self, version: int, req: Any) -> dict[str, Any]:
-        """There is no group or transaction coordinator yet: every key is answered
-        COORDINATOR_NOT_AVAILABLE, as Kafka answers while it cannot serve a group. It is
-        served at all because librdkafka enables lz4 only for brokers with FindCoordinator
-        v0 (the API that came with lz4 in Kafka 0.8.2); consumers read with assign()."""
-        keys = list(req.coordinator_keys) if version >= 4 else [req.key]
-        message = "this broker has no group or transaction coordinator: consume with assign()"
-        coordinators = [
-            {
-                "key": key,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-                "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "error_message": message,
-            }
-            for key in keys
-        ]
-        if version >= 4:
-            return {"throttle_time": 0, "coordinators": coordinators}
-        return {"throttle_time": 0, **coordinators[0]}
 
     async def init_producer_id(self, version: int, req: Any) -> dict[str, Any]:
         """Idempotent producers get a new producer id, epoch 0 (a given producer id and

@@ -64,7 +64,7 @@ class KafkaHandler(Protocol):
 
     def serves(self, api_key: int) -> bool: ...
 
-    async def handle(self, request: KafkaRequest) -> list[Chunk] | None: ...
+    async def handle(self, request: KafkaRequest, client_host: str = "") -> list[Chunk] | None: ...
 
 
 _MSGPACK_FIXARRAY_2 = 0x92
@@ -191,6 +191,8 @@ class SocketServer:
         ApiVersions request newer than ours is answered with our ranges (KIP-511); any other
         request the broker cannot read, or an API it does not serve, closes the connection."""
         loop = asyncio.get_running_loop()
+        # As Kafka shows a group member's host: "/" and the address.
+        client_host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""
         while frame is not None:
             try:
                 request = decode_kafka_request(frame)
@@ -211,15 +213,17 @@ class SocketServer:
                 log.info("closing Kafka connection from %s: %s", peer, e)
                 return
             else:
-                handling = asyncio.ensure_future(self._handle_kafka(kafka, request))
+                handling = asyncio.ensure_future(self._handle_kafka(kafka, request, client_host))
                 self._handlers.add(handling)
                 handling.add_done_callback(self._handlers.discard)
                 await pending.put(handling)
             frame = await read_frame(reader, self._max_frame)
 
-    async def _handle_kafka(self, kafka: KafkaHandler, request: KafkaRequest) -> list[Chunk]:
+    async def _handle_kafka(
+        self, kafka: KafkaHandler, request: KafkaRequest, client_host: str
+    ) -> list[Chunk]:
         try:
-            response = await kafka.handle(request)
+            response = await kafka.handle(request, client_host)
         except Exception:
             # Kafka has no request-level error frame: a request that fails outside its
             # per-partition errors ends the connection (the client reconnects and retries).

@@ -29,6 +29,9 @@ TEST_OVERRIDES: dict[str, str] = {
     "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     "controlled.shutdown.retry.backoff.ms": "200",
     "leader.imbalance.check.interval.seconds": "5",
+    # Kafka's 50 cost every test whose consumer has a group.id (librdkafka looks up its
+    # coordinator, which creates the topic); the group tests choose their own.
+    "offsets.topic.num.partitions": "5",
 }
 
 ClusterFactory = Callable[..., LocalCluster]

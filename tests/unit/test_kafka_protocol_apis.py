@@ -25,6 +25,9 @@ from minikafka.config.dynamic import (
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, InvalidConfigError, InvalidRequiredAcksError
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
+from minikafka.clock import ManualClock
+from minikafka.coordinator.group.group_coordinator import GroupConfig
+from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from tests.unit.test_kafka_codec import parse_response, sample
 
@@ -44,6 +47,35 @@ class FakeCache:
     def topic_name(self, topic_id: str) -> str | None:
         return next((name for name, i in self.ids.items() if i == topic_id), None)
 
+    def partition_count(self, topic: str) -> int:
+        return 8 if topic in self.ids else 0
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self.ids
+
+
+class FakeReplicaManager:
+    """Appends to __consumer_offsets succeed at once."""
+
+    partitions: dict[Any, Any] = {}
+
+    async def append_records(
+        self, acks: int, timeout_ms: int, entries: dict[Any, Any]
+    ) -> dict[Any, m.ProducePartitionResponse]:
+        return {tp: m.ProducePartitionResponse(tp.partition, 0, 0, 0) for tp in entries}
+
+
+def group_coordinator() -> GroupCoordinatorAdapter:
+    """A group coordinator that leads every offsets partition (loaded, nothing in them)."""
+    adapter = GroupCoordinatorAdapter(
+        GroupConfig(),
+        FakeReplicaManager(),
+        ManualClock(),
+        commit_timeout_ms=5000,  # type: ignore[arg-type]
+    )
+    adapter.core.owned = dict.fromkeys(range(adapter.core.config.offsets_topic_num_partitions), 0)
+    return adapter
+
 
 class FakeApis:
     """Canned answers of KafkaApis for whatever the request names."""
@@ -54,6 +86,15 @@ class FakeApis:
         self.produce_error: Exception | None = None
         self.seen: list[Any] = []
         self.cluster_id = "mk-cluster-id-22-chars"
+        self.group_coordinator = group_coordinator()
+        self.created: list[m.CreatableTopic] = []
+
+    def now_ms(self) -> int:
+        return 1_700_000_000_000
+
+    async def create_topic(self, t: m.CreatableTopic) -> int:
+        self.created.append(t)
+        return t.num_partitions
 
     async def handle_metadata(self, req: m.MetadataRequest, listener: str) -> m.MetadataResponse:
         self.seen.append((req, listener))
@@ -203,6 +244,8 @@ def consumer_request(body: Any) -> Any:
         changes["replica_state"] = dataclasses.replace(body.replica_state, replica_id=-1)
     if "acks" in names:
         changes["acks"] = -1
+    if "key_type" in names:  # FindCoordinator: a consumer looks for its group's coordinator
+        changes["key_type"] = 0
     if "transactional_id" in names:
         changes["transactional_id"] = None
     return dataclasses.replace(body, **changes)
@@ -230,10 +273,43 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
         _request, listener = fake.seen[0]
         assert listener == "EXTERNAL"
     elif api_key == 10:
+        # No offsets topic yet: it is created, and the client asked to come back.
         codes = (
             [c.error_code for c in response.coordinators] if version >= 4 else [response.error_code]
         )
         assert codes == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+        assert [(t.name, t.configs["cleanup.policy"]) for t in fake.created] == [
+            ("__consumer_offsets", "compact")
+        ]
+    elif api_key == 8:
+        # Generation 7 of a group that does not exist.
+        codes = [int(p.error_code) for t in response.topics for p in t.partitions]
+        assert codes == [ErrorCode.ILLEGAL_GENERATION]
+    elif api_key == 9:
+        topics = response.groups[0].topics if version >= 8 else response.topics
+        assert [(p.partition_index, p.committed_offset) for t in topics for p in t.partitions] == [
+            (7, -1)
+        ]
+    elif api_key == 11:
+        # The sample's session timeout (7 ms) is below group.min.session.timeout.ms.
+        assert int(response.error_code) == ErrorCode.INVALID_SESSION_TIMEOUT
+        assert response.member_id == SAMPLE_TOPIC
+    elif api_key in (12, 14):
+        assert int(response.error_code) == ErrorCode.UNKNOWN_MEMBER_ID
+    elif api_key == 13:
+        if version >= 3:
+            assert int(response.error_code) == 0
+            assert [int(r.error_code) for r in response.members] == [ErrorCode.UNKNOWN_MEMBER_ID]
+        else:
+            assert int(response.error_code) == ErrorCode.UNKNOWN_MEMBER_ID
+    elif api_key == 15:
+        assert [(int(g.error_code), g.group_state) for g in response.groups] == [(0, "Dead")]
+    elif api_key == 16:
+        assert (int(response.error_code), response.groups) == (0, ())
+    elif api_key == 42:
+        assert [int(r.error_code) for r in response.results] == [ErrorCode.GROUP_ID_NOT_FOUND]
+    elif api_key == 47:
+        assert int(response.error_code) == ErrorCode.GROUP_ID_NOT_FOUND
     elif api_key == 18:
         assert {k.api_key for k in response.api_keys} == set(SERVED)
     elif api_key == 19:

@@ -80,7 +80,15 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     1: (4, 17),  # Fetch
     2: (1, 7),  # ListOffsets
     3: (0, 13),  # Metadata
+    8: (2, 9),  # OffsetCommit (v10 names topics by id: not yet)
+    9: (1, 9),  # OffsetFetch (likewise v10)
     10: (0, 4),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 5),  # ListGroups
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
@@ -88,7 +96,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     23: (2, 4),  # OffsetForLeaderEpoch
     32: (1, 4),  # DescribeConfigs
     37: (0, 3),  # CreatePartitions
+    42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
+    47: (0, 0),  # OffsetDelete
     60: (0, 1),  # DescribeCluster
 }
 

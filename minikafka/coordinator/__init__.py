@@ -1,0 +1,1 @@
+"""Coordinators: the broker-side state machines behind Kafka's internal topics."""
