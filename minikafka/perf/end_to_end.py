@@ -141,7 +141,7 @@ def _measure(
 ) -> EndToEndResult:
     from confluent_kafka import KafkaException, TopicPartition
 
-    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata
+    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata, watermarks
 
     producer = new_producer(pconfig)
     consumer = new_consumer(cconfig)
@@ -159,10 +159,7 @@ def _measure(
         partitions = sorted(md.topics[topic].partitions)
         # Positioned at each partition's end, looked up before the first record is timed
         # (Kafka's seekToEnd then position): what it reads is only what is produced.
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), METADATA_TIMEOUT_S)[1]
-            for p in partitions
-        }
+        ends = {p: watermarks(consumer, topic, p, METADATA_TIMEOUT_S)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
         shape = topic_shape(md, topic)
         if on_ready is not None:

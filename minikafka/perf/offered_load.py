@@ -329,13 +329,13 @@ def _connect(
     ends looked up first, as Kafka's seekToEnd then position)."""
     from confluent_kafka import TopicPartition
 
-    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata
+    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata, watermarks
 
     producer = new_producer(pconfig)
     consumer = new_consumer(cconfig)
     md = topic_metadata(consumer, topic, METADATA_TIMEOUT_S)
     ends = {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), METADATA_TIMEOUT_S)[1]
+        p: watermarks(consumer, topic, p, METADATA_TIMEOUT_S)[1]
         for p in sorted(md.topics[topic].partitions)
     }
     consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])

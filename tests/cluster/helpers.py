@@ -41,6 +41,7 @@ from minikafka.client.librdkafka import (
     new_producer,
     position,
     topic_metadata,
+    watermarks,
 )
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
@@ -318,8 +319,7 @@ def read_records(
         ends: dict[int, int] = {}
         if expected is None:
             for p in partitions:
-                tp = KafkaTopicPartition(topic, p)
-                next_offset[p], ends[p] = consumer.get_watermark_offsets(tp, timeout)
+                next_offset[p], ends[p] = watermarks(consumer, topic, p, timeout)
         consumer.assign([KafkaTopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
 
         def done() -> bool:

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from minikafka.client.librdkafka import watermarks
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition as MkTopicPartition
 from minikafka.storage.record_batch import decode_all
@@ -47,10 +48,7 @@ def consume_from_beginning(
         }
     )
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
-            for p in range(partitions)
-        }
+        ends = {p: watermarks(consumer, topic, p, 30)[1] for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         got: list[Any] = []
         next_offset = dict.fromkeys(ends, 0)

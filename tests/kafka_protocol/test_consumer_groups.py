@@ -279,3 +279,68 @@ def bootstrap_without(cluster: LocalCluster, broker_id: int) -> str:
         for b, port in cluster.broker_ports.items()
         if b != broker_id
     )
+
+
+def test_kafka_python_members_split_the_partitions_and_resume_from_their_commits(
+    make_cluster: ClusterFactory,
+) -> None:
+    """kafka-python's own group client (its coordinator and range assignor, not
+    librdkafka's): two members split the partitions, commit what they read, and a consumer
+    of the same group started afterwards reads only what was produced since."""
+    from kafka import KafkaConsumer
+
+    cluster = make_cluster(3)
+    bs = cluster.bootstrap_servers
+    create_topic(bs, "kp-groups", PARTITIONS, 3)
+    produce(bs, "kp-groups", 120)
+
+    def consumer() -> KafkaConsumer:
+        return KafkaConsumer(
+            "kp-groups",
+            bootstrap_servers=bs.split(","),
+            group_id="g-kafka-python",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=500,
+        )
+
+    first, second = consumer(), consumer()
+    read: dict[str, list[tuple[int, int]]] = {"first": [], "second": []}
+    try:
+        deadline = time.monotonic() + 90
+
+        def poll_both() -> bool:
+            for name, c in (("first", first), ("second", second)):
+                for tp, records in c.poll(timeout_ms=200).items():
+                    read[name] += [(tp.partition, r.offset) for r in records]
+            owned = [{tp.partition for tp in c.assignment()} for c in (first, second)]
+            split = (
+                all(owned)
+                and not owned[0] & owned[1]
+                and owned[0] | owned[1] == set(range(PARTITIONS))
+            )
+            return split and len(read["first"]) + len(read["second"]) >= 120
+
+        while not poll_both():
+            assert time.monotonic() < deadline, (read, first.assignment(), second.assignment())
+        seen = read["first"] + read["second"]
+        assert len(seen) == len(set(seen)) == 120
+        for c in (first, second):
+            c.commit()
+    finally:
+        first.close()
+        second.close()
+
+    produce(bs, "kp-groups", 30, start=120)
+    third = consumer()
+    try:
+        values: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(values) < 30:
+            assert time.monotonic() < deadline, values
+            for records in third.poll(timeout_ms=500).values():
+                values += [int(r.value) for r in records]
+        assert sorted(values) == list(range(120, 150))
+    finally:
+        third.close()

@@ -17,12 +17,12 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.join_group.v0.request import JoinGroupRequest
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
+from kio.schema.list_transactions.v0.request import ListTransactionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
@@ -141,15 +141,8 @@ def test_api_versions_answer_and_the_kip_511_fallback(cluster: LocalCluster) -> 
 @pytest.mark.parametrize(
     "bad",
     [
-        request_frame(
-            JoinGroupRequest(
-                group_id="g",
-                session_timeout=ms(10000),
-                member_id="",
-                protocol_type="consumer",
-                protocols=(),
-            )
-        ),
+        # Transactions are not served.
+        request_frame(ListTransactionsRequest(state_filters=(), producer_id_filters=())),
         cut_short(
             request_frame(
                 MetadataRequest(

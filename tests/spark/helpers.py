@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from minikafka.client.librdkafka import position, read_to_end
+from minikafka.client.librdkafka import position, read_to_end, watermarks
 from minikafka.cluster import LocalCluster
 
 BASE_TS = 1_700_000_000_000  # a fixed record timestamp base (ms), so tests can compare
@@ -121,11 +121,11 @@ def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
 
 def log_start(cluster: LocalCluster, topic: str, partition: int) -> int:
     """The partition's log start offset, from its leader."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "tests"})
     try:
-        low, _ = consumer.get_watermark_offsets(TopicPartition(topic, partition), TIMEOUT_S)
+        low, _ = watermarks(consumer, topic, partition, TIMEOUT_S)
         return int(low)
     finally:
         consumer.close()

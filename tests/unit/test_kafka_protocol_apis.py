@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from minikafka.clock import ManualClock
 from minikafka.common import kafka_uuid_text, new_kafka_uuid
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import (
@@ -22,11 +23,10 @@ from minikafka.config.dynamic import (
     ConfigType,
     DescribedConfig,
 )
+from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, InvalidConfigError, InvalidRequiredAcksError
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
-from minikafka.clock import ManualClock
-from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from tests.unit.test_kafka_codec import parse_response, sample
@@ -57,7 +57,8 @@ class FakeCache:
 class FakeReplicaManager:
     """Appends to __consumer_offsets succeed at once."""
 
-    partitions: dict[Any, Any] = {}
+    def __init__(self) -> None:
+        self.partitions: dict[Any, Any] = {}
 
     async def append_records(
         self, acks: int, timeout_ms: int, entries: dict[Any, Any]
