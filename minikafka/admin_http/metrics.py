@@ -14,8 +14,11 @@ No hot path pays for metrics beyond the counts it already keeps.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, NamedTuple
 
 from prometheus_client import generate_latest
@@ -23,11 +26,17 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from minikafka import __version__
+from minikafka.client.connection import BrokerConnection
+from minikafka.common import TopicPartition
+from minikafka.protocol import messages as m
+from minikafka.protocol.errors import KafkaError
 from minikafka.protocol.messages import ReplicaState
 from minikafka.server.broker_topic_stats import COUNTER_NAMES, TopicStats
 
 if TYPE_CHECKING:
     from minikafka.server.broker import KafkaServer
+
+log = logging.getLogger(__name__)
 
 # BrokerTopicStats field → Kafka's meter name in BrokerTopicMetrics.
 TOPIC_METERS: dict[str, tuple[str, str]] = {
@@ -98,6 +107,17 @@ class CleanerSnapshot:
     max_dirty_ratio: float
 
 
+class GroupOffset(NamedTuple):
+    """A committed offset of a group this broker coordinates, and the partition's log end
+    as a consumer sees it (its HW, from the leader; None when the leader did not answer)."""
+
+    group: str
+    topic: str
+    partition: int
+    committed: int
+    log_end: int | None
+
+
 @dataclass(frozen=True)
 class BrokerSnapshot:
     broker_id: int
@@ -112,6 +132,92 @@ class BrokerSnapshot:
     topic_stats: dict[str, TopicStats]
     partitions: list[PartitionSnapshot]  # sorted by topic, partition
     cleaner: CleanerSnapshot
+    group_offsets: list[GroupOffset] = dataclass_field(default_factory=list)
+
+
+# How long a scrape waits for another broker's high watermarks (consumer lag).
+LOG_END_TIMEOUT_S = 1.0
+
+
+async def group_offsets(server: KafkaServer) -> list[GroupOffset]:
+    """Committed offsets of the groups this broker coordinates, each with its partition's
+    high watermark: from this broker when it leads the partition, else asked of the
+    leader (internal ListOffsets, LOG_END_TIMEOUT_S at most; unanswered: None)."""
+    coordinator = server.group_coordinator
+    if coordinator is None:
+        return []
+    core = coordinator.core
+    committed = sorted(
+        (group.group_id, tp, value.offset)
+        for group in core.groups.values()
+        if group.partition in core.owned
+        for tp, value in group.offsets.items()
+    )
+    rm = server.replica_manager
+    ends: dict[TopicPartition, int] = {}
+    remote: dict[int, set[TopicPartition]] = {}
+    for _, tp, _ in committed:
+        p = rm.partitions.get(tp)
+        if p is not None and p.is_leader:
+            ends[tp] = p.high_watermark
+            continue
+        state = server.metadata_cache.partition_state(tp)
+        if state is not None and state.leader >= 0:
+            remote.setdefault(state.leader, set()).add(tp)
+    if remote:
+        brokers = {
+            b.node_id: b
+            for b in server.metadata_cache.alive_brokers_on(
+                server.config.resolved_listeners().inter_broker
+            )
+        }
+        answers = await asyncio.gather(
+            *(
+                _log_ends(brokers[b].host, brokers[b].port, tps)
+                for b, tps in remote.items()
+                if b in brokers
+            )
+        )
+        for answer in answers:
+            ends.update(answer)
+    return [
+        GroupOffset(g, tp.topic, tp.partition, offset, ends.get(tp)) for g, tp, offset in committed
+    ]
+
+
+async def _log_ends(host: str, port: int, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in tps:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    request = m.ListOffsetsRequest(
+        m.CONSUMER_REPLICA_ID,
+        [
+            m.ListOffsetsTopic(
+                t,
+                [
+                    m.ListOffsetsPartition(p, m.LATEST_TIMESTAMP, m.NO_LEADER_EPOCH)
+                    for p in sorted(ps)
+                ],
+            )
+            for t, ps in sorted(by_topic.items())
+        ],
+    )
+    conn = BrokerConnection(host, port, connect_timeout_s=LOG_END_TIMEOUT_S)
+    try:
+        async with asyncio.timeout(LOG_END_TIMEOUT_S):
+            await conn.connect()
+            resp = await conn.send(request, LOG_END_TIMEOUT_S)
+    except (KafkaError, TimeoutError, OSError) as e:
+        log.info("consumer lag: no high watermarks from %s:%d (%s)", host, port, e)
+        return {}
+    finally:
+        await conn.close()
+    return {
+        TopicPartition(t.name, p.partition): p.offset
+        for t in resp.topics
+        for p in t.partitions
+        if p.error_code == 0
+    }
 
 
 def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
@@ -194,6 +300,28 @@ def metric_families(snap: BrokerSnapshot) -> Iterator[Metric]:
     yield from _controller(snap)
     yield from _log_cleaner(snap)
     yield from _partitions(snap)
+    yield from _consumer_groups(snap)
+
+
+def _consumer_groups(snap: BrokerSnapshot) -> Iterator[Metric]:
+    """The usual Kafka exporter's consumer-group metrics, for the groups this broker
+    coordinates (so summing over the brokers counts each group once)."""
+    labels = ["group", "topic", "partition"]
+    current = GaugeMetricFamily(
+        "kafka_consumergroup_current_offset", "Committed offset of a consumer group", labels=labels
+    )
+    lag = GaugeMetricFamily(
+        "kafka_consumergroup_lag",
+        "High watermark minus committed offset of a consumer group",
+        labels=labels,
+    )
+    for o in snap.group_offsets:
+        values = [o.group, o.topic, str(o.partition)]
+        current.add_metric(values, o.committed)
+        if o.log_end is not None:
+            lag.add_metric(values, max(0, o.log_end - o.committed))
+    yield current
+    yield lag
 
 
 def _log_cleaner(snap: BrokerSnapshot) -> Iterator[Metric]:

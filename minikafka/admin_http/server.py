@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from minikafka.admin_http.metrics import render, take_snapshot
+from minikafka.admin_http.metrics import group_offsets, render, take_snapshot
 from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.partition import Partition
 
@@ -111,7 +112,10 @@ class AdminHttpServer:
 
     async def metrics(self, request: web.Request) -> web.Response:
         # The numbers on the loop that owns them, the text in a thread (see metrics.py).
-        body = await asyncio.to_thread(render, take_snapshot(self._server))
+        snap = take_snapshot(self._server)
+        # Consumer lag needs other brokers' high watermarks: asked after the snapshot.
+        snap = replace(snap, group_offsets=await group_offsets(self._server))
+        body = await asyncio.to_thread(render, snap)
         # aiohttp wants the charset apart from the content type.
         content_type, _, charset = CONTENT_TYPE_LATEST.partition("; charset=")
         return web.Response(body=body, content_type=content_type, charset=charset or None)

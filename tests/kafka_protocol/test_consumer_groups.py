@@ -344,3 +344,54 @@ def test_kafka_python_members_split_the_partitions_and_resume_from_their_commits
         assert sorted(values) == list(range(120, 150))
     finally:
         third.close()
+
+
+def test_the_coordinator_exports_consumer_lag_under_the_exporter_s_names(
+    make_cluster: ClusterFactory,
+) -> None:
+    """`kafka_consumergroup_lag{group,topic,partition}`: high watermark minus committed
+    offset, from the broker coordinating the group (one broker, so sums count it once),
+    whichever brokers lead the partitions."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    cluster = make_cluster(3)
+    bs = cluster.bootstrap_servers
+    create_topic(bs, "lagging", 3, 3)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for partition, n in ((0, 50), (1, 20), (2, 5)):
+        for _ in range(n):
+            p.produce("lagging", b"x", partition=partition)
+    assert p.flush(60) == 0
+    c = Consumer({"bootstrap.servers": bs, "group.id": "g-lag"})
+    try:
+        c.commit(
+            offsets=[TopicPartition("lagging", 0, 30), TopicPartition("lagging", 1, 20)],
+            asynchronous=False,
+        )
+    finally:
+        c.close()
+
+    def scrape() -> dict[int, dict[tuple[str, str], float]]:
+        out: dict[int, dict[tuple[str, str], float]] = {}
+        for b in cluster.broker_ids:
+            with urllib.request.urlopen(cluster.admin_url(b) + "/metrics", timeout=10) as r:
+                text = r.read().decode()
+            out[b] = {
+                (s.labels["topic"], s.labels["partition"]): s.value
+                for family in text_string_to_metric_families(text)
+                if family.name == "kafka_consumergroup_lag"
+                for s in family.samples
+                if s.labels["group"] == "g-lag"
+            }
+        return out
+
+    lags = scrape()
+    exporting = [b for b, values in lags.items() if values]
+    assert len(exporting) == 1, lags
+    (coordinator,) = exporting
+    assert coordinator == coordinator_of(
+        cluster, "g-lag", int(cluster.overrides["offsets.topic.num.partitions"])
+    )
+    assert lags[coordinator] == {("lagging", "0"): 20.0, ("lagging", "1"): 0.0}
