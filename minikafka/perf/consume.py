@@ -83,7 +83,7 @@ class ConsumerPerfResult:
     elapsed_s: float
     timed_out: bool  # stopped before `messages` because nothing came for timeout_ms
     timeout_ms: int
-    rebalance_ms: int = 0  # no consumer groups, no rebalance
+    rebalance_ms: int = 0  # it joins no group: no rebalance
     progress: tuple[ConsumerProgress, ...] = ()
     shape: TopicShape | None = None
 
