@@ -395,3 +395,25 @@ def test_the_coordinator_exports_consumer_lag_under_the_exporter_s_names(
         cluster, "g-lag", int(cluster.overrides["offsets.topic.num.partitions"])
     )
     assert lags[coordinator] == {("lagging", "0"): 20.0, ("lagging", "1"): 0.0}
+
+
+def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
+    make_cluster: ClusterFactory, members: list[Member]
+) -> None:
+    """KIP-345: a member with `group.instance.id` that closes (static members send no
+    LeaveGroup) and comes back within its session gets the same partitions, and the other
+    member is never asked to give any up."""
+    cluster = make_cluster(3)
+    bs = cluster.bootstrap_servers
+    create_topic(bs, "static", PARTITIONS, 3)
+    members += [
+        Member(bs, "g-static", "static", **{"group.instance.id": f"instance-{i}"}) for i in range(2)
+    ]
+    wait_until(lambda: split_is_exact(members), 60, "2 static members to split the partitions")
+    before = [m.assignment for m in members]
+    revoked_before = len(members[0].revoked)
+    members[1].stop()
+    members[1] = Member(bs, "g-static", "static", **{"group.instance.id": "instance-1"})
+    wait_until(lambda: members[1].assignment, 30, "the restarted member's partitions")
+    assert [m.assignment for m in members] == before
+    assert len(members[0].revoked) == revoked_before
