@@ -1,9 +1,19 @@
 """`minikafka consume`: print records, like kafka-console-consumer.sh with its default
 message formatter and `print.*` properties, on librdkafka (confluent-kafka) over Kafka's
-protocol. Partitions are assigned, not subscribed: there are no consumer groups yet."""
+protocol.
+
+Without `--group` the consumer assigns itself the topic's partitions (or the one given) and
+commits nothing. With `--group G` it subscribes to the topic as a member of consumer group G
+(the brokers' group coordinator splits the partitions among G's members) and commits as it
+goes, at least once: a record's offset is stored only once the record has been written to
+stdout (enable.auto.offset.store=false), librdkafka commits the stored offsets every
+auto.commit.interval.ms and at close, so the next `consume --group G` goes on where this one
+stopped. Where a partition without a committed offset starts is auto.offset.reset: earliest
+with `--from-beginning`, else latest (as kafka-console-consumer.sh)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -138,19 +148,28 @@ def _consume(
     props: dict[str, str],
     out: BinaryIO,
     counter: list[int],
+    group: str | None = None,
 ) -> None:
-    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
 
     reset = "earliest" if from_beginning else "latest"
-    config = {
+    config: dict[str, object] = {
         "auto.offset.reset": reset,
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         # Kafka's consumer default: consuming from a topic that does not exist creates it
         # when the brokers auto-create topics.
         "allow.auto.create.topics": True,
-        **props,
     }
+    if group is not None:
+        # A member of the group: librdkafka commits the offsets this command stores (those
+        # of records already written) every auto.commit.interval.ms, and at close.
+        config.update(
+            {"group.id": group, "enable.auto.commit": True, "client.id": "console-consumer"}
+        )
+    config.update(props)
+    if group is not None:
+        config["enable.auto.offset.store"] = False  # stored only once written: at least once
     consumer = new_consumer(client_config(bootstrap_server, config))
     try:
         auto_create = str(config["allow.auto.create.topics"]).lower() == "true"
@@ -160,7 +179,11 @@ def _consume(
             )
         except TopicUnavailableError as e:
             raise ConsumeError(str(e)) from None
-        if partition is None:
+        if group is not None:
+            # The group's committed offsets say where each partition starts (else
+            # auto.offset.reset).
+            consumer.subscribe([topic])
+        elif partition is None:
             start = OFFSET_BEGINNING if from_beginning else OFFSET_END
             consumer.assign([TopicPartition(topic, p, start) for p in sorted(meta.partitions)])
         else:
@@ -186,21 +209,29 @@ def _consume(
                 if timeout_ms is not None:
                     return  # nothing for timeout.ms: done
                 continue
-            records = []
+            kept = []
             for msg in messages:
                 err = msg.error()
                 if err is None:
-                    records.append(Record.of(msg))
+                    kept.append(msg)
                 elif err.fatal():
                     raise ConsumeError(f"{err.name()}: {err.str()}")
                 # Anything else (a broker down, a leader moving) librdkafka retries.
             if max_messages is not None:
-                records = records[: max_messages - counter[0]]
-            out.write(b"".join(formatter.format(r) for r in records))
+                kept = kept[: max_messages - counter[0]]
+            out.write(b"".join(formatter.format(Record.of(msg)) for msg in kept))
             out.flush()
-            counter[0] += len(records)
+            counter[0] += len(kept)
+            if group is not None:
+                # Written: each partition's last record is stored (its offset + 1) for the
+                # next commit. A partition revoked meanwhile refuses it; its new owner reads
+                # these records again (at least once).
+                last = {msg.partition(): msg for msg in kept}
+                for msg in last.values():
+                    with contextlib.suppress(KafkaException):
+                        consumer.store_offsets(message=msg)
     finally:
-        consumer.close()
+        consumer.close()  # in a group: commits the stored offsets, then leaves
 
 
 @click.command("consume")
@@ -209,7 +240,13 @@ def _consume(
 @click.option(
     "--from-beginning",
     is_flag=True,
-    help="Start at the earliest offset rather than the latest.",
+    help="Start at the earliest offset rather than the latest (with --group: in the "
+    "partitions the group has no committed offset for).",
+)
+@click.option(
+    "--group",
+    help="Consume as a member of this consumer group (subscribe, and commit the offsets of "
+    "the records printed) instead of assigning the partitions.",
 )
 @click.option("--partition", type=click.IntRange(min=0), help="Consume only this partition.")
 @click.option(
@@ -244,6 +281,7 @@ def consume(
     bootstrap_server: str,
     topic: str,
     from_beginning: bool,
+    group: str | None,
     partition: int | None,
     offset: str | None,
     max_messages: int | None,
@@ -262,6 +300,17 @@ def consume(
     refuse_unknown(props, FORMATTER_PROPERTIES, "--property")
     formatter = MessageFormatter(props)
     config = parse_key_values(consumer_properties, "--consumer-property")
+    if group is not None:
+        # As kafka-console-consumer.sh: every group id given must be the same one.
+        given = {group, config.get("group.id", group)}
+        if len(given) > 1:
+            raise click.UsageError(
+                "The group ids provided in different places (directly using '--group' or via "
+                "'--consumer-property') do not match. Detected group ids: "
+                + ", ".join(f"'{g}'" for g in (group, config["group.id"]))
+            )
+        if partition is not None:
+            raise click.UsageError("Options group and partition cannot be specified together.")
     counter = [0]
     status = 0
     try:
@@ -277,6 +326,7 @@ def consume(
             config,
             sys.stdout.buffer,
             counter,
+            group,
         )
     except ClientConfigError as e:
         raise click.BadParameter(str(e), param_hint="--consumer-property") from None

@@ -1,0 +1,845 @@
+"""`minikafka consumer-groups`: list, describe, reset the offsets of and delete consumer
+groups, like kafka-consumer-groups.sh, on librdkafka's AdminClient (confluent-kafka) over
+Kafka's protocol.
+
+The tables are kafka-consumer-groups.sh's, column for column: left-aligned, each padded to
+its widest value (15 characters at least, as Kafka's), a blank line before each table. A
+partition's LOG-END-OFFSET is its high watermark as a consumer sees it (ListOffsets to its
+leader). Kafka's notes on the group's state ("has no active members", "is rebalancing") go
+to stderr, as Kafka's do; errors go there too, with Kafka's text, and end the command with
+status 1.
+
+As Kafka's tool, --reset-offsets only touches an inactive group (no member: state Empty),
+plans without changing anything unless --execute is given, and keeps every new offset
+between the partition's log start and its high watermark. It refuses a group that does not
+exist (Kafka's would create its offsets). confluent-kafka is imported inside the functions
+(client/librdkafka.py says why).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+import click
+
+from minikafka.cli.client_options import bootstrap_server_option, require_client
+from minikafka.client.librdkafka import (
+    ClientConfigError,
+    client_config,
+    kafka_error_text,
+    new_admin,
+    new_consumer,
+    watermarks,
+)
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin._group import ConsumerGroupDescription
+    from confluent_kafka.admin._metadata import ClusterMetadata
+
+T = TypeVar("T")
+
+MISSING = "-"  # Kafka's MISSING_COLUMN_VALUE
+# How often a waiting call looks whether librdkafka has found every broker down, so that a
+# wrong or dead --bootstrap-server fails within a second or so rather than at the timeout.
+POLL_S = 0.25
+DEFAULT_TIMEOUT_MS = 30000
+
+# Kafka's names of the classic protocol's group states (GroupState.toString()).
+STATE_NAMES = {
+    "UNKNOWN": "Unknown",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+}
+INACTIVE_STATES = ("Empty", "Dead")
+REBALANCING_STATES = ("PreparingRebalance", "CompletingRebalance")
+
+DRY_RUN_WARNING = (
+    "WARN: No action will be performed as the --execute option is missing.In a future major "
+    "release, the default behavior of this command will be to prompt the user before executing "
+    "the reset rather than doing a dry run. You should add the --dry-run option explicitly if "
+    "you are scripting this command and want to keep the current default behavior without "
+    "prompting."
+)
+
+
+class GroupCommandError(Exception):
+    """An error worth one line on stderr ("Error: ..."), and status 1."""
+
+
+# --- the admin client ------------------------------------------------------------------------
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java properties file as Kafka's --command-config takes it: `key=value` (or
+    `key: value`) lines, `#` and `!` comment lines."""
+    out: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            out[line] = ""
+        else:
+            out[line[:cut].strip()] = line[cut + 1 :].strip()
+    return out
+
+
+def _log_config() -> dict[str, Any]:
+    """librdkafka logs every refused connection to stderr, though one dead broker of several
+    is no failure; the command says itself what failed. -v (INFO) shows its logs."""
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        return {}
+    return {"log_level": 2, "log.connection.close": False}
+
+
+class _Admin:
+    """librdkafka's AdminClient (and, for the partitions' offsets, a consumer that joins no
+    group), failing a call as soon as librdkafka reports every broker down instead of after
+    the whole timeout."""
+
+    def __init__(self, bootstrap_server: str, props: dict[str, str], timeout_s: float) -> None:
+        self.bootstrap_server = bootstrap_server
+        self.props = props
+        self.timeout_s = timeout_s
+        self._all_down: KafkaError | None = None
+        self._transport: KafkaError | None = None
+        config = client_config(
+            bootstrap_server, {**_log_config(), **props, "error_cb": self._on_error}
+        )
+        self.client: AdminClient = new_admin(config)
+        self._consumer: Consumer | None = None
+        self._metadata: ClusterMetadata | None = None
+
+    def _on_error(self, error: KafkaError) -> None:
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._all_down = error
+        elif error.code() == KafkaError._TRANSPORT:
+            self._transport = error  # which broker, and why: the detail of "all down"
+
+    def wait(self, future: Future[T]) -> T:
+        """An admin call's result (KafkaException: its error)."""
+        deadline = time.monotonic() + self.timeout_s + POLL_S
+        while True:
+            try:
+                return future.result(timeout=POLL_S)
+            except TimeoutError:
+                pass
+            self.client.poll(0)  # runs error_cb
+            if self._all_down is not None:
+                detail = f" ({self._transport.str()})" if self._transport is not None else ""
+                raise GroupCommandError(f"{self._all_down.str()}{detail}")
+            if time.monotonic() >= deadline:
+                raise GroupCommandError(
+                    f"Timed out after {self.timeout_s * 1000:.0f} ms waiting for the brokers"
+                )
+
+    def metadata(self) -> ClusterMetadata:
+        """Every topic and live broker (asked once per command). All topics, never some:
+        Metadata for a named topic may create it (auto.create.topics.enable)."""
+        from confluent_kafka import KafkaException
+
+        if self._metadata is None:
+            try:
+                self._metadata = self.client.list_topics(timeout=self.timeout_s)
+            except KafkaException as e:
+                raise GroupCommandError(kafka_error_text(e.args[0])) from None
+        return self._metadata
+
+    def offsets(self, topic: str, partition: int) -> tuple[int, int] | None:
+        """(log start offset, high watermark) of a partition; None if it has no leader (or
+        does not exist)."""
+        md = self.metadata().topics.get(topic)
+        p = None if md is None or md.error is not None else md.partitions.get(partition)
+        if p is None or p.leader < 0:
+            return None
+        if self._consumer is None:
+            self._consumer = new_consumer(
+                client_config(
+                    self.bootstrap_server,
+                    {
+                        **_log_config(),
+                        **self.props,
+                        "enable.auto.commit": False,
+                        # Kafka's (librdkafka's is read_committed): the high watermark.
+                        "isolation.level": "read_uncommitted",
+                    },
+                )
+            )
+        try:
+            return watermarks(self._consumer, topic, partition, self.timeout_s)
+        except TimeoutError:
+            return None
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+
+
+# --- what the brokers say of a group -------------------------------------------------------
+
+
+def state_name(description: ConsumerGroupDescription) -> str:
+    state = getattr(description, "state", None)
+    return "Unknown" if state is None else STATE_NAMES.get(state.name, state.name.title())
+
+
+def _describe_group(admin: _Admin, group: str) -> ConsumerGroupDescription | None:
+    """The group as its coordinator describes it; None if it does not exist (state Dead,
+    or GROUP_ID_NOT_FOUND as newer brokers answer)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    (future,) = admin.client.describe_consumer_groups(
+        [group], request_timeout=admin.timeout_s
+    ).values()
+    try:
+        description = admin.wait(future)
+    except KafkaException as e:
+        if _code(e) == KafkaError.GROUP_ID_NOT_FOUND:
+            return None
+        raise
+    return None if state_name(description) == "Dead" else description
+
+
+def _committed(admin: _Admin, group: str) -> dict[tuple[str, int], int]:
+    """The group's committed offsets, by (topic, partition)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    (future,) = admin.client.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group)], request_timeout=admin.timeout_s
+    ).values()
+    result = admin.wait(future)
+    out: dict[tuple[str, int], int] = {}
+    for tp in result.topic_partitions or []:
+        if tp.error is not None:
+            raise GroupCommandError(
+                f"Offset of {tp.topic}-{tp.partition}: {kafka_error_text(tp.error)}"
+            )
+        if tp.offset >= 0:  # -1001 (OFFSET_INVALID): none committed
+            out[(tp.topic, tp.partition)] = tp.offset
+    return out
+
+
+def _code(e: KafkaException) -> int | None:
+    from confluent_kafka import KafkaError
+
+    error = e.args[0] if e.args else None
+    return error.code() if isinstance(error, KafkaError) else None
+
+
+def _message(e: KafkaException) -> str:
+    from confluent_kafka import KafkaError
+
+    error = e.args[0] if e.args else None
+    return kafka_error_text(error) if isinstance(error, KafkaError) else str(e)
+
+
+# --- Kafka's tables ----------------------------------------------------------------------------
+
+
+def row(widths: Sequence[int], values: Sequence[object]) -> str:
+    """Java's printf with `%-Ns` per column (N: the width; 0: `%s`), joined by spaces."""
+    return " ".join(f"{v!s:<{w}}" if w else str(v) for w, v in zip(widths, values, strict=True))
+
+
+def _state_notes(group: str, state: str) -> None:
+    """What Kafka says of the group's state before its tables (stderr)."""
+    if state == "Empty":
+        click.echo(f"\nConsumer group '{group}' has no active members.", err=True)
+    elif state in REBALANCING_STATES:
+        click.echo(f"\nWarning: Consumer group '{group}' is rebalancing.", err=True)
+
+
+def _missing_group(group: str) -> NoReturn:
+    raise GroupCommandError(f"Consumer group '{group}' does not exist.")
+
+
+@dataclass(frozen=True)
+class OffsetRow:
+    topic: str
+    partition: int
+    offset: int | None
+    log_end_offset: int | None
+    consumer_id: str
+    host: str
+    client_id: str
+
+    @property
+    def lag(self) -> int | None:
+        if self.offset is None or self.log_end_offset is None:
+            return None
+        return self.log_end_offset - self.offset
+
+
+def _text(value: int | None) -> str:
+    return MISSING if value is None else str(value)
+
+
+def offset_rows(
+    admin: _Admin, description: ConsumerGroupDescription, committed: dict[tuple[str, int], int]
+) -> list[OffsetRow]:
+    """Kafka's rows: each member's partitions (members with the most partitions first,
+    each one's partitions by topic and number), then the partitions with a committed offset
+    that no member owns."""
+    members = sorted(
+        (m for m in description.members if m.assignment.topic_partitions),
+        key=lambda m: len(m.assignment.topic_partitions),
+        reverse=True,
+    )
+    owned: list[tuple[tuple[str, int], str, str, str]] = []
+    for m in members:
+        tps = sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+        owned += [(tp, m.member_id, m.host, m.client_id) for tp in tps]
+    taken = {tp for tp, *_ in owned}
+    owned += [(tp, MISSING, MISSING, MISSING) for tp in sorted(set(committed) - taken)]
+    out = []
+    for (topic, partition), consumer_id, host, client_id in owned:
+        offsets = admin.offsets(topic, partition)
+        out.append(
+            OffsetRow(
+                topic,
+                partition,
+                committed.get((topic, partition)),
+                None if offsets is None else offsets[1],
+                consumer_id,
+                host,
+                client_id,
+            )
+        )
+    return out
+
+
+def format_offsets(group: str, rows: Iterable[OffsetRow]) -> list[str]:
+    rows = list(rows)
+    widths = [
+        max(15, len(group)),
+        max([15, *(len(r.topic) for r in rows)]),
+        10,
+        15,
+        15,
+        15,
+        max([15, *(len(r.consumer_id) for r in rows)]),
+        max([15, *(len(r.host) for r in rows)]),
+        0,
+    ]
+    header = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
+    lines = [row(widths, [*header, "CONSUMER-ID", "HOST", "CLIENT-ID"])]
+    for r in rows:
+        lines.append(
+            row(
+                widths,
+                [
+                    group,
+                    r.topic,
+                    r.partition,
+                    _text(r.offset),
+                    _text(r.log_end_offset),
+                    _text(r.lag),
+                    r.consumer_id,
+                    r.host,
+                    r.client_id,
+                ],
+            )
+        )
+    return ["", *lines]
+
+
+def format_members(group: str, description: ConsumerGroupDescription) -> list[str]:
+    members = description.members
+    instance_ids = [m.group_instance_id or "" for m in members]
+    with_instance_ids = any(instance_ids)
+    widths = [
+        max([15, len(group)]),
+        max([15, *(len(m.member_id) for m in members)]),
+        *([max([17, *(len(i) for i in instance_ids)])] if with_instance_ids else []),
+        max([15, *(len(m.host) for m in members)]),
+        max([15, *(len(m.client_id) for m in members)]),
+        15,
+    ]
+    header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    if with_instance_ids:
+        header.insert(2, "GROUP-INSTANCE-ID")
+    # Kafka's format ends in "%-15s ": every line has the padding and a space at its end.
+    lines = ["", row(widths, header) + " "]
+    for m, instance_id in zip(members, instance_ids, strict=True):
+        values: list[object] = [group, m.member_id, m.host, m.client_id]
+        if with_instance_ids:
+            values.insert(2, instance_id)
+        values.append(len(m.assignment.topic_partitions))
+        lines.append(row(widths, values) + " ")
+    return lines
+
+
+def format_state(group: str, description: ConsumerGroupDescription) -> list[str]:
+    c = description.coordinator
+    coordinator = f"{c.host}:{c.port}  ({c.id_string})"  # two spaces, as Kafka's
+    widths = [max(15, len(group)), max(25, len(coordinator)), 20, 20, 0]
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+    values = [
+        group,
+        coordinator,
+        description.partition_assignor or MISSING,
+        state_name(description),
+        len(description.members),
+    ]
+    return ["", row(widths, header), row(widths, values)]
+
+
+# --- the actions -------------------------------------------------------------------------------
+
+
+def _list(admin: _Admin, with_state: bool, states: set[str] | None) -> list[str]:
+    from confluent_kafka import ConsumerGroupState
+
+    kwargs: dict[str, Any] = {"request_timeout": admin.timeout_s}
+    if states:
+        by_name = {name: key for key, name in STATE_NAMES.items()}
+        kwargs["states"] = {ConsumerGroupState[by_name[s]] for s in states}
+    result = admin.wait(admin.client.list_consumer_groups(**kwargs))
+    if result.errors:
+        raise GroupCommandError("; ".join(_message(e) for e in result.errors))
+    listings = sorted(result.valid or [], key=lambda g: g.group_id)
+    if not with_state:
+        return [g.group_id for g in listings]
+    # Kafka: the group column is its widest id (15 at least) plus 10, then " %-20s".
+    group_width = max([15, *(len(g.group_id) for g in listings)]) + 10
+    widths = [group_width, 20]
+
+    def name(g: Any) -> str:
+        state = getattr(g, "state", None)
+        return "Unknown" if state is None else STATE_NAMES.get(state.name, state.name)
+
+    return [
+        row(widths, ["GROUP", "STATE"]),
+        *(row(widths, [g.group_id, name(g)]) for g in listings),
+    ]
+
+
+def _describe(admin: _Admin, group: str, view: str) -> None:
+    description = _describe_group(admin, group)
+    if description is None:
+        _missing_group(group)
+    state = state_name(description)
+    _state_notes(group, state)
+    if view == "members":
+        lines = format_members(group, description)
+    elif view == "state":
+        lines = format_state(group, description)
+    else:
+        rows = offset_rows(admin, description, _committed(admin, group))
+        if not rows:
+            return  # Kafka prints no table without a row
+        lines = format_offsets(group, rows)
+    for line in lines:
+        click.echo(line)
+
+
+def parse_topic_arg(arg: str) -> tuple[str, list[int] | None]:
+    """Kafka's `--topic t` (all its partitions) or `--topic t:0,1,2`."""
+    if ":" not in arg:
+        return arg, None
+    parts = arg.split(":")
+    if len(parts) != 2:
+        raise click.UsageError(f"Invalid topic arg '{arg}', expected topic name and partitions")
+    topic, partitions = parts
+    out = []
+    for p in partitions.split(","):
+        try:
+            out.append(int(p))
+        except ValueError:
+            raise click.UsageError(
+                f"Invalid partition '{p}' specified in topic arg '{arg}'"
+            ) from None
+    return topic, out
+
+
+def _partitions_to_reset(
+    admin: _Admin, group: str, topics: Sequence[str], committed: dict[tuple[str, int], int]
+) -> list[tuple[str, int]]:
+    if not topics:  # --all-topics: those the group has offsets for
+        return sorted(committed)
+    md = admin.metadata()
+    out: list[tuple[str, int]] = []
+    for arg in topics:
+        topic, partitions = parse_topic_arg(arg)
+        if partitions is None:
+            t = md.topics.get(topic)
+            if t is None or t.error is not None:
+                raise GroupCommandError(
+                    "Executing consumer group command failed due to "
+                    f"UNKNOWN_TOPIC_OR_PARTITION: Topic '{topic}' does not exist."
+                )
+            partitions = sorted(t.partitions)
+        out += [(topic, p) for p in partitions]
+    # Kafka's checkAllTopicPartitionsValid: every partition exists and has a leader.
+    missing = [
+        (t, p)
+        for t, p in out
+        if (tm := md.topics.get(t)) is None or tm.error is not None or p not in tm.partitions
+    ]
+    if missing:
+        raise GroupCommandError(
+            "Executing consumer group command failed due to The partitions "
+            f'"{",".join(f"{t}-{p}" for t, p in missing)}" do not exist'
+        )
+    leaderless = [(t, p) for t, p in out if md.topics[t].partitions[p].leader < 0]
+    if leaderless:
+        raise GroupCommandError(
+            "Executing consumer group command failed due to The partitions "
+            f'"{",".join(f"{t}-{p}" for t, p in leaderless)}" have no leader'
+        )
+    return sorted(set(out))
+
+
+def plan_offset(
+    tp: tuple[str, int],
+    target: str,
+    value: int | None,
+    committed: dict[tuple[str, int], int],
+    log_range: tuple[int, int],
+) -> int:
+    """The new offset of a partition, kept within [log start, high watermark] as Kafka's
+    checkOffsetsRange does (with its warning on stderr)."""
+    start, end = log_range
+    if target == "to-earliest":
+        return start
+    if target == "to-latest":
+        return end
+    assert value is not None
+    if target == "shift-by":
+        current = committed.get(tp)
+        if current is None:
+            raise GroupCommandError(
+                f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current "
+                "committed offset"
+            )
+        wanted = current + value
+    else:
+        wanted = value
+    if wanted > end:
+        click.echo(
+            f"WARN: New offset ({wanted}) is higher than latest offset for topic partition "
+            f"{tp[0]}-{tp[1]}. Value will be set to {end}.",
+            err=True,
+        )
+        return end
+    if wanted < start:
+        click.echo(
+            f"WARN: New offset ({wanted}) is lower than earliest offset for topic partition "
+            f"{tp[0]}-{tp[1]}. Value will be set to {start}.",
+            err=True,
+        )
+        return start
+    return wanted
+
+
+def _reset(
+    admin: _Admin,
+    group: str,
+    topics: Sequence[str],
+    target: str,
+    value: int | None,
+    execute: bool,
+) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    description = _describe_group(admin, group)
+    if description is None:
+        _missing_group(group)
+    state = state_name(description)
+    if state not in INACTIVE_STATES:
+        raise GroupCommandError(
+            f"Assignments can only be reset if the group '{group}' is inactive, but the "
+            f"current state is {state}."
+        )
+    committed = _committed(admin, group)
+    partitions = _partitions_to_reset(admin, group, topics, committed)
+    planned: dict[tuple[str, int], int] = {}
+    for tp in partitions:
+        log_range = admin.offsets(*tp)
+        if log_range is None:
+            raise GroupCommandError(f"Error getting offsets of topic partition: {tp[0]}-{tp[1]}")
+        planned[tp] = plan_offset(tp, target, value, committed, log_range)
+    if execute and planned:
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(t, p, offset) for (t, p), offset in planned.items()]
+        )
+        (future,) = admin.client.alter_consumer_group_offsets(
+            [request], request_timeout=admin.timeout_s
+        ).values()
+        result = admin.wait(future)
+        failed = [tp for tp in result.topic_partitions or [] if tp.error is not None]
+        if failed:
+            raise GroupCommandError(
+                "Executing consumer group command failed due to "
+                + "; ".join(
+                    f"{tp.topic}-{tp.partition}: {kafka_error_text(tp.error)}" for tp in failed
+                )
+            )
+    widths = [
+        max(15, len(group)),
+        max([15, *(len(t) for t, _ in planned)]),
+        10,
+        0,
+    ]
+    click.echo("")
+    click.echo(row(widths, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]))
+    for (t, p), offset in planned.items():
+        click.echo(row(widths, [group, t, p, offset]))
+
+
+def _delete(admin: _Admin, group: str) -> None:
+    from confluent_kafka import KafkaException
+
+    (future,) = admin.client.delete_consumer_groups(
+        [group], request_timeout=admin.timeout_s
+    ).values()
+    try:
+        admin.wait(future)
+    except KafkaException as e:
+        click.echo("\nError: Deletion of some consumer groups failed:", err=True)
+        click.echo(f"* Group '{group}' could not be deleted due to: {_message(e)}", err=True)
+        sys.exit(1)
+    click.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def _parse_states(text: str) -> set[str]:
+    """Kafka's `--list --state stable,empty` (any case)."""
+    by_lower = {name.lower(): name for name in STATE_NAMES.values() if name != "Unknown"}
+    states = {by_lower.get(s.strip().lower(), "") for s in text.split(",")}
+    if "" in states:
+        raise click.UsageError(
+            f"Invalid state list '{text}'. Valid states are: " + ", ".join(by_lower.values())
+        )
+    return states
+
+
+def _refuse_with(used: str, others: dict[str, bool]) -> None:
+    for name, given in others.items():
+        if given:
+            raise click.UsageError(f'Option "[{used}]" can\'t be used with option "[{name}]"')
+
+
+@click.command("consumer-groups")
+@bootstrap_server_option
+@click.option("--list", "list_", is_flag=True, help="List all consumer groups.")
+@click.option(
+    "--describe",
+    is_flag=True,
+    help="Describe a group (--group): its partitions' committed offsets and lag (--offsets, "
+    "the default), its members (--members) or its state (--state).",
+)
+@click.option("--delete", is_flag=True, help="Delete a group (--group) and its offsets.")
+@click.option(
+    "--reset-offsets",
+    is_flag=True,
+    help="Reset the offsets of an inactive group (--group): a scope (--topic or --all-topics) "
+    "and a target (--to-earliest, --to-latest, --to-offset, --shift-by); --dry-run (the "
+    "default) plans, --execute commits.",
+)
+@click.option("--group", help="The consumer group to act on.")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="TOPIC[:P,P...]",
+    help="With --reset-offsets: a topic (all its partitions) or some of its partitions "
+    "(repeatable).",
+)
+@click.option(
+    "--all-topics",
+    is_flag=True,
+    help="With --reset-offsets: every partition the group has an offset for.",
+)
+@click.option("--members", is_flag=True, help="With --describe: the group's members.")
+@click.option(
+    "--offsets", is_flag=True, help="With --describe: offsets and lag (the default view)."
+)
+@click.option(
+    "--state",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[STATE,...]",
+    help="With --describe: the group's state. With --list: each group's state (only the groups "
+    "in these states if given, e.g. stable,empty).",
+)
+@click.option("--to-earliest", is_flag=True, help="Reset to each partition's log start.")
+@click.option("--to-latest", is_flag=True, help="Reset to each partition's high watermark.")
+@click.option("--to-offset", type=int, metavar="OFFSET", help="Reset to this offset.")
+@click.option(
+    "--shift-by",
+    type=int,
+    metavar="N",
+    help="Reset to the committed offset plus N (N may be negative).",
+)
+@click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
+@click.option("--execute", is_flag=True, help="Commit the new offsets.")
+@click.option(
+    "--timeout",
+    "timeout_ms",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TIMEOUT_MS,
+    show_default=True,
+    help="How long one request may take, in ms (kafka-consumer-groups.sh's is 5000).",
+)
+@click.option(
+    "--command-config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Properties file of client settings by their Kafka names, for the admin client and "
+    "consumer the command uses.",
+)
+def consumer_groups(
+    bootstrap_server: str,
+    list_: bool,
+    describe: bool,
+    delete: bool,
+    reset_offsets: bool,
+    group: str | None,
+    topics: tuple[str, ...],
+    all_topics: bool,
+    members: bool,
+    offsets: bool,
+    state: str | None,
+    to_earliest: bool,
+    to_latest: bool,
+    to_offset: int | None,
+    shift_by: int | None,
+    dry_run: bool,
+    execute: bool,
+    timeout_ms: int,
+    command_config: Path | None,
+) -> None:
+    """List, describe, reset the offsets of or delete consumer groups (like
+    kafka-consumer-groups.sh), on librdkafka's admin client."""
+    require_client("minikafka consumer-groups runs its admin client")
+    actions = {"list": list_, "describe": describe, "delete": delete}
+    actions["reset-offsets"] = reset_offsets
+    if sum(actions.values()) != 1:
+        raise click.UsageError(
+            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets"
+        )
+    (action,) = (name for name, given in actions.items() if given)
+    targets = {
+        "to-earliest": to_earliest,
+        "to-latest": to_latest,
+        "to-offset": to_offset is not None,
+        "shift-by": shift_by is not None,
+    }
+    reset_only = {**targets, "all-topics": all_topics, "dry-run": dry_run, "execute": execute}
+    if action != "reset-offsets":
+        unavailable = [name for name, given in reset_only.items() if given]
+        if topics and action != "delete":
+            unavailable.insert(0, "topic")
+        if unavailable:
+            raise click.UsageError(
+                f"Option(s) [{', '.join(unavailable)}] are unavailable given other options on "
+                "the command line"
+            )
+    if action != "describe" and (members or offsets):
+        names = [n for n, given in (("members", members), ("offsets", offsets)) if given]
+        raise click.UsageError(
+            f"Option(s) [{', '.join(names)}] are unavailable given other options on the "
+            "command line"
+        )
+    if state is not None and action not in ("describe", "list"):
+        raise click.UsageError(
+            "Option(s) [state] are unavailable given other options on the command line"
+        )
+    if action == "list":
+        _refuse_with("group", {"list": group is not None})
+    elif group is None:
+        raise click.UsageError(f"Option [{action}] takes the option: [group]")
+    view = "offsets"
+    if action == "describe":
+        views = {"members": members, "offsets": offsets, "state": state is not None}
+        if sum(views.values()) > 1:
+            raise click.UsageError(
+                "Option [describe] takes at most one of these options: [members], [offsets], "
+                "[state]"
+            )
+        if state:
+            raise click.UsageError("Option [describe] does not take a value for [state]")
+        view = next((name for name, given in views.items() if given), "offsets")
+    if action == "delete" and topics:
+        raise click.UsageError(
+            "The consumer does not support topic-specific offset deletion from a consumer group."
+        )
+    target = ""
+    if action == "reset-offsets":
+        if dry_run and execute:
+            raise click.UsageError(
+                "Option [reset-offsets] only accepts one of [execute] and [dry-run]"
+            )
+        chosen = [name for name, given in targets.items() if given]
+        if len(chosen) > 1:
+            _refuse_with(chosen[0], {name: True for name in chosen[1:2]})
+        if not chosen:
+            raise click.UsageError(
+                "Option [reset-offsets] requires one of the following scenarios: "
+                "[to-earliest], [to-latest], [to-offset], [shift-by]"
+            )
+        target = chosen[0]
+        if not topics and not all_topics:
+            raise click.UsageError(
+                "One of the reset scopes should be defined: --all-topics, --topic."
+            )
+        if all_topics:
+            _refuse_with("all-topics", {"topic": bool(topics)})
+        for arg in topics:
+            parse_topic_arg(arg)  # a malformed one is a usage error before anything connects
+        if not dry_run and not execute:
+            click.echo(DRY_RUN_WARNING, err=True)
+    states = _parse_states(state) if action == "list" and state else None
+    props = {} if command_config is None else read_properties(command_config)
+
+    from confluent_kafka import KafkaException
+
+    admin: _Admin | None = None
+    try:
+        admin = _Admin(bootstrap_server, props, timeout_ms / 1000)
+        assert action == "list" or group is not None
+        if action == "list":
+            for line in _list(admin, state is not None, states):
+                click.echo(line)
+        elif action == "describe":
+            assert group is not None
+            _describe(admin, group, view)
+        elif action == "delete":
+            assert group is not None
+            _delete(admin, group)
+        else:
+            assert group is not None
+            value = to_offset if target == "to-offset" else shift_by
+            _reset(admin, group, topics, target, value, execute)
+    except ClientConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--command-config") from None
+    except KafkaException as e:
+        _fail(f"Executing consumer group command failed due to {_message(e)}")
+    except GroupCommandError as e:
+        _fail(str(e))
+    finally:
+        if admin is not None:
+            admin.close()
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"\nError: {message}", err=True)
+    sys.exit(1)
