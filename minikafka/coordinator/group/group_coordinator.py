@@ -462,7 +462,9 @@ class GroupCoordinator:
         its instance id (else it is fenced: another process took the instance id)."""
         if group_instance_id is not None:
             current = group.current_static_member(group_instance_id)
-            if current is not None and current != member_id:
+            if current is None:
+                return E.UNKNOWN_MEMBER_ID
+            if current != member_id:
                 return E.FENCED_INSTANCE_ID
         if not group.has(member_id):
             return E.UNKNOWN_MEMBER_ID
@@ -496,7 +498,11 @@ class GroupCoordinator:
             awaiting_join=callback,
             is_new=True,
         )
-        if group.is_(GroupState.PREPARING_REBALANCE) and group.initial_delay_running:
+        if (
+            group.is_(GroupState.PREPARING_REBALANCE)
+            and group.initial_delay_running
+            and group.generation == 0
+        ):
             group.new_member_added = True
         self.timers.cancel(("pending", group.group_id, member_id))
         group.add(member)
@@ -541,6 +547,7 @@ class GroupCoordinator:
         self._answer_sync(old, SyncResult(E.FENCED_INSTANCE_ID))
         self.timers.cancel(("heartbeat", group.group_id, old_id))
         unchanged = old.matches(protocols)
+        old_timeouts = (old.rebalance_timeout_ms, old.session_timeout_ms)
         member = group.replace_static_member(instance_id, old_id, new_id)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
@@ -556,6 +563,13 @@ class GroupCoordinator:
                         instance_id,
                         code.name,
                     )
+                    if group.current_static_member(instance_id) == new_id:
+                        group.replace_static_member(instance_id, new_id, old_id)
+                        member.rebalance_timeout_ms, member.session_timeout_ms = old_timeouts
+                        self.timers.cancel(("heartbeat", group.group_id, new_id))
+                        self._schedule_heartbeat(group, member)
+                    callback(JoinResult(store_error(code), ""))
+                    return
                 if group.generation != generation or member.member_id != new_id:
                     callback(JoinResult(E.REBALANCE_IN_PROGRESS, new_id))
                     return
@@ -622,10 +636,10 @@ class GroupCoordinator:
         if was_empty and self.config.initial_rebalance_delay_ms > 0:
             # InitialDelayedJoin: wait for more members before the first generation,
             # extended by one delay each time a member arrived, up to the rebalance timeout.
-            delay = min(self.config.initial_rebalance_delay_ms, rebalance_timeout)
+            delay = self.config.initial_rebalance_delay_ms
             group.initial_delay_running = True
             group.new_member_added = False
-            self._schedule_initial_delay(group, delay, rebalance_timeout - delay)
+            self._schedule_initial_delay(group, delay, max(rebalance_timeout - delay, 0))
         else:
             group.initial_delay_running = False
             self.timers.schedule(
@@ -639,6 +653,7 @@ class GroupCoordinator:
             group.generation,
             len(group.members),
         )
+        self._try_complete_join(group)
 
     def _schedule_initial_delay(self, group: GroupMetadata, delay: int, remaining: int) -> None:
         def expired() -> None:
@@ -672,8 +687,17 @@ class GroupCoordinator:
                 self.timers.cancel(("heartbeat", group.group_id, member.member_id))
                 group.remove(member.member_id)
         now = self.clock.now_ms()
-        group.generation += 1
         joined = [m for m in group.members.values() if m.awaiting_join is not None]
+        if not joined and group.members:
+            # Kafka: only static members that did not rejoin are left; wait for them (or
+            # for their sessions to expire) another rebalance timeout.
+            self.timers.schedule(
+                ("join", group.group_id),
+                now + group.max_rebalance_timeout_ms(),
+                lambda: self._complete_join(group),
+            )
+            return
+        group.generation += 1
         if not joined:
             # Nobody came back: an empty generation, stored so a reload sees it Empty.
             group.protocol_name = None
@@ -823,6 +847,7 @@ class GroupCoordinator:
         if group.is_(GroupState.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, [E.COORDINATOR_NOT_AVAILABLE] * len(leaving)
         results: list[ErrorCode] = []
+        removed = False
         for member_id, instance_id in leaving:
             if not member_id and instance_id is not None:
                 # v3+: a static member may leave by instance id alone.
@@ -834,6 +859,7 @@ class GroupCoordinator:
                 group.pending_members.discard(member_id)
                 self.timers.cancel(("pending", group.group_id, member_id))
                 results.append(E.NONE)
+                self._try_complete_join(group)
                 continue
             error = self._member_error(group, member_id, instance_id)
             if error != E.NONE:
@@ -841,8 +867,10 @@ class GroupCoordinator:
                 continue
             log.info("group %s: member %s leaves", group_id, member_id)
             self._remove_member(group, group.members[member_id])
+            removed = True
             results.append(E.NONE)
-        self._after_member_removed(group)
+        if removed:
+            self._after_member_removed(group)
         return E.NONE, results
 
     def _remove_member(self, group: GroupMetadata, member: MemberMetadata) -> None:
@@ -918,12 +946,12 @@ class GroupCoordinator:
         if group.is_(GroupState.DEAD):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
         if not (generation < 0 and group.is_(GroupState.EMPTY)):
-            if group.is_(GroupState.COMPLETING_REBALANCE):
-                return fail(E.REBALANCE_IN_PROGRESS)
             if (error := self._member_error(group, member_id, group_instance_id)) != E.NONE:
                 return fail(error)
             if generation != group.generation:
                 return fail(E.ILLEGAL_GENERATION)
+            if group.is_(GroupState.COMPLETING_REBALANCE):
+                return fail(E.REBALANCE_IN_PROGRESS)
             self._schedule_heartbeat(group, group.members[member_id])
         results: dict[TopicPartition, ErrorCode] = {}
         valid: dict[TopicPartition, OffsetCommitValue] = {}
@@ -943,6 +971,7 @@ class GroupCoordinator:
         ]
         for tp in valid:
             group.pending_commits[tp] = group.pending_commits.get(tp, 0) + 1
+        deletions = {tp: group.offset_deletions.get(tp, 0) for tp in valid}
 
         def stored(code: ErrorCode) -> None:
             for tp in valid:
@@ -953,7 +982,11 @@ class GroupCoordinator:
                     group.pending_commits.pop(tp, None)
             error = commit_error(code) if code != E.NONE else E.NONE
             if error == E.NONE and not group.is_(GroupState.DEAD):
-                group.offsets.update(valid)
+                group.offsets.update(
+                    (tp, v)
+                    for tp, v in valid.items()
+                    if group.offset_deletions.get(tp, 0) == deletions[tp]
+                )
             for tp in valid:
                 results[tp] = error
             callback(results)
@@ -986,16 +1019,17 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             return callback(E.GROUP_ID_NOT_FOUND, {})
-        subscribed: set[str] = set()
+        subscribed: set[str] | None = set()
         if not group.is_(GroupState.EMPTY):
-            topics = group.subscribed_topics()
-            if topics is None:
+            if group.protocol_type != "consumer":
                 return callback(E.NON_EMPTY_GROUP, {})
-            subscribed = topics
+            # Unknown subscriptions (unreadable): every topic counts as subscribed (Kafka's
+            # isSubscribedToTopic).
+            subscribed = group.subscribed_topics()
         results: dict[TopicPartition, ErrorCode] = {}
         deletable: list[TopicPartition] = []
         for tp in partitions:
-            if tp.topic in subscribed:
+            if subscribed is None or tp.topic in subscribed:
                 results[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
             else:
                 results[tp] = E.NONE
@@ -1005,6 +1039,7 @@ class GroupCoordinator:
             return callback(E.NONE, results)
         for tp in deletable:
             group.offsets.pop(tp, None)
+            group.offset_deletions[tp] = group.offset_deletions.get(tp, 0) + 1
 
         def stored(code: ErrorCode) -> None:
             error = store_error(code) if code != E.NONE else E.NONE

@@ -141,6 +141,8 @@ class GroupMetadata:
     offsets: dict[TopicPartition, OffsetCommitValue] = field(default_factory=dict)
     # Offset commits in flight, so that a commit and a deletion in flight are not crossed.
     pending_commits: dict[TopicPartition, int] = field(default_factory=dict)
+    # OffsetDeletes per partition: a commit in flight across one must not bring it back.
+    offset_deletions: dict[TopicPartition, int] = field(default_factory=dict)
 
     def is_(self, state: GroupState) -> bool:
         return self.state is state
