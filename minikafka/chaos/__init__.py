@@ -2,15 +2,20 @@
 
 `history` is the event model (plain dataclasses, JSON round-trip); `checker.check` counts
 acknowledged, in-doubt, lost, unseen, duplicate and moved values, divergence, epoch
-violations, ISR changes and unavailability per fault, as Jepsen and Kafka's system tests do.
+violations, ISR changes and unavailability per fault, as Jepsen and Kafka's system tests do,
+and, for the group workload, records a consumer group committed past without delivering.
 """
 
 from minikafka.chaos.checker import CheckResult, check
 from minikafka.chaos.history import (
+    AssignmentChange,
     ConsumerRead,
     ControllerObservation,
     DrainedPartition,
     FaultWindow,
+    GroupAssignment,
+    GroupCommit,
+    GroupRead,
     History,
     IsrObservation,
     LeaderObservation,
@@ -20,11 +25,15 @@ from minikafka.chaos.history import (
 )
 
 __all__ = [
+    "AssignmentChange",
     "CheckResult",
     "ConsumerRead",
     "ControllerObservation",
     "DrainedPartition",
     "FaultWindow",
+    "GroupAssignment",
+    "GroupCommit",
+    "GroupRead",
     "History",
     "IsrObservation",
     "LeaderObservation",

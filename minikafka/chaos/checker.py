@@ -61,10 +61,37 @@ after-effects (a gap that starts during the window and ends after it) but not a 
 starts after the window ended. A window entirely outside [S, E] has no value (None). Per
 fault type (op): the number of windows, and the max and median of the values.
 
+The consumer group (the group workload; `CheckResult.group` is None without one). The
+final log is what the final drain read (`DrainedPartition` ranges with a `consumer`, and
+that consumer's reads in them): a record is (partition, offset, value) of it. A record is
+*delivered* when some member was given its value (an integer value anywhere, any other
+value at that position). Per partition, the *commit point* C_p is the highest offset of
+any acknowledged commit (outcome OK) for it; a failed or in-doubt commit never moves it:
+- group loss: a record of the final log at an offset below C_p never delivered to any
+  member. Members commit only the offsets after records they were given, so the group
+  committed past a record nobody processed: the at-least-once contract of a consumer group
+  is broken (a committed offset served wrong, records skipped by a fetch, or the log
+  rewritten below what the group read);
+- not yet consumed: a record of the final log at or above C_p never delivered (the group
+  had not got there; never a loss);
+- only the final log is judged: offsets the drain did not reach, and values that are not
+  in it (an in-doubt write truncated away), are neither lost nor consumed;
+- redelivered: a record given more than once, to one member or several (rebalances, a
+  member resuming from an older commit: expected with at-least-once delivery);
+- commit regression: an acknowledged commit of a partition lower than one acknowledged
+  before it was invoked (real-time order). The committed offset went back, so records are
+  given again; nothing is lost by it, so it is reported, not a problem;
+- group read divergence: a position given to members with two values, or with a value
+  other than the final log's (the read rule above, for the members' reads);
+- commits acknowledged / failed / in doubt, and assignments received (one per member per
+  rebalance) and lost.
+
 `CheckResult.valid` is False iff a safety invariant is broken: anything lost, moved,
 unexpected or failed-but-read, any conflicting ack, read or replica divergence,
-non-monotonic read, or epoch violation. Unseen, duplicates, in-doubt, skipped reads and
-every availability figure are reported but never make a run invalid.
+non-monotonic read, epoch violation, group loss or group read divergence. Unseen,
+duplicates, in-doubt, skipped reads, commit regressions, redeliveries, records not yet
+consumed by the group and every availability figure are reported but never make a run
+invalid.
 """
 
 from __future__ import annotations
@@ -76,6 +103,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from minikafka.chaos.history import (
+    AssignmentChange,
+    GroupCommit,
     History,
     JsonDict,
     Outcome,
@@ -272,6 +301,115 @@ class FaultTypeAvailability:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class GroupLoss:
+    """A record of the final log below its partition's commit point that no group member
+    was ever given."""
+
+    partition: int
+    offset: int
+    value: RecordValue
+    commit_point: int
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "value": self.value,
+            "commit_point": self.commit_point,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRegression:
+    """An acknowledged commit of `partition` to `offset` by `member`, invoked at `time`,
+    after `previous_member`'s commit to the higher `previous_offset` had been acknowledged
+    (at `previous_time`)."""
+
+    partition: int
+    previous_offset: int
+    previous_member: int
+    previous_time: float
+    offset: int
+    member: int
+    time: float
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "partition": self.partition,
+            "previous_offset": self.previous_offset,
+            "previous_member": self.previous_member,
+            "previous_time": self.previous_time,
+            "offset": self.offset,
+            "member": self.member,
+            "time": self.time,
+        }
+
+
+@dataclass(slots=True)
+class GroupResult:
+    """The consumer group's figures (module docstring); lists are sorted."""
+
+    group: str | None
+    members: int  # Consumer instances that recorded anything
+    final_records: int  # records of the final log judged
+    delivered: int  # of those, given to some member
+    deliveries: int  # records given to members, counting every redelivery
+    redelivered: int  # records given more than once
+    losses: list[GroupLoss]
+    not_yet_consumed: int  # final-log records at or above the commit point, never given
+    commit_points: dict[int, int]  # partition -> highest acknowledged committed offset
+    commits_acknowledged: int
+    commits_failed: int
+    commits_in_doubt: int
+    commit_regressions: list[CommitRegression]
+    read_divergence: list[OffsetConflict]
+    assignments: int  # assignments received, one per member per rebalance
+    lost_assignments: int  # partitions lost (a session gone) rather than revoked
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "group": self.group,
+            "members": self.members,
+            "final_records": self.final_records,
+            "delivered": self.delivered,
+            "deliveries": self.deliveries,
+            "redelivered": self.redelivered,
+            "losses": [x.to_dict() for x in self.losses],
+            "not_yet_consumed": self.not_yet_consumed,
+            "commit_points": {str(p): o for p, o in sorted(self.commit_points.items())},
+            "commits_acknowledged": self.commits_acknowledged,
+            "commits_failed": self.commits_failed,
+            "commits_in_doubt": self.commits_in_doubt,
+            "commit_regressions": [x.to_dict() for x in self.commit_regressions],
+            "read_divergence": [x.to_dict() for x in self.read_divergence],
+            "assignments": self.assignments,
+            "lost_assignments": self.lost_assignments,
+        }
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        return [
+            ("group: consumer group", self.group or "?"),
+            (
+                "group: final-log records / delivered to a member",
+                f"{self.final_records} / {self.delivered}",
+            ),
+            ("group losses (committed past, never delivered)", str(len(self.losses))),
+            ("group: not yet consumed (at or past the commit point)", str(self.not_yet_consumed)),
+            ("group: records given / redelivered", f"{self.deliveries} / {self.redelivered}"),
+            (
+                "group commits acknowledged / failed / in doubt",
+                f"{self.commits_acknowledged} / {self.commits_failed} / {self.commits_in_doubt}",
+            ),
+            ("group commit regressions", str(len(self.commit_regressions))),
+            ("group: divergent offsets in member reads", str(len(self.read_divergence))),
+            (
+                "group: assignments received (rebalances) / lost",
+                f"{self.assignments} / {self.lost_assignments}",
+            ),
+        ]
+
+
 @dataclass(slots=True)
 class CheckResult:
     """Every count of the module docstring; value lists are sorted."""
@@ -303,6 +441,7 @@ class CheckResult:
     unavailability: list[FaultUnavailability]
     unavailability_by_fault: dict[str, FaultTypeAvailability]
     problems: list[str] = field(default_factory=list)
+    group: GroupResult | None = None  # None: the history has no group workload
 
     def to_dict(self) -> JsonDict:
         return {
@@ -335,6 +474,7 @@ class CheckResult:
             "unavailability_by_fault": {
                 op: a.to_dict() for op, a in sorted(self.unavailability_by_fault.items())
             },
+            "group": None if self.group is None else self.group.to_dict(),
         }
 
     def summary_rows(self) -> list[tuple[str, str]]:
@@ -365,6 +505,8 @@ class CheckResult:
             ("ISR shrinks", str(self.isr_shrinks)),
             ("ISR expands", str(self.isr_expands)),
         ]
+        if self.group is not None:
+            rows += self.group.summary_rows()
         for op, a in sorted(self.unavailability_by_fault.items()):
             rows.append(
                 (
@@ -468,6 +610,11 @@ def check(history: History) -> CheckResult:
     controller_violations, controller_changes = _controller_epochs(history)
     isr_shrinks, isr_expands = _isr_changes(history)
     unavailability = _unavailability(history, acked.values())
+    final_log = {
+        pos: v
+        for pos, v in final_at.items()
+        if any(lo <= pos[1] < hi for lo, hi in final_ranges.get(pos[0], ()))
+    }
 
     result = CheckResult(
         valid=True,
@@ -498,6 +645,7 @@ def check(history: History) -> CheckResult:
         isr_expands=isr_expands,
         unavailability=unavailability,
         unavailability_by_fault=_by_fault_type(unavailability),
+        group=_group_check(history, final_log),
     )
     result.problems = _problems(result)
     result.valid = not result.problems
@@ -571,6 +719,121 @@ def _problems(r: CheckResult) -> list[str]:
                     ]
                 )
             )
+    if r.group is not None and r.group.losses:
+        g = r.group
+        out.append(
+            f"{len(g.losses)} records of the final log below the group's commit point never "
+            "delivered to any member: "
+            + some([f"{x.value!r}@{(x.partition, x.offset)}<{x.commit_point}" for x in g.losses])
+        )
+    if r.group is not None and r.group.read_divergence:
+        out.append(
+            f"{len(r.group.read_divergence)} offsets given to group members with two values: "
+            + some([f"{(c.partition, c.offset)}={list(c.values)}" for c in r.group.read_divergence])
+        )
+    return out
+
+
+def _group_check(history: History, final_log: dict[Position, RecordValue]) -> GroupResult | None:
+    """The consumer group's figures over the final log (module docstring), or None when
+    the history has no group workload."""
+    if history.group is None and not (
+        history.group_reads or history.group_commits or history.group_assignments
+    ):
+        return None
+    given: dict[tuple[int, int, RecordValue], int] = defaultdict(int)
+    given_values: set[int] = set()
+    values_at: dict[Position, set[RecordValue]] = defaultdict(set)
+    for r in history.group_reads:
+        given[(r.partition, r.offset, r.value)] += 1
+        values_at[r.position].add(r.value)
+        if isinstance(r.value, int):
+            given_values.add(r.value)
+
+    def delivered(pos: Position, value: RecordValue) -> bool:
+        # Values are unique: an integer given anywhere is this record, processed.
+        if isinstance(value, int):
+            return value in given_values
+        return (pos[0], pos[1], value) in given
+
+    acked = [c for c in history.group_commits if c.outcome is Outcome.OK]
+    commit_points: dict[int, int] = {}
+    for c in acked:
+        for p, offset in c.offsets.items():
+            commit_points[p] = max(commit_points.get(p, offset), offset)
+
+    losses: list[GroupLoss] = []
+    not_yet = delivered_count = 0
+    for pos, value in sorted(final_log.items()):
+        if delivered(pos, value):
+            delivered_count += 1
+        elif pos[1] < commit_points.get(pos[0], -1):
+            losses.append(GroupLoss(pos[0], pos[1], value, commit_points[pos[0]]))
+        else:
+            not_yet += 1
+
+    for pos in values_at:
+        if pos in final_log:
+            values_at[pos].add(final_log[pos])
+    divergence = [
+        OffsetConflict(p, o, _sorted_values(vs))
+        for (p, o), vs in sorted(values_at.items())
+        if len(vs) > 1
+    ]
+    members = (
+        {r.member for r in history.group_reads}
+        | {c.member for c in history.group_commits}
+        | {a.member for a in history.group_assignments}
+    )
+    outcomes = [c.outcome for c in history.group_commits]
+    changes = [a.change for a in history.group_assignments]
+    return GroupResult(
+        group=history.group,
+        members=len(members),
+        final_records=len(final_log),
+        delivered=delivered_count,
+        deliveries=len(history.group_reads),
+        redelivered=sum(1 for n in given.values() if n > 1),
+        losses=losses,
+        not_yet_consumed=not_yet,
+        commit_points=dict(sorted(commit_points.items())),
+        commits_acknowledged=outcomes.count(Outcome.OK),
+        commits_failed=outcomes.count(Outcome.FAIL),
+        commits_in_doubt=outcomes.count(Outcome.INFO),
+        commit_regressions=_commit_regressions(acked),
+        read_divergence=divergence,
+        assignments=changes.count(AssignmentChange.ASSIGN),
+        lost_assignments=changes.count(AssignmentChange.LOST),
+    )
+
+
+def _commit_regressions(acked: Sequence[GroupCommit]) -> list[CommitRegression]:
+    """Per partition, each acknowledged commit below the highest one acknowledged before it
+    was invoked. Commits that overlap in time are not ordered, so never compared."""
+    out: list[CommitRegression] = []
+    partitions = sorted({p for c in acked for p in c.offsets})
+    for p in partitions:
+        of_p = [c for c in acked if p in c.offsets]
+        done = sorted(of_p, key=lambda c: c.complete_time or 0.0)
+        best: GroupCommit | None = None  # the highest acknowledged so far
+        i = 0
+        for c in sorted(of_p, key=lambda c: c.invoke_time):
+            while i < len(done) and (done[i].complete_time or 0.0) < c.invoke_time:
+                if best is None or done[i].offsets[p] > best.offsets[p]:
+                    best = done[i]
+                i += 1
+            if best is not None and c.offsets[p] < best.offsets[p]:
+                out.append(
+                    CommitRegression(
+                        p,
+                        best.offsets[p],
+                        best.member,
+                        best.complete_time or 0.0,
+                        c.offsets[p],
+                        c.member,
+                        c.invoke_time,
+                    )
+                )
     return out
 
 

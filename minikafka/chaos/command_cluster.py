@@ -41,6 +41,7 @@ COMMAND_NEMESIS_OPS = (
     "pause",
     "restart",
     "controller",
+    "coordinator",
     "partition",
     "partition-from-brokers",
     "partition-2013",

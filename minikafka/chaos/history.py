@@ -14,6 +14,10 @@ most once by the workload, so every read can be traced back to exactly one attem
 read back or found in a replica's log are `RecordValue`s: the workload's integer, `None` for
 a null value, or a string (say the hex of the bytes) for anything that does not decode as
 one of the workload's integers, so that garbage still compares unequal to other garbage.
+
+The group workload adds what the members of one consumer group were given (GroupRead), the
+offsets they committed and how each commit ended (GroupCommit), and their assignments
+(GroupAssignment). Histories without them load as runs without a group.
 """
 
 from __future__ import annotations
@@ -354,6 +358,150 @@ class ReplicaLog:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class GroupRead:
+    """One record a member of the chaos consumer group was given by poll: the group
+    workload's counterpart of a ConsumerRead. `member` names one Consumer instance of the
+    group (a member that is replaced gets a new id). Reads of all members are in the order
+    each member was given them; the checker only asks whether a record was ever given to
+    some member, so the interleaving across members does not matter."""
+
+    time: float
+    member: int
+    partition: int
+    offset: int
+    value: RecordValue
+
+    @property
+    def position(self) -> Position:
+        return (self.partition, self.offset)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "time": self.time,
+            "member": self.member,
+            "partition": self.partition,
+            "offset": self.offset,
+            "value": self.value,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GroupRead:
+        return cls(
+            time=float(d["time"]),
+            member=int(d["member"]),
+            partition=int(d["partition"]),
+            offset=int(d["offset"]),
+            value=_record_value(d.get("value")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCommit:
+    """One synchronous OffsetCommit by a group member: `offsets` is partition -> the offset
+    committed (the next one to consume, Kafka's convention), from `invoke_time` to
+    `complete_time`.
+
+    OK means acknowledged: the commit returned and every partition asked came back with no
+    error (`errors` empty). FAIL is a refusal the coordinator answers before it writes
+    anything (an old generation, an unknown member, a rebalance in progress); INFO is in
+    doubt (a timeout, a coordinator moving, a partition's error after the append): the
+    offsets may have been stored. Only OK commits move the checker's commit point, so a
+    commit recorded as OK must really have been acknowledged, never the reverse.
+    `errors` names each partition's error; `error` the commit's own (an exception)."""
+
+    member: int
+    invoke_time: float
+    outcome: Outcome
+    complete_time: float | None
+    offsets: Mapping[int, int]
+    errors: Mapping[int, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", Outcome(self.outcome))
+        object.__setattr__(self, "offsets", dict(self.offsets))
+        object.__setattr__(self, "errors", dict(self.errors))
+        if self.outcome is Outcome.OK:
+            if self.complete_time is None:
+                raise ValueError("an acknowledged commit needs its completion time")
+            if self.errors or self.error is not None:
+                raise ValueError(
+                    f"a commit with errors ({self.error or dict(self.errors)}) was not acknowledged"
+                )
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "member": self.member,
+            "invoke_time": self.invoke_time,
+            "outcome": self.outcome.value,
+            "complete_time": self.complete_time,
+            # JSON object keys are strings; from_dict turns them back into partitions.
+            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+            "errors": {str(p): e for p, e in sorted(self.errors.items())},
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GroupCommit:
+        return cls(
+            member=int(d["member"]),
+            invoke_time=float(d["invoke_time"]),
+            outcome=Outcome(d["outcome"]),
+            complete_time=_opt_float(d.get("complete_time")),
+            offsets={int(p): int(o) for p, o in d["offsets"].items()},
+            errors={int(p): str(e) for p, e in (d.get("errors") or {}).items()},
+            error=d.get("error"),
+        )
+
+
+class AssignmentChange(StrEnum):
+    """What a group member's rebalance callback was told."""
+
+    ASSIGN = "assign"  # partitions given to it (a new generation's assignment)
+    REVOKE = "revoke"  # partitions taken back in an orderly rebalance (it may commit first)
+    LOST = "lost"  # partitions lost (session gone): others may own them already
+
+
+@dataclass(frozen=True, slots=True)
+class GroupAssignment:
+    """A change of one member's assignment at `time`: what changed (`change`, the
+    partitions `changed`) and the member's whole assignment after it (`partitions`)."""
+
+    time: float
+    member: int
+    change: AssignmentChange
+    changed: tuple[int, ...]
+    partitions: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "change", AssignmentChange(self.change))
+        object.__setattr__(self, "changed", tuple(sorted(self.changed)))
+        object.__setattr__(self, "partitions", tuple(sorted(self.partitions)))
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "time": self.time,
+            "member": self.member,
+            "change": self.change.value,
+            "changed": list(self.changed),
+            "partitions": list(self.partitions),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GroupAssignment:
+        return cls(
+            time=float(d["time"]),
+            member=int(d["member"]),
+            change=AssignmentChange(d["change"]),
+            changed=tuple(int(p) for p in d.get("changed", ())),
+            partitions=tuple(int(p) for p in d.get("partitions", ())),
+        )
+
+
+GroupEvent = GroupRead | GroupCommit | GroupAssignment
+
+
 @dataclass(slots=True)
 class History:
     """Everything one chaos run observed, for one topic.
@@ -361,7 +509,11 @@ class History:
     `start` and `end` bound the produce phase (first invocation possible, last invocation
     done); unavailability is measured inside them. When left None they are taken from the
     attempts' earliest invocation and latest invocation or completion. `meta` is free-form
-    JSON for the report (seed, nemesis, cluster shape, settings)."""
+    JSON for the report (seed, nemesis, cluster shape, settings).
+
+    `group` is the consumer group of the group workload, with what its members were given,
+    their commits and their assignments; None (and no group events) when the run had no
+    group workload, as in histories written before it existed."""
 
     topic: str
     attempts: list[ProduceAttempt] = field(default_factory=list)
@@ -375,6 +527,10 @@ class History:
     start: float | None = None
     end: float | None = None
     meta: JsonDict = field(default_factory=dict)
+    group: str | None = None
+    group_reads: list[GroupRead] = field(default_factory=list)
+    group_commits: list[GroupCommit] = field(default_factory=list)
+    group_assignments: list[GroupAssignment] = field(default_factory=list)
 
     def validate(self) -> None:
         """Raise ValueError if the history breaks the recording contract (a value attempted
@@ -407,6 +563,10 @@ class History:
             "controllers": [o.to_dict() for o in self.controllers],
             "isr": [o.to_dict() for o in self.isr],
             "replica_logs": [r.to_dict() for r in self.replica_logs],
+            "group": self.group,
+            "group_reads": [r.to_dict() for r in self.group_reads],
+            "group_commits": [c.to_dict() for c in self.group_commits],
+            "group_assignments": [a.to_dict() for a in self.group_assignments],
         }
 
     @classmethod
@@ -424,6 +584,13 @@ class History:
             controllers=[ControllerObservation.from_dict(x) for x in d.get("controllers", ())],
             isr=[IsrObservation.from_dict(x) for x in d.get("isr", ())],
             replica_logs=[ReplicaLog.from_dict(x) for x in d.get("replica_logs", ())],
+            # Absent from histories written before the group workload: no group.
+            group=d.get("group"),
+            group_reads=[GroupRead.from_dict(x) for x in d.get("group_reads", ())],
+            group_commits=[GroupCommit.from_dict(x) for x in d.get("group_commits", ())],
+            group_assignments=[
+                GroupAssignment.from_dict(x) for x in d.get("group_assignments", ())
+            ],
         )
 
     def dump(self, path: Path) -> None:

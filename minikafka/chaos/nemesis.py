@@ -26,6 +26,9 @@ NEMESIS_OPS = (
     "zk-expire",  # expire a partition leader's ZooKeeper session
     "restart",  # clean restart (SIGTERM, controlled shutdown) of a broker
     "controller",  # kill -9 the controller; healed by starting it again
+    # kill -9 the consumer group's coordinator (the leader of its __consumer_offsets
+    # partition); healed by starting it again. No target in a run without a group.
+    "coordinator",
     # Jepsen 2013: cut a leader off from the other brokers (its ISR shrinks to itself and,
     # with min.insync.replicas=1, it acks alone), then halfway from ZooKeeper too, so the
     # controller has to choose a new leader while the old one holds writes no one else has.
@@ -66,10 +69,12 @@ class FaultableCluster(Protocol):
 
 class PartitionView(Protocol):
     """What the nemesis knows of partitions when it picks a target: the latest leader and
-    ISR read from ZooKeeper (the chaos StateObserver)."""
+    ISR read from ZooKeeper (the chaos StateObserver), and the consumer group's
+    coordinator."""
 
     def leader_of(self, partition: int) -> int | None: ...
     def isr_of(self, partition: int) -> tuple[int, ...]: ...
+    def group_coordinator(self) -> int | None: ...  # blocking: read when the fault starts
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,11 @@ def start_fault(
         if current is None:
             return None
         target = current[0]
+    elif op == "coordinator":
+        coordinator = view.group_coordinator()
+        if coordinator is None:
+            return None
+        target = coordinator
     elif op == "restart":
         brokers = cluster.broker_ids
         target = brokers[fault.pick % len(brokers)]
@@ -127,7 +137,7 @@ def start_fault(
         if leader is None or leader < 0:
             return None
         target = leader
-    if op in ("kill", "controller"):
+    if op in ("kill", "controller", "coordinator"):
         cluster.kill(target)
         return ActiveFault(op, target, lambda: _start_if_dead(cluster, target))
     if op == "pause":

@@ -37,6 +37,7 @@ from minikafka.chaos.nemesis import (
 )
 from minikafka.chaos.workload import (
     QUIET,
+    GroupWorkload,
     StateObserver,
     Workload,
     consumer_config,
@@ -68,6 +69,13 @@ class ChaosOptions:
     seed: int = 0
     recovery_timeout_s: float = 90.0
     topic_configs: dict[str, str] = field(default_factory=dict)
+    # Members of the consumer group chaos-<topic> (0: no group workload).
+    group_members: int = 2
+    # How long the group may take, once writes stop, to commit up to the final HWs.
+    group_catch_up_s: float = 60.0
+    # Test-only negative control: member 0 drops every n-th record unrecorded and commits
+    # past it, so the checker must report group losses (0: every member is honest).
+    group_drop_every: int = 0
 
 
 @dataclass
@@ -81,7 +89,7 @@ class ChaosReport:
 
 
 async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print) -> ChaosReport:
-    _check_nemesis(cluster, opts.nemesis)
+    _check_nemesis(cluster, opts)
     t0 = time.monotonic()
 
     def clock() -> float:
@@ -91,7 +99,19 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     await _create_topic(cluster, opts)
     zk = cluster.zk_client()
     stop_observing = asyncio.Event()
-    observer = StateObserver(zk, opts.topic, opts.partitions, history, clock)
+    group = (
+        GroupWorkload(
+            cluster.bootstrap_servers,
+            opts.topic,
+            history,
+            clock,
+            members=opts.group_members,
+            drop_every=opts.group_drop_every,
+        )
+        if opts.group_members > 0
+        else None
+    )
+    observer = StateObserver(zk, opts.topic, opts.partitions, history, clock, group=history.group)
     await asyncio.to_thread(observer.poll_once)
     observing = asyncio.create_task(observer.run(stop_observing))
     workload = Workload(
@@ -105,6 +125,7 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     )
     tasks = [asyncio.create_task(workload.run_producer(i)) for i in range(opts.producers)]
     tasks.append(asyncio.create_task(workload.run_consumer()))
+    grouping = asyncio.create_task(group.run()) if group is not None else None
     history.start = clock()
 
     schedule = plan(
@@ -116,6 +137,10 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
         # Leave nothing down or frozen behind (a paused container would stay paused).
         with contextlib.suppress(Exception):
             await asyncio.to_thread(heal_everything, cluster)
+        if group is not None and grouping is not None:
+            group.stop()  # its members leave the group
+            with contextlib.suppress(Exception):
+                await grouping
         raise
 
     # Heal, let the cluster recover, then stop writing and read everything back.
@@ -129,7 +154,10 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     stop_observing.set()
     await observing
     await asyncio.to_thread(observer.poll_once)
+    # The group keeps consuming while the drain reads the final log.
     await _drain(cluster, opts, history, clock)
+    if group is not None and grouping is not None:
+        await _finish_group(group, grouping, opts, history, observer, log)
     await _collect_replica_logs(cluster, opts, history)
     history.meta["consumer_resets"] = workload.consumer_resets
     history.meta["recovered"] = recovered
@@ -137,8 +165,47 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     return ChaosReport(history, result, recovered)
 
 
-def _check_nemesis(cluster: ChaosCluster, ops: tuple[str, ...]) -> None:
-    """Refuse, before anything starts, faults this cluster cannot do."""
+async def _finish_group(
+    group: GroupWorkload,
+    grouping: asyncio.Task[None],
+    opts: ChaosOptions,
+    history: History,
+    observer: StateObserver,
+    log: Any,
+) -> None:
+    """Once writes have stopped and the drain has read the final log: let the group
+    commit up to where the drain ended (its final HWs; a partition the drain found empty
+    needs nothing), then stop it; its members commit and leave the group."""
+    targets = {
+        d.partition: d.end_offset
+        for d in history.drained
+        if d.consumer is not None and d.end_offset > d.start_offset
+    }
+    if grouping.done():
+        await grouping  # a member failed: fail the run now rather than wait for nothing
+    caught_up = await group.finish(targets, opts.group_catch_up_s)
+    await grouping  # a member that failed fails the run
+    log(
+        f"group {group.group}: "
+        + ("caught up with the final log" if caught_up else "did NOT catch up in time")
+    )
+    history.meta["group"] = {
+        "id": group.group,
+        "members": group.members,
+        "caught_up": caught_up,
+        "targets": {str(p): o for p, o in sorted(targets.items())},
+        "errors": dict(sorted(group.errors.items())),
+        "coordinators": [list(c) for c in observer.coordinators],
+    }
+
+
+def _check_nemesis(cluster: ChaosCluster, opts: ChaosOptions) -> None:
+    """Refuse, before anything starts, faults this cluster (or this run) cannot do."""
+    ops = opts.nemesis
+    if "coordinator" in ops and opts.group_members <= 0:
+        raise ValueError(
+            "nemesis coordinator kills the consumer group's coordinator: it needs group members"
+        )
     if isinstance(cluster, CommandCluster):
         # Unknown ops are left to plan(), which lists the known ones.
         unsupported = [op for op in ops if op in NEMESIS_OPS and op not in COMMAND_NEMESIS_OPS]

@@ -17,6 +17,21 @@ Recording contract (what makes the checker sound, see minikafka.chaos.checker):
 
 librdkafka runs its callbacks inside poll(): the producers poll on the event loop, so every
 outcome is recorded there, with the clock read when librdkafka hands it over.
+
+The group workload (GroupWorkload): members of one consumer group, each a librdkafka
+Consumer subscribed to the topic, committing by hand what they were given:
+- a member records every record poll gives it before it counts it processed, and commits
+  only offsets just past records it was given (the next offset per partition it owns), so
+  a committed offset past a record no member was given is the cluster's doing;
+- a commit is recorded acknowledged only when the synchronous commit returned every
+  partition asked with no error; an exception or any partition's error leaves it failed
+  (a refusal before any write) or in doubt;
+- revoked partitions are committed in the revoke callback, then forgotten: a member never
+  commits a partition it no longer owns (lost partitions are not committed at all);
+- every assignment change is recorded as the callbacks report it.
+A member's poll, commits and callbacks run in a thread of its own (a synchronous commit
+blocks while the coordinator moves); they buffer their events with the clock read when
+each happens, and the event loop appends them to the history after each step.
 """
 
 from __future__ import annotations
@@ -26,13 +41,20 @@ import contextlib
 import functools
 import math
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minikafka.chaos.history import (
+    AssignmentChange,
     ConsumerRead,
     ControllerObservation,
+    GroupAssignment,
+    GroupCommit,
+    GroupEvent,
+    GroupRead,
     History,
     IsrObservation,
     LeaderObservation,
@@ -41,7 +63,12 @@ from minikafka.chaos.history import (
     RecordValue,
 )
 from minikafka.common import TopicPartition
+from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, partition_for
 from minikafka.zk.client import ZkClient
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, KafkaError
+    from confluent_kafka import TopicPartition as RdTopicPartition
 
 Clock = Callable[[], float]
 
@@ -241,11 +268,363 @@ class Workload:
                 await asyncio.to_thread(consumer.close)
 
 
-class StateObserver:
-    """Polls the state znodes, /controller and /controller_epoch; records changes."""
+def group_member_config(
+    bootstrap: str, group: str, client_id: str, session_timeout_ms: int
+) -> dict[str, Any]:
+    """A member committing by hand from the earliest offset when the group has none (a
+    reset to the start can only give records again, never skip them), with a short
+    session so that a member cut off by a fault is replaced within the run."""
+    from minikafka.client.librdkafka import client_config
+
+    return client_config(
+        bootstrap,
+        {
+            "group.id": group,
+            "client.id": client_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": False,
+            "session.timeout.ms": session_timeout_ms,
+            "heartbeat.interval.ms": 500,
+            # A request to a frozen coordinator blocks a synchronous commit this long at
+            # most (librdkafka's 60 s would outlast a fault window).
+            "socket.timeout.ms": 10_000,
+            **QUIET,
+        },
+    )
+
+
+# Refusals a coordinator answers before it writes anything: the commit definitely failed.
+# Every other error (timeouts, a coordinator moving, a write that failed after the append)
+# leaves it in doubt.
+_COMMIT_REFUSALS = frozenset(
+    {
+        22,  # ILLEGAL_GENERATION
+        25,  # UNKNOWN_MEMBER_ID
+        27,  # REBALANCE_IN_PROGRESS
+        82,  # FENCED_INSTANCE_ID
+    }
+)
+
+
+def _commit_outcome(err: KafkaError) -> Outcome:
+    from confluent_kafka import KafkaError
+
+    if err.code() in _COMMIT_REFUSALS or err.code() in (
+        KafkaError._NO_OFFSET,  # nothing to commit: librdkafka sent nothing
+        KafkaError._WAIT_COORD,  # no coordinator in time: never sent
+        KafkaError._ASSIGNMENT_LOST,
+        KafkaError._STATE,
+    ):
+        return Outcome.FAIL
+    return Outcome.INFO
+
+
+class GroupMember:
+    """One Consumer of the chaos group (module docstring: the group workload). Blocking:
+    every method runs on the member's own thread, one at a time."""
 
     def __init__(
-        self, zk: ZkClient, topic: str, partitions: int, history: History, clock: Clock
+        self,
+        member_id: int,
+        config: Mapping[str, Any],
+        topic: str,
+        clock: Clock,
+        commit_every: int,
+        commit_interval_s: float,
+        drop_every: int = 0,
+    ) -> None:
+        from minikafka.client.librdkafka import new_consumer
+
+        self.id = member_id
+        self.topic = topic
+        self._clock = clock
+        self._commit_every = commit_every
+        self._commit_interval_s = commit_interval_s
+        self._drop_every = drop_every
+        self._consumer: Consumer = new_consumer(config)
+        self._owned: set[int] = set()
+        # Per partition owned: the offset after the last record processed since it was
+        # assigned, and the last offset this member's commit of it was acknowledged for.
+        self._processed: dict[int, int] = {}
+        self._committed: dict[int, int] = {}
+        self._since_commit = 0
+        self._last_commit = time.monotonic()
+        self._given = 0
+        self._events: list[GroupEvent] = []
+        self.errors: Counter[str] = Counter()
+        self.fatal = False
+
+    def subscribe(self) -> list[GroupEvent]:
+        self._consumer.subscribe(
+            [self.topic],
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+        return self._take_events()
+
+    def step(self, poll_s: float = 0.2) -> list[GroupEvent]:
+        """Poll once (the rebalance callbacks run inside), record what was given, and
+        commit when `commit_every` records or `commit_interval_s` have passed since the
+        last commit with something left to commit (a failed commit is asked again)."""
+        from minikafka.client.librdkafka import consume_ready, kafka_error_text, position
+
+        batch = consume_ready(self._consumer, 500, poll_s)
+        now = self._clock()
+        for msg in batch:
+            err = msg.error()
+            if err is not None:
+                self.errors[kafka_error_text(err).split(":", 1)[0]] += 1
+                self.fatal = self.fatal or err.fatal()
+                continue
+            p, offset = position(msg)
+            self._given += 1
+            if not (self._drop_every and self._given % self._drop_every == 0):
+                self._events.append(GroupRead(now, self.id, p, offset, decode_value(msg.value())))
+            # A broken member (drop_every, for the checker's negative control) counts the
+            # record it did not record as processed, and so commits past it.
+            if p in self._owned:
+                self._processed[p] = max(self._processed.get(p, 0), offset + 1)
+                self._since_commit += 1
+        pending = self._pending()
+        if pending and (
+            self._since_commit >= self._commit_every
+            or time.monotonic() - self._last_commit >= self._commit_interval_s
+        ):
+            self._commit(pending)
+        return self._take_events()
+
+    def commit_pending(self) -> list[GroupEvent]:
+        """Commit whatever was processed and not yet acknowledged (at the end of the run)."""
+        pending = self._pending()
+        if pending:
+            self._commit(pending)
+        return self._take_events()
+
+    def close(self) -> list[GroupEvent]:
+        """Leave the group (the revoke callback commits what is left first)."""
+        with contextlib.suppress(Exception):
+            self._consumer.close()
+        return self._take_events()
+
+    def _take_events(self) -> list[GroupEvent]:
+        events, self._events = self._events, []
+        return events
+
+    def _pending(self) -> dict[int, int]:
+        return {
+            p: o
+            for p, o in self._processed.items()
+            if p in self._owned and o > self._committed.get(p, -1)
+        }
+
+    def _commit(self, offsets: Mapping[int, int]) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        from minikafka.client.librdkafka import kafka_error_text
+
+        asked = [RdTopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())]
+        invoked = self._clock()
+        self._since_commit = 0
+        self._last_commit = time.monotonic()
+        try:
+            answer: list[RdTopicPartition] | None = self._consumer.commit(
+                offsets=asked, asynchronous=False
+            )
+        except KafkaException as e:
+            err = e.args[0]
+            self._events.append(
+                GroupCommit(
+                    self.id,
+                    invoked,
+                    _commit_outcome(err),
+                    self._clock(),
+                    offsets,
+                    error=kafka_error_text(err),
+                )
+            )
+            return
+        done = self._clock()
+        got = {tp.partition: tp for tp in answer or []}
+        errors: dict[int, str] = {}
+        outcome = Outcome.OK
+        for p, o in offsets.items():
+            tp = got.get(p)
+            if tp is None or tp.error is not None or tp.offset != o:
+                # Only an answer for exactly what was asked is an acknowledgement.
+                errors[p] = (
+                    "missing from the answer"
+                    if tp is None
+                    else kafka_error_text(tp.error)
+                    if tp.error is not None
+                    else f"answered offset {tp.offset}"
+                )
+                if tp is None or tp.error is None:
+                    outcome = Outcome.INFO
+                elif outcome is Outcome.OK:
+                    outcome = _commit_outcome(tp.error)
+        self._events.append(GroupCommit(self.id, invoked, outcome, done, offsets, errors))
+        if outcome is Outcome.OK:
+            self._committed.update(offsets)
+
+    def _on_assign(self, _: Consumer, partitions: list[RdTopicPartition]) -> None:
+        self._change(AssignmentChange.ASSIGN, [tp.partition for tp in partitions])
+
+    def _on_revoke(self, _: Consumer, partitions: list[RdTopicPartition]) -> None:
+        revoked = {tp.partition for tp in partitions}
+        pending = {p: o for p, o in self._pending().items() if p in revoked}
+        if pending:
+            # The standard handover: commit what was processed before giving it up.
+            self._commit(pending)
+        self._change(AssignmentChange.REVOKE, revoked)
+
+    def _on_lost(self, _: Consumer, partitions: list[RdTopicPartition]) -> None:
+        # Others may own them already: a commit now could move their offsets back.
+        self._change(AssignmentChange.LOST, [tp.partition for tp in partitions])
+
+    def _change(self, change: AssignmentChange, partitions: Iterable[int]) -> None:
+        changed = set(partitions)
+        if change is AssignmentChange.ASSIGN:
+            self._owned |= changed
+        else:
+            self._owned -= changed
+        for p in changed:
+            # Assigned or taken away: what was processed before is another owner's story.
+            self._processed.pop(p, None)
+            self._committed.pop(p, None)
+        self._events.append(
+            GroupAssignment(self._clock(), self.id, change, tuple(changed), tuple(self._owned))
+        )
+
+
+@dataclass
+class GroupWorkload:
+    """`members` members of consumer group `group` on `topic`, recording into `history`
+    (module docstring: the group workload). `run()` until `finish()`: the members keep
+    consuming and committing until the group's acknowledged commits reach the targets (the
+    final high watermarks), then commit and leave the group.
+
+    `drop_every` > 0 makes member 0 broken, for the checker's negative control: every
+    `drop_every`-th record it is given goes unrecorded, yet it commits past it."""
+
+    bootstrap: str
+    topic: str
+    history: History
+    clock: Clock
+    members: int = 2
+    group: str = ""  # default: chaos-<topic>
+    commit_every: int = 20
+    commit_interval_s: float = 0.2
+    session_timeout_ms: int = 6000
+    drop_every: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    # partition -> the highest offset an acknowledged commit of any member reached
+    acked: dict[int, int] = field(default_factory=dict)
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _caught_up: asyncio.Event = field(default_factory=asyncio.Event)
+    _targets: dict[int, int] | None = None
+    _next_member: int = 0
+
+    def __post_init__(self) -> None:
+        self.group = self.group or f"chaos-{self.topic}"
+        self.history.group = self.group
+
+    async def run(self) -> None:
+        # A member that fails stops the others: a run without its group would be judged on
+        # what it recorded before, as if the group had stopped consuming.
+        async with asyncio.TaskGroup() as tg:
+            for i in range(self.members):
+                tg.create_task(self._run_member(i))
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def finish(self, targets: Mapping[int, int], timeout_s: float) -> bool:
+        """Wait until, for every partition of `targets`, an acknowledged commit reached its
+        target offset (or `timeout_s` has passed), then stop the members. True if the group
+        caught up."""
+        self._targets = dict(targets)
+        self._check_caught_up()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._caught_up.wait()
+        except TimeoutError:
+            pass
+        self.stop()
+        return self._caught_up.is_set()
+
+    def _record(self, events: Iterable[GroupEvent]) -> None:
+        for e in events:
+            if isinstance(e, GroupRead):
+                self.history.group_reads.append(e)
+            elif isinstance(e, GroupCommit):
+                self.history.group_commits.append(e)
+                if e.outcome is Outcome.OK:
+                    for p, o in e.offsets.items():
+                        self.acked[p] = max(self.acked.get(p, o), o)
+            else:
+                self.history.group_assignments.append(e)
+        self._check_caught_up()
+
+    def _check_caught_up(self) -> None:
+        if self._targets is not None and all(
+            self.acked.get(p, 0) >= target for p, target in self._targets.items()
+        ):
+            self._caught_up.set()
+
+    def _new_member(self) -> GroupMember:
+        member_id = self._next_member
+        self._next_member += 1
+        config = group_member_config(
+            self.bootstrap, self.group, f"chaos-member-{member_id}", self.session_timeout_ms
+        )
+        return GroupMember(
+            member_id,
+            config,
+            self.topic,
+            self.clock,
+            self.commit_every,
+            self.commit_interval_s,
+            drop_every=self.drop_every if member_id == 0 else 0,
+        )
+
+    async def _run_member(self, index: int) -> None:
+        # A thread of its own: a synchronous commit blocks while the coordinator moves, and
+        # must neither stall the loop nor take a thread the other recorders need.
+        loop = asyncio.get_running_loop()
+        executor = ThreadPoolExecutor(1, thread_name_prefix=f"chaos-group-{index}")
+        try:
+            while not self._stop.is_set():
+                member = self._new_member()
+                try:
+                    self._record(await loop.run_in_executor(executor, member.subscribe))
+                    while not self._stop.is_set() and not member.fatal:
+                        self._record(await loop.run_in_executor(executor, member.step))
+                    if not member.fatal:
+                        self._record(await loop.run_in_executor(executor, member.commit_pending))
+                finally:
+                    self._record(await loop.run_in_executor(executor, member.close))
+                    self.errors.update(member.errors)
+        finally:
+            executor.shutdown(wait=False)
+
+
+class StateObserver:
+    """Polls the state znodes, /controller and /controller_epoch; records changes. With a
+    consumer `group`, also its coordinator: the leader of its `__consumer_offsets`
+    partition (changes go to `coordinators`, for the report's meta)."""
+
+    def __init__(
+        self,
+        zk: ZkClient,
+        topic: str,
+        partitions: int,
+        history: History,
+        clock: Clock,
+        group: str | None = None,
     ) -> None:
         self._zk = zk
         self._tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -255,6 +634,31 @@ class StateObserver:
         self._last_isr: dict[int, tuple[int, ...]] = {}
         self._last_controller: tuple[int, int] | None = None
         self.leaders: dict[int, int] = {}
+        self._group = group
+        self._offsets_tp: TopicPartition | None = None
+        # (time, coordinator broker or -1, leader epoch of its offsets partition)
+        self.coordinators: list[tuple[float, int, int]] = []
+
+    def group_coordinator(self) -> int | None:
+        """The broker coordinating the group now, read from ZooKeeper (blocking); None
+        without a group, before `__consumer_offsets` exists, or with no leader."""
+        if self._group is None:
+            return None
+        if self._offsets_tp is None:
+            # Created by the first FindCoordinator; its partition count never changes.
+            assignment = self._zk.get_assignment(OFFSETS_TOPIC)
+            if not assignment:
+                return None
+            self._offsets_tp = TopicPartition(
+                OFFSETS_TOPIC, partition_for(self._group, len(assignment))
+            )
+        st = self._zk.get_partition_state(self._offsets_tp)
+        if st is None:
+            return None
+        now = self._clock()
+        if not self.coordinators or self.coordinators[-1][1:] != (st.leader, st.leader_epoch):
+            self.coordinators.append((now, st.leader, st.leader_epoch))
+        return st.leader if st.leader >= 0 else None
 
     def leader_of(self, partition: int) -> int | None:
         return self.leaders.get(partition)
@@ -282,6 +686,7 @@ class StateObserver:
             if seen != self._last_controller:
                 self._last_controller = seen
                 self._history.controllers.append(ControllerObservation(now, *seen))
+        self.group_coordinator()
 
     async def run(self, stop: asyncio.Event, interval_s: float = 0.1) -> None:
         while not stop.is_set():

@@ -149,6 +149,15 @@ def command_cluster(
     "--interval", default=10.0, show_default=True, help="Seconds per fault and per quiet."
 )
 @click.option("--time-limit", default=60.0, show_default=True, help="Seconds of faults.")
+@click.option(
+    "--group-members",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Members of a consumer group (chaos-<topic>) reading the topic and committing by "
+    "hand; the report counts records the group committed past without delivering them "
+    "(0: no group).",
+)
 @click.option("--seed", default=0, show_default=True, help="Same seed, same fault schedule.")
 @click.option(
     "--out",
@@ -174,11 +183,14 @@ def chaos(
     nemesis: str,
     interval: float,
     time_limit: float,
+    group_members: int,
     seed: int,
     out: Path | None,
 ) -> None:
     """Write unique integers with acks=all while a nemesis injects faults; then heal, read
     everything back, compare replicas, and report. Exits 1 if a safety invariant broke.
+    Meanwhile a consumer group reads the topic, committing by hand: a record of the final
+    log it committed past without any member being given it breaks at-least-once delivery.
 
     Runs against the local cluster in --data-dir, or with --bootstrap-server, --zookeeper
     and --nemesis-command against any running cluster (replicas are then read back with
@@ -205,6 +217,7 @@ def chaos(
         interval_s=interval,
         time_limit_s=time_limit,
         seed=seed,
+        group_members=group_members,
     )
     console = Console()
     try:

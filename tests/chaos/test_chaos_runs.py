@@ -1,6 +1,8 @@
 """Short chaos runs against real clusters (issue 5): each schedule ends with nothing lost,
-no divergence, and epochs only increasing. Loopback faults here; network partitions are
-in test_chaos_network.py (they need network namespaces)."""
+no divergence, and epochs only increasing; the consumer group of the run (two members
+committing by hand) never committed past a record no member was given, and by the end
+every record of the final log was given to some member. Loopback faults here; network
+partitions are in test_chaos_network.py (they need network namespaces)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.chaos.runner import ChaosOptions, run_chaos, write_report
+from minikafka.chaos.runner import ChaosOptions, ChaosReport, run_chaos, write_report
 from tests.cluster.conftest import ClusterFactory
 
 pytestmark = pytest.mark.timeout(180)
@@ -20,13 +22,29 @@ FAST = {
 }
 
 
-def assert_safe(report: object) -> None:
-    result = report.result  # type: ignore[attr-defined]
+def assert_safe(report: ChaosReport) -> None:
+    result = report.result
     assert result.valid, result.problems
     assert result.acknowledged > 100, "the workload must have written something"
     assert not result.lost and not result.replica_divergence
     assert not result.leader_epoch_violations and not result.controller_epoch_violations
-    assert report.recovered  # type: ignore[attr-defined]
+    assert report.recovered
+    assert_group_consumed_everything(report)
+
+
+def assert_group_consumed_everything(report: ChaosReport) -> None:
+    """At-least-once delivery of the run's consumer group, when it had one: nothing below
+    the commit point left undelivered, and once writes stopped the group caught up, so
+    every record of the final log was given to some member."""
+    group = report.result.group
+    if report.history.group is None:
+        return
+    assert group is not None
+    assert not group.losses and not group.read_divergence, report.result.problems
+    assert group.final_records > 100, "the final log must hold the workload's records"
+    assert report.history.meta["group"]["caught_up"], report.history.meta["group"]
+    assert group.delivered == group.final_records and group.not_yet_consumed == 0
+    assert group.commits_acknowledged > 0 and group.assignments >= 2
 
 
 @pytest.mark.parametrize(
@@ -36,6 +54,7 @@ def assert_safe(report: object) -> None:
         ("pause", 9.0),  # longer than the 6 s session timeout: a zombie leader comes back
         ("controller", 5.0),
         ("restart", 5.0),
+        ("coordinator", 5.0),  # kill -9 of the consumer group's coordinator
     ],
 )
 async def test_short_chaos_run_loses_nothing(
@@ -89,3 +108,28 @@ async def test_zk_session_expiry_during_an_isr_change_loses_nothing(
         ]
         assert moved, f"leadership did not move after the session expiry in {window}"
     assert_safe(report)
+
+
+async def test_negative_control_a_member_committing_past_what_it_was_given_is_caught(
+    make_cluster: ClusterFactory,
+) -> None:
+    """A deliberately broken member (test-only option): member 0 leaves every 25th record
+    it is given unrecorded, as if never given, and commits past it. The checker must find
+    those records below the group's commit point and call the run invalid, while the
+    acknowledged writes themselves are all there."""
+    cluster = make_cluster(overrides=FAST)
+    opts = ChaosOptions(
+        nemesis=("coordinator",),
+        interval_s=4.0,
+        time_limit_s=8.0,
+        seed=7,
+        rate=50,
+        group_drop_every=25,
+    )
+    report = await run_chaos(cluster, opts, log=print)
+    result = report.result
+    assert result.group is not None
+    assert result.group.losses, result.group.to_dict()
+    assert not result.valid
+    assert all("group" in p for p in result.problems), result.problems
+    assert not result.lost and not result.replica_divergence
