@@ -417,3 +417,54 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
     wait_until(lambda: members[1].assignment, 30, "the restarted member's partitions")
     assert [m.assignment for m in members] == before
     assert len(members[0].revoked) == revoked_before
+
+
+def test_the_offsets_topic_is_compacted_and_a_new_coordinator_loads_the_latest_commits(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Hundreds of commits of the same partitions in small segments: the log cleaner keeps
+    the latest commit per key in `__consumer_offsets`, and after a kill -9 of the
+    coordinator the new one, loading the compacted log, has exactly the latest offsets."""
+    from minikafka.storage.record_batch import decode_records
+    from tests.cluster.helpers import replica_batches
+
+    cluster = make_cluster(
+        3,
+        overrides={
+            "offsets.topic.num.partitions": "1",
+            "offsets.topic.segment.bytes": "4096",
+            "log.cleaner.backoff.ms": "200",
+        },
+    )
+    bs = cluster.bootstrap_servers
+    create_topic(bs, "compacted-commits", 3, 3)
+    c = Consumer({"bootstrap.servers": bs, "group.id": "g-compact"})
+    commits = 300
+    try:
+        for i in range(1, commits + 1):
+            c.commit(
+                offsets=[TopicPartition("compacted-commits", p, i * 10 + p) for p in range(3)],
+                asynchronous=False,
+            )
+    finally:
+        c.close()
+    tp = MkTopicPartition(OFFSETS_TOPIC, 0)
+    leader = coordinator_of(cluster, "g-compact", 1)
+
+    def records_left() -> int:
+        return sum(h.record_count for h, _ in replica_batches(cluster.log_dir(leader), tp))
+
+    # 300 commits of 3 partitions are 900 records; once cleaned, a few segments' worth.
+    wait_until(lambda: records_left() < commits, 60, "the offsets log to be compacted")
+    keys = [
+        r.key
+        for h, data in replica_batches(cluster.log_dir(leader), tp)
+        for r in decode_records(data)
+    ]
+    assert len(keys) < commits
+
+    cluster.kill(leader)
+    alive = bootstrap_without(cluster, leader)
+    assert committed(alive, "g-compact", "compacted-commits", 3) == {
+        p: commits * 10 + p for p in range(3)
+    }
