@@ -3,6 +3,7 @@
 librdkafka (confluent-kafka) members:
 
     .venv/bin/python scripts/bench_groups.py [--dir bench-out] [--runs 5] [--commit-s 10]
+        [--zk-session-ms 6000] [--session-ms 10000]
 
 - **rebalance after a member leaves**: a 3-member group of a 6-partition topic is Stable;
   one member closes (LeaveGroup). Time until the other two own every partition between
@@ -10,7 +11,11 @@ librdkafka (confluent-kafka) members:
 - **after a coordinator kill**: kill -9 of the broker leading the group's
   `__consumer_offsets` partition. Time until each of the 3 members has had a commit
   acknowledged again (by the new coordinator, after it loaded the group). Median of --runs;
-  the broker is restarted and the ISRs refilled between runs.
+  the broker is restarted and the ISRs refilled between runs. The controller moves the
+  offsets partition once the dead broker's ZooKeeper session expires
+  (--zk-session-ms, the brokers' zookeeper.session.timeout.ms), so that bounds it from
+  below; members whose own session (--session-ms, session.timeout.ms) is shorter than the
+  failover lose their membership and rejoin as well.
 - **commit throughput**: one member commits synchronously (each commit acknowledged with
   acks=all by the coordinator), in a loop, for --commit-s seconds: commits/s and latency.
 
@@ -37,19 +42,18 @@ from minikafka.common import TopicPartition as MkTopicPartition
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, partition_for
 
 PARTITIONS = 6
-SESSION_MS = 6000
 OFFSETS_PARTITIONS = 50  # Kafka's default offsets.topic.num.partitions
 
 
 class Member:
     """A group member polling (and, when asked, committing) in its own thread."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str, session_ms: int) -> None:
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
-                "session.timeout.ms": SESSION_MS,
+                "session.timeout.ms": session_ms,
                 "heartbeat.interval.ms": 500,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
@@ -103,8 +107,11 @@ def exact_split(members: list[Member]) -> bool:
     )
 
 
-def rebalance_after_leave(cluster: LocalCluster, run: int) -> float:
-    members = [Member(cluster.bootstrap_servers, f"leave-{run}", "bench-groups") for _ in range(3)]
+def rebalance_after_leave(cluster: LocalCluster, run: int, session_ms: int) -> float:
+    members = [
+        Member(cluster.bootstrap_servers, f"leave-{run}", "bench-groups", session_ms)
+        for _ in range(3)
+    ]
     try:
         wait(lambda: exact_split(members), 60, "stable 3-member group")
         leaving = members.pop()
@@ -124,9 +131,11 @@ def coordinator(cluster: LocalCluster, group: str) -> int:
     return st.leader
 
 
-def recovery_after_coordinator_kill(cluster: LocalCluster, run: int) -> float:
+def recovery_after_coordinator_kill(cluster: LocalCluster, run: int, session_ms: int) -> float:
     group = f"kill-{run}"
-    members = [Member(cluster.bootstrap_servers, group, "bench-groups") for _ in range(3)]
+    members = [
+        Member(cluster.bootstrap_servers, group, "bench-groups", session_ms) for _ in range(3)
+    ]
     victim = coordinator(cluster, group)
     try:
         wait(lambda: exact_split(members), 60, "stable 3-member group")
@@ -181,6 +190,8 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--commit-s", type=float, default=10.0)
+    parser.add_argument("--zk-session-ms", type=int, default=6000)
+    parser.add_argument("--session-ms", type=int, default=10000)
     args = parser.parse_args()
     out = args.dir or Path(tempfile.mkdtemp(prefix="bench-groups-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -191,19 +202,23 @@ def main() -> None:
         zookeeper_port=0,
         overrides={
             "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
-            "zookeeper.session.timeout.ms": "6000",
+            "zookeeper.session.timeout.ms": str(args.zk_session_ms),
         },
     )
     cluster.start(timeout=60)
     try:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("bench-groups", PARTITIONS, 3)])["bench-groups"].result(60)
-        leave = [rebalance_after_leave(cluster, i) for i in range(args.runs)]
-        kill = [recovery_after_coordinator_kill(cluster, i) for i in range(args.runs)]
+        leave = [rebalance_after_leave(cluster, i, args.session_ms) for i in range(args.runs)]
+        kill = [
+            recovery_after_coordinator_kill(cluster, i, args.session_ms) for i in range(args.runs)
+        ]
         commits = commit_throughput(cluster, args.commit_s)
     finally:
         cluster.stop()
     figures = {
+        "zk_session_ms": args.zk_session_ms,
+        "session_ms": args.session_ms,
         "rebalance_after_leave_s": {"median": statistics.median(leave), "runs": leave},
         "after_coordinator_kill_s": {"median": statistics.median(kill), "runs": kill},
         "commit": commits,

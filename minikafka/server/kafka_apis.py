@@ -69,6 +69,7 @@ from minikafka.protocol.messages import (
     OffsetForLeaderEpochRequest,
     PartitionRef,
     PartitionReplicaStates,
+    ProducePartitionResponse,
     ProduceRequest,
     ProduceResponse,
     ProduceTopicResponse,
@@ -247,7 +248,20 @@ class KafkaApis:
             for t in req.topics
             for p in t.partitions
         }
-        results = await self.rm.append_records(req.acks, req.timeout_ms, entries)
+        # Only the group coordinator writes its internal topic (Kafka: "Cannot append to
+        # internal topic"); a client's records there could not be loaded as groups.
+        internal = {tp for tp in entries if tp.topic == OFFSETS_TOPIC}
+        results = await self.rm.append_records(
+            req.acks, req.timeout_ms, {tp: r for tp, r in entries.items() if tp not in internal}
+        )
+        for tp in internal:
+            results[tp] = ProducePartitionResponse(
+                tp.partition,
+                int(ErrorCode.INVALID_TOPIC_EXCEPTION),
+                -1,
+                -1,
+                f"Cannot append to internal topic {tp.topic}",
+            )
         if req.acks == 0:
             return NO_RESPONSE
         return ProduceResponse(

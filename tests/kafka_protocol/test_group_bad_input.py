@@ -275,3 +275,15 @@ def test_member_metadata_too_big_to_store_fails_the_sync_not_the_broker(
         joined = join_as_member(w, "small")
         assert sync(w, "small", joined).error_code == 0
     assert all(cluster.is_alive(b) for b in cluster.broker_ids)
+
+
+def test_clients_cannot_write_to_the_offsets_topic(cluster: LocalCluster, calm: CalmGroup) -> None:
+    """Only the coordinator appends to __consumer_offsets: a client's records there would be
+    loaded as groups. Kafka answers INVALID_TOPIC_EXCEPTION, and so does minikafka."""
+    from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
+    from minikafka.storage.record_batch import build_batch
+    from tests.kafka_protocol.test_kafka_listener import produce, produce_error
+
+    with KafkaWire(cluster.broker_host(1), cluster.broker_ports[1]) as w:
+        code, _ = produce_error(w, produce(OFFSETS_TOPIC, build_batch([b"junk"], keys=[b"k"])))
+    assert code == E.INVALID_TOPIC_EXCEPTION
