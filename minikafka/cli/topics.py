@@ -31,12 +31,15 @@ from minikafka.client.librdkafka import (
     client_config,
     new_admin,
 )
+from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin._metadata import ClusterMetadata
 
 T = TypeVar("T")
+# Kafka's internal topics (Topic.isInternal): --exclude-internal leaves them out.
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
 
 # Kafka's default.api.timeout.ms: how long one call may take, retries included.
 API_TIMEOUT_S = 60.0
@@ -442,9 +445,16 @@ def _topic_configs(admin: _Admin, names: list[str]) -> dict[str, dict[str, str]]
 
 
 def _describe(
-    admin: _Admin, topic: str | None, if_exists: bool, under_replicated: bool, unavailable: bool
+    admin: _Admin,
+    topic: str | None,
+    if_exists: bool,
+    under_replicated: bool,
+    unavailable: bool,
+    exclude_internal: bool = False,
 ) -> None:
     found, live = _topics(admin, topic)
+    if exclude_internal:
+        found = [t for t in found if t.name not in INTERNAL_TOPICS]
     if topic is not None and not found:
         if if_exists:
             return
@@ -511,6 +521,11 @@ def _describe(
     is_flag=True,
     help="With --describe: only partitions without a live leader.",
 )
+@click.option(
+    "--exclude-internal",
+    is_flag=True,
+    help="With --list/--describe: leave out internal topics (__consumer_offsets).",
+)
 def topics(
     bootstrap_server: str,
     action: str | None,
@@ -523,6 +538,7 @@ def topics(
     if_exists: bool,
     under_replicated: bool,
     unavailable: bool,
+    exclude_internal: bool,
 ) -> None:
     """Create, list, describe, alter or delete topics (like kafka-topics.sh), on librdkafka's
     admin client."""
@@ -561,9 +577,10 @@ def topics(
             )
         elif action == "list":
             for name in sorted(admin.metadata().topics):
-                click.echo(name)
+                if not (exclude_internal and name in INTERNAL_TOPICS):
+                    click.echo(name)
         elif action == "describe":
-            _describe(admin, topic, if_exists, under_replicated, unavailable)
+            _describe(admin, topic, if_exists, under_replicated, unavailable, exclude_internal)
         elif action == "alter":
             assert topic is not None and partitions is not None
             _alter(admin, topic, partitions, replica_assignment, if_exists)

@@ -379,3 +379,22 @@ def test_without_confluent_kafka_topics_says_what_to_install(
 def test_usage_errors(args: list[str], message: str) -> None:
     result = topics(f"127.0.0.1:{closed_port()}", *args)
     assert result.exit_code == 2 and message in result.stderr
+
+
+def test_exclude_internal_leaves_out_the_offsets_topic(shared: LocalCluster) -> None:
+    """Once a group has committed, __consumer_offsets is listed (as kafka-topics.sh lists
+    it); --exclude-internal leaves it out of --list and --describe."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    b, name = shared.bootstrap_servers, new_name()
+    assert topics(b, "--create", "--topic", name, "--partitions", "1").exit_code == 0
+    c = Consumer({"bootstrap.servers": b, "group.id": f"{name}-group"})
+    try:
+        c.commit(offsets=[TopicPartition(name, 0, 1)], asynchronous=False)
+    finally:
+        c.close()
+    assert "__consumer_offsets" in topics(b, "--list").stdout.splitlines()
+    listed = topics(b, "--list", "--exclude-internal").stdout.splitlines()
+    assert name in listed and "__consumer_offsets" not in listed
+    described = topics(b, "--describe", "--exclude-internal").stdout
+    assert f"Topic: {name}" in described and "__consumer_offsets" not in described
