@@ -124,7 +124,8 @@ def test_api_versions_answer_and_the_kip_511_fallback(cluster: LocalCluster) -> 
         assert served[1] == (4, 17)  # Fetch
         assert served[32] == (1, 4)  # DescribeConfigs
         assert served[18] == (0, 3)  # ApiVersions
-        assert 11 not in served  # JoinGroup: no groups yet
+        assert served[11] == (0, 9)  # JoinGroup
+        assert 24 not in served  # AddPartitionsToTxn: no transactions
         # An ApiVersions version from the future: a v0 answer, UNSUPPORTED_VERSION, ranges.
         frame = struct.pack(">hhih", 18, 99, 7, 3) + b"raw" + b"\x00" * 3
         w.send_raw(struct.pack(">i", len(frame)) + frame)

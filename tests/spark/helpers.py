@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from minikafka.client.librdkafka import position, read_to_end, watermarks
 from minikafka.cluster import LocalCluster
+from tests.cluster.conftest import wait_until
 
 BASE_TS = 1_700_000_000_000  # a fixed record timestamp base (ms), so tests can compare
 TIMEOUT_S = 60.0
@@ -108,9 +109,22 @@ def create_topic(
 
 
 def add_partitions(cluster: LocalCluster, topic: str, total: int) -> None:
+    """Add partitions, and wait until every broker's metadata has them: a client that asks
+    a broker the controller's UpdateMetadata has not reached yet would not know them."""
     client = admin(cluster)
     futures = client.create_partitions([NewPartitions(topic, total)], operation_timeout=30)
     futures[topic].result(timeout=TIMEOUT_S)
+    for b in cluster.broker_ids:
+        one = AdminClient(
+            {"bootstrap.servers": f"{cluster.broker_host(b)}:{cluster.broker_ports[b]}"}
+        )
+        wait_until(
+            lambda one=one: (
+                len(one.list_topics(topic, timeout=10).topics[topic].partitions) == total
+            ),
+            TIMEOUT_S,
+            f"broker {b} to know {total} partitions of {topic}",
+        )
 
 
 def leader_of(cluster: LocalCluster, topic: str, partition: int) -> int:
