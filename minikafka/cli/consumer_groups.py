@@ -18,7 +18,6 @@ exist (Kafka's would create its offsets). confluent-kafka is imported inside the
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -31,16 +30,18 @@ import click
 
 from minikafka.cli.client_options import bootstrap_server_option, require_client
 from minikafka.client.librdkafka import (
+    AllBrokersDown,
     ClientConfigError,
     client_config,
     kafka_error_text,
     new_admin,
     new_consumer,
+    quiet_log_config,
     watermarks,
 )
 
 if TYPE_CHECKING:
-    from confluent_kafka import Consumer, KafkaError, KafkaException
+    from confluent_kafka import Consumer, KafkaException
     from confluent_kafka.admin import AdminClient
     from confluent_kafka.admin._group import ConsumerGroupDescription
     from confluent_kafka.admin._metadata import ClusterMetadata
@@ -97,14 +98,6 @@ def read_properties(path: Path) -> dict[str, str]:
     return out
 
 
-def _log_config() -> dict[str, Any]:
-    """librdkafka logs every refused connection to stderr, though one dead broker of several
-    is no failure; the command says itself what failed. -v (INFO) shows its logs."""
-    if logging.getLogger().isEnabledFor(logging.INFO):
-        return {}
-    return {"log_level": 2, "log.connection.close": False}
-
-
 class _Admin:
     """librdkafka's AdminClient (and, for the partitions' offsets, a consumer that joins no
     group), failing a call as soon as librdkafka reports every broker down instead of after
@@ -114,22 +107,13 @@ class _Admin:
         self.bootstrap_server = bootstrap_server
         self.props = props
         self.timeout_s = timeout_s
-        self._all_down: KafkaError | None = None
-        self._transport: KafkaError | None = None
+        self._down = AllBrokersDown()
         config = client_config(
-            bootstrap_server, {**_log_config(), **props, "error_cb": self._on_error}
+            bootstrap_server, {**quiet_log_config(), **props, "error_cb": self._down}
         )
         self.client: AdminClient = new_admin(config)
         self._consumer: Consumer | None = None
         self._metadata: ClusterMetadata | None = None
-
-    def _on_error(self, error: KafkaError) -> None:
-        from confluent_kafka import KafkaError
-
-        if error.code() == KafkaError._ALL_BROKERS_DOWN:
-            self._all_down = error
-        elif error.code() == KafkaError._TRANSPORT:
-            self._transport = error  # which broker, and why: the detail of "all down"
 
     def wait(self, future: Future[T]) -> T:
         """An admin call's result (KafkaException: its error)."""
@@ -140,9 +124,8 @@ class _Admin:
             except TimeoutError:
                 pass
             self.client.poll(0)  # runs error_cb
-            if self._all_down is not None:
-                detail = f" ({self._transport.str()})" if self._transport is not None else ""
-                raise GroupCommandError(f"{self._all_down.str()}{detail}")
+            if (message := self._down.message()) is not None:
+                raise GroupCommandError(message)
             if time.monotonic() >= deadline:
                 raise GroupCommandError(
                     f"Timed out after {self.timeout_s * 1000:.0f} ms waiting for the brokers"
@@ -172,7 +155,7 @@ class _Admin:
                 client_config(
                     self.bootstrap_server,
                     {
-                        **_log_config(),
+                        **quiet_log_config(),
                         **self.props,
                         "enable.auto.commit": False,
                         # Kafka's (librdkafka's is read_committed): the high watermark.

@@ -11,7 +11,6 @@ the functions (client/librdkafka.py says why).
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 import time
 from collections.abc import Callable
@@ -27,9 +26,11 @@ from minikafka.cli.client_options import (
     require_client,
 )
 from minikafka.client.librdkafka import (
+    AllBrokersDown,
     ClientConfigError,
     client_config,
     new_admin,
+    quiet_log_config,
 )
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 
@@ -144,37 +145,19 @@ def _code(e: KafkaException) -> int | None:
     return None if error is None else error.code()
 
 
-def _log_config() -> dict[str, Any]:
-    """librdkafka logs every refused connection to stderr, though one dead broker of several
-    is no failure; the command says itself what failed. -v (INFO) shows its logs."""
-    if logging.getLogger().isEnabledFor(logging.INFO):
-        return {}
-    return {"log_level": 2, "log.connection.close": False}
-
-
 class _Admin:
     """librdkafka's AdminClient, failing a call as soon as librdkafka reports every broker
     down (a wrong or dead --bootstrap-server) instead of after the call's whole timeout."""
 
     def __init__(self, bootstrap_server: str) -> None:
-        self._all_down: KafkaError | None = None
-        self._transport: KafkaError | None = None
-        config = client_config(bootstrap_server, {"error_cb": self._on_error, **_log_config()})
+        self._down = AllBrokersDown()
+        config = client_config(bootstrap_server, {"error_cb": self._down, **quiet_log_config()})
         self.client = new_admin(config)
-
-    def _on_error(self, error: KafkaError) -> None:
-        from confluent_kafka import KafkaError
-
-        if error.code() == KafkaError._ALL_BROKERS_DOWN:
-            self._all_down = error
-        elif error.code() == KafkaError._TRANSPORT:
-            self._transport = error  # which broker, and why: the detail of "all down"
 
     def _fail_if_all_down(self) -> None:
         self.client.poll(0)  # runs error_cb
-        if self._all_down is not None:
-            detail = f" ({self._transport.str()})" if self._transport is not None else ""
-            raise TopicCommandError(f"{self._all_down.str()}{detail}")
+        if (message := self._down.message()) is not None:
+            raise TopicCommandError(message)
 
     def wait(self, future: Future[T], deadline: float | None = None) -> T:
         """An admin call's result (KafkaException: its error)."""

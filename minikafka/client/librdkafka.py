@@ -9,6 +9,7 @@ confluent-kafka is imported inside the functions: the broker image has no Kafka 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +28,39 @@ RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
 # One try of a call that is asked again after a transient error, at most: a leader killed
 # with kill -9 does not answer, and the try waits for it until this has passed.
 TRY_TIMEOUT_S = 5.0
+
+
+def quiet_log_config() -> dict[str, Any]:
+    """librdkafka logs every refused connection to stderr, though one dead broker of several
+    is no failure; a command says itself what failed. -v (INFO) shows its logs."""
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        return {}
+    return {"log_level": 2, "log.connection.close": False}
+
+
+class AllBrokersDown:
+    """A client's `error_cb`: notes when librdkafka reports every broker down, with the
+    last transport error (which broker, and why), so that a command fails at once on a
+    wrong or dead --bootstrap-server instead of after its whole timeout."""
+
+    def __init__(self) -> None:
+        self._all_down: KafkaError | None = None
+        self._transport: KafkaError | None = None
+
+    def __call__(self, error: KafkaError) -> None:
+        from confluent_kafka import KafkaError
+
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self._all_down = error
+        elif error.code() == KafkaError._TRANSPORT:
+            self._transport = error
+
+    def message(self) -> str | None:
+        """What to say if every broker is down (None while one is up)."""
+        if self._all_down is None:
+            return None
+        detail = f" ({self._transport.str()})" if self._transport is not None else ""
+        return f"{self._all_down.str()}{detail}"
 
 
 def kafka_error_text(err: KafkaError) -> str:

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from minikafka.clock import Clock
 from minikafka.common import TopicPartition
-from minikafka.coordinator.group.group_coordinator import GroupConfig, GroupCoordinator, Record
+from minikafka.coordinator.group.group_coordinator import (
+    GroupConfig,
+    GroupCoordinator,
+    JoinRequest,
+    Record,
+)
 from minikafka.coordinator.group.group_metadata import JoinResult, SyncResult
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, OffsetCommitValue
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -134,33 +139,9 @@ class GroupCoordinatorAdapter:
 
     # --- requests ----------------------------------------------------------------------
 
-    async def join_group(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-    ) -> JoinResult:
+    async def join_group(self, req: JoinRequest) -> JoinResult:
         fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
-        self.core.join_group(
-            group_id,
-            member_id,
-            group_instance_id,
-            require_known_member_id,
-            client_id,
-            client_host,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocol_type,
-            protocols,
-            _resolve(fut),
-        )
+        self.core.join_group(req, _resolve(fut))
         self._rearm()
         return await fut
 

@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from minikafka.common import TopicPartition
+from minikafka.coordinator.group.group_coordinator import JoinRequest
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, OffsetCommitValue
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
@@ -174,16 +175,18 @@ class KafkaGroupApis:
         session_timeout = millis(req.session_timeout)
         rebalance_timeout = millis(field_or(req, "rebalance_timeout", None), session_timeout)
         r = await self.groups.join_group(
-            req.group_id,
-            req.member_id,
-            field_or(req, "group_instance_id", None),
-            version >= 4,
-            client.client_id,
-            client.host,
-            rebalance_timeout,
-            session_timeout,
-            req.protocol_type,
-            [(p.name, bytes(p.metadata)) for p in req.protocols],
+            JoinRequest(
+                group_id=req.group_id,
+                member_id=req.member_id,
+                group_instance_id=field_or(req, "group_instance_id", None),
+                require_known_member_id=version >= 4,
+                client_id=client.client_id,
+                client_host=client.host,
+                rebalance_timeout_ms=rebalance_timeout,
+                session_timeout_ms=session_timeout,
+                protocol_type=req.protocol_type,
+                protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
+            )
         )
         nullable = version >= 7
         return {

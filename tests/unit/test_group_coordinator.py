@@ -28,6 +28,7 @@ from minikafka.coordinator.group.group_coordinator import (
     GroupConfig,
     GroupCoordinator,
     GroupDescription,
+    JoinRequest,
     Record,
 )
 from minikafka.coordinator.group.group_metadata import (
@@ -181,16 +182,18 @@ class Env:
     ) -> Capture[JoinResult]:
         cap: Capture[JoinResult] = Capture()
         self.core.join_group(
-            group,
-            member_id,
-            instance,
-            require_known,
-            client_id,
-            "/10.0.0.1",
-            rebalance,
-            session,
-            protocol_type,
-            list(PROTOCOLS if protocols is None else protocols),
+            JoinRequest(
+                group,
+                member_id,
+                instance,
+                require_known,
+                client_id,
+                "/10.0.0.1",
+                rebalance,
+                session,
+                protocol_type,
+                list(PROTOCOLS if protocols is None else protocols),
+            ),
             cap,
         )
         return cap
@@ -1894,16 +1897,18 @@ class GroupMachine(RuleBasedStateMachine):
         client.join = cap
         self.joins.append(cap)
         self.env.core.join_group(
-            GROUP,
-            client.member_id,
-            client.instance,
-            True,
-            "client",
-            "/10.0.0.1",
-            MACHINE_REBALANCE,
-            MACHINE_SESSION,
-            "consumer",
-            [("range", client.metadata)],
+            JoinRequest(
+                GROUP,
+                client.member_id,
+                client.instance,
+                True,
+                "client",
+                "/10.0.0.1",
+                MACHINE_REBALANCE,
+                MACHINE_SESSION,
+                "consumer",
+                [("range", client.metadata)],
+            ),
             cap,
         )
 

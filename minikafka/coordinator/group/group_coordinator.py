@@ -77,6 +77,23 @@ class GroupConfig:
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
 
 
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """A JoinGroup, any version (fields older versions lack take Kafka's defaults)."""
+
+    group_id: str
+    member_id: str  # "" for a member joining the first time
+    group_instance_id: str | None  # static membership (KIP-345)
+    require_known_member_id: bool  # v4+: MEMBER_ID_REQUIRED first (KIP-394)
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    # (name, metadata) in the member's order of preference
+    protocols: list[tuple[str, bytes]]
+
+
 class GroupStore(Protocol):
     """Appends records to a partition of __consumer_offsets with acks=all; `done` gets
     the append's error code (NONE once every in-sync replica has the records)."""
@@ -278,178 +295,88 @@ class GroupCoordinator:
 
     # --- JoinGroup ---------------------------------------------------------------------
 
-    def join_group(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
-    ) -> None:
+    def join_group(self, req: JoinRequest, callback: JoinCallback) -> None:
         def fail(error: ErrorCode) -> None:
-            callback(JoinResult(error, member_id))
+            callback(JoinResult(error, req.member_id))
 
-        if not group_id:
+        if not req.group_id:
             return fail(E.INVALID_GROUP_ID)
-        if (error := self.coordinator_error(group_id)) != E.NONE:
+        if (error := self.coordinator_error(req.group_id)) != E.NONE:
             return fail(error)
         if not (
             self.config.min_session_timeout_ms
-            <= session_timeout_ms
+            <= req.session_timeout_ms
             <= self.config.max_session_timeout_ms
         ):
             return fail(E.INVALID_SESSION_TIMEOUT)
-        is_unknown = member_id == ""
-        group = self.groups.get(group_id)
+        is_unknown = req.member_id == ""
+        group = self.groups.get(req.group_id)
         if group is None:
             if not is_unknown:
                 return fail(E.UNKNOWN_MEMBER_ID)
-            group = self._new_group(group_id, self.partition_for(group_id))
-            self.groups[group_id] = group
+            group = self._new_group(req.group_id, self.partition_for(req.group_id))
+            self.groups[req.group_id] = group
         if group.is_(GroupState.DEAD):
             # Removed meanwhile (deleted, or moved to another coordinator): find it again.
             return fail(E.COORDINATOR_NOT_AVAILABLE)
-        names = [name for name, _ in protocols]
-        if not group.supports_protocols(protocol_type, names):
+        names = [name for name, _ in req.protocols]
+        if not group.supports_protocols(req.protocol_type, names):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         if is_unknown:
-            self._join_unknown_member(
-                group,
-                group_instance_id,
-                require_known_member_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                callback,
-            )
+            self._join_unknown_member(group, req, callback)
         else:
-            self._join_known_member(
-                group,
-                member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                callback,
-            )
+            self._join_known_member(group, req, callback)
         self._try_complete_join(group)
         return None
 
     def _join_unknown_member(
-        self,
-        group: GroupMetadata,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
+        self, group: GroupMetadata, req: JoinRequest, callback: JoinCallback
     ) -> None:
-        new_id = f"{group_instance_id or client_id}-{uuid.uuid4()}"
-        old_id = group.current_static_member(group_instance_id)
-        if old_id is not None and group_instance_id is not None:
-            self._replace_static_member(
-                group,
-                group_instance_id,
-                old_id,
-                new_id,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocols,
-                callback,
-            )
+        instance_id = req.group_instance_id
+        new_id = f"{instance_id or req.client_id}-{uuid.uuid4()}"
+        old_id = group.current_static_member(instance_id)
+        if old_id is not None and instance_id is not None:
+            self._replace_static_member(group, instance_id, old_id, new_id, req, callback)
             return
         if len(group.members) + len(group.pending_members) >= self.config.max_size:
             callback(JoinResult(E.GROUP_MAX_SIZE_REACHED, ""))
             return
-        if group_instance_id is None and require_known_member_id:
+        if instance_id is None and req.require_known_member_id:
             # KIP-394: the member must come back with this id; until then it is pending,
             # and the rebalance waits for it (or for its session timeout).
             group.pending_members.add(new_id)
             self.timers.schedule(
                 ("pending", group.group_id, new_id),
-                self.clock.now_ms() + session_timeout_ms,
+                self.clock.now_ms() + req.session_timeout_ms,
                 lambda: self._expire_pending_member(group, new_id),
             )
             callback(JoinResult(E.MEMBER_ID_REQUIRED, new_id))
             return
-        self._add_member_and_rebalance(
-            group,
-            new_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocol_type,
-            protocols,
-            callback,
-        )
+        self._add_member_and_rebalance(group, new_id, req, callback)
 
     def _join_known_member(
-        self,
-        group: GroupMetadata,
-        member_id: str,
-        group_instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
+        self, group: GroupMetadata, req: JoinRequest, callback: JoinCallback
     ) -> None:
+        member_id = req.member_id
         if member_id in group.pending_members:
-            self._add_member_and_rebalance(
-                group,
-                member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                callback,
-            )
+            self._add_member_and_rebalance(group, member_id, req, callback)
             return
-        if (error := self._member_error(group, member_id, group_instance_id)) != E.NONE:
+        if (error := self._member_error(group, member_id, req.group_instance_id)) != E.NONE:
             callback(JoinResult(error, member_id))
             return
         member = group.members[member_id]
         if group.is_(GroupState.PREPARING_REBALANCE):
-            self._update_member_and_rebalance(
-                group, member, rebalance_timeout_ms, session_timeout_ms, protocols, callback
-            )
+            self._update_member_and_rebalance(group, member, req, callback)
         elif group.is_(GroupState.COMPLETING_REBALANCE):
-            if member.matches(protocols):
+            if member.matches(req.protocols):
                 # The member lost the join answer: it gets the same one again.
                 callback(self._join_result(group, member))
             else:
-                self._update_member_and_rebalance(
-                    group, member, rebalance_timeout_ms, session_timeout_ms, protocols, callback
-                )
+                self._update_member_and_rebalance(group, member, req, callback)
         elif group.is_(GroupState.STABLE):
-            if group.is_leader(member_id) or not member.matches(protocols):
+            if group.is_leader(member_id) or not member.matches(req.protocols):
                 # The leader rejoining, or a changed subscription, means a new assignment.
-                self._update_member_and_rebalance(
-                    group, member, rebalance_timeout_ms, session_timeout_ms, protocols, callback
-                )
+                self._update_member_and_rebalance(group, member, req, callback)
             else:
                 callback(self._join_result(group, member, with_members=False))
         else:
@@ -474,27 +401,17 @@ class GroupCoordinator:
         return E.NONE
 
     def _add_member_and_rebalance(
-        self,
-        group: GroupMetadata,
-        member_id: str,
-        group_instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
+        self, group: GroupMetadata, member_id: str, req: JoinRequest, callback: JoinCallback
     ) -> None:
         member = MemberMetadata(
             member_id=member_id,
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms,
-            protocol_type=protocol_type,
-            protocols=protocols,
+            group_instance_id=req.group_instance_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            session_timeout_ms=req.session_timeout_ms,
+            protocol_type=req.protocol_type,
+            protocols=req.protocols,
             awaiting_join=callback,
             is_new=True,
         )
@@ -513,14 +430,12 @@ class GroupCoordinator:
         self,
         group: GroupMetadata,
         member: MemberMetadata,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocols: list[tuple[str, bytes]],
+        req: JoinRequest,
         callback: JoinCallback,
     ) -> None:
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.session_timeout_ms = session_timeout_ms
-        member.protocols = protocols
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        member.protocols = req.protocols
         if member.awaiting_join is not None and member.awaiting_join is not callback:
             # A second JoinGroup from the same member replaces the first (its connection
             # was probably lost); the first is answered so no request is left hanging.
@@ -534,9 +449,7 @@ class GroupCoordinator:
         instance_id: str,
         old_id: str,
         new_id: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocols: list[tuple[str, bytes]],
+        req: JoinRequest,
         callback: JoinCallback,
     ) -> None:
         """A static member restarted (KIP-345): its new member id replaces the old one,
@@ -546,11 +459,11 @@ class GroupCoordinator:
         self._answer_join(old, JoinResult(E.FENCED_INSTANCE_ID, old_id))
         self._answer_sync(old, SyncResult(E.FENCED_INSTANCE_ID))
         self.timers.cancel(("heartbeat", group.group_id, old_id))
-        unchanged = old.matches(protocols)
+        unchanged = old.matches(req.protocols)
         old_timeouts = (old.rebalance_timeout_ms, old.session_timeout_ms)
         member = group.replace_static_member(instance_id, old_id, new_id)
-        member.rebalance_timeout_ms = rebalance_timeout_ms
-        member.session_timeout_ms = session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
         self._schedule_heartbeat(group, member)
         if group.is_(GroupState.STABLE) and unchanged:
             generation = group.generation
@@ -580,7 +493,7 @@ class GroupCoordinator:
 
             self._store_group(group, stored)
             return
-        member.protocols = protocols
+        member.protocols = req.protocols
         member.awaiting_join = callback
         self._maybe_prepare_rebalance(group)
 
@@ -1234,6 +1147,7 @@ __all__ = [
     "GroupDescription",
     "GroupOverview",
     "GroupStore",
+    "JoinRequest",
     "MemberDescription",
     "commit_error",
     "store_error",
