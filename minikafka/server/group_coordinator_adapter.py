@@ -6,8 +6,9 @@ event loop, the replica manager and the log.
   only once every in-sync replica has it).
 - The core's deadlines (heartbeats, joins, syncs) run on one loop timer, re-armed after
   every call into the core.
-- Leadership of an offsets partition (LeaderAndIsr) loads its groups from the log, read in
-  a worker thread; losing it (LeaderAndIsr as follower, StopReplica) unloads them.
+- Leadership of an offsets partition (LeaderAndIsr) loads its groups from the log (read
+  on the loop a chunk at a time, decoded in a worker thread); losing it (LeaderAndIsr as
+  follower, StopReplica) unloads them.
 """
 
 from __future__ import annotations
@@ -32,31 +33,27 @@ from minikafka.storage.record_batch import build_batch, decode_records, iter_bat
 
 if TYPE_CHECKING:
     from minikafka.replication.replica_manager import ReplicaManager
-    from minikafka.storage.log import Log
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Kafka's offsets.load.buffer.size: how much of the log one read brings in while loading.
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024
+LOAD_RETRY_BACKOFF_S = 1.0
 
 
-def read_offsets_records(lg: Log, end_offset: int) -> list[Record]:
-    """Every keyed record of an offsets partition below `end_offset`, in offset order
-    (runs in a worker thread)."""
+def decode_offsets_records(data: bytes, offset: int) -> tuple[list[Record], int]:
+    """The keyed records at or after `offset` in `data` (whole batches of an offsets
+    partition, in offset order), and the offset after the last batch (runs in a worker
+    thread: pure, on bytes already read)."""
     out: list[Record] = []
-    offset = lg.log_start_offset
-    while offset < end_offset:
-        data = lg.read(offset, LOAD_BUFFER_BYTES, end_offset).read()
-        if not data:
-            break
-        for pos, h in iter_batches(data):
-            if h.last_offset >= offset and h.record_count > 0:
-                for r in decode_records(data, pos):
-                    if r.offset >= offset and r.key is not None:
-                        out.append((r.key, r.value))
-            offset = max(offset, h.last_offset + 1)
-    return out
+    for pos, h in iter_batches(data):
+        if h.last_offset >= offset and h.record_count > 0:
+            for r in decode_records(data, pos):
+                if r.offset >= offset and r.key is not None:
+                    out.append((r.key, r.value))
+        offset = max(offset, h.last_offset + 1)
+    return out, offset
 
 
 def _resolve(fut: asyncio.Future[T]) -> Callable[[T], None]:
@@ -243,34 +240,45 @@ class GroupCoordinatorAdapter:
         self._rearm()
 
     async def _load(self, partition: int, epoch: int) -> None:
+        """Read the partition's log to its end and hand its records to the core. The log
+        is read on the loop (a chunk at a time: the cleaner and retention change its
+        segments there) and decoded in a worker thread. A failed load is tried again
+        while the partition is still ours to load."""
         tp = TopicPartition(OFFSETS_TOPIC, partition)
-        p = self.rm.partitions.get(tp)
-        if p is None:
-            return
-        lg = p.log
         loop = asyncio.get_running_loop()
-        try:
-            records = await loop.run_in_executor(
-                self.rm.log_manager.io_executor,
-                read_offsets_records,
-                lg,
-                lg.log_end_offset,
-            )
-        except Exception:
-            log.exception("%s: loading its groups failed", tp)
-            if self.core.loading.get(partition) == epoch:
-                self.core.unload_partition(partition)
+        while self.core.loading.get(partition) == epoch:
+            p = self.rm.partitions.get(tp)
+            if p is None:
+                return
+            lg = p.log
+            records: list[Record] = []
+            try:
+                offset, end = lg.log_start_offset, lg.log_end_offset
+                while offset < end:
+                    data = lg.read(offset, LOAD_BUFFER_BYTES, end).read()
+                    if not data:
+                        break
+                    chunk, offset = await loop.run_in_executor(
+                        self.rm.log_manager.io_executor, decode_offsets_records, data, offset
+                    )
+                    records += chunk
+                    if self.core.loading.get(partition) != epoch:
+                        return
+            except Exception:
+                log.exception("%s: loading its groups failed; trying again", tp)
+                await asyncio.sleep(LOAD_RETRY_BACKOFF_S)
+                continue
+            if self.core.finish_loading(partition, epoch, records):
+                groups = sum(1 for g in self.core.groups.values() if g.partition == partition)
+                log.info(
+                    "%s: loaded %d groups from %d records (leader epoch %d)",
+                    tp,
+                    groups,
+                    len(records),
+                    epoch,
+                )
+            self._rearm()
             return
-        if self.core.finish_loading(partition, epoch, records):
-            groups = sum(1 for g in self.core.groups.values() if g.partition == partition)
-            log.info(
-                "%s: loaded %d groups from %d records (leader epoch %d)",
-                tp,
-                groups,
-                len(records),
-                epoch,
-            )
-        self._rearm()
 
     def shutdown(self) -> None:
         self.core.shutdown()
