@@ -70,6 +70,9 @@ def test_broker_properties_are_ours_then_the_overrides(tmp_path: Path) -> None:
         "admin.listeners": "http://127.0.0.1:19645",
         "log.dirs": str(tmp_path.resolve() / "broker-2" / "logs"),
         "zookeeper.connect": "127.0.0.1:12181",
+        # Kafka's development defaults: groups form at once; the offsets topic fits 2 brokers.
+        "group.initial.rebalance.delay.ms": "0",
+        "offsets.topic.replication.factor": "2",
         "num.partitions": "5",
         "broker.rack": "r2",
     }
