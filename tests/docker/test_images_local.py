@@ -90,12 +90,21 @@ def zookeeper(tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
     try:
         wait_for(
             "the ZooKeeper healthcheck",
-            lambda: proc.poll() is None and subprocess.run(check).returncode == 0,
+            lambda: proc.poll() is None and zookeeper_healthy(check),
         )
         assert "ZooKeeper" in (tmp_path / "zookeeper.out").read_text()  # logs to stdout
         yield port, check
     finally:
         stop(proc)
+
+
+def zookeeper_healthy(check: list[str]) -> bool:
+    """The compose healthcheck, with its 5 s timeout: a ZooKeeper still starting may accept
+    the connection and not answer yet (docker counts that as a failed check too)."""
+    try:
+        return subprocess.run(check, timeout=5).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def minikafka_bin(tmp_path: Path) -> Path:
