@@ -6,8 +6,10 @@ librdkafka (confluent-kafka) members:
         [--zk-session-ms 6000] [--session-ms 10000]
 
 - **rebalance after a member leaves**: a 3-member group of a 6-partition topic is Stable;
-  one member closes (LeaveGroup). Time until the other two own every partition between
-  them (each partition once). Median of --runs.
+  at a random moment within the next second one member closes (LeaveGroup). Time until
+  the other two own every partition between them (each partition once). Median of --runs.
+  The others learn of the rebalance from their next heartbeat (heartbeat.interval.ms 500,
+  where Kafka's default is 3000), so on average half an interval of it is that wait.
 - **after a coordinator kill**: kill -9 of the broker leading the group's
   `__consumer_offsets` partition. Time until each of the 3 members has had a commit
   acknowledged again (by the new coordinator, after it loaded the group). Median of --runs;
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
+import shutil
 import statistics
 import tempfile
 import threading
@@ -114,6 +118,8 @@ def rebalance_after_leave(cluster: LocalCluster, run: int, session_ms: int) -> f
     ]
     try:
         wait(lambda: exact_split(members), 60, "stable 3-member group")
+        # Not right at the sync: the members' heartbeats are in step with it.
+        time.sleep(random.Random(run).uniform(0, 1.0))
         leaving = members.pop()
         start = time.monotonic()
         leaving.stop()
@@ -195,6 +201,8 @@ def main() -> None:
     args = parser.parse_args()
     out = args.dir or Path(tempfile.mkdtemp(prefix="bench-groups-"))
     out.mkdir(parents=True, exist_ok=True)
+    # A cluster of its own each run (a previous run's would already have the topic).
+    shutil.rmtree(out / "cluster", ignore_errors=True)
     cluster = LocalCluster(
         out / "cluster",
         3,
