@@ -20,6 +20,7 @@ from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, OffsetCommi
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
 from minikafka.protocol.kafka.entities import as_list, field_or, millis
+from minikafka.zk.client import ZkError
 
 if TYPE_CHECKING:
     from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
@@ -141,7 +142,8 @@ class KafkaGroupApis:
             self._creating_offsets_topic = asyncio.ensure_future(self._create_offsets_topic())
         try:
             await asyncio.shield(self._creating_offsets_topic)
-        except KafkaError as e:
+        except (KafkaError, ZkError) as e:
+            # Not enough live brokers, ZooKeeper away...: the client asks again.
             log.info("creating %s failed: %s", OFFSETS_TOPIC, e)
 
     async def _create_offsets_topic(self) -> None:

@@ -25,10 +25,16 @@ from minikafka.config.dynamic import (
 )
 from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol import messages as m
-from minikafka.protocol.errors import ErrorCode, InvalidConfigError, InvalidRequiredAcksError
+from minikafka.protocol.errors import (
+    ErrorCode,
+    InvalidConfigError,
+    InvalidReplicationFactorError,
+    InvalidRequiredAcksError,
+)
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
+from minikafka.zk.client import ZkError
 from tests.unit.test_kafka_codec import parse_response, sample
 
 # The samples name their topic "orders-é" and give it this id (test_kafka_codec.sample).
@@ -89,11 +95,14 @@ class FakeApis:
         self.cluster_id = "mk-cluster-id-22-chars"
         self.group_coordinator = group_coordinator()
         self.created: list[m.CreatableTopic] = []
+        self.create_error: Exception | None = None
 
     def now_ms(self) -> int:
         return 1_700_000_000_000
 
     async def create_topic(self, t: m.CreatableTopic) -> int:
+        if self.create_error is not None:
+            raise self.create_error
         self.created.append(t)
         return t.num_partitions
 
@@ -437,3 +446,17 @@ def test_describe_cluster_v1_lists_the_brokers_for_endpoint_type_1() -> None:
 def test_metadata_carries_the_cluster_id_from_v2() -> None:
     response, _ = run(consumer_request(sample(request_type(3, 2))))
     assert response.cluster_id == "mk-cluster-id-22-chars"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ZkError("connection lost"), InvalidReplicationFactorError("3 > 1 live broker")],
+    ids=["zookeeper-away", "too-few-brokers"],
+)
+def test_find_coordinator_answers_not_available_when_the_offsets_topic_cannot_be_made(
+    error: Exception,
+) -> None:
+    fake = FakeApis()
+    fake.create_error = error
+    response, _ = run(consumer_request(sample(request_type(10, 4))), fake)
+    assert [c.error_code for c in response.coordinators] == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
