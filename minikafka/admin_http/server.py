@@ -6,6 +6,16 @@
     GET /v1/partitions     every replica on this broker (?topic=T for one topic): role,
                            leader, leader epoch, replicas, ISR, log start, LEO, HW, size;
                            on the leader each replica's LEO, lag and caught-up age
+    GET /v1/local          this broker's own view, as the other brokers' dashboards ask for
+                           it: its facts, the partitions it leads, its throughput rows
+
+The dashboard (dashboard.py assembles, cluster_view.py decides):
+    GET /                          the page (static/: plain HTML, JS and CSS)
+    GET /v1/cluster                brokers, controller, ZooKeeper, partition counts
+    GET /v1/cluster/partitions     every partition, worst first (?topic=T, ?limit=N)
+    GET /v1/cluster/events         the event timeline, newest first (?after_seq=S, ?limit=N)
+    GET /v1/cluster/throughput     per-topic rates of the last minutes (?after_s=T)
+    GET /v1/stream                 Server-Sent Events: one `view` a second (?topic=T, ?limit=N)
 
 Errors are JSON with Kafka's error names and codes (an unknown topic is
 UNKNOWN_TOPIC_OR_PARTITION, 404). Everything is read-only: the endpoint changes nothing.
@@ -17,11 +27,13 @@ import asyncio
 import logging
 import socket
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from minikafka.admin_http.dashboard import Dashboard, as_json
 from minikafka.admin_http.metrics import group_offsets, render, take_snapshot
 from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.partition import Partition
@@ -30,6 +42,11 @@ if TYPE_CHECKING:
     from minikafka.server.broker import KafkaServer
 
 log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).parent / "static"
+# Partition rows a page gets unless it asks for another number (worst first).
+DEFAULT_ROWS = 200
+MAX_ROWS = 100_000
 
 
 def error_response(status: int, code: ErrorCode, message: str) -> web.Response:
@@ -53,6 +70,7 @@ def partition_view(p: Partition, now_ms: int) -> dict[str, Any]:
         "high_watermark": p.high_watermark,
         "size_bytes": p.log.size_in_bytes,
         "segments": len(p.log.segments),
+        "min_insync_replicas": p.log.config.min_insync_replicas,
     }
     if p.is_leader:
         leo = p.log_end_offset
@@ -76,13 +94,23 @@ class AdminHttpServer:
         self._requested_port = port
         self._runner: web.AppRunner | None = None
         self.port = port
+        self.dashboard = Dashboard(server)
 
     def app(self) -> web.Application:
+        # GET (and HEAD) only: no request can change anything; others get 405.
         app = web.Application()
         app.router.add_get("/metrics", self.metrics)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/broker", self.broker)
         app.router.add_get("/v1/partitions", self.partitions)
+        app.router.add_get("/v1/local", self.local)
+        app.router.add_get("/v1/cluster", self.cluster)
+        app.router.add_get("/v1/cluster/partitions", self.cluster_partitions)
+        app.router.add_get("/v1/cluster/events", self.cluster_events)
+        app.router.add_get("/v1/cluster/throughput", self.cluster_throughput)
+        app.router.add_get("/v1/stream", self.stream)
+        app.router.add_get("/", self.index)
+        app.router.add_static("/static/", STATIC_DIR, append_version=False)
         return app
 
     async def start(self) -> None:
@@ -101,9 +129,11 @@ class AdminHttpServer:
             raise
         self._runner = runner
         self.port = sock.getsockname()[1]
+        self.dashboard.start()
         log.info("admin endpoint on http://%s:%d", self._host or "0.0.0.0", self.port)
 
     async def stop(self) -> None:
+        await self.dashboard.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -178,3 +208,93 @@ class AdminHttpServer:
                 f"broker {self._server.broker_id} has no replica of topic {topic!r}",
             )
         return web.json_response({"partitions": views})
+
+    # --- the dashboard -------------------------------------------------------------------
+
+    async def index(self, request: web.Request) -> web.FileResponse:
+        return web.FileResponse(STATIC_DIR / "index.html")
+
+    async def local(self, request: web.Request) -> web.Response:
+        after = _int_param(request, "throughput_after_s", 0)
+        return _json(self.dashboard.local_view(after))
+
+    async def cluster(self, request: web.Request) -> web.Response:
+        view = await self.dashboard.view()
+        return _json({**view.header(), "topics": view.topics()})
+
+    async def cluster_partitions(self, request: web.Request) -> web.Response:
+        topic = request.query.get("topic") or None
+        limit = _int_param(request, "limit", MAX_ROWS, 0, MAX_ROWS)
+        view = await self.dashboard.view()
+        selected = view.select(topic, limit)
+        if topic is not None and selected["total"] == 0:
+            return error_response(
+                404, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic!r} in the cluster"
+            )
+        return _json(selected)
+
+    async def cluster_events(self, request: web.Request) -> web.Response:
+        after = _int_param(request, "after_seq", 0)
+        limit = _int_param(request, "limit", 1000, 0, 100_000)
+        log_ = self.dashboard.events
+        return _json(
+            {
+                "served_by": self._server.broker_id,
+                "last_seq": log_.last_seq,
+                "events": [e.to_json() for e in log_.newest(after, limit)],
+            }
+        )
+
+    async def cluster_throughput(self, request: web.Request) -> web.Response:
+        after: int | None = _int_param(request, "after_s", -1)
+        view = await self.dashboard.view()  # brings the other brokers' rows up to date
+        end = view.time_ms // 1000 - 1
+        return _json(self.dashboard.throughput.series(end, None if after == -1 else after))
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        topic = request.query.get("topic") or None
+        limit = _int_param(request, "limit", DEFAULT_ROWS, 0, MAX_ROWS)
+        # EventSource sends the id of the last event it got when it reconnects.
+        last_seq = _int_param(request, "after_seq", 0)
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await resp.prepare(request)
+        try:
+            async for payload in self.dashboard.updates(topic, limit, last_seq):
+                await resp.write(b"event: view\ndata: " + as_json(payload) + b"\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass  # the page went away, or the broker is stopping
+        return resp
+
+
+def _int_param(
+    request: web.Request, name: str, default: int, low: int = -1, high: int = 2**62
+) -> int:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise web.HTTPBadRequest(
+            text=as_json(
+                {
+                    "error_code": int(ErrorCode.INVALID_REQUEST),
+                    "error": ErrorCode.INVALID_REQUEST.name,
+                    "message": f"{name} must be an integer from {low} to {high}, got {raw!r}",
+                }
+            ).decode(),
+            content_type="application/json",
+        )
+    return value
+
+
+def _json(body: dict[str, Any]) -> web.Response:
+    return web.Response(body=as_json(body), content_type="application/json")

@@ -9,6 +9,7 @@ election. Shutdown reverses it after a controlled shutdown (§8.7) has moved lea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -234,8 +235,11 @@ class KafkaServer:
         return tuple(out)
 
     async def _register(self) -> None:
-        info = BrokerInfo.from_endpoints(
-            self.broker_id, self.advertised_endpoints, self.config.broker_rack
+        info = dataclasses.replace(
+            BrokerInfo.from_endpoints(
+                self.broker_id, self.advertised_endpoints, self.config.broker_rack
+            ),
+            admin_url=self._admin_url(),
         )
         # A restart within the session timeout finds our old registration still there.
         self.broker_epoch = await asyncio.to_thread(
@@ -243,6 +247,18 @@ class KafkaServer:
         )
         self.replica_manager.broker_epoch = self.broker_epoch
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
+
+    def _admin_url(self) -> str | None:
+        """Where the other brokers reach our admin endpoint: its own host, or when it binds
+        every address, our inter-broker advertised host."""
+        if self.admin_server is None or self.config.admin_listeners is None:
+            return None
+        host, _ = parse_admin_listener(self.config.admin_listeners)
+        if host in ("", "0.0.0.0", "::"):
+            host = self.advertised[0]
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.admin_server.port}"
 
     def _publish_zk_session(self) -> None:
         """Write the current session's id and password to `$MINIKAFKA_ZK_SESSION_FILE`

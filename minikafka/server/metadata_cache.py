@@ -7,7 +7,8 @@ broker they ask (eventually: each broker applies updates when they arrive).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.protocol.errors import ErrorCode
@@ -18,6 +19,22 @@ from minikafka.protocol.messages import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+
+
+@dataclass(frozen=True)
+class MetadataChange:
+    """One UpdateMetadata as a difference: what a listener (the dashboard's event
+    timeline) needs to tell what happened. `changed` holds (old state or None, new state)
+    for every partition the update carried whose state differs."""
+
+    old_controller: int
+    new_controller: int
+    controller_epoch: int
+    old_brokers: list[int]
+    new_brokers: list[int]
+    changed: list[tuple[UpdateMetadataPartitionState | None, UpdateMetadataPartitionState]]
+    deleted_topics: list[str]
+    first_update: bool
 
 
 class MetadataCache:
@@ -31,9 +48,15 @@ class MetadataCache:
         self._topic_names: dict[str, str] = {}
         self._changed = asyncio.Event()
         self._generation = 0
+        self._listeners: list[Callable[[MetadataChange], None]] = []
+
+    def add_listener(self, listener: Callable[[MetadataChange], None]) -> None:
+        """Call `listener` with the difference of every update from now on (on the loop)."""
+        self._listeners.append(listener)
 
     def update(self, req: UpdateMetadataRequest) -> list[TopicPartition]:
         """Apply an UpdateMetadata; returns the partitions of deleted topics."""
+        change = self._change(req) if self._listeners else None
         self.controller_id = req.controller_id
         self.live_brokers = {b.node_id: b for b in req.live_brokers}
         deleted: list[TopicPartition] = []
@@ -54,7 +77,27 @@ class MetadataCache:
         # Wake everyone waiting for a change (CreateTopics / DeleteTopics completion).
         self._changed.set()
         self._changed = asyncio.Event()
+        if change is not None:
+            for listener in self._listeners:
+                listener(change)
         return deleted
+
+    def _change(self, req: UpdateMetadataRequest) -> MetadataChange:
+        changed = []
+        for st in req.partition_states:
+            old = self._partitions.get(st.topic, {}).get(st.partition)
+            if old != st:
+                changed.append((old, st))
+        return MetadataChange(
+            self.controller_id,
+            req.controller_id,
+            req.controller_epoch,
+            sorted(self.live_brokers),
+            sorted(b.node_id for b in req.live_brokers),
+            changed,
+            [t for t in req.deleted_topics if t in self._partitions],
+            self._generation == 0,
+        )
 
     async def wait_for_change(self, timeout_s: float) -> bool:
         try:
@@ -93,6 +136,9 @@ class MetadataCache:
 
     def partition_state(self, tp: TopicPartition) -> UpdateMetadataPartitionState | None:
         return self._partitions.get(tp.topic, {}).get(tp.partition)
+
+    def all_partition_states(self) -> list[UpdateMetadataPartitionState]:
+        return [st for parts in self._partitions.values() for st in parts.values()]
 
     def partition_count(self, topic: str) -> int:
         return len(self._partitions.get(topic, {}))

@@ -49,6 +49,10 @@ class BrokerInfo:
     # are the PLAINTEXT listener's where there is one (what Kafka's JSON carries), else the
     # first listener's.
     endpoints: tuple[Endpoint, ...] = ()
+    # Not Kafka's: `http://host:port` of the broker's HTTP admin endpoint, where the other
+    # brokers' dashboards ask for its view (None: it serves none). Kafka's readers ignore
+    # fields they do not know.
+    admin_url: str | None = None
 
     @classmethod
     def from_endpoints(
@@ -154,6 +158,8 @@ def encode_broker_info(info: BrokerInfo, timestamp_ms: int | None = None) -> byt
     }
     if info.rack is not None:
         obj["rack"] = info.rack
+    if info.admin_url is not None:
+        obj["admin_url"] = info.admin_url
     return _dump(obj)
 
 
@@ -182,12 +188,23 @@ def decode_broker_info(broker_id: int, data: bytes | str | None, epoch: int = -1
     # endpoints list is authoritative.
     if not isinstance(endpoints, list) or not endpoints:
         if isinstance(host, str) and host and port not in (None, -1):
-            return BrokerInfo(broker_id, host, _int(port, what, "port"), rack, epoch)
+            admin = obj.get("admin_url")
+            return BrokerInfo(
+                broker_id,
+                host,
+                _int(port, what, "port"),
+                rack,
+                epoch,
+                admin_url=admin if isinstance(admin, str) else None,
+            )
         _field(obj, "endpoints", what)  # names a missing field
         raise ValueError(f"{what}: no host/port and no endpoints")
+    admin_url = obj.get("admin_url")
+    if admin_url is not None and not isinstance(admin_url, str):
+        raise ValueError(f"{what}: field 'admin_url' must be a string, got {admin_url!r}")
     parsed = [_parse_endpoint(e, what) for e in endpoints]
     info = BrokerInfo.from_endpoints(broker_id, [Endpoint(*p) for p in parsed], rack)
-    return dataclasses.replace(info, epoch=epoch)
+    return dataclasses.replace(info, epoch=epoch, admin_url=admin_url)
 
 
 # --- /brokers/topics/<t> ----------------------------------------------------------------

@@ -1,0 +1,252 @@
+"""The dashboard's event timeline: what changed in the cluster, as this broker saw it.
+
+Every broker gets the same stream of UpdateMetadata from the controller, so each can tell
+the story from the difference between one update and the next (`metadata_events`): ISR
+shrinks and expands, leader elections, partitions going offline, controller changes,
+brokers joining and leaving, topics created and deleted. To that it adds what only it knows
+first-hand, its own ZooKeeper session's expiry. Pure code: the caller passes the states
+and the time; `EventLog` is a bounded ring with sequence numbers so that a page can ask
+for what is new since the last it saw.
+
+An election is *clean* when the new leader was in the ISR as this broker last saw it. The
+cache can trail ZooKeeper by an ISR propagation (a replica that joined the ISR moments
+before its leader died), so an election that looks unclean here is one whose new leader
+had not been reported in sync to the cluster.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from minikafka.common import NO_LEADER, TopicPartition
+from minikafka.protocol.messages import UpdateMetadataPartitionState
+
+# How many events a broker keeps (a broker failure at 10,000 partitions writes thousands).
+DEFAULT_CAPACITY = 5000
+
+ISR_SHRINK = "isr_shrink"
+ISR_EXPAND = "isr_expand"
+LEADER_ELECTION = "leader_election"
+PARTITION_OFFLINE = "partition_offline"
+CONTROLLER_CHANGE = "controller_change"
+BROKER_REGISTERED = "broker_registered"
+BROKER_DEREGISTERED = "broker_deregistered"
+TOPIC_CREATED = "topic_created"
+TOPIC_DELETED = "topic_deleted"
+ZK_SESSION_EXPIRED = "zk_session_expired"
+ZK_SESSION_CONNECTED = "zk_session_connected"
+
+# How the page colours an event.
+SEVERITY = {
+    ISR_SHRINK: "warning",
+    ISR_EXPAND: "ok",
+    LEADER_ELECTION: "info",  # an unclean one is "error" (see `leader_election`)
+    PARTITION_OFFLINE: "error",
+    CONTROLLER_CHANGE: "info",
+    BROKER_REGISTERED: "ok",
+    BROKER_DEREGISTERED: "error",
+    TOPIC_CREATED: "info",
+    TOPIC_DELETED: "info",
+    ZK_SESSION_EXPIRED: "error",
+    ZK_SESSION_CONNECTED: "ok",
+}
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    seq: int
+    time_ms: int
+    kind: str
+    severity: str
+    text: str
+    topic: str | None = None
+    partition: int | None = None
+    broker: int | None = None
+    # Kind-specific facts (old and new ISR, leaders, epochs, clean).
+    details: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class EventDraft:
+    """An event before the log gives it a sequence number and a time."""
+
+    kind: str
+    text: str
+    topic: str | None = None
+    partition: int | None = None
+    broker: int | None = None
+    details: Mapping[str, Any] | None = None
+    severity: str | None = None
+
+
+class EventLog:
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self._events: deque[ClusterEvent] = deque(maxlen=capacity)
+        self._next_seq = 1
+
+    @property
+    def last_seq(self) -> int:
+        return self._next_seq - 1
+
+    def append(self, drafts: Iterable[EventDraft], time_ms: int) -> None:
+        for d in drafts:
+            self._events.append(
+                ClusterEvent(
+                    self._next_seq,
+                    time_ms,
+                    d.kind,
+                    d.severity or SEVERITY[d.kind],
+                    d.text,
+                    d.topic,
+                    d.partition,
+                    d.broker,
+                    d.details,
+                )
+            )
+            self._next_seq += 1
+
+    def newest(self, after_seq: int = 0, limit: int | None = None) -> list[ClusterEvent]:
+        """Events with seq > after_seq, newest first, at most `limit`."""
+        out: list[ClusterEvent] = []
+        for e in reversed(self._events):
+            if e.seq <= after_seq or (limit is not None and len(out) >= limit):
+                break
+            out.append(e)
+        return out
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return "[" + ",".join(str(i) for i in ids) + "]"
+
+
+def partition_events(
+    old: UpdateMetadataPartitionState | None, new: UpdateMetadataPartitionState
+) -> list[EventDraft]:
+    """What changed in one partition between two metadata states (old None: new topic)."""
+    if old is None:
+        return []
+    tp = TopicPartition(new.topic, new.partition)
+    out: list[EventDraft] = []
+    old_isr, new_isr = set(old.isr), set(new.isr)
+    if new.leader != old.leader:
+        if new.leader == NO_LEADER:
+            out.append(
+                EventDraft(
+                    PARTITION_OFFLINE,
+                    f"{tp}: no leader (was {old.leader}); the partition is offline",
+                    tp.topic,
+                    tp.partition,
+                    details={"old_leader": old.leader, "leader_epoch": new.leader_epoch},
+                )
+            )
+        else:
+            clean = new.leader in old_isr
+            how = "clean" if clean else "unclean: not in the ISR"
+            out.append(
+                EventDraft(
+                    LEADER_ELECTION,
+                    f"{tp}: leader {old.leader} → {new.leader} (epoch {new.leader_epoch}, {how})",
+                    tp.topic,
+                    tp.partition,
+                    details={
+                        "old_leader": old.leader,
+                        "new_leader": new.leader,
+                        "leader_epoch": new.leader_epoch,
+                        "clean": clean,
+                    },
+                    severity=None if clean else "error",
+                )
+            )
+    removed = [r for r in old.isr if r not in new_isr]
+    added = [r for r in new.isr if r not in old_isr]
+    details = {"old_isr": list(old.isr), "new_isr": list(new.isr)}
+    if removed:
+        out.append(
+            EventDraft(
+                ISR_SHRINK,
+                f"{tp}: ISR shrank {_ids(old.isr)} → {_ids(new.isr)} "
+                f"(out: {', '.join(map(str, removed))})",
+                tp.topic,
+                tp.partition,
+                details={**details, "removed": removed},
+            )
+        )
+    if added:
+        out.append(
+            EventDraft(
+                ISR_EXPAND,
+                f"{tp}: ISR expanded {_ids(old.isr)} → {_ids(new.isr)} "
+                f"(in: {', '.join(map(str, added))})",
+                tp.topic,
+                tp.partition,
+                details={**details, "added": added},
+            )
+        )
+    return out
+
+
+def metadata_events(
+    old_controller: int,
+    new_controller: int,
+    new_controller_epoch: int,
+    old_brokers: Sequence[int],
+    new_brokers: Sequence[int],
+    changed: Sequence[tuple[UpdateMetadataPartitionState | None, UpdateMetadataPartitionState]],
+    deleted_topics: Sequence[str],
+    first_update: bool,
+) -> list[EventDraft]:
+    """The events between two metadata updates. The first update a broker gets is the
+    cluster as it already is: no events for what existed before."""
+    out: list[EventDraft] = []
+    if new_controller != old_controller and new_controller >= 0:
+        out.append(
+            EventDraft(
+                CONTROLLER_CHANGE,
+                f"broker {new_controller} is the controller (epoch {new_controller_epoch})"
+                + ("" if old_controller < 0 else f", was broker {old_controller}"),
+                broker=new_controller,
+                details={
+                    "old_controller": old_controller,
+                    "new_controller": new_controller,
+                    "controller_epoch": new_controller_epoch,
+                },
+            )
+        )
+    if first_update:
+        return out
+    old_set, new_set = set(old_brokers), set(new_brokers)
+    for b in sorted(new_set - old_set):
+        out.append(EventDraft(BROKER_REGISTERED, f"broker {b} registered (live)", broker=b))
+    for b in sorted(old_set - new_set):
+        out.append(
+            EventDraft(
+                BROKER_DEREGISTERED,
+                f"broker {b} is gone from /brokers/ids "
+                "(its ZooKeeper session expired or it shut down)",
+                broker=b,
+            )
+        )
+    new_topics: dict[str, int] = {}
+    for old, new in changed:
+        if old is None:
+            new_topics[new.topic] = new_topics.get(new.topic, 0) + 1
+        else:
+            out.extend(partition_events(old, new))
+    for topic, n in sorted(new_topics.items()):
+        out.append(
+            EventDraft(
+                TOPIC_CREATED,
+                f"topic {topic}: {n} new partition{'s' if n != 1 else ''}",
+                topic,
+                details={"partitions": n},
+            )
+        )
+    for topic in deleted_topics:
+        out.append(EventDraft(TOPIC_DELETED, f"topic {topic} deleted", topic))
+    return out

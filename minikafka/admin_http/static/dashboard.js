@@ -1,0 +1,732 @@
+// minikafka cluster dashboard: one Server-Sent Events stream (/v1/stream), no libraries.
+//
+// The first `view` after (re)connecting carries the whole throughput window and the latest
+// events; later ones only what is new. Every new connection starts from a clean slate.
+"use strict";
+
+(() => {
+  const MAX_EVENTS = 500;
+  const DEFAULT_LIMIT = 200;
+  const TOTAL_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
+  const TOPIC_RATES = ["messages_in", "bytes_in"];
+  const RATE_LABEL = {
+    messages_in: "messages in",
+    bytes_in: "bytes in",
+    bytes_out: "bytes out",
+    replication_bytes_in: "replication bytes in",
+    replication_bytes_out: "replication bytes out",
+  };
+  const STATUS_TEXT = {
+    offline: "offline",
+    under_min_isr: "under min ISR",
+    under_replicated: "under-replicated",
+    ok: "ok",
+  };
+  const BROKER_STATUS_TITLE = {
+    alive: "registered in ZooKeeper and answering",
+    unreachable: "registered but not answering its admin endpoint (paused or not answering)",
+    down: "not registered in ZooKeeper and not answering (stopped or crashed)",
+  };
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const W = 300; // sparkline viewBox
+  const H = 60;
+  const DASH = "–";
+
+  // --- helpers ---------------------------------------------------------------------------
+
+  const $ = (sel) => document.querySelector(sel);
+  const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+  const esc = (v) => (v === null || v === undefined ? "" : String(v).replace(/[&<>"']/g, (c) => ESC[c]));
+  const val = (v) => (v === null || v === undefined ? DASH : esc(v));
+  const pad = (n, w = 2) => String(n).padStart(w, "0");
+
+  function clock(ms, withMs = true) {
+    if (typeof ms !== "number" || !Number.isFinite(ms)) return DASH;
+    const d = new Date(ms);
+    const s = `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    return withMs ? `${s}.${pad(d.getMilliseconds(), 3)}` : s;
+  }
+
+  function fmtNum(v) {
+    const a = Math.abs(v);
+    if (a === 0) return "0";
+    if (a < 10) return v.toFixed(1);
+    if (a < 1e3) return String(Math.round(v));
+    if (a < 1e6) return (v / 1e3).toFixed(a < 1e5 ? 1 : 0) + "k";
+    if (a < 1e9) return (v / 1e6).toFixed(a < 1e8 ? 1 : 0) + "M";
+    return (v / 1e9).toFixed(1) + "G";
+  }
+
+  function fmtBytes(v) {
+    const a = Math.abs(v);
+    if (a < 1e3) return `${Math.round(v)} B`;
+    const units = ["kB", "MB", "GB", "TB"];
+    let x = v / 1e3;
+    let i = 0;
+    while (Math.abs(x) >= 1e3 && i < units.length - 1) {
+      x /= 1e3;
+      i += 1;
+    }
+    return `${x.toFixed(Math.abs(x) < 100 ? 1 : 0)} ${units[i]}`;
+  }
+
+  function fmtRate(rate, v) {
+    if (v === null || v === undefined) return DASH;
+    return rate === "messages_in" ? `${fmtNum(v)} msg/s` : `${fmtBytes(v)}/s`;
+  }
+
+  function ago(ms) {
+    if (ms === null || ms === undefined) return DASH;
+    if (ms < 0) return "never";
+    const s = ms / 1000;
+    if (s < 100) return `${s.toFixed(1)} s ago`;
+    if (s < 3600) return `${Math.round(s)} s ago`;
+    return `${(s / 3600).toFixed(1)} h ago`;
+  }
+
+  const yesNo = (b) => (b === true ? "yes" : b === false ? "no" : "?");
+
+  // --- page state ------------------------------------------------------------------------
+
+  const params = new URLSearchParams(window.location.search);
+  let topicFilter = params.get("topic") || "";
+  const limitParam = parseInt(params.get("limit") || "", 10);
+  const limit = Number.isFinite(limitParam) && limitParam >= 0 ? limitParam : DEFAULT_LIMIT;
+
+  let es = null;
+  let retryTimer = null;
+  let resetOnNext = false;
+  let updates = 0;
+  let lastUpdateMs = 0;
+  let live = false;
+  let lastBrokers = [];
+  let topicsKey = null;
+
+  // events: seq → event; `shownMax` is the highest seq in the list
+  let events = new Map();
+  let shownMax = 0;
+  // throughput: arrays of `win` values per second, the last one for second `endS`
+  let thr = null;
+
+  function resetData() {
+    events = new Map();
+    shownMax = 0;
+    thr = { endS: null, win: 300, total: {}, topics: new Map() };
+    $("#events").innerHTML = "";
+  }
+
+  // --- connection ------------------------------------------------------------------------
+
+  function setConnection(isLive) {
+    live = isLive;
+    const el = $("#connection");
+    el.dataset.state = isLive ? "live" : "reconnecting";
+    el.textContent = isLive ? "live" : "reconnecting…";
+    renderAlternates();
+  }
+
+  function connect() {
+    if (retryTimer !== null) {
+      clearTimeout(retryTimer);
+      retryTimer = null;
+    }
+    if (es !== null) es.close();
+    resetData();
+    setConnection(false);
+    const q = new URLSearchParams();
+    if (topicFilter) q.set("topic", topicFilter);
+    q.set("limit", String(limit));
+    const source = new EventSource("/v1/stream?" + q.toString());
+    es = source;
+    source.onopen = () => {
+      if (es !== source) return;
+      resetOnNext = true; // a (re)connection starts over with a full view
+      setConnection(true);
+    };
+    source.onerror = () => {
+      if (es !== source) return;
+      setConnection(false);
+      if (source.readyState === EventSource.CLOSED) {
+        // The browser gave up (e.g. an HTTP error): try again ourselves.
+        retryTimer = setTimeout(connect, 3000);
+      }
+    };
+    source.addEventListener("view", (ev) => {
+      if (es !== source) return;
+      let data;
+      try {
+        data = JSON.parse(ev.data);
+      } catch (err) {
+        console.warn("dashboard: bad view payload", err);
+        return;
+      }
+      if (!live) setConnection(true);
+      if (resetOnNext) {
+        resetData();
+        resetOnNext = false;
+      }
+      onView(data);
+    });
+  }
+
+  function onView(data) {
+    updates += 1;
+    lastUpdateMs = Date.now();
+    const cluster = data.cluster || {};
+    renderHeader(cluster);
+    renderBrokers(cluster);
+    renderTopics(data.topics || []);
+    renderPartitions(data.partitions || {});
+    addEvents(data.events || []);
+    ingestThroughput(data.throughput, data.topics || []);
+    renderThroughput();
+    renderUpdated();
+    document.body.dataset.updates = String(updates);
+    document.body.dataset.lastEventSeq = String(shownMax);
+  }
+
+  // --- header ----------------------------------------------------------------------------
+
+  function sumItem(key, label, n, cls) {
+    return `<span class="sum${n ? " " + cls : ""}" data-count="${key}"><b>${val(n)}</b> ${label}</span>`;
+  }
+
+  function renderHeader(c) {
+    const s = c.summary || {};
+    const brokersBad = s.brokers_alive !== undefined && s.brokers_alive < s.brokers;
+    const parts = [
+      `<span class="sum${brokersBad ? " bad" : ""}" data-count="brokers"><b>${val(s.brokers_alive)}/${val(s.brokers)}</b> brokers alive</span>`,
+      `<span class="sum" data-count="topics"><b>${val(s.topics)}</b> topics</span>`,
+      `<span class="sum" data-count="partitions"><b>${val(s.partitions)}</b> partitions</span>`,
+      sumItem("offline", "offline", s.offline, "bad"),
+      sumItem("under_min_isr", "under min ISR", s.under_min_isr, "bad"),
+      sumItem("under_replicated", "under-replicated", s.under_replicated, "warn"),
+    ];
+    $("#summary").innerHTML = parts.join("");
+
+    $("#served-by").textContent = c.served_by === undefined ? DASH : `broker ${c.served_by}`;
+    const ctl = c.controller || {};
+    const ctlEl = $("#controller");
+    if (ctl.id === null || ctl.id === undefined || ctl.id < 0) {
+      ctlEl.textContent = "none";
+      ctlEl.className = "bad";
+    } else {
+      ctlEl.textContent = `broker ${ctl.id} (epoch ${ctl.epoch ?? DASH})`;
+      ctlEl.className = "";
+    }
+    const zk = c.zookeeper || {};
+    const zkEl = $("#zookeeper");
+    let zkText = "?";
+    let zkCls = "";
+    if (zk.connected === false) {
+      zkText = "disconnected";
+      zkCls = "bad";
+    } else if (zk.answered === false) {
+      zkText = "not answering";
+      zkCls = "warn";
+    } else if (zk.connected === true) {
+      zkText = "connected";
+      zkCls = "good";
+    }
+    zkEl.textContent = zkText;
+    zkEl.className = zkCls;
+    zkEl.title = zk.error ? String(zk.error) : "the serving broker's ZooKeeper session";
+
+    const problems = [];
+    if (s.offline) problems.push(`${s.offline} offline`);
+    if (s.under_min_isr) problems.push(`${s.under_min_isr} under min ISR`);
+    if (s.under_replicated) problems.push(`${s.under_replicated} under-replicated`);
+    if (brokersBad) problems.push(`${s.brokers - s.brokers_alive} broker(s) not alive`);
+    document.title = problems.length ? `(!) minikafka: ${problems.join(", ")}` : "minikafka";
+  }
+
+  function renderUpdated() {
+    const el = $("#updated");
+    if (!lastUpdateMs) {
+      el.textContent = "never updated";
+      return;
+    }
+    const age = Math.round((Date.now() - lastUpdateMs) / 1000);
+    const stale = age >= 3;
+    el.textContent = `updated ${clock(lastUpdateMs, false)}${stale ? ` (${age} s ago)` : ""}`;
+    el.classList.toggle("stale", stale);
+  }
+
+  function renderAlternates() {
+    const el = $("#alternates");
+    const others = lastBrokers.filter(
+      (b) => !b.serving && b.status === "alive" && typeof b.admin_url === "string" && /^https?:\/\//.test(b.admin_url),
+    );
+    if (live || !others.length) {
+      el.hidden = true;
+      return;
+    }
+    const q = topicFilter ? "?topic=" + encodeURIComponent(topicFilter) : "";
+    el.innerHTML =
+      "other dashboards: " +
+      others.map((b) => `<a href="${esc(b.admin_url.replace(/\/+$/, "") + "/" + q)}">broker ${esc(b.id)}</a>`).join(" · ");
+    el.hidden = false;
+  }
+
+  // --- brokers ---------------------------------------------------------------------------
+
+  let brokersHtml = "";
+
+  function renderBrokers(c) {
+    const brokers = c.brokers || [];
+    lastBrokers = brokers;
+    let unreachable = 0;
+    const rows = brokers.map((b) => {
+      const status = ["alive", "unreachable", "down"].includes(b.status) ? b.status : "down";
+      if (status === "unreachable") unreachable += 1;
+      const badges =
+        (b.is_controller ? ' <span class="badge controller">controller</span>' : "") +
+        (b.serving ? ' <span class="badge serving">serving</span>' : "");
+      const endpoints = (b.endpoints || []).length ? esc(b.endpoints.join(", ")) : DASH;
+      let idHtml = `<b>${esc(b.id)}</b>`;
+      if (!b.serving && typeof b.admin_url === "string" && /^https?:\/\//.test(b.admin_url)) {
+        idHtml = `<a class="admin-link" href="${esc(b.admin_url.replace(/\/+$/, "") + "/")}" title="open broker ${esc(b.id)}'s dashboard">${idHtml}</a>`;
+      }
+      let title = BROKER_STATUS_TITLE[status];
+      if (b.error) title += `: ${b.error}`;
+      const zk = b.zookeeper_connected === true ? "connected" : b.zookeeper_connected === false ? "disconnected" : "?";
+      const zkCls = b.zookeeper_connected === false ? " bad" : "";
+      const epoch = b.broker_epoch === null || b.broker_epoch === undefined || b.broker_epoch < 0 ? DASH : esc(b.broker_epoch);
+      return (
+        `<tr data-broker="${esc(b.id)}" data-status="${status}" class="st-${status}">` +
+        `<td class="id">${idHtml}${badges}</td>` +
+        `<td class="address">${endpoints}</td>` +
+        `<td class="status" title="${esc(title)}">${status}</td>` +
+        `<td class="registered${b.registered === false ? " bad" : ""}">${yesNo(b.registered)}</td>` +
+        `<td class="epoch">${epoch}</td>` +
+        `<td class="zk${zkCls}">${zk}</td>` +
+        `<td class="partitions num">${val(b.partitions)}</td>` +
+        `<td class="leaders num">${val(b.leaders)}</td>` +
+        `</tr>`
+      );
+    });
+    const html = rows.join("");
+    if (html !== brokersHtml) {
+      $("#brokers tbody").innerHTML = html;
+      brokersHtml = html;
+    }
+    const note = $("#brokers-note");
+    if (unreachable) {
+      note.textContent =
+        "unreachable: registered in ZooKeeper but its admin endpoint did not answer in time " +
+        "(paused or not answering); hover the status for the error.";
+      note.hidden = false;
+    } else {
+      note.hidden = true;
+    }
+  }
+
+  // --- topic filter ----------------------------------------------------------------------
+
+  function renderTopics(topics) {
+    const key = topics.join("\u0000") + "\u0001" + topicFilter;
+    if (key === topicsKey) return;
+    topicsKey = key;
+    const sel = $("#topic-filter");
+    const opts = ['<option value="">all topics</option>'];
+    if (topicFilter && !topics.includes(topicFilter)) {
+      opts.push(`<option value="${esc(topicFilter)}">${esc(topicFilter)} (not found)</option>`);
+    }
+    for (const t of topics) opts.push(`<option value="${esc(t)}">${esc(t)}</option>`);
+    sel.innerHTML = opts.join("");
+    sel.value = topicFilter;
+  }
+
+  function onFilterChange() {
+    const value = $("#topic-filter").value;
+    if (value === topicFilter) return;
+    topicFilter = value;
+    topicsKey = null;
+    const q = new URLSearchParams(window.location.search);
+    if (topicFilter) q.set("topic", topicFilter);
+    else q.delete("topic");
+    const qs = q.toString();
+    window.history.replaceState(null, "", window.location.pathname + (qs ? "?" + qs : ""));
+    $("#partitions tbody").innerHTML = "";
+    partitionsHtml = "";
+    $("#partition-count").textContent = "loading…";
+    connect();
+  }
+
+  // --- partitions ------------------------------------------------------------------------
+
+  let partitionsHtml = "";
+
+  function chip(id, cls, title) {
+    return `<span class="chip${cls}"${title ? ` title="${title}"` : ""}>${esc(id)}</span>`;
+  }
+
+  function renderPartitions(p) {
+    const rows = p.partitions || [];
+    const out = [];
+    for (const r of rows) {
+      const status = STATUS_TEXT[r.status] ? r.status : "offline";
+      const isr = r.isr || [];
+      const isrSet = new Set(isr);
+      const offline = new Set(r.offline_replicas || []);
+      const outOfSync = r.out_of_sync || (r.replicas || []).filter((x) => !isrSet.has(x));
+      const tp = `${r.topic}-${r.partition}`;
+
+      let leader;
+      if (r.leader === null || r.leader === undefined || r.leader < 0) {
+        leader = '<span class="bad">none</span>';
+      } else if (r.leader_reachable === false) {
+        leader = `${esc(r.leader)} <span class="badge unreachable" title="the leader's broker did not answer">not answering</span>`;
+      } else {
+        leader = esc(r.leader);
+      }
+
+      const replicas = (r.replicas || [])
+        .map((id) => {
+          let cls = "";
+          const t = [];
+          if (id === r.leader) {
+            cls += " leader";
+            t.push("leader");
+          }
+          if (offline.has(id)) {
+            cls += " offline";
+            t.push("offline");
+          } else if (!isrSet.has(id)) {
+            cls += " out";
+            t.push("out of sync");
+          }
+          return chip(id, cls, t.join(", "));
+        })
+        .join("");
+
+      const isrChips =
+        isr.map((id) => chip(id, offline.has(id) ? " offline" : "", offline.has(id) ? "in ISR but offline" : "")).join("") +
+        outOfSync
+          .map((id) => chip(id, " out" + (offline.has(id) ? " offline" : ""), offline.has(id) ? "out of sync, offline" : "out of sync"))
+          .join("");
+
+      let lag = DASH;
+      if (Array.isArray(r.replica_states) && r.replica_states.length) {
+        lag = r.replica_states
+          .map((s) => {
+            const cls = s.in_isr ? "rs" : "rs out";
+            const l = s.lag === null || s.lag === undefined ? DASH : esc(s.lag);
+            const title = `broker ${s.broker_id}: LEO ${s.log_end_offset ?? DASH}${s.in_isr ? ", in ISR" : ", NOT in ISR"}`;
+            return `<span class="${cls}" title="${esc(title)}">b${esc(s.broker_id)}: lag ${l}, ${ago(s.last_caught_up_ms_ago)}</span>`;
+          })
+          .join(" ");
+      }
+
+      const minIsr = r.min_insync_replicas;
+      const minCls = minIsr !== null && minIsr !== undefined && isr.length < minIsr ? " bad" : "";
+      const rowTitle =
+        r.source === "metadata"
+          ? ' title="from the metadata cache: the leader did not answer, offsets unknown"'
+          : "";
+      out.push(
+        `<tr data-tp="${esc(tp)}" data-status="${status}" class="st-${status}"${rowTitle}>` +
+          `<td class="tp">${esc(tp)}</td>` +
+          `<td class="status">${STATUS_TEXT[status]}</td>` +
+          `<td class="leader">${leader}</td>` +
+          `<td class="epoch">${val(r.leader_epoch)}</td>` +
+          `<td class="replicas">${replicas}</td>` +
+          `<td class="isr" data-isr="${esc(isr.join(","))}">${isrChips}</td>` +
+          `<td class="min-isr num${minCls}">${val(minIsr)}</td>` +
+          `<td class="hw num">${val(r.high_watermark)}</td>` +
+          `<td class="leo num">${val(r.log_end_offset)}</td>` +
+          `<td class="lag">${lag}</td>` +
+          `</tr>`,
+      );
+    }
+    if (!rows.length) {
+      out.push(`<tr class="empty"><td colspan="10">${topicFilter ? "no partitions of this topic" : "no partitions"}</td></tr>`);
+    }
+    const html = out.join("");
+    if (html !== partitionsHtml) {
+      $("#partitions tbody").innerHTML = html;
+      partitionsHtml = html;
+    }
+    const total = p.total ?? rows.length;
+    const count = $("#partition-count");
+    count.textContent = `showing ${rows.length} of ${total} partitions (worst first)`;
+    count.title = rows.length < total ? `add ?limit=${total} to the address to see them all` : "";
+  }
+
+  // --- events ----------------------------------------------------------------------------
+
+  function eventHtml(e) {
+    const sev = ["ok", "info", "warning", "error"].includes(e.severity) ? e.severity : "info";
+    const unclean = e.kind === "leader_election" && e.details && e.details.clean === false;
+    const d = new Date(e.time_ms);
+    let title = `${d.toLocaleString()} · ${e.kind}`;
+    if (e.details) title += " " + JSON.stringify(e.details);
+    return (
+      `<li data-kind="${esc(e.kind)}" data-seq="${esc(e.seq)}" class="sev-${sev}${unclean ? " unclean" : ""}" title="${esc(title)}">` +
+      `<time>${clock(e.time_ms)}</time>` +
+      (unclean ? '<span class="badge unclean">unclean</span>' : "") +
+      `<span class="ev-text">${esc(e.text)}</span>` +
+      `</li>`
+    );
+  }
+
+  function addEvents(list) {
+    const fresh = [];
+    for (const e of list) {
+      if (typeof e.seq !== "number" || events.has(e.seq)) continue;
+      events.set(e.seq, e);
+      fresh.push(e);
+    }
+    const ol = $("#events");
+    if (fresh.length) {
+      fresh.sort((a, b) => b.seq - a.seq);
+      if (events.size > MAX_EVENTS) {
+        const seqs = [...events.keys()].sort((a, b) => a - b);
+        for (const s of seqs.slice(0, events.size - MAX_EVENTS)) events.delete(s);
+      }
+      if (fresh[fresh.length - 1].seq > shownMax) {
+        // the usual case: everything new is newer than what is shown
+        ol.insertAdjacentHTML("afterbegin", fresh.filter((e) => events.has(e.seq)).map(eventHtml).join(""));
+        while (ol.children.length > events.size) ol.lastElementChild.remove();
+      } else {
+        // out of order (should not happen): rebuild the whole list
+        const all = [...events.values()].sort((a, b) => b.seq - a.seq);
+        ol.innerHTML = all.map(eventHtml).join("");
+      }
+      shownMax = Math.max(shownMax, fresh[0].seq);
+    }
+    $("#events-empty").hidden = events.size > 0;
+    $("#event-count").textContent = events.size ? `${events.size}, newest first` : "";
+  }
+
+  function onSeverityToggle(ev) {
+    const box = ev.target;
+    if (!box.dataset || !box.dataset.sev) return;
+    $("#events").classList.toggle("hide-" + box.dataset.sev, !box.checked);
+  }
+
+  // --- throughput ------------------------------------------------------------------------
+
+  function blank() {
+    return new Array(thr.win).fill(null);
+  }
+
+  function allArrays() {
+    const out = Object.values(thr.total);
+    for (const rates of thr.topics.values()) out.push(...Object.values(rates));
+    return out;
+  }
+
+  function ingestThroughput(t, topics) {
+    if (!t || typeof t.end_s !== "number") return;
+    if (thr.endS === null) {
+      thr.win = t.window_s || 300;
+      thr.endS = t.end_s;
+    }
+    if (t.end_s > thr.endS) {
+      const d = t.end_s - thr.endS;
+      for (const arr of allArrays()) {
+        if (d >= thr.win) {
+          arr.fill(null);
+        } else {
+          arr.splice(0, d);
+          for (let i = 0; i < d; i += 1) arr.push(null);
+        }
+      }
+      thr.endS = t.end_s;
+    }
+    const first = thr.endS - thr.win + 1;
+    const put = (store, series) => {
+      for (const [rate, values] of Object.entries(series || {})) {
+        if (!Array.isArray(values)) continue;
+        if (!store[rate]) store[rate] = blank();
+        const arr = store[rate];
+        for (let i = 0; i < values.length; i += 1) {
+          const idx = t.start_s + i - first;
+          if (idx >= 0 && idx < thr.win) arr[idx] = values[i];
+        }
+      }
+    };
+    put(thr.total, t.total);
+    for (const [topic, series] of Object.entries(t.topics || {})) {
+      if (!thr.topics.has(topic)) thr.topics.set(topic, {});
+      put(thr.topics.get(topic), series);
+    }
+    // forget deleted topics once their data has left the window
+    const known = new Set(topics);
+    for (const [topic, rates] of thr.topics) {
+      if (known.has(topic)) continue;
+      if (Object.values(rates).every((arr) => arr.every((v) => v === null))) thr.topics.delete(topic);
+    }
+  }
+
+  const charts = new Map(); // key → chart parts
+  const topicBlocks = new Map(); // topic → element
+  let topicBlocksKey = null;
+
+  function makeChart(topic, rate) {
+    const root = document.createElement("div");
+    root.className = "chart";
+    const label = document.createElement("div");
+    label.className = "chart-label";
+    const name = document.createElement("span");
+    name.className = "chart-name";
+    name.textContent = RATE_LABEL[rate] || rate;
+    const value = document.createElement("span");
+    value.className = "chart-value";
+    const max = document.createElement("span");
+    max.className = "chart-max";
+    label.append(name, value, max);
+    const svg = document.createElementNS(SVG_NS, "svg");
+    svg.setAttribute("data-topic", topic);
+    svg.setAttribute("data-rate", rate);
+    svg.setAttribute("width", String(W));
+    svg.setAttribute("height", String(H));
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+    svg.setAttribute("preserveAspectRatio", "none");
+    svg.setAttribute("role", "img");
+    svg.classList.add("spark", rate === "messages_in" ? "msgs" : rate.startsWith("replication") ? "repl" : "bytes");
+    const base = document.createElementNS(SVG_NS, "line");
+    base.setAttribute("class", "base");
+    base.setAttribute("x1", "0");
+    base.setAttribute("x2", String(W));
+    base.setAttribute("y1", String(H - 1));
+    base.setAttribute("y2", String(H - 1));
+    const area = document.createElementNS(SVG_NS, "path");
+    area.setAttribute("class", "area");
+    const line = document.createElementNS(SVG_NS, "path");
+    line.setAttribute("class", "line");
+    const title = document.createElementNS(SVG_NS, "title");
+    svg.append(base, area, line, title);
+    root.append(label, svg);
+    return { root, value, max, area, line, title, rate };
+  }
+
+  function drawChart(c, arr) {
+    const n = arr.length;
+    let max = 0;
+    let any = false;
+    for (const v of arr) {
+      if (v !== null && v !== undefined) {
+        any = true;
+        if (v > max) max = v;
+      }
+    }
+    let latest = null;
+    for (let i = n - 1; i >= Math.max(0, n - 5); i -= 1) {
+      if (arr[i] !== null && arr[i] !== undefined) {
+        latest = arr[i];
+        break;
+      }
+    }
+    const top = 4;
+    const bottom = H - 1.5;
+    const x = (i) => (n > 1 ? (i * (W - 2)) / (n - 1) + 1 : W / 2).toFixed(1);
+    const y = (v) => (max > 0 ? bottom - (v / max) * (bottom - top) : bottom).toFixed(1);
+    let line = "";
+    let area = "";
+    let segStart = -1;
+    const closeSeg = (end) => {
+      if (segStart < 0) return;
+      if (end === segStart) line += " h0.5";
+      area += ` L${x(end)} ${bottom} L${x(segStart)} ${bottom} Z`;
+      segStart = -1;
+    };
+    for (let i = 0; i < n; i += 1) {
+      const v = arr[i];
+      if (v === null || v === undefined) {
+        closeSeg(i - 1);
+        continue;
+      }
+      const pt = `${x(i)} ${y(v)}`;
+      if (segStart < 0) {
+        segStart = i;
+        line += ` M${pt}`;
+        area += ` M${pt}`;
+      } else {
+        line += ` L${pt}`;
+        area += ` L${pt}`;
+      }
+    }
+    closeSeg(n - 1);
+    c.line.setAttribute("d", line.trim() || "M0 0");
+    c.area.setAttribute("d", area.trim() || "M0 0");
+    c.value.textContent = fmtRate(c.rate, latest);
+    c.max.textContent = any ? `max ${fmtRate(c.rate, max)}` : "no data";
+    c.title.textContent = `${RATE_LABEL[c.rate] || c.rate}: now ${fmtRate(c.rate, latest)}, max ${any ? fmtRate(c.rate, max) : DASH} (last ${n} s)`;
+  }
+
+  function chartFor(topic, rate, parent) {
+    const key = topic + "\u0000" + rate;
+    let c = charts.get(key);
+    if (!c) {
+      c = makeChart(topic, rate);
+      charts.set(key, c);
+      parent.appendChild(c.root);
+    }
+    return c;
+  }
+
+  function renderThroughput() {
+    if (!thr || thr.endS === null) return;
+    const totalGrid = $("#throughput-total");
+    for (const rate of TOTAL_RATES) {
+      const c = chartFor("_total", rate, totalGrid);
+      drawChart(c, thr.total[rate] || blank());
+    }
+    const wanted = [...thr.topics.keys()].filter((t) => !topicFilter || t === topicFilter).sort();
+    const key = wanted.join("\u0000");
+    const holder = $("#throughput-topics");
+    if (key !== topicBlocksKey) {
+      topicBlocksKey = key;
+      for (const [topic, el] of topicBlocks) {
+        if (!wanted.includes(topic)) {
+          el.remove();
+          topicBlocks.delete(topic);
+          for (const rate of TOPIC_RATES) charts.delete(topic + "\u0000" + rate);
+        }
+      }
+      for (const topic of wanted) {
+        let el = topicBlocks.get(topic);
+        if (!el) {
+          el = document.createElement("div");
+          el.className = "topic-charts";
+          el.dataset.topic = topic;
+          const h = document.createElement("div");
+          h.className = "topic-name";
+          h.textContent = topic;
+          const grid = document.createElement("div");
+          grid.className = "chart-pair";
+          el.append(h, grid);
+          topicBlocks.set(topic, el);
+        }
+        holder.appendChild(el); // keeps them sorted
+      }
+      if (!wanted.length) {
+        holder.innerHTML = `<p class="muted">no per-topic data${topicFilter ? " for this topic" : ""} yet</p>`;
+      } else {
+        const stray = holder.querySelector("p.muted");
+        if (stray) stray.remove();
+      }
+    }
+    for (const topic of wanted) {
+      const grid = topicBlocks.get(topic).querySelector(".chart-pair");
+      const rates = thr.topics.get(topic);
+      for (const rate of TOPIC_RATES) drawChart(chartFor(topic, rate, grid), rates[rate] || blank());
+    }
+    $("#throughput-window").textContent = `last ${Math.round(thr.win / 60)} minutes, per second, up to ${clock(thr.endS * 1000, false)}`;
+  }
+
+  // --- start -----------------------------------------------------------------------------
+
+  function start() {
+    $("#topic-filter").addEventListener("change", onFilterChange);
+    $("#event-filters").addEventListener("change", onSeverityToggle);
+    renderTopics([]);
+    setInterval(renderUpdated, 1000);
+    connect();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,223 @@
+"""The dashboard in a real browser (Playwright driving Debian's chromium, headless) against a
+real 3-broker cluster: the page lists the partitions with their leaders and ISR; after a
+kill -9 of a broker it shows the broker down, the ISR shrink in the table and the event
+timeline, and the new leaders; after the restart the ISR expands again. Screenshots of each
+state are saved (MINIKAFKA_TEST_ARTIFACTS, default test-artifacts/ in the repository)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import NewTopic
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from minikafka.cluster import LocalCluster
+from tests.cluster.conftest import SESSION_TIMEOUT_MS, ClusterFactory
+from tests.cluster.helpers import admin_client, deliver, producing
+
+pytestmark = pytest.mark.timeout(240)
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's: Playwright's own download is not reachable here
+TOPIC = "orders"
+PARTITIONS = 3
+ARTIFACTS = Path(
+    os.environ.get("MINIKAFKA_TEST_ARTIFACTS")
+    or Path(__file__).resolve().parents[2] / "test-artifacts"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: apt-get install chromium"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield pg
+    context.close()
+    assert errors == [], f"the page logged errors: {errors}"
+
+
+def table_state(page: Page) -> dict[str, Any]:
+    """What the page shows now: broker statuses, each partition's leader and ISR, the
+    event kinds, and how many updates it has had."""
+    return page.evaluate(
+        """() => ({
+            updates: Number(document.body.dataset.updates || 0),
+            brokers: Object.fromEntries([...document.querySelectorAll('#brokers tr[data-broker]')]
+                .map(r => [r.dataset.broker, r.dataset.status])),
+            partitions: Object.fromEntries([...document.querySelectorAll('#partitions tr[data-tp]')]
+                .map(r => [r.dataset.tp, {
+                    status: r.dataset.status,
+                    leader: r.querySelector('.leader').textContent.trim(),
+                    isr: r.querySelector('.isr').dataset.isr,
+                }])),
+            events: [...document.querySelectorAll('#events li[data-kind]')]
+                .map(li => ({kind: li.dataset.kind, text: li.textContent})),
+        })"""
+    )
+
+
+def wait_for_page(
+    page: Page, condition: Callable[[dict[str, Any]], bool], timeout: float, what: str
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = table_state(page)
+        if condition(state):
+            return state
+        if time.monotonic() > deadline:
+            pytest.fail(f"the page did not show {what} in {timeout} s; it shows {state}")
+        page.wait_for_timeout(100)
+
+
+def isr(state: dict[str, Any], p: int) -> set[int]:
+    return {int(b) for b in state["partitions"][f"{TOPIC}-{p}"]["isr"].split(",") if b}
+
+
+def leader(state: dict[str, Any], p: int) -> str:
+    return str(state["partitions"][f"{TOPIC}-{p}"]["leader"])
+
+
+def test_the_page_follows_a_broker_kill_and_restart(
+    make_cluster: ClusterFactory, page: Page
+) -> None:
+    cluster: LocalCluster = make_cluster()
+    admin = admin_client(cluster.bootstrap_servers)
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], operation_timeout=30)[TOPIC].result(60)
+    with producing(cluster.bootstrap_servers, {"acks": "all"}) as producer:
+        targets = [i % PARTITIONS for i in range(300)]
+        deliver(producer, TOPIC, [b"x" * 100] * 300, partitions=targets, timeout=30)
+    shots = ARTIFACTS / "dashboard"
+    shots.mkdir(parents=True, exist_ok=True)
+
+    # Served by broker 3; the victim is the controller when that is another broker.
+    controller = cluster.controller()
+    assert controller is not None
+    victim = controller[0] if controller[0] != 3 else 1
+    page.goto(cluster.admin_url(3) + "/")
+
+    healthy = wait_for_page(
+        page,
+        lambda s: (
+            len(s["partitions"]) == PARTITIONS
+            and all(isr(s, p) == {1, 2, 3} for p in range(PARTITIONS))
+            and set(s["brokers"].values()) == {"alive"}
+        ),
+        30,
+        "every partition with its full ISR",
+    )
+    led_by_victim = [p for p in range(PARTITIONS) if leader(healthy, p) == str(victim)]
+    assert led_by_victim, f"broker {victim} leads nothing: {healthy}"
+    page.screenshot(path=shots / "1-healthy.png", full_page=True)
+
+    killed_at = time.monotonic()
+    cluster.kill(victim)
+    # Before its session expires the dead broker is still registered: unreachable.
+    wait_for_page(
+        page,
+        lambda s: s["brokers"].get(str(victim)) in ("unreachable", "down"),
+        10,
+        f"broker {victim} unreachable",
+    )
+    page.screenshot(path=shots / "2-unreachable.png", full_page=True)
+
+    def failed_over(s: dict[str, Any]) -> bool:
+        kinds = {e["kind"] for e in s["events"]}
+        return (
+            s["brokers"].get(str(victim)) == "down"
+            and all(victim not in isr(s, p) for p in range(PARTITIONS))
+            and all(leader(s, p) not in (str(victim), "none") for p in led_by_victim)
+            and {"isr_shrink", "leader_election", "broker_deregistered"} <= kinds
+        )
+
+    failed = wait_for_page(page, failed_over, SESSION_TIMEOUT_MS / 1000 + 10, "the failover")
+    kill_to_page_s = time.monotonic() - killed_at
+    page.screenshot(path=shots / "3-failed-over.png", full_page=True)
+    for p in range(PARTITIONS):
+        row = failed["partitions"][f"{TOPIC}-{p}"]
+        assert row["status"] == "under_replicated", row
+    shrink_texts = [e["text"] for e in failed["events"] if e["kind"] == "isr_shrink"]
+    assert any(f"out: {victim}" in t for t in shrink_texts), shrink_texts
+    elections = [e["text"] for e in failed["events"] if e["kind"] == "leader_election"]
+    assert any("clean" in t and "unclean" not in t for t in elections), elections
+
+    cluster.restart(victim)
+    recovered = wait_for_page(
+        page,
+        lambda s: (
+            s["brokers"].get(str(victim)) == "alive"
+            and all(isr(s, p) == {1, 2, 3} for p in range(PARTITIONS))
+            and any(e["kind"] == "isr_expand" for e in s["events"])
+        ),
+        60,
+        "the ISR expanded again",
+    )
+    page.screenshot(path=shots / "4-recovered.png", full_page=True)
+    assert all(r["status"] == "ok" for r in recovered["partitions"].values())
+    assert recovered["updates"] > failed["updates"] > healthy["updates"]
+
+    (shots / "failover.json").write_text(
+        json.dumps(
+            {
+                "victim": victim,
+                "kill_to_page_s": round(kill_to_page_s, 2),
+                "zookeeper_session_timeout_ms": SESSION_TIMEOUT_MS,
+                "events_after_failover": [e["text"] for e in failed["events"]],
+            },
+            indent=2,
+        )
+    )
+    print(f"kill -9 of broker {victim} to the page showing the failover: {kill_to_page_s:.2f} s")
+
+
+def test_the_topic_filter_and_throughput_charts(make_cluster: ClusterFactory, page: Page) -> None:
+    cluster = make_cluster()
+    admin = admin_client(cluster.bootstrap_servers)
+    futures = admin.create_topics(
+        [NewTopic("alpha", 2, 3), NewTopic("beta", 4, 3)], operation_timeout=30
+    )
+    for f in futures.values():
+        f.result(60)
+    page.goto(cluster.admin_url(1) + "/")
+    wait_for_page(page, lambda s: len(s["partitions"]) == 6, 30, "both topics' partitions")
+    page.select_option("#topic-filter", "beta")
+    state = wait_for_page(
+        page,
+        lambda s: (
+            len(s["partitions"]) == 4 and all(tp.startswith("beta-") for tp in s["partitions"])
+        ),
+        10,
+        "only beta's partitions",
+    )
+    assert "of 4" in page.text_content("#partition-count")
+    # Records produced now show up in beta's chart without a reload.
+    with producing(cluster.bootstrap_servers, {"acks": "all"}) as producer:
+        deliver(producer, "beta", [b"y" * 1000] * 2000, timeout=30)
+    # Its window maximum turns non-zero: the records reached the chart, no reload.
+    page.wait_for_function(
+        """() => {
+            const svg = document.querySelector(
+                '#throughput svg[data-topic="beta"][data-rate="messages_in"]');
+            return svg !== null
+                && /[1-9]/.test(svg.closest('.chart').querySelector('.chart-max').textContent);
+        }""",
+        timeout=15000,
+    )
+    assert state["updates"] >= 1
+    page.screenshot(path=ARTIFACTS / "dashboard" / "5-filter-and-throughput.png", full_page=True)

@@ -1,0 +1,340 @@
+"""The dashboard's pure parts: the event timeline from metadata differences, the cluster
+view (partition status, trouble-first order, broker status) and the throughput rates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minikafka.admin_http import cluster_view as cv
+from minikafka.admin_http.events import (
+    BROKER_DEREGISTERED,
+    BROKER_REGISTERED,
+    CONTROLLER_CHANGE,
+    ISR_EXPAND,
+    ISR_SHRINK,
+    LEADER_ELECTION,
+    PARTITION_OFFLINE,
+    TOPIC_CREATED,
+    TOPIC_DELETED,
+    EventDraft,
+    EventLog,
+    metadata_events,
+    partition_events,
+)
+from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
+from minikafka.protocol.messages import BrokerNode, UpdateMetadataPartitionState
+
+
+def state(
+    leader: int,
+    isr: list[int],
+    epoch: int = 0,
+    replicas: list[int] | None = None,
+    topic: str = "t",
+    partition: int = 0,
+    offline: list[int] | None = None,
+) -> UpdateMetadataPartitionState:
+    return UpdateMetadataPartitionState(
+        topic, partition, 1, leader, epoch, isr, 0, replicas or [1, 2, 3], offline or []
+    )
+
+
+# --- events ------------------------------------------------------------------------------
+
+
+def kinds(drafts: list[EventDraft]) -> list[str]:
+    return [d.kind for d in drafts]
+
+
+def test_an_isr_shrink_and_expand_name_the_replicas() -> None:
+    shrink = partition_events(state(1, [1, 2, 3]), state(1, [1, 3]))
+    assert kinds(shrink) == [ISR_SHRINK]
+    assert shrink[0].details == {"old_isr": [1, 2, 3], "new_isr": [1, 3], "removed": [2]}
+    assert "t-0" in shrink[0].text and "out: 2" in shrink[0].text
+    expand = partition_events(state(1, [1, 3]), state(1, [1, 3, 2]))
+    assert kinds(expand) == [ISR_EXPAND]
+    assert expand[0].details is not None and expand[0].details["added"] == [2]
+
+
+def test_a_leader_from_the_isr_is_a_clean_election_and_one_from_outside_unclean() -> None:
+    clean = partition_events(state(1, [1, 2, 3]), state(2, [2, 3], epoch=1))
+    assert kinds(clean) == [LEADER_ELECTION, ISR_SHRINK]
+    assert clean[0].details is not None and clean[0].details["clean"] is True
+    assert clean[0].severity is None  # the kind's own: info
+    unclean = partition_events(state(1, [1]), state(3, [3], epoch=1))
+    assert unclean[0].details is not None and unclean[0].details["clean"] is False
+    assert unclean[0].severity == "error"
+    assert "unclean" in unclean[0].text
+
+
+def test_no_leader_is_an_offline_partition() -> None:
+    drafts = partition_events(state(1, [1]), state(-1, [1], epoch=1))
+    assert kinds(drafts) == [PARTITION_OFFLINE]
+
+
+def test_an_unchanged_partition_or_a_new_one_has_no_partition_event() -> None:
+    assert partition_events(state(1, [1, 2]), state(1, [1, 2])) == []
+    assert partition_events(None, state(1, [1, 2])) == []
+
+
+def test_metadata_events_cover_brokers_controller_and_topics() -> None:
+    drafts = metadata_events(
+        old_controller=1,
+        new_controller=2,
+        new_controller_epoch=7,
+        old_brokers=[1, 2, 3],
+        new_brokers=[2, 3, 4],
+        changed=[(None, state(2, [2], topic="new")), (state(1, [1, 2]), state(2, [2], 1))],
+        deleted_topics=["gone"],
+        first_update=False,
+    )
+    assert kinds(drafts) == [
+        CONTROLLER_CHANGE,
+        BROKER_REGISTERED,
+        BROKER_DEREGISTERED,
+        LEADER_ELECTION,
+        ISR_SHRINK,
+        TOPIC_CREATED,
+        TOPIC_DELETED,
+    ]
+    assert drafts[1].broker == 4 and drafts[2].broker == 1
+
+
+def test_the_first_update_is_the_cluster_as_it_is_not_a_story() -> None:
+    drafts = metadata_events(-1, 1, 1, [], [1, 2, 3], [(None, state(1, [1]))], [], True)
+    assert kinds(drafts) == [CONTROLLER_CHANGE]
+
+
+def test_the_event_log_numbers_events_and_returns_the_newest_first() -> None:
+    log = EventLog(capacity=3)
+    log.append([EventDraft(TOPIC_CREATED, f"e{i}") for i in range(5)], 1000)
+    assert log.last_seq == 5
+    assert [e.seq for e in log.newest()] == [5, 4, 3]  # the two oldest fell off
+    assert [e.seq for e in log.newest(after_seq=3)] == [5, 4]
+    assert [e.seq for e in log.newest(limit=1)] == [5]
+    assert log.newest(after_seq=5) == []
+    assert log.newest()[0].to_json() == {
+        "seq": 5,
+        "time_ms": 1000,
+        "kind": TOPIC_CREATED,
+        "severity": "info",
+        "text": "e4",
+    }
+
+
+# --- the cluster view --------------------------------------------------------------------
+
+
+def nodes(*ids: int) -> dict[int, BrokerNode]:
+    return {i: BrokerNode(i, "127.0.0.1", 9091 + i) for i in ids}
+
+
+def led_view(
+    topic: str, partition: int, leader: int, epoch: int, isr: list[int], min_isr: int = 2
+) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": partition,
+        "leader": leader,
+        "leader_epoch": epoch,
+        "isr": isr,
+        "min_insync_replicas": min_isr,
+        "high_watermark": 10,
+        "log_end_offset": 12,
+        "log_start_offset": 0,
+        "replica_states": [],
+    }
+
+
+def registration(b: int) -> cv.Registration:
+    return cv.Registration(b, 100 + b, (f"PLAINTEXT://127.0.0.1:{9091 + b}",), f"http://x:{b}")
+
+
+def build(
+    partitions: list[UpdateMetadataPartitionState],
+    peers: dict[int, cv.PeerAnswer | cv.PeerFailure],
+    live: list[int],
+    registered: list[int] | None,
+    controller: int = 1,
+) -> cv.ClusterView:
+    zk = cv.ZkView(
+        None if registered is None else {b: registration(b) for b in registered},
+        None if registered is None else controller,
+        None if registered is None else 4,
+        None if registered is not None else "ZooKeeper did not answer",
+    )
+    return cv.build_cluster_view(
+        3, 1_000, True, zk, cv.MetadataView(controller, 3, nodes(*live), partitions), peers
+    )
+
+
+def answer(*leaders: dict[str, Any]) -> cv.PeerAnswer:
+    return cv.PeerAnswer(
+        {"zookeeper_connected": True, "partitions": 1, "leaders": 1}, list(leaders)
+    )
+
+
+def test_partitions_are_sorted_worst_first_and_counted() -> None:
+    parts = [
+        state(1, [1, 2, 3], partition=0),  # ok
+        state(1, [1, 2], partition=1),  # under-replicated
+        state(-1, [2], partition=2),  # offline: no leader
+        state(1, [1], partition=3),  # under min ISR (2, from the leader)
+        state(2, [2, 3], partition=4),  # leader 2 is not live: offline
+    ]
+    leader1 = answer(*(led_view("t", p, 1, 0, s.isr) for p, s in enumerate(parts) if s.leader == 1))
+    view = build(parts, {1: leader1, 3: answer()}, live=[1, 3], registered=[1, 3])
+    assert [(p["partition"], p["status"]) for p in view.partitions] == [
+        (2, cv.OFFLINE),
+        (4, cv.OFFLINE),
+        (3, cv.UNDER_MIN_ISR),
+        (1, cv.UNDER_REPLICATED),
+        (0, cv.OK),
+    ]
+    assert view.summary["offline"] == 2 and view.summary["ok"] == 1
+    row4 = next(p for p in view.partitions if p["partition"] == 4)
+    assert row4["offline_replicas"] == [2] and row4["source"] == "metadata"
+    assert view.select("t", 2)["total"] == 5 and len(view.select("t", 2)["partitions"]) == 2
+    assert view.select("other", None)["total"] == 0
+
+
+def test_the_leaders_view_wins_over_the_cache_and_a_deposed_leader_loses() -> None:
+    # The cache still has the old ISR; the leader already shrank it.
+    parts = [state(1, [1, 2, 3], epoch=5)]
+    current = led_view("t", 0, 1, 5, [1, 3])
+    deposed = led_view("t", 0, 2, 4, [2])  # still thinks it leads, an older epoch
+    view = build(parts, {1: answer(current), 2: answer(deposed)}, [1, 2, 3], [1, 2, 3])
+    row = view.partitions[0]
+    assert row["source"] == "leader" and row["isr"] == [1, 3] and row["out_of_sync"] == [2]
+    assert row["leader"] == 1 and row["high_watermark"] == 10
+    assert row["status"] == cv.UNDER_REPLICATED
+    # Without the leader's answer: the cache's view, and the leader marked unreachable.
+    view = build(parts, {1: cv.PeerFailure("timeout")}, [1, 2, 3], [1, 2, 3])
+    row = view.partitions[0]
+    assert row["source"] == "metadata" and row["isr"] == [1, 2, 3]
+    assert row["leader_reachable"] is False and row["min_insync_replicas"] is None
+
+
+def test_broker_status_from_registration_liveness_and_answers() -> None:
+    parts = [state(1, [1, 2, 3], replicas=[1, 2, 3, 4])]
+    peers: dict[int, cv.PeerAnswer | cv.PeerFailure] = {
+        1: answer(),
+        2: cv.PeerFailure("no answer in 0.8 s"),  # paused: registered, silent
+        3: answer(),
+    }
+    view = build(parts, peers, live=[1, 2, 3], registered=[1, 2, 3], controller=1)
+    by_id = {b["id"]: b for b in view.brokers}
+    assert by_id[1]["status"] == cv.ALIVE and by_id[1]["is_controller"] is True
+    assert by_id[2]["status"] == cv.UNREACHABLE and by_id[2]["error"] == "no answer in 0.8 s"
+    assert by_id[4]["status"] == cv.DOWN and by_id[4]["registered"] is False  # a replica only
+    assert by_id[3]["serving"] is True and by_id[3]["broker_epoch"] == 103
+    assert view.summary["brokers_alive"] == 2 and view.controller == {"id": 1, "epoch": 4}
+    assert by_id[4]["endpoints"] == [] and by_id[4]["broker_epoch"] == -1
+    # A broker seen registered before keeps its last address and epoch once gone.
+    zk = cv.ZkView({b: registration(b) for b in (1, 2, 3)}, 1, 4)
+    metadata = cv.MetadataView(1, 3, nodes(1, 2, 3), parts)
+    view = cv.build_cluster_view(3, 1, True, zk, metadata, peers, {4: registration(4)})
+    gone = next(b for b in view.brokers if b["id"] == 4)
+    assert gone["status"] == cv.DOWN and gone["broker_epoch"] == 104
+    assert gone["endpoints"] == ["PLAINTEXT://127.0.0.1:9095"]
+
+
+def test_without_zookeeper_registration_is_unknown_and_the_cache_names_the_controller() -> None:
+    view = build([state(1, [1])], {1: answer(), 3: answer()}, [1, 3], registered=None, controller=1)
+    assert view.zookeeper["answered"] is False
+    by_id = {b["id"]: b for b in view.brokers}
+    assert by_id[1]["registered"] is None and by_id[1]["status"] == cv.ALIVE
+    assert view.controller == {"id": 1, "epoch": 3}  # metadata's controller epoch
+
+
+statuses = st.sampled_from(["ok", "under_replicated", "under_min_isr", "offline"])
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.lists(st.integers(1, 3), unique=True), st.booleans()),
+        max_size=30,
+    )
+)
+def test_any_cluster_sorts_by_trouble_and_the_summary_adds_up(
+    specs: list[tuple[int, list[int], bool]],
+) -> None:
+    parts = [
+        state(leader if leader else -1, isr, partition=i)
+        for i, (leader, isr, _) in enumerate(specs)
+    ]
+    view = build(parts, {3: answer()}, live=[1, 2], registered=[1, 2])
+    ranks = [cv.STATUS_RANK[p["status"]] for p in view.partitions]
+    assert ranks == sorted(ranks)
+    assert sum(view.summary[s] for s in cv.STATUS_RANK) == len(parts) == view.summary["partitions"]
+    for p in view.partitions:
+        expected = cv.partition_status(p["leader"], [1, 2], p["isr"], p["replicas"], None)
+        assert p["status"] == expected
+
+
+# --- throughput --------------------------------------------------------------------------
+
+
+def test_rates_are_counter_deltas_per_second() -> None:
+    sampler = RateSampler(window_s=4)
+    sampler.sample(100.02, {"t": [0, 0, 0, 0, 0]})
+    sampler.sample(101.02, {"t": [10, 1000, 0, 500, 0], "new": [5, 5, 5, 5, 5]})
+    rows = sampler.rows_after(0)
+    # A topic's counters appear with its first record: counted from 0.
+    assert rows == [(101, {"t": [10.0, 1000.0, 0.0, 500.0, 0.0], "new": [5.0] * 5})]
+    # The same second again is left to the next sample.
+    sampler.sample(101.9, {"t": [99, 99, 99, 99, 99], "new": [5, 5, 5, 5, 5]})
+    assert len(sampler.rows_after(0)) == 1
+    # A late sample, two seconds on: both seconds get the interval's rate.
+    sampler.sample(103.02, {"t": [30, 3000, 0, 500, 0], "new": [5, 5, 5, 5, 5]})
+    assert sampler.rows_after(101) == [
+        (102, {"t": [10.0, 1000.0, 0.0, 0.0, 0.0], "new": [0.0] * 5}),
+        (103, {"t": [10.0, 1000.0, 0.0, 0.0, 0.0], "new": [0.0] * 5}),
+    ]
+    # A counter that went down (a topic deleted and created again) is no negative rate.
+    sampler.sample(104.02, {"t": [1, 1, 0, 0, 0], "new": [5, 5, 5, 5, 5]})
+    assert sampler.rows_after(103)[0][1]["t"] == [0.0] * 5
+    sampler.sample(105.02, {"t": [1, 1, 0, 0, 0]})  # "new" deleted: no row for it
+    assert sampler.rows_after(104) == [(105, {"t": [0.0] * 5})]
+    assert [r[0] for r in sampler.rows_after(0)] == [102, 103, 104, 105]  # the window
+
+
+@given(st.lists(st.tuples(st.floats(0.3, 3.0), st.integers(0, 1000)), max_size=40))
+def test_the_rates_add_up_to_the_counts_however_late_the_samples(
+    steps: list[tuple[float, int]],
+) -> None:
+    sampler = RateSampler(window_s=1000)
+    now, count = 1000.0, 0
+    sampler.sample(now, {"t": [count] * 5})
+    for gap, added in steps:
+        now += gap
+        count += added
+        sampler.sample(now, {"t": [count] * 5})
+    # A sample in the same second as the last is left to the next: one more, a second on.
+    sampler.sample(now + 1.0, {"t": [count] * 5})
+    rows = sampler.rows_after(0)
+    assert sum(rates["t"][0] for _, rates in rows) == pytest.approx(count)
+    seconds = [s for s, _ in rows]
+    assert seconds == list(range(1001, int(now + 1.0) + 1))  # every second, once
+
+
+def test_the_cluster_series_sums_brokers_by_second_with_gaps_as_none() -> None:
+    tp = ClusterThroughput(window_s=5)
+    tp.add(1, [(98, {"a": [1, 10, 0, 0, 0]}), (99, {"a": [2, 20, 0, 0, 0]})])
+    tp.add(2, [(99, {"a": [3, 30, 0, 0, 0], "b": [1, 1, 1, 1, 1]})])
+    assert tp.last_second(1) == 99 and tp.last_second(5) == 0
+    series = tp.series(100)
+    assert series["start_s"] == 96 and series["end_s"] == 100
+    assert series["rates"] == list(RATE_NAMES)
+    assert series["topics"]["a"]["messages_in"] == [None, None, 1.0, 5.0, None]
+    assert series["total"]["bytes_in"] == [None, None, 10.0, 51.0, None]
+    assert series["topics"]["b"]["messages_in"] == [None, None, None, 1.0, None]
+    # Only what is after a second already sent.
+    assert tp.series(100, after_s=98)["topics"]["a"]["messages_in"] == [5.0, None]
+    tp.prune(103)  # the window is 99..103: 98 goes
+    assert tp.series(103)["topics"]["a"]["messages_in"] == [5.0, None, None, None, None]
+    assert tp.last_second(1) == 99
