@@ -16,9 +16,9 @@ that did not answer is marked so here rather than waited for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from minikafka.common import NO_LEADER
 from minikafka.protocol.messages import BrokerNode, UpdateMetadataPartitionState
@@ -54,12 +54,33 @@ class ZkView:
     error: str | None = None
 
 
+class LeaderState(NamedTuple):
+    """A partition as its leader sees it: one row of `/v1/local`'s `leaders` (a JSON array
+    in LEADER_FIELDS order, not an object: 10,000 of them a second must be cheap to send
+    and read). `replica_states` rows are REPLICA_STATE_FIELDS arrays."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    min_insync_replicas: int
+    high_watermark: int
+    log_end_offset: int
+    log_start_offset: int
+    replica_states: list[list[Any]]
+
+
+LEADER_FIELDS: tuple[str, ...] = LeaderState._fields
+REPLICA_STATE_FIELDS = ("broker_id", "log_end_offset", "lag", "in_isr", "last_caught_up_ms_ago")
+
+
 @dataclass(frozen=True)
 class PeerAnswer:
     """A broker's `/v1/local`: its `broker` facts and the partitions it leads."""
 
     broker: Mapping[str, Any]
-    leaders: list[Mapping[str, Any]]
+    leaders: list[LeaderState]
 
 
 @dataclass(frozen=True)
@@ -75,6 +96,19 @@ class MetadataView:
     partitions: Iterable[UpdateMetadataPartitionState]
 
 
+class _Entry(NamedTuple):
+    """A partition in the view before it becomes a row: the table shows a few hundred of
+    10,000, so rows are built only for those (fewer objects, less garbage collection)."""
+
+    rank: int
+    topic: str
+    partition: int
+    status: str
+    state: UpdateMetadataPartitionState
+    led: LeaderState | None
+    leader_reachable: bool | None
+
+
 @dataclass
 class ClusterView:
     served_by: int
@@ -82,8 +116,10 @@ class ClusterView:
     zookeeper: dict[str, Any]
     controller: dict[str, Any]
     brokers: list[dict[str, Any]]
-    partitions: list[dict[str, Any]]  # every partition, worst first
+    entries: list[_Entry]  # every partition, worst first
+    live: Mapping[int, BrokerNode]
     summary: dict[str, Any] = field(default_factory=dict)
+    topic_names: list[str] = field(default_factory=list)
 
     def header(self) -> dict[str, Any]:
         """Everything but the partition rows (`/v1/cluster`)."""
@@ -97,26 +133,32 @@ class ClusterView:
         }
 
     def topics(self) -> list[str]:
-        return sorted({p["topic"] for p in self.partitions})
+        return self.topic_names
+
+    @property
+    def partitions(self) -> list[dict[str, Any]]:
+        """Every partition's row, worst first."""
+        return [_partition_row(e, self.live) for e in self.entries]
 
     def select(self, topic: str | None, limit: int | None) -> dict[str, Any]:
         """Rows of one topic (or all), worst first, at most `limit` of them."""
-        rows = (
-            self.partitions
-            if topic is None
-            else [p for p in self.partitions if p["topic"] == topic]
-        )
+        chosen = self.entries if topic is None else [e for e in self.entries if e.topic == topic]
+        shown = chosen if limit is None else chosen[:limit]
         return {
             "topic": topic,
-            "total": len(rows),
-            "partitions": rows if limit is None else rows[:limit],
+            "total": len(chosen),
+            "partitions": [_partition_row(e, self.live) for e in shown],
         }
 
 
 def partition_status(
-    leader: int, live: Iterable[int], isr: list[int], replicas: list[int], min_isr: int | None
+    leader: int,
+    live: Collection[int],
+    isr: list[int],
+    replicas: list[int],
+    min_isr: int | None,
 ) -> str:
-    if leader == NO_LEADER or leader not in set(live):
+    if leader == NO_LEADER or leader not in live:
         return OFFLINE
     if min_isr is not None and len(isr) < min_isr:
         return UNDER_MIN_ISR
@@ -125,32 +167,40 @@ def partition_status(
     return OK
 
 
-def _partition_row(
+def _entry(
     st: UpdateMetadataPartitionState,
     live: Mapping[int, BrokerNode],
-    led: Mapping[str, Any] | None,
+    led: LeaderState | None,
     leader_reachable: bool | None,
-) -> dict[str, Any]:
+) -> _Entry:
+    if led is not None:
+        status = partition_status(led.leader, live, led.isr, st.replicas, led.min_insync_replicas)
+    else:
+        status = partition_status(st.leader, live, st.isr, st.replicas, None)
+    return _Entry(STATUS_RANK[status], st.topic, st.partition, status, st, led, leader_reachable)
+
+
+def _partition_row(e: _Entry, live: Mapping[int, BrokerNode]) -> dict[str, Any]:
+    st, led = e.state, e.led
     replicas = list(st.replicas)
     if led is not None:
-        leader, epoch, isr = led["leader"], led["leader_epoch"], list(led["isr"])
+        leader, epoch, isr = led.leader, led.leader_epoch, list(led.isr)
     else:
         leader, epoch, isr = st.leader, st.leader_epoch, list(st.isr)
-    min_isr = None if led is None else led.get("min_insync_replicas")
     row: dict[str, Any] = {
         "topic": st.topic,
         "partition": st.partition,
-        "status": partition_status(leader, live, isr, replicas, min_isr),
+        "status": e.status,
         "leader": leader,
         "leader_epoch": epoch,
-        "leader_reachable": leader_reachable,
+        "leader_reachable": e.leader_reachable,
         "replicas": replicas,
         "isr": isr,
         "out_of_sync": [r for r in replicas if r not in isr],
         "offline_replicas": sorted(
             set(st.offline_replicas) | {r for r in replicas if r not in live}
         ),
-        "min_insync_replicas": min_isr,
+        "min_insync_replicas": None if led is None else led.min_insync_replicas,
         "source": "leader" if led is not None else "metadata",
         "high_watermark": None,
         "log_end_offset": None,
@@ -158,15 +208,13 @@ def _partition_row(
         "replica_states": None,
     }
     if led is not None:
-        row["high_watermark"] = led["high_watermark"]
-        row["log_end_offset"] = led["log_end_offset"]
-        row["log_start_offset"] = led["log_start_offset"]
-        row["replica_states"] = led.get("replica_states")
+        row["high_watermark"] = led.high_watermark
+        row["log_end_offset"] = led.log_end_offset
+        row["log_start_offset"] = led.log_start_offset
+        row["replica_states"] = [
+            dict(zip(REPLICA_STATE_FIELDS, r, strict=True)) for r in led.replica_states
+        ]
     return row
-
-
-def _sort_key(row: Mapping[str, Any]) -> tuple[int, str, int]:
-    return (STATUS_RANK[row["status"]], row["topic"], row["partition"])
 
 
 def build_cluster_view(
@@ -181,28 +229,28 @@ def build_cluster_view(
     """`last_known`: registrations seen earlier, for the address and epoch of a broker
     that is gone."""
     live = metadata.live_brokers
-    led: dict[tuple[str, int], Mapping[str, Any]] = {}
+    led: dict[tuple[str, int], LeaderState] = {}
     for answer in peers.values():
         if isinstance(answer, PeerAnswer):
             for p in answer.leaders:
                 # A deposed leader that has not heard of its successor yet still answers
                 # as leader: the higher leader epoch is the current one.
-                key = (p["topic"], p["partition"])
+                key = (p.topic, p.partition)
                 other = led.get(key)
-                if other is None or p["leader_epoch"] > other["leader_epoch"]:
+                if other is None or p.leader_epoch > other.leader_epoch:
                     led[key] = p
 
-    rows = []
+    entries = []
     replica_ids: set[int] = set()
     topics: set[str] = set()
+    reachable_ids = {b for b, a in peers.items() if isinstance(a, PeerAnswer)}
     for st in metadata.partitions:
         topics.add(st.topic)
         replica_ids.update(st.replicas)
         view = led.get((st.topic, st.partition))
-        leader_answer = peers.get(st.leader)
-        reachable = None if leader_answer is None else isinstance(leader_answer, PeerAnswer)
-        rows.append(_partition_row(st, live, view, reachable))
-    rows.sort(key=_sort_key)
+        reachable = None if st.leader not in peers else st.leader in reachable_ids
+        entries.append(_entry(st, live, view, reachable))
+    entries.sort()
 
     controller_id = zk.controller_id if zk.controller_id is not None else metadata.controller_id
     controller_epoch = (
@@ -255,11 +303,11 @@ def build_cluster_view(
         )
 
     counts = {s: 0 for s in STATUS_RANK}
-    for r in rows:
-        counts[r["status"]] += 1
+    for e in entries:
+        counts[e.status] += 1
     summary = {
         "topics": len(topics),
-        "partitions": len(rows),
+        "partitions": len(entries),
         **counts,
         "brokers": len(brokers),
         "brokers_alive": sum(b["status"] == ALIVE for b in brokers),
@@ -274,6 +322,8 @@ def build_cluster_view(
         },
         controller={"id": controller_id, "epoch": controller_epoch},
         brokers=brokers,
-        partitions=rows,
+        entries=entries,
+        live=live,
         summary=summary,
+        topic_names=sorted(topics),
     )

@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from minikafka.admin_http.cluster_view import (
+    LEADER_FIELDS,
+    REPLICA_STATE_FIELDS,
     ClusterView,
+    LeaderState,
     MetadataView,
     PeerAnswer,
     PeerFailure,
@@ -41,6 +44,7 @@ from minikafka.admin_http.events import (
     metadata_events,
 )
 from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
+from minikafka.replication.partition import Partition
 from minikafka.server.metadata_cache import MetadataChange
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkState
@@ -57,6 +61,31 @@ PEER_TIMEOUT_S = 0.8
 VIEW_INTERVAL_S = 1.0
 # Events a page gets when it opens (later ones come as they happen).
 INITIAL_EVENTS = 200
+
+
+def leader_state(p: Partition, now_ms: int) -> LeaderState:
+    leo = p.log_end_offset
+    return LeaderState(
+        p.tp.topic,
+        p.tp.partition,
+        p.leader_id,
+        p.leader_epoch,
+        list(p.isr),
+        p.log.config.min_insync_replicas,
+        p.high_watermark,
+        leo,
+        p.log.log_start_offset,
+        [
+            [
+                r.broker_id,
+                r.log_end_offset,
+                leo - r.log_end_offset if r.log_end_offset >= 0 else None,
+                r.in_isr,
+                r.last_caught_up_ms_ago,
+            ]
+            for r in p.replica_states(now_ms)
+        ],
+    )
 
 
 def local_broker_facts(server: KafkaServer) -> dict[str, Any]:
@@ -175,13 +204,13 @@ class Dashboard:
     # --- the local view (what other brokers ask of this one) -----------------------------
 
     def local_view(self, throughput_after_s: int) -> dict[str, Any]:
-        from minikafka.admin_http.server import partition_view
-
         s = self._server
         now = s.clock.now_ms()
         return {
             "broker": local_broker_facts(s),
-            "leaders": [partition_view(p, now) for p in s.replica_manager.leader_partitions()],
+            "leader_fields": LEADER_FIELDS,
+            "replica_state_fields": REPLICA_STATE_FIELDS,
+            "leaders": [leader_state(p, now) for p in s.replica_manager.leader_partitions()],
             "throughput": self.rates.rows_after(throughput_after_s),
         }
 
@@ -244,7 +273,11 @@ class Dashboard:
         except (aiohttp.ClientError, OSError, ValueError) as e:
             return PeerFailure(str(e) or type(e).__name__)
         self.throughput.add(broker_id, [(r[0], r[1]) for r in body.get("throughput", [])])
-        return PeerAnswer(body["broker"], body["leaders"])
+        try:
+            leaders = [LeaderState._make(row) for row in body["leaders"]]
+        except (KeyError, TypeError) as e:
+            return PeerFailure(f"a /v1/local this broker cannot read: {e}")
+        return PeerAnswer(body["broker"], leaders)
 
     async def _gather(self) -> ClusterView:
         s = self._server

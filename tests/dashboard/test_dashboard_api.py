@@ -141,7 +141,16 @@ def test_json_shapes(watched: LocalCluster) -> None:
 
     local = get_json(f"{cluster.admin_url(1)}/v1/local")
     assert local["broker"]["broker_id"] == 1
-    assert all(p["role"] == "leader" and p["leader"] == 1 for p in local["leaders"])
+    assert local["leader_fields"] == [
+        "topic", "partition", "leader", "leader_epoch", "isr", "min_insync_replicas",
+        "high_watermark", "log_end_offset", "log_start_offset", "replica_states",
+    ]  # fmt: skip
+    assert local["replica_state_fields"] == [
+        "broker_id", "log_end_offset", "lag", "in_isr", "last_caught_up_ms_ago",
+    ]  # fmt: skip
+    led = [dict(zip(local["leader_fields"], row, strict=True)) for row in local["leaders"]]
+    assert led and all(p["leader"] == 1 and p["topic"] == TOPIC for p in led)
+    assert sum(p["high_watermark"] for p in led) == 10 * len(led)
 
     view = first_stream_view(f"{url}/v1/stream?topic={TOPIC}&limit=1")
     assert set(view) == {

@@ -3,8 +3,6 @@ view (partition status, trouble-first order, broker status) and the throughput r
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -135,19 +133,9 @@ def nodes(*ids: int) -> dict[int, BrokerNode]:
 
 def led_view(
     topic: str, partition: int, leader: int, epoch: int, isr: list[int], min_isr: int = 2
-) -> dict[str, Any]:
-    return {
-        "topic": topic,
-        "partition": partition,
-        "leader": leader,
-        "leader_epoch": epoch,
-        "isr": isr,
-        "min_insync_replicas": min_isr,
-        "high_watermark": 10,
-        "log_end_offset": 12,
-        "log_start_offset": 0,
-        "replica_states": [],
-    }
+) -> cv.LeaderState:
+    states = [[r, 12, 0, True, 5] for r in isr]
+    return cv.LeaderState(topic, partition, leader, epoch, isr, min_isr, 10, 12, 0, states)
 
 
 def registration(b: int) -> cv.Registration:
@@ -172,7 +160,7 @@ def build(
     )
 
 
-def answer(*leaders: dict[str, Any]) -> cv.PeerAnswer:
+def answer(*leaders: cv.LeaderState) -> cv.PeerAnswer:
     return cv.PeerAnswer(
         {"zookeeper_connected": True, "partitions": 1, "leaders": 1}, list(leaders)
     )
@@ -211,6 +199,10 @@ def test_the_leaders_view_wins_over_the_cache_and_a_deposed_leader_loses() -> No
     row = view.partitions[0]
     assert row["source"] == "leader" and row["isr"] == [1, 3] and row["out_of_sync"] == [2]
     assert row["leader"] == 1 and row["high_watermark"] == 10
+    assert row["replica_states"] == [
+        {"broker_id": b, "log_end_offset": 12, "lag": 0, "in_isr": True, "last_caught_up_ms_ago": 5}
+        for b in (1, 3)
+    ]
     assert row["status"] == cv.UNDER_REPLICATED
     # Without the leader's answer: the cache's view, and the leader marked unreachable.
     view = build(parts, {1: cv.PeerFailure("timeout")}, [1, 2, 3], [1, 2, 3])
