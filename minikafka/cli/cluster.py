@@ -175,7 +175,9 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
     console.print(f"[bold]bootstrap servers:[/] {status['bootstrap_servers']}")
     # Below the table too: a column of URLs would squeeze an 80-column table.
     admin = ", ".join(b["admin_url"] for b in status["brokers"])
-    console.print(f"[bold]admin endpoints (/metrics, /health):[/] {admin}")
+    console.print(f"[bold]admin endpoints (/metrics, /health, /v1/...):[/] {admin}")
+    if status["brokers"]:
+        console.print(f"[bold]dashboard:[/] {status['brokers'][0]['admin_url']}/")
 
 
 @click.group()
@@ -200,8 +202,8 @@ def cluster() -> None:
     type=click.IntRange(0, 65535),
     default=9644,
     show_default=True,
-    help="Port of broker 1's HTTP admin endpoint (/metrics, /health, /v1/broker, "
-    "/v1/partitions); broker N's is admin-port+N-1 (0: free ports).",
+    help="Port of broker 1's HTTP admin endpoint (the dashboard at /, /metrics, /health, "
+    "/v1/...); broker N's is admin-port+N-1 (0: free ports).",
 )
 @click.option(
     "--broker-config",

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka.admin import NewTopic
 
 from minikafka.cluster import LocalCluster
+from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
 from tests.cluster.conftest import ClusterFactory, wait_until
 from tests.cluster.helpers import admin_client, deliver, producing
@@ -261,3 +262,58 @@ def test_a_broker_whose_peers_are_paused_still_serves_the_page(watched: LocalClu
     finally:
         cluster.resume(1)
         cluster.resume(2)
+
+
+def test_events_name_an_unclean_election_and_the_serving_brokers_session_expiry(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Broker 3 serves the events. A partition on brokers 1 and 2: 2 falls out of the ISR
+    (paused), 1 dies, 2 comes back: with unclean.leader.election.enable the controller
+    elects 2, which was not in the ISR. Then broker 3's own session is expired."""
+    cluster = make_cluster(
+        overrides={"unclean.leader.election.enable": "true", "replica.lag.time.max.ms": "2000"}
+    )
+    admin = admin_client(cluster.bootstrap_servers)
+    topic = NewTopic("risky", 1, replica_assignment=[[1, 2]])
+    admin.create_topics([topic], operation_timeout=30)["risky"].result(60)
+    zk = cluster.zk_client()
+    url = cluster.admin_url(3)
+
+    def state() -> Any:
+        return zk.get_partition_state(TopicPartition("risky", 0))
+
+    wait_until(lambda: state() is not None and set(state().isr) == {1, 2}, 30, "ISR [1,2]")
+    cluster.pause(2)
+    try:
+        wait_until(lambda: list(state().isr) == [1], 30, "broker 2 out of the ISR")
+        cluster.kill(1)
+        wait_until(lambda: state().leader == -1, 30, "the partition offline")
+    finally:
+        cluster.resume(2)
+    wait_until(lambda: state().leader == 2, 60, "broker 2 elected uncleanly")
+
+    def events() -> list[dict[str, Any]]:
+        return list(get_json(f"{url}/v1/cluster/events")["events"])
+
+    def about_risky(kind: str) -> list[dict[str, Any]]:
+        return [e for e in events() if e["kind"] == kind and e.get("topic") == "risky"]
+
+    wait_until(lambda: about_risky("leader_election"), 30, "the election in the timeline")
+    (election,) = about_risky("leader_election")
+    assert election["details"]["clean"] is False and election["severity"] == "error"
+    assert election["details"]["new_leader"] == 2 and "unclean" in election["text"]
+    assert about_risky("partition_offline")  # between broker 1's death and the election
+    assert any(e["kind"] == "broker_deregistered" and e["broker"] == 1 for e in events())
+
+    seq = get_json(f"{url}/v1/cluster/events")["last_seq"]
+    cluster.expire_session(3)
+
+    def session_events() -> list[str]:
+        after = get_json(f"{url}/v1/cluster/events?after_seq={seq}")["events"]
+        return [e["kind"] for e in after if e.get("broker") == 3]
+
+    wait_until(
+        lambda: {"zk_session_expired", "zk_session_connected"} <= set(session_events()),
+        30,
+        "broker 3's session expiry and its new session in its own timeline",
+    )

@@ -20,11 +20,13 @@ import re
 import subprocess
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError as ClientError
@@ -249,6 +251,33 @@ def test_topics_produce_and_consume_through_the_published_ports(project: Compose
         *("--from-beginning", "--max-messages", "500"),
     )
     assert sorted(out.split()) == sorted(lines)
+
+
+def test_the_dashboard_on_a_published_admin_port_sees_every_broker(
+    project: ComposeCluster,
+) -> None:
+    """The page and its JSON from the host; the serving broker reaches the others' admin
+    endpoints at their INTERNAL host (brokerN:9644 on the compose network)."""
+    p = project
+    base = f"http://localhost:{p.admin_ports[2]}"
+    with urllib.request.urlopen(base + "/", timeout=10) as resp:
+        assert resp.status == 200 and b"/static/dashboard.js" in resp.read()
+
+    def cluster_view() -> dict[str, Any]:
+        with urllib.request.urlopen(base + "/v1/cluster", timeout=10) as resp:
+            return dict(json.loads(resp.read()))
+
+    def every_broker_answers() -> bool:
+        ok = [b["status"] == "alive" and b["reachable"] for b in cluster_view()["brokers"]]
+        return len(ok) == len(BROKERS) and all(ok)
+
+    wait_for("every broker alive on the dashboard", every_broker_answers, 60)
+    view = cluster_view()
+    assert view["served_by"] == 2
+    by_id = {b["id"]: b for b in view["brokers"]}
+    for b in BROKERS:
+        assert by_id[b]["admin_url"] == f"http://broker{b}:9644"
+        assert f"INTERNAL://broker{b}:19092" in by_id[b]["endpoints"]
 
 
 def test_a_kafka_client_on_the_host_needs_only_one_published_port(

@@ -252,10 +252,25 @@
     el.classList.toggle("stale", stale);
   }
 
+  // Another broker's dashboard is linked only where this browser can reach it: the same
+  // host, or loopback both. In docker-compose the brokers know each other as brokerN, a
+  // name the host's browser does not resolve (there, open the published ports).
+  const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]", "::1"]);
+  function linkable(url) {
+    if (typeof url !== "string" || !/^https?:\/\//.test(url)) return false;
+    try {
+      const host = new URL(url).hostname;
+      const here = window.location.hostname;
+      return host === here || (LOOPBACK.has(host) && LOOPBACK.has(here));
+    } catch (e) {
+      return false;
+    }
+  }
+
   function renderAlternates() {
     const el = $("#alternates");
     const others = lastBrokers.filter(
-      (b) => !b.serving && b.status === "alive" && typeof b.admin_url === "string" && /^https?:\/\//.test(b.admin_url),
+      (b) => !b.serving && b.status === "alive" && linkable(b.admin_url),
     );
     if (live || !others.length) {
       el.hidden = true;
@@ -284,7 +299,7 @@
         (b.serving ? ' <span class="badge serving">serving</span>' : "");
       const endpoints = (b.endpoints || []).length ? esc(b.endpoints.join(", ")) : DASH;
       let idHtml = `<b>${esc(b.id)}</b>`;
-      if (!b.serving && typeof b.admin_url === "string" && /^https?:\/\//.test(b.admin_url)) {
+      if (!b.serving && linkable(b.admin_url)) {
         idHtml = `<a class="admin-link" href="${esc(b.admin_url.replace(/\/+$/, "") + "/")}" title="open broker ${esc(b.id)}'s dashboard">${idHtml}</a>`;
       }
       let title = BROKER_STATUS_TITLE[status];
