@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -338,7 +338,7 @@ class Dashboard:
 
     async def updates(
         self, topic: str | None, limit: int, last_event_seq: int = 0
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """One payload per new view (at most one a second) for as long as the caller reads:
         the cluster, the selected partitions, events newer than the last sent, and the
         throughput points since the last sent (all of the window in the first)."""

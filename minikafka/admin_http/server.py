@@ -24,6 +24,7 @@ UNKNOWN_TOPIC_OR_PARTITION, 404). Everything is read-only: the endpoint changes 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from dataclasses import replace
@@ -264,11 +265,15 @@ class AdminHttpServer:
             }
         )
         await resp.prepare(request)
+        # aclosing: the page's subscription ends as soon as the page goes away.
         try:
-            async for payload in self.dashboard.updates(topic, limit, last_seq):
-                await resp.write(b"event: view\ndata: " + as_json(payload) + b"\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass  # the page went away, or the broker is stopping
+            async with contextlib.aclosing(
+                self.dashboard.updates(topic, limit, last_seq)
+            ) as updates:
+                async for payload in updates:
+                    await resp.write(b"event: view\ndata: " + as_json(payload) + b"\n\n")
+        except ConnectionResetError:
+            pass  # the page went away
         return resp
 
 

@@ -7,6 +7,7 @@ broker they ask (eventually: each broker applies updates when they arrive).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ from minikafka.protocol.messages import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,11 @@ class MetadataCache:
         self._changed = asyncio.Event()
         if change is not None:
             for listener in self._listeners:
-                listener(change)
+                # A listener (the dashboard) must never fail an UpdateMetadata.
+                try:
+                    listener(change)
+                except Exception:
+                    log.exception("metadata listener %r failed", listener)
         return deleted
 
     def _change(self, req: UpdateMetadataRequest) -> MetadataChange:

@@ -24,7 +24,12 @@ from minikafka.admin_http.events import (
     partition_events,
 )
 from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
-from minikafka.protocol.messages import BrokerNode, UpdateMetadataPartitionState
+from minikafka.protocol.messages import (
+    BrokerNode,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+)
+from minikafka.server.metadata_cache import MetadataCache, MetadataChange
 
 
 def state(
@@ -330,3 +335,37 @@ def test_the_cluster_series_sums_brokers_by_second_with_gaps_as_none() -> None:
     tp.prune(103)  # the window is 99..103: 98 goes
     assert tp.series(103)["topics"]["a"]["messages_in"] == [5.0, None, None, None, None]
     assert tp.last_second(1) == 99
+
+
+# --- the metadata cache's change listener --------------------------------------------------
+
+
+def update(
+    states: list[UpdateMetadataPartitionState], brokers: list[int], controller: int = 1
+) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(
+        controller, 2, 0, states, [BrokerNode(b, "127.0.0.1", 9091 + b) for b in brokers]
+    )
+
+
+def test_the_metadata_cache_reports_what_changed_and_a_failing_listener_harms_nothing() -> None:
+    cache = MetadataCache(3)
+    changes: list[MetadataChange] = []
+    cache.add_listener(changes.append)
+
+    def broken(change: MetadataChange) -> None:
+        raise RuntimeError("a dashboard bug")
+
+    cache.add_listener(broken)
+    cache.update(update([state(1, [1, 2, 3])], [1, 2, 3]))
+    cache.update(update([state(1, [1, 2, 3]), state(2, [2, 3], epoch=1, partition=1)], [2, 3], 2))
+    first, second = changes
+    assert first.first_update and first.old_brokers == [] and first.new_brokers == [1, 2, 3]
+    assert not second.first_update
+    assert (second.old_controller, second.new_controller) == (1, 2)
+    assert second.old_brokers == [1, 2, 3] and second.new_brokers == [2, 3]
+    # Only the partition that differs: partition 0 is unchanged, partition 1 is new.
+    assert second.changed == [(None, state(2, [2, 3], epoch=1, partition=1))]
+    # The updates were applied although a listener failed.
+    assert cache.controller_id == 2 and sorted(cache.live_brokers) == [2, 3]
+    assert len(cache.all_partition_states()) == 2
