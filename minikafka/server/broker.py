@@ -97,6 +97,8 @@ class KafkaServer:
         self._session_lost = False
         self._reregistering: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
+        # Set once started and told of the cluster: Kafka-protocol requests wait for it.
+        self._serving_clients = asyncio.Event()
         self._shutting_down = False
         self._session_file = os.environ.get(ZK_SESSION_FILE_ENV) or None
         self._published_session: int | None = None
@@ -196,7 +198,7 @@ class KafkaServer:
                 ep.host or "0.0.0.0",
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,
-                kafka_handler=KafkaProtocolApis(self.apis, ep.listener),
+                kafka_handler=KafkaProtocolApis(self.apis, ep.listener, self._serving_clients),
             )
             self.socket_servers[ep.listener] = server
             await server.start()
@@ -213,6 +215,7 @@ class KafkaServer:
             await self.admin_server.start()
         await self._register()
         await self.controller.startup()
+        self._tasks.append(asyncio.create_task(self._serve_clients(), name="serve-clients"))
         self._start_periodic_tasks()
         log.info(
             "broker %d started in %.2fs: serving %s:%d, broker epoch %d, %d logs",
@@ -247,6 +250,16 @@ class KafkaServer:
         )
         self.replica_manager.broker_epoch = self.broker_epoch
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
+
+    async def _serve_clients(self) -> None:
+        """Let Kafka clients' requests through once the controller's first UpdateMetadata
+        has arrived (it sends one as soon as it sees our registration): before it, Metadata
+        would name no brokers and no topics. Without a controller to send it, after a
+        ZooKeeper session timeout anyway, as Kafka answers from an empty cache."""
+        deadline = time.monotonic() + self.config.zookeeper_session_timeout_ms / 1000
+        while not self.metadata_cache.initialized and time.monotonic() < deadline:
+            await self.metadata_cache.wait_for_change(deadline - time.monotonic())
+        self._serving_clients.set()
 
     def _admin_url(self) -> str | None:
         """Where the other brokers reach our admin endpoint: its own host, or when it binds

@@ -13,6 +13,7 @@ answer. A request for another API is a client bug: the connection is closed, as 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import uuid
@@ -60,9 +61,14 @@ _Handler = Callable[[int, Any], Awaitable[dict[str, Any] | None]]
 class KafkaProtocolApis:
     """One per listener (Metadata answers with the addresses of the listener asked)."""
 
-    def __init__(self, apis: KafkaApis, listener: str) -> None:
+    def __init__(self, apis: KafkaApis, listener: str, ready: asyncio.Event | None = None) -> None:
         self.apis = apis
         self.listener = listener
+        # As Kafka's socket server (startProcessingRequests): clients' requests wait until
+        # the broker has started (registered, and told of the cluster by the controller).
+        # Before that its metadata is empty, and a client told "no brokers" may start over
+        # from its bootstrap list (librdkafka's re-bootstrap), stalling its producer.
+        self._ready = ready
         self._handlers: dict[int, _Handler] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
@@ -104,6 +110,8 @@ class KafkaProtocolApis:
         """The response frame as chunks, or None when Kafka sends none (produce with
         acks=0). A Fetch response is written by hand, its record batches as the log handed
         them over (file regions, sent with sendfile: zero-copy, as Kafka's)."""
+        if self._ready is not None and not self._ready.is_set():
+            await self._ready.wait()
         if request.api_key == FETCH:
             error_code, session_id, topics = await self.fetch(request.api_version, request.body)
             return encode_fetch_response(

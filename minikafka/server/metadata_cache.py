@@ -106,6 +106,11 @@ class MetadataCache:
             self._generation == 0,
         )
 
+    @property
+    def initialized(self) -> bool:
+        """Whether an UpdateMetadata has arrived since start."""
+        return self._generation > 0
+
     async def wait_for_change(self, timeout_s: float) -> bool:
         try:
             async with asyncio.timeout(timeout_s):

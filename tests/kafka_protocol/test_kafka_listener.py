@@ -250,3 +250,36 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
         assert [(r.name, int(r.error_code)) for r in deleted.responses] == [
             ("bad/name", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         ]
+
+
+def test_a_starting_broker_answers_clients_only_once_registered(cluster: LocalCluster) -> None:
+    """As Kafka's socket server: a restarted broker takes clients' connections at once but
+    answers their requests only once it has started (registered, and told of the cluster by
+    the controller). Its metadata before that is empty, "no brokers", which sends librdkafka
+    back to its bootstrap list (and could stall an idempotent producer)."""
+    old = cluster.registrations()[3].epoch
+    cluster.kill(3)
+    # Its old registration lives on until the session expires (6 s): the new process waits
+    # that long before it can register.
+    cluster.start_broker(3, wait=False)
+    host, port = cluster.broker_address(3)
+    wait_until(lambda: can_connect(host, port), 30, "broker 3's listener")
+    with KafkaWire(host, port, timeout=30) as wire:
+        answer = wire.call(
+            MetadataRequest(
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
+        registration = cluster.registrations().get(3)
+    assert registration is not None and registration.epoch > old
+    assert {b.node_id for b in answer.brokers} == {1, 2, 3}
+
+
+def can_connect(host: str, port: int) -> bool:
+    try:
+        with KafkaWire(host, port, timeout=1):
+            return True
+    except OSError:
+        return False
