@@ -88,7 +88,7 @@ def leader_state(p: Partition, now_ms: int) -> LeaderState:
     )
 
 
-def local_broker_facts(server: KafkaServer) -> dict[str, Any]:
+def local_broker_facts(server: KafkaServer, leaders: int) -> dict[str, Any]:
     rm = server.replica_manager
     controller = server.controller
     return {
@@ -98,7 +98,7 @@ def local_broker_facts(server: KafkaServer) -> dict[str, Any]:
         "controller_epoch": rm.controller_epoch,
         "is_controller": controller is not None and controller.is_active,
         "partitions": len(rm.partitions),
-        "leaders": len(rm.leader_partitions()),
+        "leaders": leaders,
     }
 
 
@@ -112,7 +112,6 @@ class Dashboard:
         self._view_at = 0.0  # monotonic
         self._gathering: asyncio.Task[ClusterView] | None = None
         self._zk_read: asyncio.Future[ZkView] | None = None
-        self._last_zk: ZkView | None = None
         # Every registration seen: the addresses to ask, and what a gone broker was.
         self._known: dict[int, Registration] = {}
         self._session: aiohttp.ClientSession | None = None
@@ -152,17 +151,7 @@ class Dashboard:
     # --- events --------------------------------------------------------------------------
 
     def _on_metadata(self, change: MetadataChange) -> None:
-        drafts = metadata_events(
-            change.old_controller,
-            change.new_controller,
-            change.controller_epoch,
-            change.old_brokers,
-            change.new_brokers,
-            change.changed,
-            change.deleted_topics,
-            change.first_update,
-        )
-        self.events.append(drafts, self._server.clock.now_ms())
+        self.events.append(metadata_events(change), self._server.clock.now_ms())
 
     def _on_zk_state(self, state: ZkState) -> None:
         bid = self._server.broker_id
@@ -206,11 +195,12 @@ class Dashboard:
     def local_view(self, throughput_after_s: int) -> dict[str, Any]:
         s = self._server
         now = s.clock.now_ms()
+        led = s.replica_manager.leader_partitions()
         return {
-            "broker": local_broker_facts(s),
+            "broker": local_broker_facts(s, len(led)),
             "leader_fields": LEADER_FIELDS,
             "replica_state_fields": REPLICA_STATE_FIELDS,
-            "leaders": [leader_state(p, now) for p in s.replica_manager.leader_partitions()],
+            "leaders": [leader_state(p, now) for p in led],
             "throughput": self.rates.rows_after(throughput_after_s),
         }
 
@@ -252,7 +242,6 @@ class Dashboard:
             return ZkView(None, None, None, f"ZooKeeper did not answer in {ZK_TIMEOUT_S} s")
         except Exception as e:
             return ZkView(None, None, None, f"ZooKeeper: {e}")
-        self._last_zk = view
         return view
 
     async def _ask_peer(self, broker_id: int, url: str) -> PeerAnswer | PeerFailure:
@@ -359,14 +348,14 @@ class Dashboard:
                     if self._closed or view is None:
                         return
                 first = False
-                sent_seq, end_s = self.events.last_seq, self._end_second(view)
+                sent_seq, end_s = self.events.last_seq, self.end_second(view)
                 yield self.payload(view, topic, limit, seq, after_s, sent_seq, end_s)
                 seq, after_s = sent_seq, end_s
         finally:
             self._subscribers -= 1
 
     @staticmethod
-    def _end_second(view: ClusterView) -> int:
+    def end_second(view: ClusterView) -> int:
         # The last whole second every broker had sampled when the view was gathered.
         return view.time_ms // 1000 - 1
 

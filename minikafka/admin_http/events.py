@@ -17,12 +17,13 @@ had not been reported in sync to the cluster.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.protocol.messages import UpdateMetadataPartitionState
+from minikafka.server.metadata_cache import MetadataChange
 
 # How many events a broker keeps (a broker failure at 10,000 partitions writes thousands).
 DEFAULT_CAPACITY = 5000
@@ -191,36 +192,28 @@ def partition_events(
     return out
 
 
-def metadata_events(
-    old_controller: int,
-    new_controller: int,
-    new_controller_epoch: int,
-    old_brokers: Sequence[int],
-    new_brokers: Sequence[int],
-    changed: Sequence[tuple[UpdateMetadataPartitionState | None, UpdateMetadataPartitionState]],
-    deleted_topics: Sequence[str],
-    first_update: bool,
-) -> list[EventDraft]:
-    """The events between two metadata updates. The first update a broker gets is the
-    cluster as it already is: no events for what existed before."""
+def metadata_events(change: MetadataChange) -> list[EventDraft]:
+    """The events of one metadata update. The first update a broker gets is the cluster as
+    it already is: no events for what existed before."""
+    old_controller, new_controller = change.old_controller, change.new_controller
     out: list[EventDraft] = []
     if new_controller != old_controller and new_controller >= 0:
         out.append(
             EventDraft(
                 CONTROLLER_CHANGE,
-                f"broker {new_controller} is the controller (epoch {new_controller_epoch})"
+                f"broker {new_controller} is the controller (epoch {change.controller_epoch})"
                 + ("" if old_controller < 0 else f", was broker {old_controller}"),
                 broker=new_controller,
                 details={
                     "old_controller": old_controller,
                     "new_controller": new_controller,
-                    "controller_epoch": new_controller_epoch,
+                    "controller_epoch": change.controller_epoch,
                 },
             )
         )
-    if first_update:
+    if change.first_update:
         return out
-    old_set, new_set = set(old_brokers), set(new_brokers)
+    old_set, new_set = set(change.old_brokers), set(change.new_brokers)
     for b in sorted(new_set - old_set):
         out.append(EventDraft(BROKER_REGISTERED, f"broker {b} registered (live)", broker=b))
     for b in sorted(old_set - new_set):
@@ -233,7 +226,7 @@ def metadata_events(
             )
         )
     new_topics: dict[str, int] = {}
-    for old, new in changed:
+    for old, new in change.changed:
         if old is None:
             new_topics[new.topic] = new_topics.get(new.topic, 0) + 1
         else:
@@ -247,6 +240,6 @@ def metadata_events(
                 details={"partitions": n},
             )
         )
-    for topic in deleted_topics:
+    for topic in change.deleted_topics:
         out.append(EventDraft(TOPIC_DELETED, f"topic {topic} deleted", topic))
     return out

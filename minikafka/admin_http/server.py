@@ -249,13 +249,13 @@ class AdminHttpServer:
     async def cluster_throughput(self, request: web.Request) -> web.Response:
         after: int | None = _int_param(request, "after_s", -1)
         view = await self.dashboard.view()  # brings the other brokers' rows up to date
-        end = view.time_ms // 1000 - 1
+        end = self.dashboard.end_second(view)
         return _json(self.dashboard.throughput.series(end, None if after == -1 else after))
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         topic = request.query.get("topic") or None
         limit = _int_param(request, "limit", DEFAULT_ROWS, 0, MAX_ROWS)
-        # EventSource sends the id of the last event it got when it reconnects.
+        # Events after this one only (a page that has the earlier ones); 0: the latest 200.
         last_seq = _int_param(request, "after_seq", 0)
         resp = web.StreamResponse(
             headers={

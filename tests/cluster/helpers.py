@@ -16,6 +16,8 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -394,3 +396,14 @@ def replica_batches(log_dir: Path, tp: TopicPartition) -> list[tuple[BatchHeader
 def replica_records(log_dir: Path, tp: TopicPartition, end_offset: int) -> dict[int, bytes | None]:
     """offset -> value of every record below `end_offset` in a replica's segment files."""
     return log_files.read_records(log_dir, tp, end_offset)
+
+
+def http_get(url: str, method: str = "GET", timeout: float = 10) -> tuple[int, bytes]:
+    """(status, body) of a request to a broker's admin endpoint; an HTTP error status is
+    returned, not raised."""
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()

@@ -6,8 +6,6 @@ check and JSON views; errors for bad requests."""
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,6 +18,7 @@ from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
 from tests.cluster.conftest import ClusterFactory, wait_until
 from tests.cluster.helpers import admin_client, deliver, producing
+from tests.cluster.helpers import http_get as get
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -29,15 +28,6 @@ N = 30  # records per partition
 M = 5  # records per partition produced while a follower is paused
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def get(url: str, method: str = "GET") -> tuple[int, bytes]:
-    req = urllib.request.Request(url, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def get_json(url: str) -> tuple[int, Any]:

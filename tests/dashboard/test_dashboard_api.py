@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
 import urllib.request
 from typing import Any
 
@@ -18,20 +17,12 @@ from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
 from tests.cluster.conftest import ClusterFactory, wait_until
 from tests.cluster.helpers import admin_client, deliver, producing
+from tests.cluster.helpers import http_get as get
 
 pytestmark = pytest.mark.timeout(180)
 
 TOPIC = "watched"
 PARTITIONS = 3
-
-
-def get(url: str, method: str = "GET", timeout: float = 10) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def get_json(url: str, timeout: float = 10) -> Any:

@@ -40,8 +40,10 @@ def test_bench_dashboard_reports_every_figure(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     figures = json.loads((out / "bench_dashboard.json").read_text())
     kill = figures["kill_to_page"]
-    # The failover cannot be shown before the dead broker's session expires (6 s).
-    assert kill["failover_shown_s"]["median"] > 6.0 > kill["unreachable_s"]["median"] > 0
+    # The failover cannot be shown before the dead broker's session expires: 6 s after
+    # its last ping, which can be up to a third of that before the kill.
+    assert kill["failover_shown_s"]["median"] > 3.5
+    assert kill["failover_shown_s"]["median"] > kill["unreachable_s"]["median"] > 0
     cost = figures["update_cost"]
     assert cost["partitions"] == 100
     assert set(cost["cpu_percent_one_page"]) == {"1", "2", "3"}

@@ -86,14 +86,16 @@ def test_an_unchanged_partition_or_a_new_one_has_no_partition_event() -> None:
 
 def test_metadata_events_cover_brokers_controller_and_topics() -> None:
     drafts = metadata_events(
-        old_controller=1,
-        new_controller=2,
-        new_controller_epoch=7,
-        old_brokers=[1, 2, 3],
-        new_brokers=[2, 3, 4],
-        changed=[(None, state(2, [2], topic="new")), (state(1, [1, 2]), state(2, [2], 1))],
-        deleted_topics=["gone"],
-        first_update=False,
+        MetadataChange(
+            old_controller=1,
+            new_controller=2,
+            controller_epoch=7,
+            old_brokers=[1, 2, 3],
+            new_brokers=[2, 3, 4],
+            changed=[(None, state(2, [2], topic="new")), (state(1, [1, 2]), state(2, [2], 1))],
+            deleted_topics=["gone"],
+            first_update=False,
+        )
     )
     assert kinds(drafts) == [
         CONTROLLER_CHANGE,
@@ -108,7 +110,9 @@ def test_metadata_events_cover_brokers_controller_and_topics() -> None:
 
 
 def test_the_first_update_is_the_cluster_as_it_is_not_a_story() -> None:
-    drafts = metadata_events(-1, 1, 1, [], [1, 2, 3], [(None, state(1, [1]))], [], True)
+    drafts = metadata_events(
+        MetadataChange(-1, 1, 1, [], [1, 2, 3], [(None, state(1, [1]))], [], True)
+    )
     assert kinds(drafts) == [CONTROLLER_CHANGE]
 
 

@@ -8,7 +8,7 @@
   const MAX_EVENTS = 500;
   const DEFAULT_LIMIT = 200;
   const TOTAL_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
-  const TOPIC_RATES = ["messages_in", "bytes_in"];
+  const TOPIC_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
   const RATE_LABEL = {
     messages_in: "messages in",
     bytes_in: "bytes in",
