@@ -1,23 +1,41 @@
 """Delayed operations (Kafka's purgatory) without polling.
 
-A waiting produce or fetch request registers interest in the partitions it touches and
-sleeps. Whatever moves a partition (an append, a HW change, a leadership change) calls
-`notify(tp)`, which wakes exactly the requests watching it; they re-check their condition
-and either complete or watch again. Expiry is the waiter's own deadline.
+A waiting produce or fetch request registers its condition under the partitions it
+touches and sleeps. Whatever moves a partition (an append, a HW change, a leadership
+change) calls `notify(tp)`. The conditions watching a moved partition are checked once the
+code that notified has finished its step (one loop callback for all the partitions moved
+in that step, as Kafka's checkAndComplete runs after the state change), and only a request
+whose condition holds is woken. A request that is not done yet stays asleep: waking every
+watcher to re-check for itself cost each a coroutine switch and a new timer per append.
+Expiry is the waiter's own deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from minikafka.common import TopicPartition
 
 
+class _Waiter:
+    __slots__ = ("condition", "future")
+
+    def __init__(self, condition: Callable[[], bool], future: asyncio.Future[bool]) -> None:
+        self.condition = condition
+        self.future = future
+
+
+def _expire(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
+
+
 class Purgatory:
     def __init__(self) -> None:
-        self._watchers: defaultdict[TopicPartition, set[asyncio.Future[None]]] = defaultdict(set)
+        self._watchers: dict[TopicPartition, set[_Waiter]] = {}
+        self._moved: set[TopicPartition] = set()  # notified, watched, not checked yet
+        self._check_scheduled = False
         # Also told of every notification: the fetch session cache (its sessions read a
         # partition again only after it moved, and parked incremental fetches wake).
         self.on_notify: Callable[[TopicPartition], None] | None = None
@@ -25,18 +43,34 @@ class Purgatory:
     def notify(self, tp: TopicPartition) -> None:
         if self.on_notify is not None:
             self.on_notify(tp)
-        waiters = self._watchers.pop(tp, None)
-        if waiters:
-            for fut in waiters:
-                if not fut.done():
-                    fut.set_result(None)
+        waiters = self._watchers.get(tp)
+        if not waiters:
+            return
+        self._moved.add(tp)
+        if not self._check_scheduled:
+            self._check_scheduled = True
+            next(iter(waiters)).future.get_loop().call_soon(self._check_moved)
 
     def notify_all(self) -> None:
         for tp in list(self._watchers):
             self.notify(tp)
 
-    def watched(self) -> int:
-        return sum(len(w) for w in self._watchers.values())
+    def _check_moved(self) -> None:
+        self._check_scheduled = False
+        moved, self._moved = self._moved, set()
+        checked: set[_Waiter] = set()
+        for tp in moved:
+            for w in list(self._watchers.get(tp, ())):
+                if w in checked or w.future.done():
+                    continue
+                checked.add(w)
+                try:
+                    satisfied = w.condition()
+                except Exception as e:  # the waiter raises it, as if it had checked itself
+                    w.future.set_exception(e)
+                    continue
+                if satisfied:
+                    w.future.set_result(True)
 
     async def wait_until(
         self,
@@ -44,34 +78,28 @@ class Purgatory:
         condition: Callable[[], bool],
         timeout_s: float,
     ) -> bool:
-        """Wait until `condition()` holds, re-checking it whenever one of `keys` is notified.
+        """Wait until `condition()` holds, checking it whenever one of `keys` is notified.
 
         Returns whether it held before the deadline. The condition is checked once up front,
-        so an already-satisfied request never sleeps.
+        so an already-satisfied request never sleeps, and once more at the deadline.
         """
         if condition():
             return True
         keys = list(keys)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return condition()
-            fut: asyncio.Future[None] = loop.create_future()
-            for k in keys:
-                self._watchers[k].add(fut)
-            try:
-                async with asyncio.timeout(remaining):
-                    await fut
-            except TimeoutError:
-                pass
-            finally:
-                for k in keys:
-                    w = self._watchers.get(k)
-                    if w is not None:
-                        w.discard(fut)
-                        if not w:
-                            del self._watchers[k]
-            if condition():
+        waiter = _Waiter(condition, loop.create_future())
+        for k in keys:
+            self._watchers.setdefault(k, set()).add(waiter)
+        timer = loop.call_later(max(0.0, timeout_s), _expire, waiter.future)
+        try:
+            if await waiter.future:
                 return True
+        finally:
+            timer.cancel()
+            for k in keys:
+                w = self._watchers.get(k)
+                if w is not None:
+                    w.discard(waiter)
+                    if not w:
+                        del self._watchers[k]
+        return condition()

@@ -9,7 +9,6 @@ purgatory for the partition to move, not on a timer.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -713,6 +712,8 @@ class ReplicaManager:
                     fut.set_result(None)
 
             session.waiter = wake
+            # One timer for the whole wait (not one per wake-up): the deadline stops it.
+            timer = loop.call_at(deadline, wake, None)
             try:
                 while True:
                     if woken:
@@ -721,15 +722,13 @@ class ReplicaManager:
                         read(batch, first_read=False)
                         if total >= req.min_bytes or errors:
                             break
-                    remaining = deadline - loop.time()
-                    if stop or remaining <= 0:
+                    if stop or deadline - loop.time() <= 0:
                         break
                     if fut.done():
                         fut = loop.create_future()
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(remaining):
-                            await fut
+                    await fut
             finally:
+                timer.cancel()
                 if session.waiter is wake:
                     session.waiter = None
             if not self.fetch_sessions.is_current(session, ctx.expected_epoch):

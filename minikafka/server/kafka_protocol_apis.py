@@ -38,6 +38,11 @@ from minikafka.protocol.kafka.fetch_response import (
     FetchTopicData,
     encode_fetch_response,
 )
+from minikafka.protocol.kafka.produce_response import (
+    ProducePartitionData,
+    ProduceTopicData,
+    encode_produce_response,
+)
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.kafka_group_apis import ClientInfo, KafkaGroupApis
 from minikafka.server.network import NO_RESPONSE
@@ -72,7 +77,6 @@ class KafkaProtocolApis:
         self._handlers: dict[int, _Handler] = {
             API_VERSIONS: self.api_versions,
             METADATA: self.metadata,
-            PRODUCE: self.produce,
             LIST_OFFSETS: self.list_offsets,
             CREATE_TOPICS: self.create_topics,
             DELETE_TOPICS: self.delete_topics,
@@ -85,10 +89,12 @@ class KafkaProtocolApis:
         }
         # The group APIs get the client's id and address too (a member's client id/host).
         self._group_handlers = KafkaGroupApis(apis, listener).handlers()
-        # Fetch is served by `handle` itself (its response is written by hand).
+        # Produce and Fetch are served by `handle` itself (their responses are written by
+        # hand: kio's writer is too slow for every produce, and fetched records go out
+        # zero-copy).
         self.versions: dict[int, tuple[int, int]] = {
             key: SUPPORTED_VERSIONS[key]
-            for key in sorted({*self._handlers, *self._group_handlers, FETCH})
+            for key in sorted({*self._handlers, *self._group_handlers, PRODUCE, FETCH})
         }
 
     def serves(self, api_key: int) -> bool:
@@ -108,10 +114,16 @@ class KafkaProtocolApis:
 
     async def handle(self, request: KafkaRequest, client_host: str = "") -> list[Chunk] | None:
         """The response frame as chunks, or None when Kafka sends none (produce with
-        acks=0). A Fetch response is written by hand, its record batches as the log handed
-        them over (file regions, sent with sendfile: zero-copy, as Kafka's)."""
+        acks=0). Produce and Fetch responses are written by hand, a Fetch's record batches
+        as the log handed them over (file regions, sent with sendfile: zero-copy, as
+        Kafka's)."""
         if self._ready is not None and not self._ready.is_set():
             await self._ready.wait()
+        if request.api_key == PRODUCE:
+            produced = await self.produce(request.api_version, request.body)
+            if produced is None:
+                return None
+            return [encode_produce_response(request.api_version, request.correlation_id, produced)]
         if request.api_key == FETCH:
             error_code, session_id, topics = await self.fetch(request.api_version, request.body)
             return encode_fetch_response(
@@ -222,7 +234,8 @@ class KafkaProtocolApis:
 
     # --- Produce -------------------------------------------------------------------------
 
-    async def produce(self, version: int, req: Any) -> dict[str, Any] | None:
+    async def produce(self, version: int, req: Any) -> list[ProduceTopicData] | None:
+        """The response's topics, or None when none is sent (acks=0)."""
         if req.transactional_id is not None:
             # No transactions here: Kafka answers a broker without them the same way.
             return self._produce_error(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -249,36 +262,29 @@ class KafkaProtocolApis:
             return self._produce_error(req, e.code)
         if resp is NO_RESPONSE or req.acks == 0:
             return None
-        return {
-            "throttle_time": 0,
-            "responses": [
-                {
-                    "name": t.name,
-                    "topic_id": self._topic_uuid(t.name),
-                    "partition_responses": [
-                        _produce_partition(
-                            p.partition,
-                            p.error_code,
-                            p.base_offset,
-                            p.log_start_offset,
-                            p.error_message,
-                        )
-                        for p in t.partitions
-                    ],
-                }
-                for t in resp.topics
-            ]
-            + [_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown],
-        }
+        return [
+            ProduceTopicData(
+                t.name,
+                self._topic_uuid(t.name),
+                [
+                    ProducePartitionData(
+                        p.partition,
+                        p.error_code,
+                        p.base_offset,
+                        p.log_start_offset,
+                        p.error_message,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in resp.topics
+        ] + [_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
 
     @staticmethod
-    def _produce_error(req: Any, code: int) -> dict[str, Any] | None:
+    def _produce_error(req: Any, code: int) -> list[ProduceTopicData] | None:
         if req.acks == 0:
             return None
-        return {
-            "throttle_time": 0,
-            "responses": [_produce_topic_error(t, code) for t in req.topic_data],
-        }
+        return [_produce_topic_error(t, code) for t in req.topic_data]
 
     # --- Fetch ---------------------------------------------------------------------------
 
@@ -648,31 +654,13 @@ def _fetch_topic_error(t: Any, code: int) -> FetchTopicData:
     )
 
 
-def _produce_topic_error(t: Any, code: int) -> dict[str, Any]:
+def _produce_topic_error(t: Any, code: int) -> ProduceTopicData:
     """Every partition of a request's produce topic (any version) answered `code`."""
-    return {
-        "name": field_or(t, "name", ""),
-        "topic_id": field_or(t, "topic_id", ZERO_UUID),
-        "partition_responses": [_produce_partition(p.index, int(code)) for p in t.partition_data],
-    }
-
-
-def _produce_partition(
-    index: int,
-    error_code: int,
-    base_offset: int = -1,
-    log_start_offset: int = -1,
-    error_message: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "index": index,
-        "error_code": error_code,
-        "base_offset": base_offset,
-        "log_append_time": -1,
-        "log_start_offset": log_start_offset,
-        "record_errors": [],
-        "error_message": error_message,
-    }
+    return ProduceTopicData(
+        field_or(t, "name", ""),
+        field_or(t, "topic_id", ZERO_UUID),
+        [ProducePartitionData(p.index, int(code)) for p in t.partition_data],
+    )
 
 
 def _list_offsets_partition(p: m.ListOffsetsPartitionResponse) -> dict[str, Any]:

@@ -9,7 +9,11 @@ import pytest
 
 from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.protocol import messages as m
-from minikafka.protocol.errors import InvalidRequestError, NotLeaderOrFollowerError
+from minikafka.protocol.errors import (
+    InvalidRequestError,
+    NotLeaderOrFollowerError,
+    RequestTimedOutError,
+)
 from minikafka.server.network import NO_RESPONSE, SocketServer
 
 
@@ -31,6 +35,10 @@ async def handler(header, request):
         raise NotLeaderOrFollowerError("not me")
     if isinstance(request, m.MetadataRequest):
         raise RuntimeError("handler bug")
+    if isinstance(request, m.DescribeReplicasRequest):
+        await asyncio.sleep(3600)  # never answered in time
+    if isinstance(request, m.OffsetForLeaderEpochRequest):
+        raise RequestTimedOutError("the broker's own timeout")
     return m.ApiVersionsResponse(0, [])
 
 
@@ -66,6 +74,29 @@ async def test_errors_come_back_as_exceptions_and_connection_survives(server):
     with pytest.raises(Exception, match="handler bug"):
         await c.send(m.MetadataRequest())
     assert (await c.send(m.ApiVersionsRequest())).error_code == 0
+    await c.close()
+
+
+async def test_an_unanswered_request_times_out_failing_all_in_flight_and_closing(server):
+    c = await connect(server)
+    slow = asyncio.ensure_future(c.send(m.DescribeReplicasRequest([]), timeout_s=0.2))
+    # Behind the unanswered one, so its response can never come first.
+    queued = asyncio.ensure_future(c.send(offsets_request(1), timeout_s=30))
+    with pytest.raises(RequestTimedOutError, match="no response"):
+        await slow
+    with pytest.raises(RequestTimedOutError):
+        await queued
+    assert not c.connected
+    with pytest.raises(NetworkError):
+        await c.send(offsets_request(2))
+
+
+async def test_a_brokers_request_timed_out_answer_keeps_the_connection(server):
+    c = await connect(server)
+    with pytest.raises(RequestTimedOutError, match="broker's own timeout"):
+        await c.send(m.OffsetForLeaderEpochRequest(1, []), timeout_s=5)
+    assert c.connected
+    assert (await c.send(offsets_request(4))).topics[0].partitions[0].offset == 40
     await c.close()
 
 
