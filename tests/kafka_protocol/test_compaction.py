@@ -117,7 +117,9 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_on_every_replica(
         cleaner = cleaner_metrics(cluster, b)
         assert cleaner["minikafka_log_cleaner_passes_total"] >= 1
         assert cleaner["minikafka_log_cleaner_records_removed_total"] >= len(superseded)
-        assert 0 < cleaner["kafka_log_logcleaner_cleaner_recopy_percent"] < 100
+        # The last pass's share kept: under 100 (it removed something). It may be 0: a
+        # pass over a segment whose every record was superseded keeps nothing.
+        assert 0 <= cleaner["kafka_log_logcleaner_cleaner_recopy_percent"] < 100
 
     # A reader from offset 0 sees the latest value of each key, at the offset it was given,
     # and the offsets in between are gone.
