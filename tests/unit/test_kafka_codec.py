@@ -50,6 +50,7 @@ from minikafka.protocol.kafka.codec import (
     response_type,
     unsupported_api_versions_response,
 )
+from minikafka.protocol.kafka.entities import build
 
 ALL_VERSIONS = [
     (key, version)
@@ -133,6 +134,25 @@ def request_frame(
         client_id=client_id,
     )
     return _serialise(header) + _serialise(body)
+
+
+def kio_response_frame(
+    api_key: int, api_version: int, correlation_id: int, values: dict[str, Any]
+) -> bytes:
+    """The response frame kio writes for `values` (by kio's field names): what the hand-
+    written encoders are checked against."""
+    response = response_type(api_key, api_version)
+    header_version = int(response.__header_schema__.__version__)
+    request = KafkaRequest(
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        client_id="c",
+        body=None,
+        request_header_version=header_version + 1,
+        response_header_version=header_version,
+    )
+    return encode_response(request, build(response, values))
 
 
 def parse_response(frame: bytes, api_key: int, api_version: int) -> tuple[int, int, Any]:

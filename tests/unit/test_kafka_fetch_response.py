@@ -14,17 +14,13 @@ from hypothesis import strategies as st
 
 from minikafka.protocol.kafka.codec import (
     SUPPORTED_VERSIONS,
-    KafkaRequest,
-    encode_response,
-    response_type,
 )
-from minikafka.protocol.kafka.entities import build
 from minikafka.protocol.kafka.fetch_response import (
     FetchPartitionData,
     FetchTopicData,
     encode_fetch_response,
 )
-from tests.unit.test_kafka_codec import parse_response
+from tests.unit.test_kafka_codec import kio_response_frame, parse_response
 
 FETCH = 1
 VERSIONS = range(SUPPORTED_VERSIONS[FETCH][0], SUPPORTED_VERSIONS[FETCH][1] + 1)
@@ -56,16 +52,7 @@ def kio_frame(version: int, correlation_id: int, error: int, session: int, topic
             for t in topics
         ],
     }
-    request = KafkaRequest(
-        api_key=FETCH,
-        api_version=version,
-        correlation_id=correlation_id,
-        client_id="c",
-        body=None,
-        request_header_version=2 if version >= 12 else 1,
-        response_header_version=1 if version >= 12 else 0,
-    )
-    return encode_response(request, build(response_type(FETCH, version), values))
+    return kio_response_frame(FETCH, version, correlation_id, values)
 
 
 partitions = st.builds(

@@ -13,17 +13,13 @@ from hypothesis import strategies as st
 
 from minikafka.protocol.kafka.codec import (
     SUPPORTED_VERSIONS,
-    KafkaRequest,
-    encode_response,
-    response_type,
 )
-from minikafka.protocol.kafka.entities import build
 from minikafka.protocol.kafka.produce_response import (
     ProducePartitionData,
     ProduceTopicData,
     encode_produce_response,
 )
-from tests.unit.test_kafka_codec import parse_response
+from tests.unit.test_kafka_codec import kio_response_frame, parse_response
 
 PRODUCE = 0
 VERSIONS = range(SUPPORTED_VERSIONS[PRODUCE][0], SUPPORTED_VERSIONS[PRODUCE][1] + 1)
@@ -52,16 +48,7 @@ def kio_frame(version: int, correlation_id: int, topics: list[ProduceTopicData])
             for t in topics
         ],
     }
-    request = KafkaRequest(
-        api_key=PRODUCE,
-        api_version=version,
-        correlation_id=correlation_id,
-        client_id="c",
-        body=None,
-        request_header_version=2 if version >= 9 else 1,
-        response_header_version=1 if version >= 9 else 0,
-    )
-    return encode_response(request, build(response_type(PRODUCE, version), values))
+    return kio_response_frame(PRODUCE, version, correlation_id, values)
 
 
 offsets = st.integers(-(2**63), 2**63 - 1)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from minikafka.protocol.kafka.wire import uvarint
 from minikafka.protocol.schema import FileRegion
 
 FIRST_FLEXIBLE_VERSION: Final = 12
@@ -52,15 +53,6 @@ class FetchTopicData:
     partitions: Sequence[FetchPartitionData]
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _size(records: RecordsChunk) -> int:
     if isinstance(records, bytes | bytearray | memoryview):
         return len(records)
@@ -81,7 +73,7 @@ def encode_fetch_response(
     buf = bytearray()
 
     def array_size(n: int) -> None:
-        buf.extend(_uvarint(n + 1) if flexible else _I32.pack(n))
+        buf.extend(uvarint(n + 1) if flexible else _I32.pack(n))
 
     buf += _I32.pack(correlation_id)
     if flexible:
@@ -97,7 +89,7 @@ def encode_fetch_response(
         else:
             name = t.name.encode()
             if flexible:
-                buf += _uvarint(len(name) + 1)
+                buf += uvarint(len(name) + 1)
             else:
                 buf += _I16.pack(len(name))
             buf += name
@@ -117,7 +109,7 @@ def encode_fetch_response(
                 buf += b"\x00" if flexible else _I32.pack(-1)
             else:
                 size = _size(records)
-                buf += _uvarint(size + 1) if flexible else _I32.pack(size)
+                buf += uvarint(size + 1) if flexible else _I32.pack(size)
                 if size:
                     chunks.append(bytes(buf))
                     chunks.append(records)

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from minikafka.protocol.kafka.wire import append_compact_length
+
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
 FIRST_FLEXIBLE_VERSION: Final = 9
@@ -63,15 +65,6 @@ class ProduceTopicData:
     partitions: Sequence[ProducePartitionData]
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_produce_response(
     version: int, correlation_id: int, topics: Sequence[ProduceTopicData]
 ) -> bytes:
@@ -87,11 +80,7 @@ def encode_produce_response(
     buf = bytearray(_HEADER.pack(0, correlation_id))
     if flexible:
         buf.append(0)  # response header v1: no tagged fields
-        n = len(topics) + 1
-        if n < 0x80:
-            buf.append(n)
-        else:
-            buf += _uvarint(n)
+        append_compact_length(buf, len(topics))
     else:
         buf += _I32.pack(len(topics))
     for t in topics:
@@ -100,21 +89,13 @@ def encode_produce_response(
         else:
             name = t.name.encode()
             if flexible:
-                n = len(name) + 1
-                if n < 0x80:
-                    buf.append(n)
-                else:
-                    buf += _uvarint(n)
+                append_compact_length(buf, len(name))
             else:
                 buf += _I16.pack(len(name))
             buf += name
         partitions = t.partitions
         if flexible:
-            n = len(partitions) + 1
-            if n < 0x80:
-                buf.append(n)
-            else:
-                buf += _uvarint(n)
+            append_compact_length(buf, len(partitions))
         else:
             buf += _I32.pack(len(partitions))
         for p in partitions:
@@ -133,11 +114,7 @@ def encode_produce_response(
             encoded = message.encode()
             if flexible:
                 buf.append(1)  # record_errors: empty
-                n = len(encoded) + 1
-                if n < 0x80:
-                    buf.append(n)
-                else:
-                    buf += _uvarint(n)
+                append_compact_length(buf, len(encoded))
                 buf += encoded
                 buf.append(0)  # partition tagged fields
             else:
