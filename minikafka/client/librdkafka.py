@@ -148,6 +148,24 @@ def watermarks(consumer: Consumer, topic: str, partition: int, timeout_s: float)
     return retrying(f"offsets of {topic}-{partition}", timeout_s, ask, refresh)
 
 
+def await_group_coordinator(
+    consumer: Consumer, topic: str, partition: int, timeout_s: float
+) -> None:
+    """Return once the consumer's group coordinator has answered (its committed offset of
+    one partition read), asked again after a transient error until `timeout_s` has passed.
+
+    confluent-kafka's consumer always has a group.id, and librdkafka looks its coordinator
+    up as soon as it starts, even for a consumer that only assigns. In a new cluster that
+    first lookup creates the offsets topic (50 partitions, RF 3: a LeaderAndIsr on every
+    broker), which a measurement must not time: the perf tools wait here first."""
+    from confluent_kafka import TopicPartition
+
+    def ask(seconds: float) -> None:
+        consumer.committed([TopicPartition(topic, partition)], timeout=seconds)
+
+    retrying("the consumer's group coordinator", timeout_s, ask)
+
+
 class ClientConfigError(ValueError):
     """A property librdkafka refuses (unknown name, bad value), with its message."""
 

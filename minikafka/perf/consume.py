@@ -179,17 +179,19 @@ def _consume(
 ) -> ConsumerPerfResult:
     from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-    from minikafka.client.librdkafka import consume_ready, new_consumer, topic_metadata
+    from minikafka.client.librdkafka import (
+        await_group_coordinator,
+        consume_ready,
+        new_consumer,
+        topic_metadata,
+    )
 
     consumer = new_consumer({"enable.auto.commit": False, **config})
     try:
         md = topic_metadata(consumer, topic, METADATA_TIMEOUT_S)
-        consumer.assign(
-            [
-                TopicPartition(topic, p, OFFSET_BEGINNING)
-                for p in sorted(md.topics[topic].partitions)
-            ]
-        )
+        partitions = sorted(md.topics[topic].partitions)
+        await_group_coordinator(consumer, topic, partitions[0], METADATA_TIMEOUT_S)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         shape = topic_shape(md, topic)
         if on_ready is not None:
             on_ready(shape)

@@ -141,7 +141,13 @@ def _measure(
 ) -> EndToEndResult:
     from confluent_kafka import KafkaException, TopicPartition
 
-    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata, watermarks
+    from minikafka.client.librdkafka import (
+        await_group_coordinator,
+        new_consumer,
+        new_producer,
+        topic_metadata,
+        watermarks,
+    )
 
     producer = new_producer(pconfig)
     consumer = new_consumer(cconfig)
@@ -160,6 +166,7 @@ def _measure(
         # Positioned at each partition's end, looked up before the first record is timed
         # (Kafka's seekToEnd then position): what it reads is only what is produced.
         ends = {p: watermarks(consumer, topic, p, METADATA_TIMEOUT_S)[1] for p in partitions}
+        await_group_coordinator(consumer, topic, partitions[0], METADATA_TIMEOUT_S)
         consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
         shape = topic_shape(md, topic)
         if on_ready is not None:

@@ -326,10 +326,16 @@ def _connect(
     pconfig: dict[str, Any], cconfig: dict[str, Any], topic: str
 ) -> tuple[Any, Any, TopicShape]:
     """The producer, and the consumer assigned every partition of `topic` at its end (the
-    ends looked up first, as Kafka's seekToEnd then position)."""
+    ends looked up first, as Kafka's seekToEnd then position), its group coordinator found."""
     from confluent_kafka import TopicPartition
 
-    from minikafka.client.librdkafka import new_consumer, new_producer, topic_metadata, watermarks
+    from minikafka.client.librdkafka import (
+        await_group_coordinator,
+        new_consumer,
+        new_producer,
+        topic_metadata,
+        watermarks,
+    )
 
     producer = new_producer(pconfig)
     consumer = new_consumer(cconfig)
@@ -338,5 +344,6 @@ def _connect(
         p: watermarks(consumer, topic, p, METADATA_TIMEOUT_S)[1]
         for p in sorted(md.topics[topic].partitions)
     }
+    await_group_coordinator(consumer, topic, next(iter(ends)), METADATA_TIMEOUT_S)
     consumer.assign([TopicPartition(topic, p, end) for p, end in ends.items()])
     return producer, consumer, topic_shape(md, topic)

@@ -39,6 +39,9 @@ from minikafka.protocol.kafka.codec import (
     KafkaRequest,
     MalformedRequest,
     UnsupportedVersion,
+    codecs_loaded,
+    load_codecs,
+    request_api,
     unsupported_api_versions_response,
 )
 from minikafka.protocol.kafka.codec import decode_request as decode_kafka_request
@@ -100,6 +103,8 @@ class SocketServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Future[list[Chunk]]] = set()
+        # Kafka request versions whose codecs a worker thread is loading (codec.py).
+        self._loading_codecs: dict[tuple[int, int], asyncio.Future[None]] = {}
 
     @property
     def port(self) -> int:
@@ -194,6 +199,9 @@ class SocketServer:
         # As Kafka shows a group member's host: "/" and the address.
         client_host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""
         while frame is not None:
+            api = request_api(frame)
+            if api is not None and not codecs_loaded(*api):
+                await self._load_codecs(api)
             try:
                 request = decode_kafka_request(frame)
                 if not kafka.serves(request.api_key):
@@ -218,6 +226,18 @@ class SocketServer:
                 handling.add_done_callback(self._handlers.discard)
                 await pending.put(handling)
             frame = await read_frame(reader, self._max_frame)
+
+    async def _load_codecs(self, api: tuple[int, int]) -> None:
+        """Load a Kafka request version's codecs in a worker thread, once for all the
+        connections that meet it meanwhile: the event loop keeps serving the others."""
+        loading = self._loading_codecs.get(api)
+        if loading is None:
+            loading = asyncio.ensure_future(asyncio.to_thread(load_codecs, *api))
+            self._loading_codecs[api] = loading
+            loading.add_done_callback(lambda _: self._loading_codecs.pop(api, None))
+        # A failure to load is met again, and answered, by decode_request.
+        with contextlib.suppress(Exception):
+            await asyncio.shield(loading)
 
     async def _handle_kafka(
         self, kafka: KafkaHandler, request: KafkaRequest, client_host: str

@@ -4,6 +4,9 @@ speed is asserted, except that a throttle of 200 records/s does hold 400 records
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 from click.testing import CliRunner, Result
 from confluent_kafka.cimpl import NewTopic
@@ -11,7 +14,10 @@ from confluent_kafka.cimpl import NewTopic
 from minikafka.cli.main import cli
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
+from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
+from minikafka.perf.offered_load import run_offered_load_latency
 from tests.cluster.conftest import ClusterFactory
+from tests.cluster.helpers import http_get
 from tests.perf.patterns import (
     CONSUME_ROW,
     E2E_AVG,
@@ -112,3 +118,31 @@ def test_throttle_holds_records_back(cluster_with_topic: LocalCluster) -> None:
     assert m is not None, final
     assert int(m.group(1)) == 400
     assert 400 / float(m.group(2)) >= 1.5  # seconds taken: 2 at exactly 200 records/s
+
+
+def test_the_offered_load_clock_starts_after_the_group_coordinator_is_found(
+    make_cluster: ClusterFactory,
+) -> None:
+    """The measuring consumer's group coordinator lookup creates the offsets topic in a new
+    cluster (a LeaderAndIsr of its 50 partitions on every broker, as with Kafka's default):
+    done before the first record is timed, so when the clock starts every offsets partition
+    is led (each broker's own view, from its admin endpoint: a Metadata request naming the
+    topic would create it)."""
+    cluster = make_cluster(overrides={"offsets.topic.num.partitions": "50"})
+    admin = new_admin(client_config(cluster.bootstrap_servers, {}))
+    admin.create_topics([NewTopic(TOPIC, 3, 3)], operation_timeout=30)[TOPIC].result(timeout=60)
+    led_at_start: set[int] = set()
+
+    def on_ready(_shape: object) -> None:
+        for b in cluster.broker_ids:
+            status, body = http_get(f"{cluster.admin_url(b)}/v1/local")
+            assert status == 200
+            led_at_start.update(p for t, p, *_ in json.loads(body)["leaders"] if t == OFFSETS_TOPIC)
+
+    result = asyncio.run(
+        run_offered_load_latency(
+            cluster.bootstrap_servers, TOPIC, 200, 100, 1000, on_ready=on_ready
+        )
+    )
+    assert result.records == 200 and result.failed == 0
+    assert led_at_start == set(range(50))

@@ -3,6 +3,7 @@
 import asyncio
 import random
 import struct
+import threading
 
 import msgpack
 import pytest
@@ -200,3 +201,51 @@ async def test_requests_read_before_a_disconnect_still_run():
     await c.close()
     await asyncio.wait_for(seen.wait(), 5)
     await s.stop()
+
+
+class EchoKafka:
+    """A Kafka handler answering any request with an empty frame of its correlation id."""
+
+    def __init__(self) -> None:
+        self.versions = {18: (0, 3)}
+        self.requests: list[object] = []
+
+    def serves(self, api_key: int) -> bool:
+        return api_key in self.versions
+
+    async def handle(self, request, client_host=""):
+        self.requests.append(request)
+        return [struct.pack(">ii", 4, request.correlation_id)]
+
+
+async def test_a_kafka_request_versions_codecs_load_off_the_event_loop(monkeypatch):
+    from minikafka.protocol.kafka import codec
+    from minikafka.server import network
+
+    loaded_in: list[threading.Thread] = []
+    real_load = network.load_codecs
+
+    def load(api_key: int, api_version: int) -> None:
+        loaded_in.append(threading.current_thread())
+        real_load(api_key, api_version)
+
+    monkeypatch.setattr(network, "load_codecs", load)
+    monkeypatch.setattr(codec, "_loaded", set())  # as in a broker that never met ApiVersions v3
+    kafka = EchoKafka()
+    server = SocketServer(handler, "127.0.0.1", 0, kafka_handler=kafka)
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        # ApiVersions v3: header v2 (client id "t", no tags), body: software name and
+        # version as compact strings, no tags.
+        body = struct.pack(">hhi", 18, 3, 77) + struct.pack(">h", 1) + b"t\x00"
+        body += b"\x02a\x02b\x00"
+        writer.write(struct.pack(">i", len(body)) + body)
+        size, correlation_id = struct.unpack(">ii", await reader.readexactly(8))
+        assert (size, correlation_id) == (4, 77)
+        writer.close()
+    finally:
+        await server.stop()
+    assert len(loaded_in) == 1 and loaded_in[0] is not threading.main_thread()
+    assert codec.codecs_loaded(18, 3)
+    assert [r.api_version for r in kafka.requests] == [3]

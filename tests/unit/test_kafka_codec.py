@@ -39,6 +39,7 @@ from kio.static.primitive import (
     i64Timedelta,
 )
 
+from minikafka.protocol.kafka import codec
 from minikafka.protocol.kafka.codec import (
     SUPPORTED_VERSIONS,
     KafkaRequest,
@@ -656,3 +657,17 @@ def test_v1_header_is_used_for_non_flexible_versions() -> None:
     assert header.request_api_version == 8
     assert decode_request(frame).request_header_version == 1
     assert used == 2 + 2 + 4 + 2 + len("test-client")
+
+
+def test_loading_a_versions_codecs_marks_it_loaded_and_other_versions_need_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(codec, "_loaded", set())
+    low, high = codec.SUPPORTED_VERSIONS[3]  # Metadata
+    assert not codec.codecs_loaded(3, high)
+    codec.load_codecs(3, high)
+    assert codec.codecs_loaded(3, high) and not codec.codecs_loaded(3, low)
+    # Nothing to load for what the broker does not serve: decode_request refuses it.
+    assert codec.codecs_loaded(3, high + 1) and codec.codecs_loaded(9999, 0)
+    assert codec.request_api(struct.pack(">hhi", 3, high, 1)) == (3, high)
+    assert codec.request_api(b"\x00\x03\x00") is None

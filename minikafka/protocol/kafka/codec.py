@@ -60,8 +60,11 @@ __all__ = [
     "KafkaRequest",
     "MalformedRequest",
     "UnsupportedVersion",
+    "codecs_loaded",
     "decode_request",
     "encode_response",
+    "load_codecs",
+    "request_api",
     "request_type",
     "response_type",
     "unsupported_api_versions_response",
@@ -406,6 +409,50 @@ class _ResponseCodec:
 def _response_codec(api_key: int, api_version: int) -> _ResponseCodec:
     entity = cast(type[Entity], response_type(api_key, api_version))
     return _ResponseCodec(entity=entity, write_body=entity_writer(entity))
+
+
+# -- loading -------------------------------------------------------------------------------
+#
+# kio's schemas are modules of dataclasses, imported on first use: a version's request and
+# response types and the readers and writers built from them cost tens of milliseconds, up
+# to 100 for Fetch v16, and all 147 versions served 1.3 s. Neither is for the event loop
+# (every connection would stall behind a client's first request of a version) nor for the
+# broker's start (tests start hundreds of brokers). The server loads a version's codecs in
+# a worker thread the first time a request of it arrives, then decodes it on the loop.
+
+_loaded: set[tuple[int, int]] = set()
+
+
+def request_api(frame: bytes | bytearray | memoryview) -> tuple[int, int] | None:
+    """(api key, api version) of a request frame, None if it is too short for a header."""
+    if len(frame) < _FIXED_HEADER.size:
+        return None
+    api_key, api_version, _ = _FIXED_HEADER.unpack_from(frame)
+    return api_key, api_version
+
+
+def codecs_loaded(api_key: int, api_version: int) -> bool:
+    """Whether decoding and answering this version needs no more loading (also for a
+    version the broker does not serve: nothing to load)."""
+    supported = SUPPORTED_VERSIONS.get(api_key)
+    return (
+        supported is None
+        or not supported[0] <= api_version <= supported[1]
+        or (api_key, api_version) in _loaded
+    )
+
+
+def load_codecs(api_key: int, api_version: int) -> None:
+    """Import kio's schemas of a version the broker serves and build its request reader and
+    response writer (thread-safe: at worst two threads build the same one)."""
+    if codecs_loaded(api_key, api_version):
+        return
+    try:
+        _request_codec(api_key, api_version)
+        _response_codec(api_key, api_version)
+    except KioIndexError:
+        pass  # decode_request answers UnsupportedVersion
+    _loaded.add((api_key, api_version))
 
 
 def encode_response(request: KafkaRequest, body: object) -> bytes:
