@@ -414,11 +414,12 @@ def _response_codec(api_key: int, api_version: int) -> _ResponseCodec:
 # -- loading -------------------------------------------------------------------------------
 #
 # kio's schemas are modules of dataclasses, imported on first use: a version's request and
-# response types and the readers and writers built from them cost tens of milliseconds, up
-# to 100 for Fetch v16, and all 147 versions served 1.3 s. Neither is for the event loop
-# (every connection would stall behind a client's first request of a version) nor for the
-# broker's start (tests start hundreds of brokers). The server loads a version's codecs in
-# a worker thread the first time a request of it arrives, then decodes it on the loop.
+# response types and the readers and writers built from them cost tens of milliseconds (up
+# to 100 for Fetch v16; 1.3 s for all 147 versions served). That work belongs neither on
+# the event loop (every connection would stall behind a client's first request of a
+# version) nor in the broker's start (tests start hundreds of brokers): the server loads a
+# version's codecs in a worker thread the first time a request of it arrives, then
+# decodes it on the loop.
 
 _loaded: set[tuple[int, int]] = set()
 
