@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from minikafka.protocol.kafka.wire import uvarint
+from minikafka.protocol.kafka.wire import append_compact_length
 from minikafka.protocol.schema import FileRegion
 
 FIRST_FLEXIBLE_VERSION: Final = 12
@@ -73,7 +73,10 @@ def encode_fetch_response(
     buf = bytearray()
 
     def array_size(n: int) -> None:
-        buf.extend(uvarint(n + 1) if flexible else _I32.pack(n))
+        if flexible:
+            append_compact_length(buf, n)
+        else:
+            buf.extend(_I32.pack(n))
 
     buf += _I32.pack(correlation_id)
     if flexible:
@@ -89,7 +92,7 @@ def encode_fetch_response(
         else:
             name = t.name.encode()
             if flexible:
-                buf += uvarint(len(name) + 1)
+                append_compact_length(buf, len(name))
             else:
                 buf += _I16.pack(len(name))
             buf += name
@@ -109,7 +112,10 @@ def encode_fetch_response(
                 buf += b"\x00" if flexible else _I32.pack(-1)
             else:
                 size = _size(records)
-                buf += uvarint(size + 1) if flexible else _I32.pack(size)
+                if flexible:
+                    append_compact_length(buf, size)
+                else:
+                    buf += _I32.pack(size)
                 if size:
                     chunks.append(bytes(buf))
                     chunks.append(records)
