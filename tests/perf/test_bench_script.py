@@ -5,12 +5,14 @@ in-memory queue. No speed is asserted: only that every figure is there and posit
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,27 @@ async def test_send_to_ack_is_the_clients_own_figure_when_the_future_carries_one
     r = await measure_offered_load(send, [receive], 20, 16, -1)
     assert r.ack_p50_ms == pytest.approx(12.3, rel=0.01)
     assert r.ack_p999_ms == pytest.approx(12.3, rel=0.01)
+
+
+async def test_offered_load_keeps_no_acknowledged_future_while_it_runs() -> None:
+    """One future per record kept to the end grew the measuring process's heap until the
+    collector's full passes stopped it for up to 100 ms, inflating the latencies it reads."""
+    pipe = Pipe(delay_s=0.001)
+    alive: list[int] = []
+    refs: list[weakref.ref[asyncio.Future[Any]]] = []
+
+    async def send(value: bytes) -> asyncio.Future[Any]:
+        if len(refs) == 400:  # records 0-299 were acknowledged long ago
+            await asyncio.sleep(0.05)
+            gc.collect()
+            alive.append(sum(r() is not None for r in refs[:300]))
+        fut = await pipe.send(value)
+        refs.append(weakref.ref(fut))
+        return fut
+
+    r = await measure_offered_load(send, [pipe.receive], 500, 16, 5000.0)
+    assert (r.records, r.failed) == (500, 0)
+    assert alive == [0]
 
 
 async def test_offered_load_fails_when_records_do_not_arrive() -> None:
