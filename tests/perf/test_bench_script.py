@@ -178,8 +178,16 @@ def test_bench_script_quick_run_measures_every_workload_on_both(tmp_path: Path) 
         assert figures["physical"][ref]["mb_per_s"] > 0, ref
     assert figures["physical"]["tcp_round_trip"]["p50_ms"] > 0
     table = {row["label"]: row for row in figures["table"]}
-    assert len(table) == 11  # 4 throughputs, the rate achieved, 3 + 3 latencies
+    # 4 throughputs, the rate achieved, 3 + 3 latencies; 3 send-to-ack without linger
+    assert len(table) == 14
     for row in table.values():
-        assert row["minikafka"] > 0 and row["jetstream"] > 0 and row["ratio"] > 0, row
-        assert row["physical_limit"] > 0, row
+        assert row["minikafka"] > 0 and row["physical_limit"] > 0, row
+        if row["workload"] == "e2e_10mb_no_linger":
+            assert row["jetstream"] is None, row  # minikafka's producer setting only
+        else:
+            assert row["jetstream"] > 0 and row["ratio"] > 0, row
+    no_linger = figures["minikafka"]["e2e_10mb_no_linger"]
+    assert figures["minikafka"]["e2e_10mb"]["linger_ms"] == 1 and no_linger["linger_ms"] == 0
+    assert no_linger["records"] == no_linger["sent"] == figures["settings"]["e2e_records"]
+    assert 0 < no_linger["ack_latency_ms"]["p50"] <= no_linger["ack_latency_ms"]["p99"]
     assert "JetStream" in proc.stdout and "physical limit" in proc.stdout
