@@ -126,6 +126,23 @@ async def test_offered_load_keeps_no_acknowledged_future_while_it_runs() -> None
     assert alive == [0]
 
 
+async def test_offered_load_keeps_what_was_there_before_out_of_the_collectors_reach() -> None:
+    """A full collection over an earlier workload's objects, during the run, stopped the
+    measuring process for tens of milliseconds."""
+    earlier = [[i] for i in range(50_000)]  # lists: objects the collector tracks
+    pipe = Pipe()
+    frozen: list[int] = []
+
+    async def send(value: bytes) -> asyncio.Future[Any]:
+        frozen.append(gc.get_freeze_count())
+        return await pipe.send(value)
+
+    r = await measure_offered_load(send, [pipe.receive], 50, 16, -1)
+    assert r.records == 50
+    assert min(frozen) >= len(earlier)
+    assert gc.get_freeze_count() == 0  # handed back to the collector at the end
+
+
 async def test_offered_load_fails_when_records_do_not_arrive() -> None:
     async def send(value: bytes) -> asyncio.Future[Any]:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
