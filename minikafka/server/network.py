@@ -1,9 +1,11 @@
 """The broker's TCP front end: frames in, handler calls, frames out.
 
-Requests on one connection are handled concurrently (pipelining) but answered in the order
-they arrived, as Kafka guarantees. A frame that cannot be trusted (oversized, cut short,
-undecodable header) closes that connection only; a bad body or an unknown API gets an error
-response. Nothing a client sends can stop the server.
+A connection's requests are handled one at a time, in the order they arrived, each answered
+before the next is read (Kafka mutes a connection while one of its requests is in
+progress): a client may pipeline, and no request overtakes an earlier one. A frame that
+cannot be trusted (oversized, cut short, undecodable header) closes that connection only; a
+bad body or an unknown API gets an error response. Nothing a client sends can stop the
+server.
 
 Two protocols share a listener, told apart by a connection's first frame: Apache Kafka's
 (any Kafka client; `kafka_handler`) and minikafka's msgpack RPC (brokers among themselves,
@@ -90,7 +92,6 @@ class SocketServer:
         port: int,
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        max_in_flight_per_connection: int = 100,
         kafka_handler: KafkaHandler | None = None,
     ) -> None:
         self._handler = handler
@@ -98,11 +99,9 @@ class SocketServer:
         self._host = host
         self._port = port
         self._max_frame = max_frame_bytes
-        self._max_in_flight = max_in_flight_per_connection
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
-        self._handlers: set[asyncio.Future[list[Chunk]]] = set()
         # Kafka request versions whose codecs a worker thread is loading (codec.py).
         self._loading_codecs: dict[tuple[int, int], asyncio.Future[None]] = {}
 
@@ -120,16 +119,15 @@ class SocketServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for h in list(self._handlers):
-            h.cancel()
-        # Closing the sockets ends each connection's read loop normally; cancelling the
-        # connection tasks instead makes asyncio's stream callback log a CancelledError.
+        # Closing the sockets ends each idle connection's read; cancelling the connection
+        # tasks ends the requests still in progress (a long poll, a produce waiting for its
+        # ISR), whose answers have nowhere to go.
         for w in list(self._writers):
             w.transport.abort()
+        for t in list(self._connections):
+            t.cancel()
         if self._connections:
-            _, stuck = await asyncio.wait(list(self._connections), timeout=2)
-            for t in stuck:
-                t.cancel()
+            await asyncio.wait(list(self._connections), timeout=2)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
@@ -142,62 +140,73 @@ class SocketServer:
         self._connections.add(task)
         self._writers.add(writer)
         peer = writer.get_extra_info("peername")
-        # Responses leave in request order: each request appends a future here.
-        pending: asyncio.Queue[asyncio.Future[list[Chunk]]] = asyncio.Queue(self._max_in_flight)
-        sender = asyncio.create_task(self._send_in_order(pending, writer))
         try:
-            first = True
-            while True:
-                frame = await read_frame(reader, self._max_frame)
-                if frame is None:
-                    break
-                if first:
-                    first = False
-                    if self._kafka is not None and not is_minikafka_rpc(frame):
-                        await self._serve_kafka(self._kafka, frame, reader, pending, peer)
-                        break
-                try:
-                    header, request = decode_request(frame)
-                except RequestDecodeError as e:
-                    log.info("bad request from %s: %s", peer, e.error)
-                    done: asyncio.Future[list[Chunk]] = asyncio.get_running_loop().create_future()
-                    done.set_result(encode_response(e.header.correlation_id, None, e.error))
-                    await pending.put(done)
-                    continue
-                handling = asyncio.ensure_future(self._handle(header, request))
-                self._handlers.add(handling)
-                handling.add_done_callback(self._handlers.discard)
-                await pending.put(handling)
+            frame = await read_frame(reader, self._max_frame)
+            if frame is not None:
+                if self._kafka is not None and not is_minikafka_rpc(frame):
+                    await self._serve_kafka(self._kafka, frame, reader, writer, peer)
+                else:
+                    await self._serve_rpc(frame, reader, writer, peer)
         except FrameError as e:
             log.warning("closing connection from %s: %s", peer, e)
+        except RegionTruncatedError as e:
+            # Part of a frame is out and the rest is gone: the stream cannot be resynced.
+            log.warning("closing connection from %s: %s", peer, e)
+            writer.transport.abort()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except asyncio.CancelledError:
+            # stop(): this task is the connection's whole life, and asyncio's stream
+            # callback would log a cancelled one as an error.
+            writer.transport.abort()
         finally:
-            # The peer is gone: responses have nowhere to go. Requests already read still run
-            # to completion (an acks=0 produce must be appended), their answers dropped.
-            sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+            # A request that was being handled when the peer left ran to completion (an
+            # acks=0 produce must be appended); its answer had nowhere to go.
             writer.close()
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
             self._connections.discard(task)
             self._writers.discard(writer)
+
+    # One connection's requests are handled one at a time, in the order they arrived, and
+    # each is answered before the next is read, as Kafka mutes a channel from a request's
+    # receipt to its response's send: a client may pipeline (send without waiting), but a
+    # request never overtakes an earlier one, in its effects or its answer. An OffsetCommit
+    # cannot overwrite a later one, nor a produce land before an earlier one.
+
+    async def _serve_rpc(
+        self,
+        frame: bytes | None,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        peer: object,
+    ) -> None:
+        while frame is not None:
+            try:
+                header, request = decode_request(frame)
+            except RequestDecodeError as e:
+                log.info("bad request from %s: %s", peer, e.error)
+                chunks = encode_response(e.header.correlation_id, None, e.error)
+            else:
+                chunks = await self._handle(header, request)
+            if chunks:
+                await send_chunks(writer, chunks)
+            frame = await read_frame(reader, self._max_frame)
 
     async def _serve_kafka(
         self,
         kafka: KafkaHandler,
         frame: bytes | None,
         reader: asyncio.StreamReader,
-        pending: asyncio.Queue[asyncio.Future[list[Chunk]]],
+        writer: asyncio.StreamWriter,
         peer: object,
     ) -> None:
         """A Kafka client's connection from its first frame on. As Kafka does: an
         ApiVersions request newer than ours is answered with our ranges (KIP-511); any other
         request the broker cannot read, or an API it does not serve, closes the connection."""
-        loop = asyncio.get_running_loop()
         # As Kafka shows a group member's host: "/" and the address.
         client_host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""
+        chunks: list[Chunk]
         while frame is not None:
             api = request_api(frame)
             if api is not None and not codecs_loaded(*api):
@@ -212,19 +221,24 @@ class SocketServer:
                 if e.api_key != API_VERSIONS_KEY:
                     log.info("closing Kafka connection from %s: %s", peer, e)
                     return
-                done: asyncio.Future[list[Chunk]] = loop.create_future()
-                done.set_result(
-                    [unsupported_api_versions_response(e.correlation_id, kafka.versions)]
-                )
-                await pending.put(done)
+                chunks = [unsupported_api_versions_response(e.correlation_id, kafka.versions)]
             except MalformedRequest as e:
                 log.info("closing Kafka connection from %s: %s", peer, e)
                 return
             else:
-                handling = asyncio.ensure_future(self._handle_kafka(kafka, request, client_host))
-                self._handlers.add(handling)
-                handling.add_done_callback(self._handlers.discard)
-                await pending.put(handling)
+                try:
+                    chunks = await kafka.handle(request, client_host) or []
+                except Exception:
+                    # Kafka has no request-level error frame: a request that fails outside
+                    # its per-partition errors ends the connection (the client reconnects
+                    # and retries).
+                    log.exception(
+                        "Kafka api key %d v%d failed", request.api_key, request.api_version
+                    )
+                    writer.transport.abort()
+                    return
+            if chunks:
+                await send_chunks(writer, chunks)
             frame = await read_frame(reader, self._max_frame)
 
     async def _load_codecs(self, api: tuple[int, int]) -> None:
@@ -239,18 +253,6 @@ class SocketServer:
         with contextlib.suppress(Exception):
             await asyncio.shield(loading)
 
-    async def _handle_kafka(
-        self, kafka: KafkaHandler, request: KafkaRequest, client_host: str
-    ) -> list[Chunk]:
-        try:
-            response = await kafka.handle(request, client_host)
-        except Exception:
-            # Kafka has no request-level error frame: a request that fails outside its
-            # per-partition errors ends the connection (the client reconnects and retries).
-            log.exception("Kafka api key %d v%d failed", request.api_key, request.api_version)
-            raise
-        return [] if response is None else response
-
     async def _handle(self, header: RequestHeader, request: Any) -> list[Chunk]:
         try:
             body = await self._handler(header, request)
@@ -264,24 +266,3 @@ class SocketServer:
         if body is NO_RESPONSE:
             return []
         return encode_response(header.correlation_id, body)
-
-    async def _send_in_order(
-        self,
-        pending: asyncio.Queue[asyncio.Future[list[Chunk]]],
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        try:
-            while True:
-                fut = await pending.get()
-                chunks = await asyncio.shield(fut)  # our cancellation must not cancel it
-                await send_chunks(writer, chunks)
-        except RegionTruncatedError as e:
-            # Part of a frame is out and the rest is gone: the stream cannot be resynced.
-            log.warning("closing connection: %s", e)
-            writer.transport.abort()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        except Exception:
-            # A Kafka request that failed as a whole (logged where it failed): Kafka's
-            # protocol has no frame for that, so the connection ends.
-            writer.transport.abort()

@@ -67,10 +67,23 @@ class KafkaWire:
     def call(self, body: Any, correlation_id: int = 1) -> Any:
         """Send a request and return the response entity (its correlation id checked)."""
         self.send_raw(request_frame(body, correlation_id))
+        return self.read_response(body, correlation_id)
+
+    def pipeline(self, bodies: list[Any], first_correlation_id: int = 1) -> list[Any]:
+        """Send every request in one write, numbered from `first_correlation_id`, without
+        waiting for any answer, then read the answers: each must carry the correlation id
+        of the request sent in its place."""
+        ids = range(first_correlation_id, first_correlation_id + len(bodies))
+        self.send_raw(b"".join(request_frame(b, i) for b, i in zip(bodies, ids, strict=True)))
+        return [self.read_response(b, i) for b, i in zip(bodies, ids, strict=True)]
+
+    def read_response(self, body: Any, correlation_id: int) -> Any:
+        """The next response, read as the answer to request `body` numbered
+        `correlation_id`."""
         frame = self.read_frame()
         assert frame is not None, "the broker closed the connection"
         (got,) = struct.unpack_from(">i", frame)
-        assert got == correlation_id
+        assert got == correlation_id, f"answer {got} came where {correlation_id}'s was due"
         rtype = response_type(body.__api_key__, body.__version__)
         offset = 4 + (1 if rtype.__header_schema__.__version__ >= 1 else 0)
         value, used = entity_reader(rtype)(memoryview(frame), offset)

@@ -1,4 +1,5 @@
-"""The TCP layer: pipelining, ordering, and bad frames that must not hurt other clients."""
+"""The TCP layer: pipelining, one request at a time per connection in arrival order, and bad
+frames that must not hurt other clients."""
 
 import asyncio
 import random
@@ -66,6 +67,53 @@ async def test_pipelined_requests_are_answered_in_order(server):
     results = await asyncio.gather(*(c.send(offsets_request(i)) for i in range(200)))
     assert [r.topics[0].partitions[0].offset for r in results] == [i * 10 for i in range(200)]
     await c.close()
+
+
+async def test_one_connections_requests_are_handled_one_at_a_time_in_arrival_order():
+    """Kafka's guarantee: a request starts only once the one before it on its connection
+    has been answered, whatever the handlers' durations; other connections go on meanwhile
+    (a request blocked until another connection's arrives is not a deadlock)."""
+    started: list[tuple[str, int]] = []
+    running: dict[str, int] = {}
+    overlaps: list[tuple[str, int]] = []
+    other_arrived = asyncio.Event()
+    first_started = asyncio.Event()
+    a_started_when_b_arrived: list[int] = []
+
+    async def record(header, request):
+        who, n = header.client_id, request.topics[0].partitions[0].partition
+        running[who] = running.get(who, 0) + 1
+        if running[who] > 1:
+            overlaps.append((who, n))
+        started.append((who, n))
+        if who == "b":
+            a_started_when_b_arrived.extend(n for w, n in started if w == "a")
+            other_arrived.set()
+        elif n == 0:
+            first_started.set()
+            await other_arrived.wait()
+        await asyncio.sleep(random.random() / 200)
+        running[who] -= 1
+        return m.ListOffsetsResponse([])
+
+    s = SocketServer(record, "127.0.0.1", 0)
+    await s.start()
+    a = BrokerConnection("127.0.0.1", s.port, client_id="a")
+    b = BrokerConnection("127.0.0.1", s.port, client_id="b")
+    await a.connect()
+    await b.connect()
+    try:
+        sent = [asyncio.ensure_future(a.send(offsets_request(i), 10)) for i in range(50)]
+        await asyncio.wait_for(first_started.wait(), 10)
+        await b.send(offsets_request(0), 10)
+        await asyncio.gather(*sent)
+    finally:
+        await a.close()
+        await b.close()
+        await s.stop()
+    assert a_started_when_b_arrived == [0]  # the rest waited for its answer
+    assert overlaps == []
+    assert [n for who, n in started if who == "a"] == list(range(50))
 
 
 async def test_errors_come_back_as_exceptions_and_connection_survives(server):
@@ -216,6 +264,48 @@ class EchoKafka:
     async def handle(self, request, client_host=""):
         self.requests.append(request)
         return [struct.pack(">ii", 4, request.correlation_id)]
+
+
+class SlowKafka(EchoKafka):
+    """Answers after a random delay, noting any request that began before the previous
+    one on its connection had been answered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = 0
+        self.overlapped: list[int] = []
+
+    async def handle(self, request, client_host=""):
+        self.running += 1
+        if self.running > 1:
+            self.overlapped.append(request.correlation_id)
+        await asyncio.sleep(random.random() / 200)
+        self.running -= 1
+        return await super().handle(request, client_host)
+
+
+async def test_pipelined_kafka_requests_are_handled_one_at_a_time_and_answered_in_order():
+    kafka = SlowKafka()
+    server = SocketServer(handler, "127.0.0.1", 0, kafka_handler=kafka)
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        # ApiVersions v0: header v1 (client id "t"), empty body; 40 of them in one write.
+        frames = b""
+        for correlation_id in range(40):
+            body = struct.pack(">hhih", 18, 0, correlation_id, 1) + b"t"
+            frames += struct.pack(">i", len(body)) + body
+        writer.write(frames)
+        answered = [
+            struct.unpack(">ii", await asyncio.wait_for(reader.readexactly(8), 5))[1]
+            for _ in range(40)
+        ]
+        writer.close()
+    finally:
+        await server.stop()
+    assert answered == list(range(40))
+    assert [r.correlation_id for r in kafka.requests] == list(range(40))
+    assert kafka.overlapped == []
 
 
 async def test_a_kafka_request_versions_codecs_load_off_the_event_loop(monkeypatch):
