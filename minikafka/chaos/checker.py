@@ -81,6 +81,16 @@ any acknowledged commit (outcome OK) for it; a failed or in-doubt commit never m
 - commit regression: an acknowledged commit of a partition lower than one acknowledged
   before it was invoked (real-time order). The committed offset went back, so records are
   given again; nothing is lost by it, so it is reported, not a problem;
+- commit applied out of order: a read of the group's committed offsets (an OffsetFetch)
+  returned offset v for a partition, the only commit to v was member M's acknowledged
+  commit a, and M's later commit b of the partition (invoked after a, to a higher offset)
+  had been acknowledged before the read began. Only a's write can have put v there, after
+  b's: the coordinator applied one member's commits out of the order it sent them (Kafka
+  processes one connection's requests in order), and an acknowledged commit was undone.
+  Reads that a coordinator which had lost the group may have answered from its old state
+  are not judged: those begun from a change of coordinator (the group's offsets partition's
+  leader or leader epoch, `meta["group"]["coordinators"]`) until STALE_COORDINATOR_S after
+  the end of the fault windows around it (until then the old one may not know);
 - group read divergence: a position given to members with two values, or with a value
   other than the final log's (the read rule above, for the members' reads);
 - commits acknowledged / failed / in doubt, and assignments received (one per member per
@@ -88,7 +98,8 @@ any acknowledged commit (outcome OK) for it; a failed or in-doubt commit never m
 
 `CheckResult.valid` is False iff a safety invariant is broken: anything lost, moved,
 unexpected or failed-but-read, any conflicting ack, read or replica divergence,
-non-monotonic read, epoch violation, group loss or group read divergence. Unseen,
+non-monotonic read, epoch violation, group loss, commit applied out of order or group
+read divergence. Unseen,
 duplicates, in-doubt, skipped reads, commit regressions, redeliveries, records not yet
 consumed by the group and every availability figure are reported but never make a run
 invalid.
@@ -105,6 +116,7 @@ from dataclasses import dataclass, field
 from minikafka.chaos.history import (
     AssignmentChange,
     GroupCommit,
+    GroupOffsetRead,
     History,
     JsonDict,
     Outcome,
@@ -346,6 +358,35 @@ class CommitRegression:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class CommitOutOfOrder:
+    """A read of the group's committed offsets, invoked at `read_time`, returned
+    `offset` for `partition`, which only `member`'s commit invoked at `time` asked for,
+    although the member's later commit to `later_offset` (invoked at `later_time`) had
+    been acknowledged at `later_acknowledged`."""
+
+    partition: int
+    offset: int
+    member: int
+    time: float
+    later_offset: int
+    later_time: float
+    later_acknowledged: float
+    read_time: float
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "member": self.member,
+            "time": self.time,
+            "later_offset": self.later_offset,
+            "later_time": self.later_time,
+            "later_acknowledged": self.later_acknowledged,
+            "read_time": self.read_time,
+        }
+
+
 @dataclass(slots=True)
 class GroupResult:
     """The consumer group's figures (module docstring); lists are sorted."""
@@ -366,6 +407,8 @@ class GroupResult:
     read_divergence: list[OffsetConflict]
     assignments: int  # assignments received, one per member per rebalance
     lost_assignments: int  # partitions lost (a session gone) rather than revoked
+    offset_reads: int = 0  # reads of the group's committed offsets
+    commits_out_of_order: list[CommitOutOfOrder] = field(default_factory=list)
 
     def to_dict(self) -> JsonDict:
         return {
@@ -385,6 +428,8 @@ class GroupResult:
             "read_divergence": [x.to_dict() for x in self.read_divergence],
             "assignments": self.assignments,
             "lost_assignments": self.lost_assignments,
+            "offset_reads": self.offset_reads,
+            "commits_out_of_order": [x.to_dict() for x in self.commits_out_of_order],
         }
 
     def summary_rows(self) -> list[tuple[str, str]]:
@@ -402,6 +447,10 @@ class GroupResult:
                 f"{self.commits_acknowledged} / {self.commits_failed} / {self.commits_in_doubt}",
             ),
             ("group commit regressions", str(len(self.commit_regressions))),
+            (
+                "group commits applied out of order / committed-offset reads",
+                f"{len(self.commits_out_of_order)} / {self.offset_reads}",
+            ),
             ("group: divergent offsets in member reads", str(len(self.read_divergence))),
             (
                 "group: assignments received (rebalances) / lost",
@@ -726,6 +775,18 @@ def _problems(r: CheckResult) -> list[str]:
             "delivered to any member: "
             + some([f"{x.value!r}@{(x.partition, x.offset)}<{x.commit_point}" for x in g.losses])
         )
+    if r.group is not None and r.group.commits_out_of_order:
+        out.append(
+            f"{len(r.group.commits_out_of_order)} committed offsets read back that only a "
+            "commit sent before a later acknowledged one can have written: "
+            + some(
+                [
+                    f"partition {x.partition}: {x.offset} after {x.later_offset} "
+                    f"(member {x.member}, read at {x.read_time:.3f}s)"
+                    for x in r.group.commits_out_of_order
+                ]
+            )
+        )
     if r.group is not None and r.group.read_divergence:
         out.append(
             f"{len(r.group.read_divergence)} offsets given to group members with two values: "
@@ -804,7 +865,85 @@ def _group_check(history: History, final_log: dict[Position, RecordValue]) -> Gr
         read_divergence=divergence,
         assignments=changes.count(AssignmentChange.ASSIGN),
         lost_assignments=changes.count(AssignmentChange.LOST),
+        offset_reads=len(history.group_offset_reads),
+        commits_out_of_order=_commits_out_of_order(
+            history.group_commits, history.group_offset_reads, _stale_coordinator_windows(history)
+        ),
     )
+
+
+# How long after a change of coordinator (or after the fault around it ends) the old
+# coordinator may still answer from the group's old state: it learns of the change by the
+# controller's LeaderAndIsr, which reaches it as soon as it is reachable again.
+STALE_COORDINATOR_S = 5.0
+
+
+def _stale_coordinator_windows(history: History) -> list[tuple[float, float]]:
+    """(from, to) spans in which a coordinator that had lost the group may have answered
+    reads of its offsets (module docstring)."""
+    group_meta = history.meta.get("group") or {}
+    changes = [float(c[0]) for c in group_meta.get("coordinators", ())[1:]]
+    _, end = history.bounds()
+    out = []
+    for t in changes:
+        until = t
+        for f in history.faults:
+            f_end = f.end if f.end is not None else max(end, f.start)
+            if f.start <= t <= f_end:
+                until = max(until, f_end)
+        out.append((t, until + STALE_COORDINATOR_S))
+    return out
+
+
+def _commits_out_of_order(
+    commits: Sequence[GroupCommit],
+    reads: Sequence[GroupOffsetRead],
+    stale: Sequence[tuple[float, float]] = (),
+) -> list[CommitOutOfOrder]:
+    """Committed offsets read back that only a commit sent before an acknowledged later
+    one of the same member can have written (module docstring)."""
+    writers: dict[tuple[int, int], list[GroupCommit]] = defaultdict(list)
+    for c in commits:
+        if c.outcome is not Outcome.FAIL:  # a refused commit wrote nothing
+            for p, offset in c.offsets.items():
+                writers[(p, offset)].append(c)
+    by_member: dict[int, list[GroupCommit]] = defaultdict(list)
+    for c in sorted(commits, key=lambda c: c.invoke_time):
+        if c.outcome is Outcome.OK:
+            by_member[c.member].append(c)
+    out: list[CommitOutOfOrder] = []
+    for r in sorted(reads, key=lambda r: r.invoke_time):
+        if any(start <= r.complete_time and r.invoke_time <= end for start, end in stale):
+            continue
+        for p, offset in sorted(r.offsets.items()):
+            only = writers.get((p, offset), [])
+            if len(only) != 1 or only[0].outcome is not Outcome.OK:
+                continue  # no commit of the run, several, or one in doubt (a late write)
+            a = only[0]
+            later = next(
+                (
+                    b
+                    for b in by_member[a.member]
+                    if b.invoke_time > a.invoke_time
+                    and b.offsets.get(p, -1) > offset
+                    and (b.complete_time or 0.0) < r.invoke_time
+                ),
+                None,
+            )
+            if later is not None:
+                out.append(
+                    CommitOutOfOrder(
+                        p,
+                        offset,
+                        a.member,
+                        a.invoke_time,
+                        later.offsets[p],
+                        later.invoke_time,
+                        later.complete_time or 0.0,
+                        r.invoke_time,
+                    )
+                )
+    return out
 
 
 def _commit_regressions(acked: Sequence[GroupCommit]) -> list[CommitRegression]:

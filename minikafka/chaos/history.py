@@ -16,8 +16,9 @@ a null value, or a string (say the hex of the bytes) for anything that does not 
 one of the workload's integers, so that garbage still compares unequal to other garbage.
 
 The group workload adds what the members of one consumer group were given (GroupRead), the
-offsets they committed and how each commit ended (GroupCommit), and their assignments
-(GroupAssignment). Histories without them load as runs without a group.
+offsets they committed and how each commit ended (GroupCommit), their assignments
+(GroupAssignment), and the group's committed offsets read back while they ran
+(GroupOffsetRead). Histories without them load as runs without a group.
 """
 
 from __future__ import annotations
@@ -398,9 +399,10 @@ class GroupRead:
 
 @dataclass(frozen=True, slots=True)
 class GroupCommit:
-    """One synchronous OffsetCommit by a group member: `offsets` is partition -> the offset
-    committed (the next one to consume, Kafka's convention), from `invoke_time` to
-    `complete_time`.
+    """One OffsetCommit by a group member: `offsets` is partition -> the offset committed
+    (the next one to consume, Kafka's convention), from `invoke_time` to `complete_time`
+    (a synchronous commit's return, or an asynchronous one's callback). One member's
+    commits are sent in the order of their `invoke_time`.
 
     OK means acknowledged: the commit returned and every partition asked came back with no
     error (`errors` empty). FAIL is a refusal the coordinator answers before it writes
@@ -452,6 +454,35 @@ class GroupCommit:
             offsets={int(p): int(o) for p, o in d["offsets"].items()},
             errors={int(p): str(e) for p, e in (d.get("errors") or {}).items()},
             error=d.get("error"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsetRead:
+    """The group's committed offsets as its coordinator answered an OffsetFetch invoked
+    at `invoke_time` and answered at `complete_time`: partition -> offset, for the
+    partitions that had one."""
+
+    invoke_time: float
+    complete_time: float
+    offsets: Mapping[int, int]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offsets", dict(self.offsets))
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "invoke_time": self.invoke_time,
+            "complete_time": self.complete_time,
+            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GroupOffsetRead:
+        return cls(
+            invoke_time=float(d["invoke_time"]),
+            complete_time=float(d["complete_time"]),
+            offsets={int(p): int(o) for p, o in d["offsets"].items()},
         )
 
 
@@ -512,7 +543,8 @@ class History:
     JSON for the report (seed, nemesis, cluster shape, settings).
 
     `group` is the consumer group of the group workload, with what its members were given,
-    their commits and their assignments; None (and no group events) when the run had no
+    their commits, their assignments and the committed offsets read back while they ran;
+    None (and no group events) when the run had no
     group workload, as in histories written before it existed."""
 
     topic: str
@@ -531,6 +563,7 @@ class History:
     group_reads: list[GroupRead] = field(default_factory=list)
     group_commits: list[GroupCommit] = field(default_factory=list)
     group_assignments: list[GroupAssignment] = field(default_factory=list)
+    group_offset_reads: list[GroupOffsetRead] = field(default_factory=list)
 
     def validate(self) -> None:
         """Raise ValueError if the history breaks the recording contract (a value attempted
@@ -567,6 +600,7 @@ class History:
             "group_reads": [r.to_dict() for r in self.group_reads],
             "group_commits": [c.to_dict() for c in self.group_commits],
             "group_assignments": [a.to_dict() for a in self.group_assignments],
+            "group_offset_reads": [r.to_dict() for r in self.group_offset_reads],
         }
 
     @classmethod
@@ -590,6 +624,9 @@ class History:
             group_commits=[GroupCommit.from_dict(x) for x in d.get("group_commits", ())],
             group_assignments=[
                 GroupAssignment.from_dict(x) for x in d.get("group_assignments", ())
+            ],
+            group_offset_reads=[
+                GroupOffsetRead.from_dict(x) for x in d.get("group_offset_reads", ())
             ],
         )
 

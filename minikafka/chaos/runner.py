@@ -76,6 +76,13 @@ class ChaosOptions:
     # Test-only negative control: member 0 drops every n-th record unrecorded and commits
     # past it, so the checker must report group losses (0: every member is honest).
     group_drop_every: int = 0
+    # Members commit asynchronously, every GROUP_ASYNC_COMMIT_EVERY records, and the
+    # group's committed offsets are read back meanwhile (the checker's commit order).
+    group_async_commits: bool = False
+
+
+# Often enough that a member has several commits in flight after one poll's batch.
+GROUP_ASYNC_COMMIT_EVERY = 5
 
 
 @dataclass
@@ -107,6 +114,9 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
             clock,
             members=opts.group_members,
             drop_every=opts.group_drop_every,
+            asynchronous_commits=opts.group_async_commits,
+            partitions=opts.partitions,
+            commit_every=GROUP_ASYNC_COMMIT_EVERY if opts.group_async_commits else 20,
         )
         if opts.group_members > 0
         else None

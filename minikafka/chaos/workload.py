@@ -23,9 +23,14 @@ Consumer subscribed to the topic, committing by hand what they were given:
 - a member records every record poll gives it before it counts it processed, and commits
   only offsets just past records it was given (the next offset per partition it owns), so
   a committed offset past a record no member was given is the cluster's doing;
-- a commit is recorded acknowledged only when the synchronous commit returned every
-  partition asked with no error; an exception or any partition's error leaves it failed
-  (a refusal before any write) or in doubt;
+- a commit is recorded acknowledged only when the commit returned (synchronous) or its
+  callback reported (asynchronous) every partition asked with no error; an exception or
+  any partition's error leaves it failed (a refusal before any write) or in doubt;
+- with asynchronous commits, a member commits every few records without waiting, so
+  several of its commits are in flight to the coordinator at once, in the order it sent
+  them (Kafka processes one connection's requests in that order); an observer reads the
+  group's committed offsets back meanwhile, so that a commit applied after a later one
+  shows (the checker's commit order);
 - revoked partitions are committed in the revoke callback, then forgotten: a member never
   commits a partition it no longer owns (lost partitions are not committed at all);
 - every assignment change is recorded as the callbacks report it.
@@ -54,6 +59,7 @@ from minikafka.chaos.history import (
     GroupAssignment,
     GroupCommit,
     GroupEvent,
+    GroupOffsetRead,
     GroupRead,
     History,
     IsrObservation,
@@ -334,6 +340,7 @@ class GroupMember:
         commit_every: int,
         commit_interval_s: float,
         drop_every: int = 0,
+        asynchronous: bool = False,
     ) -> None:
         from minikafka.client.librdkafka import new_consumer
 
@@ -343,12 +350,19 @@ class GroupMember:
         self._commit_every = commit_every
         self._commit_interval_s = commit_interval_s
         self._drop_every = drop_every
+        self._asynchronous = asynchronous
+        if asynchronous:
+            config = {**config, "on_commit": self._on_commit}
         self._consumer: Consumer = new_consumer(config)
         self._owned: set[int] = set()
         # Per partition owned: the offset after the last record processed since it was
         # assigned, and the last offset this member's commit of it was acknowledged for.
         self._processed: dict[int, int] = {}
         self._committed: dict[int, int] = {}
+        # Asynchronous commits sent and not yet answered, oldest first: (invoked, offsets);
+        # and per partition the highest offset among them.
+        self._in_flight: list[tuple[float, dict[int, int]]] = []
+        self._asked: dict[int, int] = {}
         self._since_commit = 0
         self._last_commit = time.monotonic()
         self._given = 0
@@ -388,6 +402,16 @@ class GroupMember:
             if p in self._owned:
                 self._processed[p] = max(self._processed.get(p, 0), offset + 1)
                 self._since_commit += 1
+                if self._asynchronous and self._since_commit >= self._commit_every:
+                    self._commit_async(self._pending())
+        if self._asynchronous:
+            # What is left of the batch, and nothing waited for.
+            if (
+                self._since_commit
+                or time.monotonic() - self._last_commit >= self._commit_interval_s
+            ):
+                self._commit_async(self._pending())
+            return self._take_events()
         pending = self._pending()
         if pending and (
             self._since_commit >= self._commit_every
@@ -404,9 +428,15 @@ class GroupMember:
         return self._take_events()
 
     def close(self) -> list[GroupEvent]:
-        """Leave the group (the revoke callback commits what is left first)."""
+        """Leave the group (the revoke callback commits what is left first). Asynchronous
+        commits still unanswered then are in doubt."""
         with contextlib.suppress(Exception):
             self._consumer.close()
+        for invoked, offsets in self._in_flight:
+            self._events.append(
+                GroupCommit(self.id, invoked, Outcome.INFO, None, offsets, error=STILL_PENDING)
+            )
+        self._in_flight.clear()
         return self._take_events()
 
     def _take_events(self) -> list[GroupEvent]:
@@ -414,11 +444,71 @@ class GroupMember:
         return events
 
     def _pending(self) -> dict[int, int]:
+        """Processed past what was acknowledged, or is being committed."""
         return {
             p: o
             for p, o in self._processed.items()
-            if p in self._owned and o > self._committed.get(p, -1)
+            if p in self._owned and o > max(self._committed.get(p, -1), self._asked.get(p, -1))
         }
+
+    def _commit_async(self, offsets: Mapping[int, int]) -> None:
+        """Send a commit and go on; `_on_commit` records how it ended."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        from minikafka.client.librdkafka import kafka_error_text
+
+        self._since_commit = 0
+        self._last_commit = time.monotonic()
+        if not offsets:
+            return
+        asked = [RdTopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())]
+        invoked = self._clock()
+        try:
+            self._consumer.commit(offsets=asked, asynchronous=True)
+        except KafkaException as e:
+            err = e.args[0]
+            self._events.append(
+                GroupCommit(
+                    self.id,
+                    invoked,
+                    _commit_outcome(err),
+                    self._clock(),
+                    offsets,
+                    error=kafka_error_text(err),
+                )
+            )
+            return
+        self._in_flight.append((invoked, dict(offsets)))
+        self._asked.update(offsets)
+
+    def _on_commit(self, err: KafkaError | None, partitions: list[RdTopicPartition]) -> None:
+        """librdkafka's answer to an asynchronous commit (served by poll, on this member's
+        thread): matched to the oldest commit in flight that asked for these offsets."""
+        from minikafka.client.librdkafka import kafka_error_text
+
+        answered = {tp.partition: tp.offset for tp in partitions}
+        i = next((i for i, (_, o) in enumerate(self._in_flight) if o == answered), None)
+        if i is None:
+            return  # a synchronous commit's (they are recorded where they return)
+        invoked, offsets = self._in_flight.pop(i)
+        errors = {
+            tp.partition: kafka_error_text(tp.error) for tp in partitions if tp.error is not None
+        }
+        if err is None and not errors:
+            outcome = Outcome.OK
+            self._committed.update(offsets)
+        else:
+            first = err if err is not None else next(tp.error for tp in partitions if tp.error)
+            outcome = _commit_outcome(first)
+        done = self._clock()
+        error = None if err is None else kafka_error_text(err)
+        self._events.append(GroupCommit(self.id, invoked, outcome, done, offsets, errors, error))
+        # Asked again if it failed; the highest offset still in flight otherwise.
+        self._asked = {}
+        for _, o in self._in_flight:
+            for p, offset in o.items():
+                self._asked[p] = max(self._asked.get(p, offset), offset)
 
     def _commit(self, offsets: Mapping[int, int]) -> None:
         from confluent_kafka import KafkaException
@@ -495,6 +585,7 @@ class GroupMember:
             # Assigned or taken away: what was processed before is another owner's story.
             self._processed.pop(p, None)
             self._committed.pop(p, None)
+            self._asked.pop(p, None)
         self._events.append(
             GroupAssignment(self._clock(), self.id, change, tuple(changed), tuple(self._owned))
         )
@@ -508,7 +599,11 @@ class GroupWorkload:
     final high watermarks), then commit and leave the group.
 
     `drop_every` > 0 makes member 0 broken, for the checker's negative control: every
-    `drop_every`-th record it is given goes unrecorded, yet it commits past it."""
+    `drop_every`-th record it is given goes unrecorded, yet it commits past it.
+
+    `asynchronous_commits`: members commit without waiting, every `commit_every` records,
+    and the group's committed offsets of `partitions` partitions are read back every
+    `offset_read_interval_s` meanwhile (and once after the members left)."""
 
     bootstrap: str
     topic: str
@@ -520,6 +615,9 @@ class GroupWorkload:
     commit_interval_s: float = 0.2
     session_timeout_ms: int = 6000
     drop_every: int = 0
+    asynchronous_commits: bool = False
+    partitions: int = 0
+    offset_read_interval_s: float = 0.1
     errors: Counter[str] = field(default_factory=Counter)
     # partition -> the highest offset an acknowledged commit of any member reached
     acked: dict[int, int] = field(default_factory=dict)
@@ -527,6 +625,8 @@ class GroupWorkload:
     _caught_up: asyncio.Event = field(default_factory=asyncio.Event)
     _targets: dict[int, int] | None = None
     _next_member: int = 0
+    _running: int = 0
+    _members_left: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.group = self.group or f"chaos-{self.topic}"
@@ -538,6 +638,54 @@ class GroupWorkload:
         async with asyncio.TaskGroup() as tg:
             for i in range(self.members):
                 tg.create_task(self._run_member(i))
+            if self.asynchronous_commits and self.partitions:
+                tg.create_task(self._read_offsets())
+
+    async def _read_offsets(self) -> None:
+        """Read the group's committed offsets every `offset_read_interval_s` while the
+        members run, and once more after they left (as a client does: OffsetFetch to the
+        coordinator, by a consumer of the group that never joins it)."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        from minikafka.client.librdkafka import client_config, new_consumer
+
+        config = client_config(
+            self.bootstrap,
+            {
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "socket.timeout.ms": 5000,
+                **QUIET,
+            },
+        )
+        asked = [RdTopicPartition(self.topic, p) for p in range(self.partitions)]
+        loop = asyncio.get_running_loop()
+        executor = ThreadPoolExecutor(1, thread_name_prefix="chaos-group-offsets")
+
+        def read(reader: Consumer) -> None:
+            invoked = self.clock()
+            try:
+                got = reader.committed(asked, timeout=5)
+            except KafkaException:
+                return  # the coordinator is away: nothing read
+            offsets = {tp.partition: tp.offset for tp in got if tp.error is None and tp.offset >= 0}
+            self.history.group_offset_reads.append(GroupOffsetRead(invoked, self.clock(), offsets))
+
+        try:
+            reader = await loop.run_in_executor(executor, new_consumer, config)
+            try:
+                while not self._stop.is_set():
+                    await loop.run_in_executor(executor, read, reader)
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.offset_read_interval_s):
+                            await self._stop.wait()
+                await self._members_left.wait()
+                await loop.run_in_executor(executor, read, reader)
+            finally:
+                await loop.run_in_executor(executor, reader.close)
+        finally:
+            executor.shutdown(wait=False)
 
     def stop(self) -> None:
         self._stop.set()
@@ -589,6 +737,7 @@ class GroupWorkload:
             self.commit_every,
             self.commit_interval_s,
             drop_every=self.drop_every if member_id == 0 else 0,
+            asynchronous=self.asynchronous_commits,
         )
 
     async def _run_member(self, index: int) -> None:
@@ -596,6 +745,7 @@ class GroupWorkload:
         # must neither stall the loop nor take a thread the other recorders need.
         loop = asyncio.get_running_loop()
         executor = ThreadPoolExecutor(1, thread_name_prefix=f"chaos-group-{index}")
+        self._running += 1
         try:
             while not self._stop.is_set():
                 member = self._new_member()
@@ -610,6 +760,9 @@ class GroupWorkload:
                     self.errors.update(member.errors)
         finally:
             executor.shutdown(wait=False)
+            self._running -= 1
+            if self._running == 0:
+                self._members_left.set()
 
 
 class StateObserver:

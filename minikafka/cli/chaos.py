@@ -158,6 +158,15 @@ def command_cluster(
     "hand; the report counts records the group committed past without delivering them "
     "(0: no group).",
 )
+@click.option(
+    "--group-commits",
+    type=click.Choice(["sync", "async"]),
+    default="sync",
+    show_default=True,
+    help="How the group's members commit: sync waits for each commit; async sends one "
+    "every few records without waiting (several in flight at once), while the group's "
+    "committed offsets are read back to catch a commit applied after a later one.",
+)
 @click.option("--seed", default=0, show_default=True, help="Same seed, same fault schedule.")
 @click.option(
     "--out",
@@ -184,6 +193,7 @@ def chaos(
     interval: float,
     time_limit: float,
     group_members: int,
+    group_commits: str,
     seed: int,
     out: Path | None,
 ) -> None:
@@ -218,6 +228,7 @@ def chaos(
         time_limit_s=time_limit,
         seed=seed,
         group_members=group_members,
+        group_async_commits=group_commits == "async",
     )
     console = Console()
     try:

@@ -21,8 +21,10 @@ from minikafka.chaos import (
     AssignmentChange,
     ConsumerRead,
     DrainedPartition,
+    FaultWindow,
     GroupAssignment,
     GroupCommit,
+    GroupOffsetRead,
     GroupRead,
     History,
     Outcome,
@@ -213,6 +215,60 @@ def test_commit_regressions_are_reported_but_valid() -> None:
     assert dict(r.summary_rows())["group commit regressions"] == "1"
 
 
+# --- commits applied out of order ---------------------------------------------------------
+
+
+def pipelined_commits() -> History:
+    """Member 0 sends commits to 3 then 5 without waiting; both are acknowledged, 5 first
+    at 20.2, 3 at 20.5."""
+    h = final_log({0: [10, 11, 12, 13, 14]})
+    h.group_reads = given_to(0, 0, [(o, 10 + o) for o in range(5)])
+    h.group_commits = [commit(0, {0: 3}, t=20.0, took=0.5), commit(0, {0: 5}, t=20.1, took=0.1)]
+    return h
+
+
+def test_a_commit_applied_after_a_later_acknowledged_one_of_its_member_is_caught() -> None:
+    h = pipelined_commits()
+    h.group_offset_reads = [GroupOffsetRead(19.0, 19.1, {}), GroupOffsetRead(21.0, 21.1, {0: 3})]
+    r = check(h)
+    assert r.group is not None
+    assert [
+        (x.partition, x.offset, x.later_offset, x.member) for x in r.group.commits_out_of_order
+    ] == [(0, 3, 5, 0)]
+    assert not r.valid and "only a commit sent before a later acknowledged one" in r.problems[0]
+    rows = dict(r.summary_rows())
+    assert rows["group commits applied out of order / committed-offset reads"] == "1 / 2"
+
+
+def test_reads_a_correct_coordinator_can_answer_are_not_commits_out_of_order() -> None:
+    h = pipelined_commits()
+    h.group_commits.append(commit(1, {0: 4}, Outcome.INFO, t=20.15))
+    h.group_offset_reads = [
+        GroupOffsetRead(20.12, 20.3, {0: 3}),  # begun before 5 was acknowledged
+        GroupOffsetRead(21.0, 21.1, {0: 5}),
+        GroupOffsetRead(22.0, 22.1, {0: 4}),  # an in-doubt commit landing late
+    ]
+    r = check(h)
+    assert r.valid, r.problems
+    assert r.group is not None and r.group.commits_out_of_order == []
+    # A value two commits asked for cannot tell which one wrote it.
+    h.group_commits.append(commit(1, {0: 3}, t=20.16))
+    h.group_offset_reads = [GroupOffsetRead(21.0, 21.1, {0: 3})]
+    assert check(h).valid
+
+
+def test_a_read_a_coordinator_that_lost_the_group_may_answer_is_not_judged() -> None:
+    """From a change of coordinator until STALE_COORDINATOR_S after the fault around it,
+    the old coordinator may answer from its old state."""
+    h = pipelined_commits()
+    h.meta["group"] = {"coordinators": [[0.0, 1, 0], [30.0, 2, 1]]}
+    h.faults = [FaultWindow("pause", "broker-1", 25.0, 33.0)]
+    h.group_offset_reads = [GroupOffsetRead(37.0, 37.1, {0: 3})]
+    assert check(h).valid
+    h.group_offset_reads = [GroupOffsetRead(38.5, 38.6, {0: 3})]
+    assert not check(h).valid
+
+
 # --- the history: round trip and backward compatibility -----------------------------------
 
 
@@ -232,6 +288,7 @@ def group_history() -> History:
         assignment(1, "assign", [1], [1]),
         assignment(1, "lost", [1], []),
     ]
+    h.group_offset_reads = [GroupOffsetRead(24.0, 24.5, {0: 2})]
     return h
 
 
@@ -244,7 +301,7 @@ def test_history_json_round_trip_with_group_records(tmp_path: Path) -> None:
 
 def test_a_history_written_before_the_group_workload_loads_without_a_group() -> None:
     d = group_history().to_dict()
-    for key in ("group", "group_reads", "group_commits", "group_assignments"):
+    for key in ("group", "group_reads", "group_commits", "group_assignments", "group_offset_reads"):
         del d[key]
     h = History.from_dict(d)
     assert h.group is None and not h.group_reads and not h.group_commits
@@ -370,6 +427,8 @@ class FakeConsumer:
         self.commits: list[dict[int, int]] = []
         self.answer: Any = lambda asked: asked
         self.callbacks: dict[str, Any] = {}
+        self.config: dict[str, Any] = {}
+        self.unanswered: list[dict[int, int]] = []  # asynchronous commits sent
         self.closed = False
 
     def subscribe(self, topics: list[str], **callbacks: Any) -> None:
@@ -389,7 +448,21 @@ class FakeConsumer:
     def commit(self, offsets: list[Any], asynchronous: bool) -> Any:
         asked = {tp.partition: tp.offset for tp in offsets}
         self.commits.append(asked)
+        if asynchronous:
+            self.unanswered.append(asked)
+            return None
         return self.answer(asked)
+
+    def answer_async(self, index: int = 0, error: Any = None) -> Any:
+        """A poll step that serves the answer to the `index`-th unanswered asynchronous
+        commit (as librdkafka's on_commit callback, inside poll)."""
+
+        def serve(c: FakeConsumer) -> None:
+            asked = c.unanswered.pop(index)
+            partitions = [FakeTopicPartition(p, o) for p, o in asked.items()]
+            c.config["on_commit"](error, partitions)
+
+        return serve
 
     def close(self) -> None:
         self.closed = True
@@ -398,14 +471,26 @@ class FakeConsumer:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeConsumer]:
     consumer = FakeConsumer()
-    monkeypatch.setattr("minikafka.client.librdkafka.new_consumer", lambda config: consumer)
+
+    def new_consumer(config: dict[str, Any]) -> FakeConsumer:
+        consumer.config = config
+        return consumer
+
+    monkeypatch.setattr("minikafka.client.librdkafka.new_consumer", new_consumer)
     yield consumer
 
 
-def member(commit_every: int = 2, drop_every: int = 0) -> GroupMember:
+def member(commit_every: int = 2, drop_every: int = 0, asynchronous: bool = False) -> GroupMember:
     ticks = iter(range(1, 10_000))
     return GroupMember(
-        7, {}, "t", lambda: float(next(ticks)), commit_every, 3600.0, drop_every=drop_every
+        7,
+        {},
+        "t",
+        lambda: float(next(ticks)),
+        commit_every,
+        3600.0,
+        drop_every=drop_every,
+        asynchronous=asynchronous,
     )
 
 
@@ -492,3 +577,37 @@ def test_a_broken_member_commits_past_records_it_did_not_record(fake: FakeConsum
     events = m.step()
     assert [e.offset for e in events if isinstance(e, GroupRead)] == [0, 2]
     assert fake.commits == [{0: 3}]
+
+
+def test_an_asynchronous_member_keeps_several_commits_in_flight_and_records_each_answer(
+    fake: FakeConsumer,
+) -> None:
+    from confluent_kafka import KafkaError
+
+    m = member(commit_every=2, asynchronous=True)
+    m.subscribe()
+    fake.queue = [assign(0), *(FakeMessage(0, o, str(10 + o).encode()) for o in range(5))]
+    m.step()
+    # Every 2 records, then what is left of the batch, none waited for.
+    assert fake.commits == [{0: 2}, {0: 4}, {0: 5}]
+    assert len(fake.unanswered) == 3
+    # Answers come in poll; 2 and 5 acknowledged, 4 failed in doubt.
+    fake.queue = [
+        fake.answer_async(0),
+        fake.answer_async(0, KafkaError(KafkaError.REQUEST_TIMED_OUT)),
+        fake.answer_async(0),
+    ]
+    events = m.step()
+    commits = [e for e in events if isinstance(e, GroupCommit)]
+    assert [(c.offsets, c.outcome) for c in commits] == [
+        ({0: 2}, Outcome.OK),
+        ({0: 4}, Outcome.INFO),
+        ({0: 5}, Outcome.OK),
+    ]
+    assert all(c.complete_time is not None and c.complete_time > c.invoke_time for c in commits)
+    assert fake.commits == [{0: 2}, {0: 4}, {0: 5}]  # 5 covers 4: nothing asked again
+    # Something processed and a commit in flight at close: in doubt.
+    fake.queue = [FakeMessage(0, 5, b"15")]
+    m.step()
+    (last,) = [e for e in m.close() if isinstance(e, GroupCommit)]
+    assert (last.offsets, last.outcome, last.complete_time) == ({0: 6}, Outcome.INFO, None)
