@@ -6,6 +6,7 @@ on the wire, clients turn codes back into exceptions with `error_for_code`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 
@@ -158,6 +159,20 @@ class UnknownLeaderEpochError(KafkaError):
 
 class InvalidRecordError(KafkaError):
     code = ErrorCode.INVALID_RECORD
+
+
+# Kafka's message for a batch refused for some of its records (LogValidator).
+RECORDS_REJECTED = "One or more records have been rejected"
+
+
+class RecordValidationError(InvalidRecordError):
+    """Records of a batch refused one by one (Kafka's RecordValidationException, KIP-467):
+    the batch is not appended, and the Produce response names each bad record by its index
+    in its batch, with why, so that a client fails those records and not the others."""
+
+    def __init__(self, record_errors: Sequence[tuple[int, str]]) -> None:
+        super().__init__(RECORDS_REJECTED)
+        self.record_errors: tuple[tuple[int, str], ...] = tuple(record_errors)
 
 
 class CoordinatorNotAvailableError(KafkaError):

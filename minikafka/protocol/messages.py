@@ -137,12 +137,21 @@ class ProduceRequest:
 
 
 @dataclass(frozen=True)
+class RecordError:
+    """KIP-467: a record a batch was refused for, by its index in its batch, and why."""
+
+    batch_index: int
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class ProducePartitionResponse:
     partition: int
     error_code: int
     base_offset: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: list[RecordError] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

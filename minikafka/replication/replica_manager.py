@@ -26,6 +26,7 @@ from minikafka.protocol.errors import (
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
+    RecordValidationError,
     RequestTimedOutError,
     StaleBrokerEpochError,
     StaleControllerEpochError,
@@ -57,6 +58,7 @@ from minikafka.protocol.messages import (
     OffsetForLeaderTopicResult,
     PartitionError,
     ProducePartitionResponse,
+    RecordError,
     StopReplicaRequest,
     StopReplicaResponse,
 )
@@ -407,7 +409,16 @@ class ReplicaManager:
                 )
             except KafkaError as e:
                 self.topic_stats.record_failed_produce(tp.topic)
-                results[tp] = ProducePartitionResponse(tp.partition, int(e.code), -1, -1, e.message)
+                results[tp] = ProducePartitionResponse(
+                    tp.partition,
+                    int(e.code),
+                    -1,
+                    -1,
+                    e.message,
+                    [RecordError(i, why) for i, why in e.record_errors]
+                    if isinstance(e, RecordValidationError)
+                    else [],
+                )
                 continue
             except OSError as e:
                 self.topic_stats.record_failed_produce(tp.topic)

@@ -273,6 +273,7 @@ class KafkaProtocolApis:
                         p.base_offset,
                         p.log_start_offset,
                         p.error_message,
+                        [(e.batch_index, e.message) for e in p.record_errors],
                     )
                     for p in t.partitions
                 ],

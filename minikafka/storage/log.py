@@ -34,6 +34,7 @@ from minikafka.protocol.errors import (
     MessageTooLargeError,
     OffsetOutOfRangeError,
     RecordListTooLargeError,
+    RecordValidationError,
 )
 from minikafka.storage._batch_scan import BatchScanError
 from minikafka.storage.checkpoint import (
@@ -364,20 +365,28 @@ class Log:
 
     def _require_keys(self, buf: bytearray) -> None:
         """Kafka's LogValidator for a compacted topic: every record has a key (the cleaner
-        keeps records by key). Batches that do not decode are left to the append's checks."""
+        keeps records by key). Each record without one is named by its index in its batch
+        (KIP-467); batches that do not decode are left to the append's checks."""
         pos = 0
+        refused: list[tuple[int, str]] = []
         while pos + HEADER_SIZE <= len(buf):
             _, size = peek_offset_and_size(buf, pos)
             try:
                 records = decode_records(buf, pos)
             except InvalidBatchError:
-                return
-            if any(r.key is None for r in records):
-                raise InvalidRecordError(
-                    f"Compacted topic cannot accept message without key in topic partition "
-                    f"{self.topic_partition}."
+                break
+            refused += [
+                (
+                    index,
+                    "Compacted topic cannot accept message without key in topic partition "
+                    f"{self.topic_partition}.",
                 )
+                for index, r in enumerate(records)
+                if r.key is None
+            ]
             pos += max(size, HEADER_SIZE)
+        if refused:
+            raise RecordValidationError(refused)
 
     def _check_idempotent_append(self, buf: bytearray, producer_id: int) -> LogAppendInfo | None:
         """Kafka's analyzeAndValidateProducerState for a client's batch: the request's one

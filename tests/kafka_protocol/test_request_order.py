@@ -22,6 +22,7 @@ from kio.schema.list_offsets.v7.request import (
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v8.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -57,11 +58,26 @@ def new_topic(cluster: LocalCluster) -> str:
 
 
 def leader(cluster: LocalCluster, topic: str) -> int:
+    """The leader of `topic`-0, once it knows it leads (its metadata says so: the
+    controller's UpdateMetadata follows its LeaderAndIsr on the same connection)."""
+
     def current() -> int:
         st = cluster.zk_client().get_partition_state(MkTopicPartition(topic, 0))
         return -1 if st is None else st.leader
 
-    wait_until(lambda: current() > 0, 30, f"a leader for {topic}-0")
+    def knows(broker_id: int) -> bool:
+        with wire(cluster, broker_id) as w:
+            resp = w.call(
+                MetadataRequest(
+                    topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+            )
+        partitions = resp.topics[0].partitions
+        return bool(partitions) and partitions[0].leader_id == broker_id
+
+    wait_until(lambda: current() > 0 and knows(current()), 30, f"a leader for {topic}-0")
     return current()
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from minikafka.clock import ManualClock
 from minikafka.common import TopicPartition
-from minikafka.protocol.errors import InvalidRecordError
+from minikafka.protocol.errors import InvalidRecordError, RecordValidationError
 from minikafka.storage import compression
 from minikafka.storage.log import Log
 from minikafka.storage.log_cleaner import (
@@ -177,8 +177,14 @@ def test_tombstones_stay_until_their_segment_is_older_than_delete_retention(
 
 def test_keyless_records_are_refused_by_a_compacted_log(manager: LogManager) -> None:
     lg = manager.get_or_create_log(TP, COMPACT)
-    with pytest.raises(InvalidRecordError, match="without key"):
-        lg.append_as_leader(keyed([(b"k", b"v"), (None, b"v")]), leader_epoch=0)
+    with pytest.raises(RecordValidationError, match="One or more records") as refused:
+        lg.append_as_leader(
+            keyed([(b"k", b"v"), (None, b"v"), (b"k", b"v"), (None, b"v")]), leader_epoch=0
+        )
+    # KIP-467: each keyless record by its index in the batch, with Kafka's message.
+    why = f"Compacted topic cannot accept message without key in topic partition {TP}."
+    assert refused.value.record_errors == ((1, why), (3, why))
+    assert isinstance(refused.value, InvalidRecordError)
     assert lg.log_end_offset == 0
     plain = manager.get_or_create_log(TopicPartition("plain", 0), LogConfig())
     plain.append_as_leader(keyed([(None, b"v")]), leader_epoch=0)

@@ -1,7 +1,7 @@
 """The hand-written Produce response encoder (protocol/kafka/produce_response.py) writes what
 kio writes for the same values, byte for byte, for every Produce version the broker serves
-(the kio entity built with what minikafka always sends: no log append time, no record
-errors, no throttling)."""
+(the kio entity built with what minikafka always sends: no log append time, no throttling;
+record errors as KIP-467 has them)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,10 @@ def kio_frame(version: int, correlation_id: int, topics: list[ProduceTopicData])
                         "base_offset": p.base_offset,
                         "log_append_time": -1,
                         "log_start_offset": p.log_start_offset,
-                        "record_errors": [],
+                        "record_errors": [
+                            {"batch_index": i, "batch_index_error_message": why}
+                            for i, why in p.record_errors
+                        ],
                         "error_message": p.error_message,
                     }
                     for p in t.partitions
@@ -60,6 +63,10 @@ partitions = st.builds(
     log_start_offset=offsets,
     # Non-ascii text, and long enough (up to 200 bytes) for a two-byte compact length.
     error_message=st.one_of(st.none(), st.text(max_size=10), st.text(min_size=100, max_size=200)),
+    record_errors=st.lists(
+        st.tuples(st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=130))),
+        max_size=3,
+    ),
 )
 topics = st.lists(
     st.builds(

@@ -9,7 +9,8 @@ bytearray. Its output is byte for byte kio's for the same values, for every vers
 
 Layout (Kafka's ProduceResponse.json): the topics, each its name (v3-12) or topic id (v13+)
 and per partition: index, error code, base offset, log append time, log start offset (v5+),
-record errors and error message (v8+); then throttle_time_ms. v9+ is the flexible encoding:
+record errors (KIP-467: each refused record's batch index and message) and error message
+(v8+); then throttle_time_ms. v9+ is the flexible encoding:
 compact arrays and strings, and empty tagged-field sections (v10+'s tagged CurrentLeader
 and NodeEndpoints are left at their defaults, which are not written).
 """
@@ -36,14 +37,12 @@ _HEADER: Final = struct.Struct(">ii")  # size (patched at the end), correlation 
 _PARTITION_V2: Final = struct.Struct(">ihqq")
 _PARTITION_V5: Final = struct.Struct(">ihqqq")
 
-# minikafka stamps batches with CreateTime, so the log append time is always -1, and it
-# never rejects single records of a batch, so record_errors is always empty.
+# minikafka stamps batches with CreateTime, so the log append time is always -1.
 _NO_APPEND_TIME: Final = -1
 # What follows log_start_offset when error_message is null: record_errors (empty), the
 # null error message and (flexible) the partition's empty tagged fields.
 _NULL_TAIL_LEGACY: Final = b"\x00\x00\x00\x00\xff\xff"  # int32 0, int16 -1
 _NULL_TAIL_FLEXIBLE: Final = b"\x01\x00\x00"  # uvarint 0+1, uvarint 0 (null), no tags
-_EMPTY_LEGACY_ARRAY: Final = b"\x00\x00\x00\x00"
 # throttle_time_ms: never throttled (and, flexible, the body's empty tagged fields)
 _THROTTLE_LEGACY: Final = b"\x00\x00\x00\x00"
 _THROTTLE_FLEXIBLE: Final = b"\x00\x00\x00\x00\x00"
@@ -56,6 +55,8 @@ class ProducePartitionData:
     base_offset: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # KIP-467 (v8+): (batch index, message) of each record the batch was refused for
+    record_errors: Sequence[tuple[int, str | None]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,22 +108,36 @@ def encode_produce_response(
                 buf += pack(p.index, p.error_code, p.base_offset, _NO_APPEND_TIME)
             if not with_errors:
                 continue
-            message = p.error_message
-            if message is None:
+            message, record_errors = p.error_message, p.record_errors
+            if message is None and not record_errors:
                 buf += _NULL_TAIL_FLEXIBLE if flexible else _NULL_TAIL_LEGACY
                 continue
-            encoded = message.encode()
             if flexible:
-                buf.append(1)  # record_errors: empty
-                append_compact_length(buf, len(encoded))
-                buf += encoded
-                buf.append(0)  # partition tagged fields
+                append_compact_length(buf, len(record_errors))
             else:
-                buf += _EMPTY_LEGACY_ARRAY  # record_errors
-                buf += _I16.pack(len(encoded))
-                buf += encoded
+                buf += _I32.pack(len(record_errors))
+            for batch_index, why in record_errors:
+                buf += _I32.pack(batch_index)
+                _append_nullable_string(buf, why, flexible)
+                if flexible:
+                    buf.append(0)  # record error's tagged fields
+            _append_nullable_string(buf, message, flexible)
+            if flexible:
+                buf.append(0)  # partition tagged fields
         if flexible:
             buf.append(0)  # topic tagged fields
     buf += _THROTTLE_FLEXIBLE if flexible else _THROTTLE_LEGACY
     _I32.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
+
+
+def _append_nullable_string(buf: bytearray, value: str | None, flexible: bool) -> None:
+    if value is None:
+        buf += b"\x00" if flexible else b"\xff\xff"
+        return
+    encoded = value.encode()
+    if flexible:
+        append_compact_length(buf, len(encoded))
+    else:
+        buf += _I16.pack(len(encoded))
+    buf += encoded
