@@ -130,6 +130,8 @@ class BrokerConfig:
     log_cleaner_delete_retention_ms: int = 24 * 60 * 60 * 1000
     log_cleaner_min_cleanable_ratio: float = 0.5
     log_cleaner_min_compaction_lag_ms: int = 0
+    log_message_timestamp_type: str = "CreateTime"
+    log_message_timestamp_difference_max_ms: int = LONG_MAX
     # The group coordinator (coordinator/group) and its offsets topic.
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -314,4 +316,6 @@ class BrokerConfig:
             delete_retention_ms=self.log_cleaner_delete_retention_ms,
             min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
             min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
+            message_timestamp_type=self.log_message_timestamp_type,
+            message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
         )

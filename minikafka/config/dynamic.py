@@ -130,6 +130,18 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
         ConfigType.LONG,
         "How old a segment's newest record must be before the cleaner compacts it.",
     ),
+    "message.timestamp.type": TopicConfigDef(
+        "log.message.timestamp.type",
+        ConfigType.STRING,
+        "CreateTime (records keep the producer's timestamps) or LogAppendTime (the leader "
+        "stamps each batch with its clock when it appends it).",
+    ),
+    "message.timestamp.difference.max.ms": TopicConfigDef(
+        "log.message.timestamp.difference.max.ms",
+        ConfigType.LONG,
+        "With CreateTime, the largest difference allowed between a record's timestamp and "
+        "the leader's clock; a batch with a record farther off is refused (INVALID_TIMESTAMP).",
+    ),
 }
 
 

@@ -41,6 +41,7 @@ class ErrorCode(IntEnum):
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
     INVALID_COMMIT_OFFSET_SIZE = 28
+    INVALID_TIMESTAMP = 32
     UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
@@ -161,17 +162,23 @@ class InvalidRecordError(KafkaError):
     code = ErrorCode.INVALID_RECORD
 
 
-# Kafka's message for a batch refused for some of its records (LogValidator).
+# Kafka's messages for a batch refused for some of its records (LogValidator).
 RECORDS_REJECTED = "One or more records have been rejected"
+RECORDS_REJECTED_FOR_TIMESTAMPS = "One or more records have been rejected due to invalid timestamp"
 
 
 class RecordValidationError(InvalidRecordError):
     """Records of a batch refused one by one (Kafka's RecordValidationException, KIP-467):
     the batch is not appended, and the Produce response names each bad record by its index
-    in its batch, with why, so that a client fails those records and not the others."""
+    in its batch, with why, so that a client fails those records and not the others. The
+    error is INVALID_TIMESTAMP if any record's timestamp is at fault, else INVALID_RECORD."""
 
-    def __init__(self, record_errors: Sequence[tuple[int, str]]) -> None:
-        super().__init__(RECORDS_REJECTED)
+    def __init__(
+        self, record_errors: Sequence[tuple[int, str]], *, invalid_timestamp: bool = False
+    ) -> None:
+        super().__init__(RECORDS_REJECTED_FOR_TIMESTAMPS if invalid_timestamp else RECORDS_REJECTED)
+        if invalid_timestamp:
+            self.code = ErrorCode.INVALID_TIMESTAMP
         self.record_errors: tuple[tuple[int, str], ...] = tuple(record_errors)
 
 

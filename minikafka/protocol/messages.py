@@ -152,6 +152,7 @@ class ProducePartitionResponse:
     log_start_offset: int = -1
     error_message: str | None = None
     record_errors: list[RecordError] = field(default_factory=list)
+    log_append_time: int = -1  # the time the leader stamped (LogAppendTime topics)
 
 
 @dataclass(frozen=True)

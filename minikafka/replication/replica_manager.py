@@ -428,7 +428,11 @@ class ReplicaManager:
             self.topic_stats.record_produce(tp.topic, info.num_records, info.valid_bytes)
             self.purgatory.notify(tp)  # new data for waiting fetches
             results[tp] = ProducePartitionResponse(
-                tp.partition, int(ErrorCode.NONE), info.first_offset, p.log.log_start_offset
+                tp.partition,
+                int(ErrorCode.NONE),
+                info.first_offset,
+                p.log.log_start_offset,
+                log_append_time=info.max_timestamp if p.log.config.log_append_time else -1,
             )
             if required_acks == -1:
                 waiting[tp] = (p, info.last_offset + 1, p.leadership_losses)

@@ -274,6 +274,7 @@ class KafkaProtocolApis:
                         p.log_start_offset,
                         p.error_message,
                         [(e.batch_index, e.message) for e in p.record_errors],
+                        p.log_append_time,
                     )
                     for p in t.partitions
                 ],

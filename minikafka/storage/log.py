@@ -65,8 +65,11 @@ from minikafka.storage.producer_snapshot import (
 )
 from minikafka.storage.producer_state import ProducerStateManager, last_sequence
 from minikafka.storage.record_batch import (
+    ATTRIBUTES_OFFSET,
     HEADER_SIZE,
+    NO_TIMESTAMP,
     PRODUCER_ID_OFFSET,
+    TIMESTAMP_TYPE_MASK,
     BatchHeader,
     InvalidBatchError,
     Record,
@@ -75,6 +78,7 @@ from minikafka.storage.record_batch import (
     invalid_batch_error,
     parse_header,
     peek_offset_and_size,
+    set_log_append_time,
     validate_batch,
 )
 from minikafka.storage.segment import (
@@ -347,8 +351,11 @@ class Log:
         if leader_epoch < 0:
             raise ValueError(f"a leader appends with its leader epoch, got {leader_epoch}")
         buf = records if type(records) is bytearray else bytearray(records)
-        if self.config.compact:
-            self._require_keys(buf)
+        config = self.config
+        now = self._now_ms()
+        self._validate_records(buf, now)
+        if config.log_append_time:
+            self._stamp_log_append_time(buf, now)
         idempotent = _producer_of(buf)
         if idempotent is not None:
             duplicate = self._check_idempotent_append(buf, idempotent)
@@ -363,30 +370,76 @@ class Log:
         self._count_unflushed(info.num_records)
         return info
 
-    def _require_keys(self, buf: bytearray) -> None:
-        """Kafka's LogValidator for a compacted topic: every record has a key (the cleaner
-        keeps records by key). Each record without one is named by its index in its batch
-        (KIP-467); batches that do not decode are left to the append's checks."""
-        pos = 0
+    def _validate_records(self, buf: bytearray, now: int) -> None:
+        """Kafka's LogValidator's checks of single records (KIP-467: each bad record is
+        named by its index in its batch): a compacted topic's records need a key (the
+        cleaner keeps records by key); with CreateTime, a timestamp at most
+        message.timestamp.difference.max.ms from the leader's clock; and a producer does not
+        set LogAppendTime. Records are decoded only when a check needs them; batches that do
+        not decode are left to the append's checks."""
+        config = self.config
+        max_difference = config.timestamp_max_difference
         refused: list[tuple[int, str]] = []
+        invalid_timestamp = False
+        pos = 0
         while pos + HEADER_SIZE <= len(buf):
             _, size = peek_offset_and_size(buf, pos)
-            try:
-                records = decode_records(buf, pos)
-            except InvalidBatchError:
-                break
-            refused += [
-                (
-                    index,
-                    "Compacted topic cannot accept message without key in topic partition "
-                    f"{self.topic_partition}.",
-                )
-                for index, r in enumerate(records)
-                if r.key is None
-            ]
+            producer_log_append_time = bool(buf[pos + ATTRIBUTES_OFFSET + 1] & TIMESTAMP_TYPE_MASK)
+            if config.compact or max_difference is not None or producer_log_append_time:
+                try:
+                    records = decode_records(buf, pos)
+                except InvalidBatchError:
+                    break
+                for index, r in enumerate(records):
+                    if config.compact and r.key is None:
+                        refused.append(
+                            (
+                                index,
+                                "Compacted topic cannot accept message without key in topic "
+                                f"partition {self.topic_partition}.",
+                            )
+                        )
+                    elif (
+                        max_difference is not None
+                        and r.timestamp != NO_TIMESTAMP
+                        and abs(r.timestamp - now) > max_difference
+                    ):
+                        invalid_timestamp = True
+                        refused.append(
+                            (
+                                index,
+                                f"Timestamp {r.timestamp} of message with offset {r.offset} is "
+                                f"out of range. The timestamp should be within "
+                                f"[{now - max_difference}, {now + max_difference}]",
+                            )
+                        )
+                    elif producer_log_append_time:
+                        invalid_timestamp = True
+                        refused.append(
+                            (
+                                index,
+                                f"Invalid timestamp type in message with offset {r.offset}. "
+                                "Producer should not set timestamp type to LogAppendTime.",
+                            )
+                        )
             pos += max(size, HEADER_SIZE)
         if refused:
-            raise RecordValidationError(refused)
+            raise RecordValidationError(refused, invalid_timestamp=invalid_timestamp)
+
+    def _stamp_log_append_time(self, buf: bytearray, now: int) -> None:
+        """message.timestamp.type=LogAppendTime: each batch's timestamp type becomes
+        LogAppendTime and its max timestamp the leader's clock (every record's timestamp, as
+        consumers read it), as Kafka's LogValidator stamps them. Both lie inside the CRC,
+        which is checked first (a damaged batch must not be made to look whole) and then
+        computed again."""
+        pos = 0
+        while pos + HEADER_SIZE <= len(buf):
+            try:
+                h = validate_batch(buf, pos)
+            except InvalidBatchError:
+                return  # refused by the append's own checks
+            set_log_append_time(buf, pos, now)
+            pos += h.size_in_bytes
 
     def _check_idempotent_append(self, buf: bytearray, producer_id: int) -> LogAppendInfo | None:
         """Kafka's analyzeAndValidateProducerState for a client's batch: the request's one

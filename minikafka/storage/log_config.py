@@ -52,6 +52,10 @@ class LogConfig:
     delete_retention_ms: int = 24 * 60 * 60 * 1000  # how long tombstones outlive cleaning
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
+    # CreateTime (the producer's timestamps, checked against message.timestamp.difference.
+    # max.ms) or LogAppendTime (the leader stamps each batch with its clock).
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_difference_max_ms: int = LONG_MAX
 
     # topic config name -> field; the broker-level names (log.segment.bytes, ...) map onto
     # these in the broker config.
@@ -70,7 +74,10 @@ class LogConfig:
         "delete.retention.ms": "delete_retention_ms",
         "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
         "min.compaction.lag.ms": "min_compaction_lag_ms",
+        "message.timestamp.type": "message_timestamp_type",
+        "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
     }
+    TIMESTAMP_TYPES: ClassVar[frozenset[str]] = frozenset({"CreateTime", "LogAppendTime"})
     CLEANUP_POLICIES: ClassVar[frozenset[str]] = frozenset({"delete", "compact"})
 
     def with_overrides(self, overrides: Mapping[str, str]) -> LogConfig:
@@ -94,11 +101,23 @@ class LogConfig:
     # retention (retention.ms, retention.bytes) deletes old segments.
     compact: bool = field(init=False, repr=False, compare=False)
     delete: bool = field(init=False, repr=False, compare=False)
+    # From message.timestamp.*, once: whether the leader stamps batches with its clock, and
+    # the producer's timestamps' largest distance from it (None: not checked).
+    log_append_time: bool = field(init=False, repr=False, compare=False)
+    timestamp_max_difference: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         policies = self.cleanup_policies
         object.__setattr__(self, "compact", "compact" in policies)
         object.__setattr__(self, "delete", "delete" in policies)
+        log_append_time = self.message_timestamp_type == "LogAppendTime"
+        object.__setattr__(self, "log_append_time", log_append_time)
+        difference = self.message_timestamp_difference_max_ms
+        object.__setattr__(
+            self,
+            "timestamp_max_difference",
+            None if log_append_time or difference >= LONG_MAX else difference,
+        )
 
     @property
     def cleanup_policies(self) -> frozenset[str]:
@@ -116,6 +135,13 @@ class LogConfig:
             raise InvalidConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.min_compaction_lag_ms < 0:
             raise InvalidConfigError("min.compaction.lag.ms must be >= 0")
+        if self.message_timestamp_type not in self.TIMESTAMP_TYPES:
+            raise InvalidConfigError(
+                f"Invalid value {self.message_timestamp_type} for configuration "
+                "message.timestamp.type: String must be one of: CreateTime, LogAppendTime"
+            )
+        if self.message_timestamp_difference_max_ms < 0:
+            raise InvalidConfigError("message.timestamp.difference.max.ms must be >= 0")
         if self.segment_bytes < 61 + 14:
             raise InvalidConfigError(f"segment.bytes {self.segment_bytes} is too small")
         if self.segment_ms <= 0:

@@ -197,6 +197,25 @@ def iter_batches(
         pos += h.batch_length + LOG_OVERHEAD
 
 
+_MAX_TIMESTAMP_OFFSET = 35
+_INT16 = struct.Struct(">h")
+_INT64 = struct.Struct(">q")
+
+
+def set_log_append_time(buf: bytearray, pos: int, timestamp: int) -> None:
+    """Make the (validated) batch at `pos` a LogAppendTime batch of `timestamp`: the
+    timestamp type bit, the max timestamp (which every record then has), and the CRC
+    computed again, since both lie inside it (Kafka's setMaxTimestamp)."""
+    (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
+    _INT64.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, timestamp)
+    (length,) = _INT32.unpack_from(buf, pos + LENGTH_OFFSET)
+    end = pos + LOG_OVERHEAD + length
+    _UINT32.pack_into(
+        buf, pos + CRC_OFFSET, crc32c.crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET : end])
+    )
+
+
 def stamp(buf: bytearray, pos: int, base_offset: int, partition_leader_epoch: int) -> None:
     """Set base offset and leader epoch in place; both lie outside the CRC's span."""
     _BASE_OFFSET.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)

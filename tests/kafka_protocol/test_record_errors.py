@@ -1,18 +1,26 @@
 """Per-record errors in Produce responses (KIP-467), from real brokers: a batch refused for
-some of its records is answered INVALID_RECORD with Kafka's summary message and, for each
-bad record, its index in the batch and why, so that a client can tell the bad records from
-the good ones. Raw requests read the response as sent; librdkafka shows what a client makes
-of it."""
+some of its records is answered INVALID_RECORD (INVALID_TIMESTAMP when timestamps are at
+fault) with Kafka's summary message and, for each bad record, its index in the batch and
+why, so that a client can tell the bad records from the good ones. Raw requests read the
+response as sent; librdkafka shows what a client makes of it. And the topic configs behind
+the timestamp checks: message.timestamp.type and message.timestamp.difference.max.ms."""
 
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    KafkaError,
+    Producer,
+)
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry
 from kio.schema.produce.v8.request import (
     PartitionProduceData as PartitionProduceDataV8,
 )
@@ -23,10 +31,11 @@ from kio.static.primitive import i16
 
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
-from minikafka.storage.record_batch import build_batch
-from tests.cluster.conftest import started_cluster
+from minikafka.storage.record_batch import RecordBatchBuilder, build_batch
+from tests.cluster.conftest import started_cluster, wait_until
 from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning, create_topic
 from tests.kafka_protocol.test_request_order import leader, wire
+from tests.kafka_protocol.test_topic_configs import alter, describe
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -132,3 +141,113 @@ def test_librdkafka_tells_the_bad_records_from_the_good_ones_which_go_through_wh
     assert producer.flush(30) == 0
     values = [m.value() for m in consume_from_beginning(shared.bootstrap_servers, topic, 1)]
     assert values == [b"v%d" % i for i in range(RECORDS) if i not in KEYLESS]
+
+
+# --- timestamps: message.timestamp.type and message.timestamp.difference.max.ms ------------
+
+
+def produce_one(producer: Producer, topic: str, timestamp: int) -> Any:
+    """One record with the producer's `timestamp`; its delivery report's (error, message)."""
+    reports: list[tuple[Any, Any]] = []
+    producer.produce(
+        topic,
+        b"x",
+        partition=0,
+        timestamp=timestamp,
+        on_delivery=lambda e, m: reports.append((e, m)),
+    )
+    assert producer.flush(30) == 0
+    return reports[0]
+
+
+def test_log_append_time_is_the_leaders_clock_and_a_topic_switches_to_it_at_runtime(
+    shared: LocalCluster,
+) -> None:
+    topic = f"stamped-{uuid.uuid4().hex[:8]}"
+    create_topic(shared.bootstrap_servers, topic, 1, 3)
+    producer = Producer({"bootstrap.servers": shared.bootstrap_servers, "acks": "all"})
+    error, created = produce_one(producer, topic, 1000)
+    assert error is None and created.timestamp() == (TIMESTAMP_CREATE_TIME, 1000)
+    admin = AdminClient({"bootstrap.servers": shared.bootstrap_servers})
+    alter(
+        admin,
+        topic,
+        ConfigEntry(
+            "message.timestamp.type", "LogAppendTime", incremental_operation=AlterConfigOpType.SET
+        ),
+    )
+    assert describe(admin, topic)["message.timestamp.type"].value == "LogAppendTime"
+    stamped: list[Any] = []
+
+    def next_is_stamped() -> bool:
+        before = time.time() * 1000
+        error, m = produce_one(producer, topic, 1000)
+        assert error is None
+        stamped.append((before, m.timestamp(), time.time() * 1000))
+        return m.timestamp()[0] == TIMESTAMP_LOG_APPEND_TIME
+
+    # Every broker applies the change when ZooKeeper's notification reaches it.
+    wait_until(next_is_stamped, 30, "a batch stamped with LogAppendTime")
+    before, (_, appended_at), after = stamped[-1]
+    assert before - 1000 <= appended_at <= after + 1000  # the broker's clock, not 1000
+    # Consumers see each record's own type: the first as the producer set it, the last as
+    # the leader stamped it (the produce response's log_append_time is what it stored).
+    records = consume_from_beginning(shared.bootstrap_servers, topic, 1)
+    assert records[0].timestamp() == (TIMESTAMP_CREATE_TIME, 1000)
+    assert records[-1].timestamp() == (TIMESTAMP_LOG_APPEND_TIME, appended_at)
+
+
+def test_records_too_far_from_the_leaders_clock_are_refused_one_by_one(
+    shared: LocalCluster,
+) -> None:
+    topic = f"recent-{uuid.uuid4().hex[:8]}"
+    create_topic(
+        shared.bootstrap_servers, topic, 1, 3, **{"message.timestamp.difference.max.ms": "60000"}
+    )
+    now = int(time.time() * 1000)
+    hour_ago = now - 3_600_000
+    records = RecordBatchBuilder()
+    for ts in (now, hour_ago, now):
+        records.append(b"v", None, ts)
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=i16(-1),
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name=topic,
+                partition_data=(PartitionProduceData(index=0, records=records.build()),),
+            ),
+        ),
+    )
+    with wire(shared, leader(shared, topic)) as w:
+        (part,) = w.call(request).responses[0].partition_responses
+    assert part.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert part.error_message == "One or more records have been rejected due to invalid timestamp"
+    ((index, why),) = [(e.batch_index, e.batch_index_error_message) for e in part.record_errors]
+    assert index == 1 and why.startswith(
+        f"Timestamp {hour_ago} of message with offset 1 is out of range"
+    )
+    # librdkafka fails the whole batch INVALID_TIMESTAMP (it tells bad records from good
+    # ones only for INVALID_RECORD), and nothing of it is written.
+    producer = Producer(
+        {
+            "bootstrap.servers": shared.bootstrap_servers,
+            "linger.ms": 1000,
+            "enable.idempotence": False,
+            "retries": 0,
+        }
+    )
+    codes: dict[int, Any] = {}
+    for i, ts in enumerate((now, hour_ago, now)):
+        producer.produce(
+            topic,
+            b"v",
+            partition=0,
+            timestamp=ts,
+            on_delivery=lambda e, _m, i=i: codes.__setitem__(i, e and e.code()),
+        )
+    assert producer.flush(30) == 0
+    assert codes[1] == KafkaError.INVALID_TIMESTAMP
+    error, m = produce_one(producer, topic, now)
+    assert error is None and m.offset() == 0  # nothing of the refused batches was written

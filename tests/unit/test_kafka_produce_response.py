@@ -37,7 +37,7 @@ def kio_frame(version: int, correlation_id: int, topics: list[ProduceTopicData])
                         "index": p.index,
                         "error_code": p.error_code,
                         "base_offset": p.base_offset,
-                        "log_append_time": -1,
+                        "log_append_time": p.log_append_time,
                         "log_start_offset": p.log_start_offset,
                         "record_errors": [
                             {"batch_index": i, "batch_index_error_message": why}
@@ -63,6 +63,7 @@ partitions = st.builds(
     log_start_offset=offsets,
     # Non-ascii text, and long enough (up to 200 bytes) for a two-byte compact length.
     error_message=st.one_of(st.none(), st.text(max_size=10), st.text(min_size=100, max_size=200)),
+    log_append_time=st.one_of(st.just(-1), st.integers(0, 2**41)),
     record_errors=st.lists(
         st.tuples(st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=130))),
         max_size=3,

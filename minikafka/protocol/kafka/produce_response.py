@@ -37,8 +37,6 @@ _HEADER: Final = struct.Struct(">ii")  # size (patched at the end), correlation 
 _PARTITION_V2: Final = struct.Struct(">ihqq")
 _PARTITION_V5: Final = struct.Struct(">ihqqq")
 
-# minikafka stamps batches with CreateTime, so the log append time is always -1.
-_NO_APPEND_TIME: Final = -1
 # What follows log_start_offset when error_message is null: record_errors (empty), the
 # null error message and (flexible) the partition's empty tagged fields.
 _NULL_TAIL_LEGACY: Final = b"\x00\x00\x00\x00\xff\xff"  # int32 0, int16 -1
@@ -57,6 +55,7 @@ class ProducePartitionData:
     error_message: str | None = None
     # KIP-467 (v8+): (batch index, message) of each record the batch was refused for
     record_errors: Sequence[tuple[int, str | None]] = ()
+    log_append_time: int = -1  # the leader's stamp for a LogAppendTime topic, else -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +101,10 @@ def encode_produce_response(
         for p in partitions:
             if with_lso:
                 buf += pack(
-                    p.index, p.error_code, p.base_offset, _NO_APPEND_TIME, p.log_start_offset
+                    p.index, p.error_code, p.base_offset, p.log_append_time, p.log_start_offset
                 )
             else:
-                buf += pack(p.index, p.error_code, p.base_offset, _NO_APPEND_TIME)
+                buf += pack(p.index, p.error_code, p.base_offset, p.log_append_time)
             if not with_errors:
                 continue
             message, record_errors = p.error_message, p.record_errors
