@@ -131,6 +131,7 @@ class BrokerConfig:
     log_cleaner_min_cleanable_ratio: float = 0.5
     log_cleaner_min_compaction_lag_ms: int = 0
     log_message_timestamp_type: str = "CreateTime"
+    compression_type: str = "producer"
     log_message_timestamp_difference_max_ms: int = LONG_MAX
     # The group coordinator (coordinator/group) and its offsets topic.
     group_min_session_timeout_ms: int = 6000
@@ -318,4 +319,5 @@ class BrokerConfig:
             min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
             message_timestamp_type=self.log_message_timestamp_type,
             message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
+            compression_type=self.compression_type,
         )

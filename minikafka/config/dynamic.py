@@ -130,6 +130,12 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
         ConfigType.LONG,
         "How old a segment's newest record must be before the cleaner compacts it.",
     ),
+    "compression.type": TopicConfigDef(
+        "compression.type",
+        ConfigType.STRING,
+        "producer (batches are kept as the producer compressed them), uncompressed, gzip, "
+        "snappy, lz4 or zstd (the leader recompresses every batch in that codec).",
+    ),
     "message.timestamp.type": TopicConfigDef(
         "log.message.timestamp.type",
         ConfigType.STRING,

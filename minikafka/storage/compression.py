@@ -11,8 +11,9 @@ blob, in the framing Kafka's clients use:
   Kafka's KafkaLZ4BlockOutputStream writes).
 - zstd (4): a zstd frame.
 
-Brokers store batches as sent (Kafka's topic default compression.type=producer); they
-decompress only to check the records (LogValidator) and never recompress. Decompression
+Brokers store batches as sent (Kafka's topic default compression.type=producer), and
+decompress them to check the records (LogValidator); a topic whose compression.type names
+a codec has a leader recompress every batch in another one (`Log`). Decompression
 stops at `max_size` bytes, so a small batch that inflates without bound (a decompression
 bomb) is refused instead of exhausting the broker's memory.
 """
@@ -48,6 +49,18 @@ _LZ4_BLOCK_64KB: Final = 4  # lz4.frame's BLOCKSIZE_MAX64KB
 
 class CompressionError(ValueError):
     """The bytes are not valid for their codec, or inflate beyond the limit."""
+
+
+# A topic's compression.type: "producer" keeps each batch's codec (None), the others name
+# the one a leader writes ("uncompressed" is no compression).
+TOPIC_COMPRESSION_TYPES: Final[dict[str, int | None]] = {
+    "producer": None,
+    "uncompressed": NONE,
+    "gzip": GZIP,
+    "snappy": SNAPPY,
+    "lz4": LZ4,
+    "zstd": ZSTD,
+}
 
 
 def codec_name(codec: int) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from minikafka.protocol.errors import InvalidConfigError
+from minikafka.storage import compression
 
 LONG_MAX = 2**63 - 1
 
@@ -56,6 +57,8 @@ class LogConfig:
     # max.ms) or LogAppendTime (the leader stamps each batch with its clock).
     message_timestamp_type: str = "CreateTime"
     message_timestamp_difference_max_ms: int = LONG_MAX
+    # producer (batches kept as sent) or the codec a leader recompresses batches in.
+    compression_type: str = "producer"
 
     # topic config name -> field; the broker-level names (log.segment.bytes, ...) map onto
     # these in the broker config.
@@ -76,6 +79,7 @@ class LogConfig:
         "min.compaction.lag.ms": "min_compaction_lag_ms",
         "message.timestamp.type": "message_timestamp_type",
         "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
+        "compression.type": "compression_type",
     }
     TIMESTAMP_TYPES: ClassVar[frozenset[str]] = frozenset({"CreateTime", "LogAppendTime"})
     CLEANUP_POLICIES: ClassVar[frozenset[str]] = frozenset({"delete", "compact"})
@@ -105,6 +109,8 @@ class LogConfig:
     # the producer's timestamps' largest distance from it (None: not checked).
     log_append_time: bool = field(init=False, repr=False, compare=False)
     timestamp_max_difference: int | None = field(init=False, repr=False, compare=False)
+    # From compression.type: the codec a leader writes batches in (None: as sent).
+    target_codec: int | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         policies = self.cleanup_policies
@@ -117,6 +123,9 @@ class LogConfig:
             self,
             "timestamp_max_difference",
             None if log_append_time or difference >= LONG_MAX else difference,
+        )
+        object.__setattr__(
+            self, "target_codec", compression.TOPIC_COMPRESSION_TYPES.get(self.compression_type)
         )
 
     @property
@@ -139,6 +148,11 @@ class LogConfig:
             raise InvalidConfigError(
                 f"Invalid value {self.message_timestamp_type} for configuration "
                 "message.timestamp.type: String must be one of: CreateTime, LogAppendTime"
+            )
+        if self.compression_type not in compression.TOPIC_COMPRESSION_TYPES:
+            raise InvalidConfigError(
+                f"Invalid value {self.compression_type} for configuration compression.type: "
+                f"String must be one of: {', '.join(compression.TOPIC_COMPRESSION_TYPES)}"
             )
         if self.message_timestamp_difference_max_ms < 0:
             raise InvalidConfigError("message.timestamp.difference.max.ms must be >= 0")

@@ -1,7 +1,8 @@
-"""A leader's checks of single records and its timestamps, as Kafka's LogValidator:
-`message.timestamp.type` (LogAppendTime: the leader stamps each batch) and
+"""What a leader does to the batches it appends, as Kafka's LogValidator: checks of single
+records, each refused record named by its index in its batch (KIP-467);
+`message.timestamp.type` (LogAppendTime: the leader stamps each batch);
 `message.timestamp.difference.max.ms` (CreateTime records too far from the leader's clock are
-refused), each refused record named by its index in its batch (KIP-467)."""
+refused); `compression.type` (batches recompressed in the topic's codec)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import struct
 import pytest
 
 from minikafka.clock import ManualClock
-from minikafka.protocol.errors import ErrorCode, InvalidConfigError, RecordValidationError
+from minikafka.protocol.errors import (
+    CorruptRecordError,
+    ErrorCode,
+    InvalidConfigError,
+    RecordValidationError,
+)
 from minikafka.storage import compression
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import (
@@ -138,3 +144,62 @@ def test_set_log_append_time_leaves_a_batch_valid():
     struct.pack_into(">q", batch, 35, 98)  # changed behind the CRC's back
     with pytest.raises(InvalidBatchError):
         validate_batch(batch)
+
+
+# --- compression.type ---------------------------------------------------------------------
+
+
+def rich_batch(codec: int) -> bytes:
+    """An idempotent producer's batch with keys, headers and several timestamps."""
+    b = RecordBatchBuilder(producer_id=42, producer_epoch=3, base_sequence=7)
+    b.append(b"a" * 300, b"k1", 1000, [("h", b"1")])
+    b.append(None, b"k2", 900)  # a tombstone, an earlier timestamp
+    b.append(b"c" * 300, None, 1100, [("x", None)])
+    return b.build(codec)
+
+
+@pytest.mark.parametrize(
+    ("topic", "sent", "stored"),
+    [
+        ("zstd", compression.GZIP, compression.ZSTD),
+        ("uncompressed", compression.LZ4, compression.NONE),
+        ("gzip", compression.NONE, compression.GZIP),
+        ("snappy", compression.SNAPPY, compression.SNAPPY),  # already right: kept as sent
+        ("producer", compression.LZ4, compression.LZ4),
+    ],
+)
+def test_a_topics_compression_type_is_the_codec_its_batches_are_stored_in(
+    open_log, topic, sent, stored
+):
+    lg = open_log(LogConfig(compression_type=topic))
+    original = rich_batch(sent)
+    info = lg.append_as_leader(original, leader_epoch=4)
+    assert (info.first_offset, info.last_offset) == (0, 2)
+    data = lg.read(0, 10**6).read()
+    h = validate_batch(data)
+    assert h.attributes & 0x07 == stored
+    assert (h.producer_id, h.producer_epoch, h.base_sequence) == (42, 3, 7)
+    assert (h.partition_leader_epoch, h.first_timestamp, h.max_timestamp) == (4, 1000, 1100)
+    assert decode_all(data) == decode_all(original)
+
+
+def test_a_damaged_batch_is_not_recompressed_into_a_whole_one(open_log):
+    lg = open_log(LogConfig(compression_type="zstd"))
+    damaged = bytearray(rich_batch(compression.GZIP))
+    damaged[-3] ^= 0xFF
+    with pytest.raises(CorruptRecordError):
+        lg.append_as_leader(damaged, leader_epoch=0)
+    assert lg.log_end_offset == 0
+
+
+def test_recompressed_batches_are_stamped_with_log_append_time_too(open_log, clock):
+    lg = open_log(LogConfig(compression_type="lz4", message_timestamp_type="LogAppendTime"))
+    lg.append_as_leader(rich_batch(compression.NONE), leader_epoch=0)
+    h = validate_batch(lg.read(0, 10**6).read())
+    assert h.attributes == compression.LZ4 | TIMESTAMP_TYPE_MASK
+    assert h.max_timestamp == clock.now_ms()
+
+
+def test_an_unknown_compression_type_is_refused():
+    with pytest.raises(InvalidConfigError, match=r"compression\.type: String must be one of"):
+        LogConfig().with_overrides({"compression.type": "brotli"})

@@ -1,9 +1,10 @@
-"""Per-record errors in Produce responses (KIP-467), from real brokers: a batch refused for
-some of its records is answered INVALID_RECORD (INVALID_TIMESTAMP when timestamps are at
-fault) with Kafka's summary message and, for each bad record, its index in the batch and
-why, so that a client can tell the bad records from the good ones. Raw requests read the
-response as sent; librdkafka shows what a client makes of it. And the topic configs behind
-the timestamp checks: message.timestamp.type and message.timestamp.difference.max.ms."""
+"""What a leader does to the batches it is sent, as Kafka's LogValidator, seen from real
+brokers: per-record errors in Produce responses (KIP-467: a batch refused for some of its
+records is answered INVALID_RECORD, or INVALID_TIMESTAMP when timestamps are at fault, with
+Kafka's summary message and each bad record's index in the batch and why, so a client can
+tell the bad records from the good ones), and the topic configs behind it:
+message.timestamp.type, message.timestamp.difference.max.ms, compression.type. Raw requests
+read the responses as sent; librdkafka shows what a client makes of them."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, 
 from kio.static.primitive import i16
 
 from minikafka.cluster import LocalCluster
+from minikafka.common import TopicPartition as MkTopicPartition
 from minikafka.protocol.errors import ErrorCode
+from minikafka.storage import log_files
 from minikafka.storage.record_batch import RecordBatchBuilder, build_batch
 from tests.cluster.conftest import started_cluster, wait_until
 from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning, create_topic
@@ -45,7 +48,7 @@ KEYLESS = set(range(5, RECORDS, 10))  # 10 records of the 100 have no key
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with started_cluster(tmp_path_factory.mktemp("record-errors")) as cluster:
+    with started_cluster(tmp_path_factory.mktemp("log-validator")) as cluster:
         yield cluster
 
 
@@ -251,3 +254,41 @@ def test_records_too_far_from_the_leaders_clock_are_refused_one_by_one(
     assert codes[1] == KafkaError.INVALID_TIMESTAMP
     error, m = produce_one(producer, topic, now)
     assert error is None and m.offset() == 0  # nothing of the refused batches was written
+
+
+# --- compression.type ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("topic_codec", "stored"), [("zstd", 4), ("uncompressed", 0)])
+def test_a_topics_compression_type_is_what_every_replica_stores(
+    shared: LocalCluster, topic_codec: str, stored: int
+) -> None:
+    topic = f"codec-{uuid.uuid4().hex[:8]}"
+    create_topic(shared.bootstrap_servers, topic, 1, 3, **{"compression.type": topic_codec})
+    producer = Producer(
+        {
+            "bootstrap.servers": shared.bootstrap_servers,
+            "acks": "all",
+            "compression.type": "gzip",
+            "linger.ms": 50,
+        }
+    )
+    for i in range(50):
+        producer.produce(topic, b"value-%d" % i * 20, b"key-%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    tp = MkTopicPartition(topic, 0)
+
+    def replicated() -> bool:
+        return all(
+            sum(h.record_count for h, _ in log_files.read_batches(shared.log_dir(b), tp)) == 50
+            for b in shared.broker_ids
+        )
+
+    wait_until(replicated, 30, "every replica holding the 50 records")
+    for b in shared.broker_ids:
+        codecs = {h.attributes & 0x07 for h, _ in log_files.read_batches(shared.log_dir(b), tp)}
+        assert codecs == {stored}, f"broker {b}"
+    records = consume_from_beginning(shared.bootstrap_servers, topic, 1)
+    assert [(m.key(), m.value()) for m in records] == [
+        (b"key-%d" % i, b"value-%d" % i * 20) for i in range(50)
+    ]
