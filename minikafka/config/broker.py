@@ -113,6 +113,8 @@ class BrokerConfig:
     message_max_bytes: int = 1024 * 1024 + 12
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_roll_ms: int = 7 * 24 * 60 * 60 * 1000
+    log_roll_jitter_ms: int = 0
+    log_index_size_max_bytes: int = 10 * 1024 * 1024
     log_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     log_retention_bytes: int = -1
     log_retention_check_interval_ms: int = 300000
@@ -132,6 +134,8 @@ class BrokerConfig:
     log_cleaner_min_compaction_lag_ms: int = 0
     log_message_timestamp_type: str = "CreateTime"
     compression_type: str = "producer"
+    log_message_format_version: str = "2.8-IV1"
+    log_message_downconversion_enable: bool = True
     log_message_timestamp_difference_max_ms: int = LONG_MAX
     # The group coordinator (coordinator/group) and its offsets topic.
     group_min_session_timeout_ms: int = 6000
@@ -304,6 +308,8 @@ class BrokerConfig:
         return LogConfig(
             segment_bytes=self.log_segment_bytes,
             segment_ms=self.log_roll_ms,
+            segment_jitter_ms=self.log_roll_jitter_ms,
+            segment_index_bytes=self.log_index_size_max_bytes,
             index_interval_bytes=self.log_index_interval_bytes,
             retention_ms=self.log_retention_ms,
             retention_bytes=self.log_retention_bytes,
@@ -320,4 +326,6 @@ class BrokerConfig:
             message_timestamp_type=self.log_message_timestamp_type,
             message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
             compression_type=self.compression_type,
+            message_format_version=self.log_message_format_version,
+            message_downconversion_enable=self.log_message_downconversion_enable,
         )

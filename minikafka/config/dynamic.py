@@ -71,6 +71,18 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
     "segment.ms": TopicConfigDef(
         "log.roll.ms", ConfigType.LONG, "The age at which the active segment is rolled."
     ),
+    "segment.jitter.ms": TopicConfigDef(
+        "log.roll.jitter.ms",
+        ConfigType.LONG,
+        "Each segment rolls up to this much (a random share) before segment.ms, so that "
+        "partitions do not all roll at once.",
+    ),
+    "segment.index.bytes": TopicConfigDef(
+        "log.index.size.max.bytes",
+        ConfigType.INT,
+        "The largest offset index of a segment (8 bytes an entry); a segment whose index is "
+        "full rolls.",
+    ),
     "index.interval.bytes": TopicConfigDef(
         "log.index.interval.bytes",
         ConfigType.INT,
@@ -135,6 +147,18 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
         ConfigType.STRING,
         "producer (batches are kept as the producer compressed them), uncompressed, gzip, "
         "snappy, lz4 or zstd (the leader recompresses every batch in that codec).",
+    ),
+    "message.format.version": TopicConfigDef(
+        "log.message.format.version",
+        ConfigType.STRING,
+        "The record format version: every value from 0.11.0 on is record format v2, the one "
+        "minikafka stores; older ones (formats v0 and v1) are refused.",
+    ),
+    "message.downconversion.enable": TopicConfigDef(
+        "log.message.downconversion.enable",
+        ConfigType.BOOLEAN,
+        "Whether Fetch requests too old for record format v2 are served converted; "
+        "minikafka serves Fetch v4 on, which all read v2, so no fetch needs converting.",
     ),
     "message.timestamp.type": TopicConfigDef(
         "log.message.timestamp.type",

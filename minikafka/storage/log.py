@@ -54,6 +54,7 @@ from minikafka.storage.log_cleaner import (
     swap_in,
 )
 from minikafka.storage.log_config import LogConfig
+from minikafka.storage.offset_index import ENTRY_SIZE as INDEX_ENTRY_BYTES
 from minikafka.storage.producer_snapshot import (
     SNAPSHOT_SUFFIX,
     CorruptSnapshotError,
@@ -641,6 +642,8 @@ class Log:
         recovery rebuilds epochs only from there on."""
         config = self.config
         seg = self._segments[-1]
+        if seg.size and seg.index_entries() >= config.segment_index_bytes // INDEX_ENTRY_BYTES:
+            seg = self.roll()  # its offset index is full (segment.index.bytes)
         try:
             info = append(
                 seg,
@@ -648,7 +651,7 @@ class Log:
                 epoch,
                 config.max_message_bytes,
                 config.segment_bytes,
-                config.segment_ms,
+                config.segment_ms - seg.roll_jitter_ms(config.segment_jitter_ms, config.segment_ms),
                 self._now_ms,
                 *extra,
             )

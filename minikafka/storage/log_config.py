@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
@@ -33,10 +34,36 @@ def parse_value(type_name: object, raw: str) -> bool | int | float | str:
     return int(raw)
 
 
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:-IV\d+)?")
+
+
+def check_message_format_version(version: str) -> None:
+    """message.format.version as Kafka names them (0.10.2, 0.11.0-IV2, 2.8, 2.8-IV1, 3.0):
+    InvalidConfigError for what is no version, and for the versions of record formats v0
+    and v1 (before 0.11.0), which minikafka neither writes nor serves."""
+    m = _VERSION.fullmatch(version.strip())
+    if m is None:
+        raise InvalidConfigError(
+            f"Invalid value {version} for configuration message.format.version: "
+            "Version `" + version + "` is not a valid version"
+        )
+    if (int(m.group(1)), int(m.group(2))) < (0, 11):
+        raise InvalidConfigError(
+            f"Invalid value {version} for configuration message.format.version: it names "
+            "record format v0 or v1; minikafka stores only record format v2, "
+            "message.format.version 0.11.0 and later"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     segment_bytes: int = 1024 * 1024 * 1024
     segment_ms: int = 7 * 24 * 60 * 60 * 1000
+    # Each segment rolls up to this much before segment.ms (a random share, chosen when it
+    # is created), so that logs created together do not all roll at once.
+    segment_jitter_ms: int = 0
+    # The largest offset index of a segment (8-byte entries): a full index rolls it.
+    segment_index_bytes: int = 10 * 1024 * 1024
     index_interval_bytes: int = 4096
     retention_ms: int = 7 * 24 * 60 * 60 * 1000
     retention_bytes: int = -1
@@ -59,12 +86,20 @@ class LogConfig:
     message_timestamp_difference_max_ms: int = LONG_MAX
     # producer (batches kept as sent) or the codec a leader recompresses batches in.
     compression_type: str = "producer"
+    # The record format: minikafka writes and serves only v2, which every version from
+    # 0.11.0 on names (older ones, formats v0 and v1, are refused).
+    message_format_version: str = "2.8-IV1"
+    # Down-conversion serves old formats to Fetch versions before 4; minikafka serves Fetch
+    # v4 on, which all read v2, so none is ever needed, whichever the value.
+    message_downconversion_enable: bool = True
 
     # topic config name -> field; the broker-level names (log.segment.bytes, ...) map onto
     # these in the broker config.
     TOPIC_NAMES: ClassVar[dict[str, str]] = {
         "segment.bytes": "segment_bytes",
         "segment.ms": "segment_ms",
+        "segment.jitter.ms": "segment_jitter_ms",
+        "segment.index.bytes": "segment_index_bytes",
         "index.interval.bytes": "index_interval_bytes",
         "retention.ms": "retention_ms",
         "retention.bytes": "retention_bytes",
@@ -80,6 +115,8 @@ class LogConfig:
         "message.timestamp.type": "message_timestamp_type",
         "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
         "compression.type": "compression_type",
+        "message.format.version": "message_format_version",
+        "message.downconversion.enable": "message_downconversion_enable",
     }
     TIMESTAMP_TYPES: ClassVar[frozenset[str]] = frozenset({"CreateTime", "LogAppendTime"})
     CLEANUP_POLICIES: ClassVar[frozenset[str]] = frozenset({"delete", "compact"})
@@ -154,12 +191,20 @@ class LogConfig:
                 f"Invalid value {self.compression_type} for configuration compression.type: "
                 f"String must be one of: {', '.join(compression.TOPIC_COMPRESSION_TYPES)}"
             )
+        check_message_format_version(self.message_format_version)
         if self.message_timestamp_difference_max_ms < 0:
             raise InvalidConfigError("message.timestamp.difference.max.ms must be >= 0")
         if self.segment_bytes < 61 + 14:
             raise InvalidConfigError(f"segment.bytes {self.segment_bytes} is too small")
         if self.segment_ms <= 0:
             raise InvalidConfigError("segment.ms must be positive")
+        if self.segment_jitter_ms < 0:
+            raise InvalidConfigError("segment.jitter.ms must be >= 0")
+        if self.segment_index_bytes < 4:
+            raise InvalidConfigError(
+                f"Invalid value {self.segment_index_bytes} for configuration "
+                "segment.index.bytes: Value must be at least 4"
+            )
         if self.index_interval_bytes < 0:
             raise InvalidConfigError("index.interval.bytes must be >= 0")
         if self.max_message_bytes <= 0:

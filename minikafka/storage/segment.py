@@ -9,6 +9,7 @@ layer can send without decoding.
 from __future__ import annotations
 
 import os
+import random
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,6 +155,20 @@ class LogSegment(SegmentAppender):
         self._largest_timestamp = None if self.size else -1
         # Set by open_existing when the index or the tail did not check out.
         self.needs_recovery = False
+        self._roll_jitter: tuple[int, int] | None = None  # (segment.jitter.ms, jitter)
+
+    def roll_jitter_ms(self, segment_jitter_ms: int, segment_ms: int) -> int:
+        """How much before segment.ms this segment rolls: a random share of
+        segment.jitter.ms (below segment.ms too), chosen once per segment, as Kafka's."""
+        if segment_jitter_ms <= 0:
+            return 0
+        if self._roll_jitter is None or self._roll_jitter[0] != segment_jitter_ms:
+            jitter = random.randrange(min(segment_jitter_ms, segment_ms))
+            self._roll_jitter = (segment_jitter_ms, jitter)
+        return self._roll_jitter[1]
+
+    def index_entries(self) -> int:
+        return len(self._index_offsets)
 
     # --- opening ---------------------------------------------------------------------------
 

@@ -116,6 +116,36 @@ def test_roll_by_time_without_timestamps_uses_segment_age(open_log, clock):
     assert len(lg.segments) == 2
 
 
+def test_segment_jitter_rolls_each_segment_a_random_share_before_segment_ms(open_log, monkeypatch):
+    picked: list[int] = []
+
+    def randrange(n: int) -> int:
+        picked.append(n)
+        return 400
+
+    monkeypatch.setattr("minikafka.storage.segment.random.randrange", randrange)
+    lg = open_log(LogConfig(segment_ms=1000, segment_jitter_ms=5000))
+    lg.append_as_leader(batch(1, ts=10_000), 0)
+    lg.append_as_leader(batch(1, ts=10_599), 0)
+    assert len(lg.segments) == 1
+    lg.append_as_leader(batch(1, ts=10_600), 0)  # 1000 - 400 ms after the first record
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+    lg.append_as_leader(batch(1, ts=10_700), 0)
+    lg.append_as_leader(batch(1, ts=10_800), 0)
+    # Chosen below min(segment.jitter.ms, segment.ms), once for each segment.
+    assert picked == [1000, 1000]
+
+
+def test_a_full_offset_index_rolls_the_segment(open_log):
+    # Two 8-byte entries fit; an entry for every batch after a segment's first
+    # (index.interval.bytes 0), as Kafka's.
+    lg = open_log(LogConfig(segment_index_bytes=16, index_interval_bytes=0))
+    for _ in range(7):
+        lg.append_as_leader(batch(1), 0)
+    assert [s.base_offset for s in lg.segments] == [0, 3, 6]
+    assert all(len(s.index.entry_arrays()[0]) <= 2 for s in lg.segments)
+
+
 def test_read_bounds_and_max_offset(open_log):
     lg = open_log()
     for _ in range(10):
