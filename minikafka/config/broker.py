@@ -132,6 +132,7 @@ class BrokerConfig:
     log_cleaner_delete_retention_ms: int = 24 * 60 * 60 * 1000
     log_cleaner_min_cleanable_ratio: float = 0.5
     log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = LONG_MAX
     log_message_timestamp_type: str = "CreateTime"
     compression_type: str = "producer"
     log_message_format_version: str = "2.8-IV1"
@@ -323,6 +324,7 @@ class BrokerConfig:
             delete_retention_ms=self.log_cleaner_delete_retention_ms,
             min_cleanable_dirty_ratio=self.log_cleaner_min_cleanable_ratio,
             min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms=self.log_cleaner_max_compaction_lag_ms,
             message_timestamp_type=self.log_message_timestamp_type,
             message_timestamp_difference_max_ms=self.log_message_timestamp_difference_max_ms,
             compression_type=self.compression_type,

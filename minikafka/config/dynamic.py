@@ -148,6 +148,12 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
         "producer (batches are kept as the producer compressed them), uncompressed, gzip, "
         "snappy, lz4 or zstd (the leader recompresses every batch in that codec).",
     ),
+    "max.compaction.lag.ms": TopicConfigDef(
+        "log.cleaner.max.compaction.lag.ms",
+        ConfigType.LONG,
+        "The longest a record stays uncompacted: a compacted log's segments roll by it, and "
+        "the cleaner cleans a log with older dirty records whatever its dirty ratio.",
+    ),
     "message.format.version": TopicConfigDef(
         "log.message.format.version",
         ConfigType.STRING,

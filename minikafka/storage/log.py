@@ -651,7 +651,8 @@ class Log:
                 epoch,
                 config.max_message_bytes,
                 config.segment_bytes,
-                config.segment_ms - seg.roll_jitter_ms(config.segment_jitter_ms, config.segment_ms),
+                config.max_segment_ms
+                - seg.roll_jitter_ms(config.segment_jitter_ms, config.max_segment_ms),
                 self._now_ms,
                 *extra,
             )
@@ -955,7 +956,13 @@ class Log:
 
     def segment_infos(self) -> list[SegmentInfo]:
         return [
-            SegmentInfo(seg.base_offset, seg.next_offset, seg.size, _largest_timestamp(seg))
+            SegmentInfo(
+                seg.base_offset,
+                seg.next_offset,
+                seg.size,
+                _largest_timestamp(seg),
+                seg.first_batch_timestamp(),
+            )
             for seg in self._segments
         ]
 

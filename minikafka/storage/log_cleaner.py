@@ -86,18 +86,21 @@ class SegmentInfo:
     next_offset: int
     size: int
     largest_timestamp: int
+    first_batch_timestamp: int = -1  # the first batch's max timestamp (-1: none)
 
 
 @dataclass(frozen=True)
 class CleanableRange:
     """The part of a log a pass may clean: segments [0, count) of the log, the first dirty
-    offset and the first uncleanable offset."""
+    offset and the first uncleanable offset; `compaction_delay_ms`, how long ago the
+    oldest dirty record passed max.compaction.lag.ms (0: none has, KIP-354)."""
 
     count: int
     first_dirty: int
     first_uncleanable: int
     clean_bytes: int
     dirty_bytes: int
+    compaction_delay_ms: int = 0
 
     @property
     def dirty_ratio(self) -> float:
@@ -111,9 +114,11 @@ def cleanable_range(
     checkpointed_first_dirty: int,
     now_ms: int,
     min_compaction_lag_ms: int,
+    max_compaction_lag_ms: int = 2**63 - 1,
 ) -> CleanableRange | None:
     """The cleanable prefix of a log whose segments (active last) are `segments`, or None
-    when it has none."""
+    when it has none. Its compaction delay is Kafka's (LogCleanerManager.maxCompactionDelay):
+    from the earliest first-batch timestamp of the dirty closed segments."""
     count = 0
     for seg in segments[:-1]:  # never the active segment
         if seg.next_offset > high_watermark:
@@ -127,7 +132,14 @@ def cleanable_range(
     first_dirty = min(max(checkpointed_first_dirty, segments[0].base_offset), first_uncleanable)
     clean = sum(s.size for s in segments[:count] if s.next_offset <= first_dirty)
     dirty = sum(s.size for s in segments[:count] if s.next_offset > first_dirty)
-    return CleanableRange(count, first_dirty, first_uncleanable, clean, dirty)
+    firsts = [
+        s.first_batch_timestamp
+        for s in segments[:-1]
+        if s.next_offset > first_dirty and s.first_batch_timestamp > 0
+    ]
+    clean_until = now_ms - max_compaction_lag_ms
+    delay = max(0, clean_until - min(firsts)) if firsts else 0
+    return CleanableRange(count, first_dirty, first_uncleanable, clean, dirty, delay)
 
 
 # --- rewriting batches (pure) --------------------------------------------------------------

@@ -80,6 +80,9 @@ class LogConfig:
     delete_retention_ms: int = 24 * 60 * 60 * 1000  # how long tombstones outlive cleaning
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
+    # KIP-354: no record stays uncompacted longer (a compacted log's segments roll by it,
+    # and the cleaner takes a log with older dirty records whatever its dirty ratio).
+    max_compaction_lag_ms: int = LONG_MAX
     # CreateTime (the producer's timestamps, checked against message.timestamp.difference.
     # max.ms) or LogAppendTime (the leader stamps each batch with its clock).
     message_timestamp_type: str = "CreateTime"
@@ -112,6 +115,7 @@ class LogConfig:
         "delete.retention.ms": "delete_retention_ms",
         "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
         "min.compaction.lag.ms": "min_compaction_lag_ms",
+        "max.compaction.lag.ms": "max_compaction_lag_ms",
         "message.timestamp.type": "message_timestamp_type",
         "message.timestamp.difference.max.ms": "message_timestamp_difference_max_ms",
         "compression.type": "compression_type",
@@ -166,6 +170,14 @@ class LogConfig:
         )
 
     @property
+    def max_segment_ms(self) -> int:
+        """When the active segment rolls by time: segment.ms, or max.compaction.lag.ms if a
+        compacted log's is shorter (its records must reach a closed, cleanable segment)."""
+        if self.compact:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    @property
     def cleanup_policies(self) -> frozenset[str]:
         return frozenset(p.strip() for p in self.cleanup_policy.split(",") if p.strip())
 
@@ -181,6 +193,17 @@ class LogConfig:
             raise InvalidConfigError("min.cleanable.dirty.ratio must be between 0 and 1")
         if self.min_compaction_lag_ms < 0:
             raise InvalidConfigError("min.compaction.lag.ms must be >= 0")
+        if self.max_compaction_lag_ms < 1:
+            raise InvalidConfigError(
+                f"Invalid value {self.max_compaction_lag_ms} for configuration "
+                "max.compaction.lag.ms: Value must be at least 1"
+            )
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise InvalidConfigError(
+                f"conflict topic config setting min.compaction.lag.ms "
+                f"({self.min_compaction_lag_ms}) > max.compaction.lag.ms "
+                f"({self.max_compaction_lag_ms})"
+            )
         if self.message_timestamp_type not in self.TIMESTAMP_TYPES:
             raise InvalidConfigError(
                 f"Invalid value {self.message_timestamp_type} for configuration "

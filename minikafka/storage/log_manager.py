@@ -439,8 +439,10 @@ class LogManager:
     # --- log cleaner (log_cleaner.py) -----------------------------------------------------
 
     def prepare_cleaning(self, now_ms: int | None = None) -> CleaningJob | None:
-        """The next pass: the compacted log with the largest dirty ratio at or above its
-        min.cleanable.dirty.ratio, or one whose kept tombstones are due; None if none."""
+        """The next pass: the compacted log with the largest dirty ratio among those at or
+        above their min.cleanable.dirty.ratio, those with a dirty record older than their
+        max.compaction.lag.ms (KIP-354), and those whose kept tombstones are due; None if
+        none."""
         now = self._clock.now_ms() if now_ms is None else now_ms
         best: tuple[TopicPartition, Log, CleanableRange] | None = None
         for tp, lg in self._logs.items():
@@ -449,7 +451,9 @@ class LogManager:
                 continue
             cfg = lg.config
             due = self._tombstones_due_ms.get(tp)
-            dirty_enough = r.dirty_bytes > 0 and r.dirty_ratio >= cfg.min_cleanable_dirty_ratio
+            dirty_enough = r.dirty_bytes > 0 and (
+                r.dirty_ratio >= cfg.min_cleanable_dirty_ratio or r.compaction_delay_ms > 0
+            )
             if not dirty_enough and (due is None or due > now):
                 continue
             if best is None or r.dirty_ratio > best[2].dirty_ratio:
@@ -483,6 +487,7 @@ class LogManager:
             self._first_dirty.get(tp, lg.log_start_offset),
             now_ms,
             lg.config.min_compaction_lag_ms,
+            lg.config.max_compaction_lag_ms,
         )
 
     def finish_cleaning(self, job: CleaningJob, result: PassResult | None) -> bool:

@@ -236,6 +236,15 @@ class LogSegment(SegmentAppender):
             raise ValueError(f"batches start past this segment's next offset {self.next_offset}")
         return info
 
+    def first_batch_timestamp(self) -> int:
+        """The first batch's max timestamp (-1 if empty), as Kafka's
+        getFirstBatchTimestamp: when the segment's oldest record was written."""
+        if self._first_batch_timestamp is not None:
+            return int(self._first_batch_timestamp)
+        if self.size < HEADER_SIZE:
+            return -1
+        return parse_header(self.read_bytes(0, HEADER_SIZE)).max_timestamp
+
     def largest_timestamp(self) -> int:
         """Max record timestamp in the segment (-1 if empty); computed once from headers."""
         if self._largest_timestamp is None:

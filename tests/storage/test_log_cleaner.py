@@ -371,3 +371,75 @@ def test_a_log_deleted_and_created_again_is_dirty_from_its_start(manager: LogMan
     assert clean(manager)
     cleanable_end = lg.segments[-2].next_offset
     assert [k for o, k, _ in contents(lg) if o < cleanable_end] == [b"same"]
+
+
+# --- max.compaction.lag.ms (KIP-354) ------------------------------------------------------
+
+
+def test_compaction_delay_counts_from_the_oldest_dirty_closed_segments_first_batch() -> None:
+    segments = [
+        SegmentInfo(0, 10, 1000, 150, first_batch_timestamp=100),  # clean (below checkpoint)
+        SegmentInfo(10, 20, 1000, 250, first_batch_timestamp=200),
+        SegmentInfo(20, 30, 1000, 350, first_batch_timestamp=300),
+        SegmentInfo(30, 31, 10, 400, first_batch_timestamp=50),  # the active one: not counted
+    ]
+    r = cleanable_range(
+        segments, 31, 10, now_ms=1000, min_compaction_lag_ms=0, max_compaction_lag_ms=500
+    )
+    assert r is not None and r.compaction_delay_ms == (1000 - 500) - 200
+    r = cleanable_range(
+        segments, 31, 10, now_ms=1000, min_compaction_lag_ms=0, max_compaction_lag_ms=800
+    )
+    assert r is not None and r.compaction_delay_ms == 0  # nothing dirty older than 800 ms
+    r = cleanable_range(segments, 31, 10, now_ms=1000, min_compaction_lag_ms=0)
+    assert r is not None and r.compaction_delay_ms == 0  # the default: no limit
+
+
+def test_a_log_with_records_older_than_the_max_compaction_lag_is_cleaned_whatever_its_ratio(
+    manager: LogManager, clock: ManualClock
+) -> None:
+    lazy = replace(COMPACT, min_cleanable_dirty_ratio=0.9, max_compaction_lag_ms=60_000)
+    lg = manager.get_or_create_log(TP, lazy)
+    for round_ in range(8):
+        produce(lg, [(b"k", b"v%d" % round_), (b"pad%d" % round_, b"x" * 60)])
+    assert clean(manager)  # all of it dirty: ratio 1
+    for round_ in range(8, 11):
+        produce(lg, [(b"k", b"v%d" % round_), (b"pad%d" % round_, b"x" * 60)])
+    r = manager._cleanable_range(TP, lg, clock.now_ms())
+    assert r is not None and r.dirty_bytes > 0 and r.dirty_ratio < 0.9
+    assert manager.prepare_cleaning() is None  # not dirty enough, nothing overdue yet
+    clock.advance(120_000)  # the new records are now older than max.compaction.lag.ms
+    assert clean(manager)
+    kept = [v for _, k, v in contents(lg) if k == b"k"]
+    assert b"v8" not in kept and kept[-1] == b"v10"  # v8 was dirty and closed: cleaned
+
+
+def test_a_compacted_logs_active_segment_rolls_by_the_max_compaction_lag(
+    manager: LogManager,
+) -> None:
+    lg = manager.get_or_create_log(
+        TP, replace(COMPACT, segment_bytes=10**6, max_compaction_lag_ms=1000)
+    )
+    for ts in (5000, 5999, 6000):
+        batch = RecordBatchBuilder()
+        batch.append(b"v", b"k", ts)
+        lg.append_as_leader(batch.build(), leader_epoch=0)
+    # Rolled 1000 ms after the first record (segment.ms is a week): it can be cleaned.
+    assert [s.base_offset for s in lg.segments] == [0, 2]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"max.compaction.lag.ms": "0"}, "Value must be at least 1"),
+        (
+            {"min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "1000"},
+            r"min\.compaction\.lag\.ms \(5000\) > max\.compaction\.lag\.ms \(1000\)",
+        ),
+    ],
+)
+def test_bad_compaction_lags_are_refused(overrides: dict[str, str], message: str) -> None:
+    from minikafka.protocol.errors import InvalidConfigError
+
+    with pytest.raises(InvalidConfigError, match=message):
+        LogConfig().with_overrides(overrides)
