@@ -114,6 +114,7 @@ class BrokerConfig:
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_roll_ms: int = 7 * 24 * 60 * 60 * 1000
     log_roll_jitter_ms: int = 0
+    log_segment_delete_delay_ms: int = 60_000
     log_index_size_max_bytes: int = 10 * 1024 * 1024
     log_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     log_retention_bytes: int = -1
@@ -310,6 +311,7 @@ class BrokerConfig:
             segment_bytes=self.log_segment_bytes,
             segment_ms=self.log_roll_ms,
             segment_jitter_ms=self.log_roll_jitter_ms,
+            file_delete_delay_ms=self.log_segment_delete_delay_ms,
             segment_index_bytes=self.log_index_size_max_bytes,
             index_interval_bytes=self.log_index_interval_bytes,
             retention_ms=self.log_retention_ms,

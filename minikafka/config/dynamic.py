@@ -101,6 +101,12 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
     "max.message.bytes": TopicConfigDef(
         "message.max.bytes", ConfigType.INT, "The largest record batch the partition accepts."
     ),
+    "file.delete.delay.ms": TopicConfigDef(
+        "log.segment.delete.delay.ms",
+        ConfigType.LONG,
+        "How long a segment retention removed stays on disk, renamed *.deleted, before its "
+        "files are deleted.",
+    ),
     "flush.messages": TopicConfigDef(
         "log.flush.interval.messages",
         ConfigType.LONG,

@@ -368,6 +368,8 @@ class KafkaServer:
         # Through the replica manager: fetch sessions must learn of moved log start offsets.
         every("log-retention", cfg.log_retention_check_interval_ms, rm.cleanup_logs)
         every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
+        # Kafka schedules each deletion at its delay; a second's check comes close enough.
+        every("delete-file", 1000, self.log_manager.delete_retired_files)
         if self.group_coordinator is not None:
             every(
                 "group-metadata-manager-expire-offsets",

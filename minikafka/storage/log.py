@@ -143,6 +143,9 @@ class Log:
         self.config = config
         self._clock = clock
         self._now_ms = clock.now_ms  # bound once: the append path passes it on every call
+        # Files of segments retention removed, renamed *.deleted: (when to delete, paths)
+        # (file.delete.delay.ms).
+        self.retired_files: list[tuple[int, list[Path]]] = []
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
         self.log_start_offset = 0
@@ -932,13 +935,38 @@ class Log:
         deleted += self._delete_while(lambda _seg, next_base: next_base <= self.log_start_offset)
         return deleted
 
+    def _retire(self, seg: LogSegment) -> None:
+        """A segment retention removed: its files deleted file.delete.delay.ms from now
+        (`delete_retired_files`), at once with no delay."""
+        delay = self.config.file_delete_delay_ms
+        if delay <= 0:
+            seg.delete()
+            return
+        self.retired_files.append((self._clock.now_ms() + delay, seg.retire()))
+
+    def delete_retired_files(self, now_ms: int | None = None) -> int:
+        """Delete the files of retired segments whose file.delete.delay.ms has passed;
+        returns how many files went."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        deleted = 0
+        waiting = []
+        for due, paths in self.retired_files:
+            if due > now:
+                waiting.append((due, paths))
+                continue
+            for path in paths:
+                path.unlink(missing_ok=True)
+                deleted += 1
+        self.retired_files = waiting
+        return deleted
+
     def _delete_while(self, predicate: Callable[[LogSegment, int], bool]) -> int:
         n = 0
         while len(self._segments) > 1:
             seg, next_base = self._segments[0], self._segments[1].base_offset
             if next_base > self.high_watermark or not predicate(seg, next_base):
                 break
-            seg.delete()
+            self._retire(seg)
             self._segments.pop(0)
             self._bases.pop(0)
             n += 1

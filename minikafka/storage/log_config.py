@@ -68,6 +68,9 @@ class LogConfig:
     retention_ms: int = 7 * 24 * 60 * 60 * 1000
     retention_bytes: int = -1
     max_message_bytes: int = 1024 * 1024 + 12  # Kafka's message.max.bytes default (1048588)
+    # A segment retention removes is renamed *.deleted and deleted this much later (readers
+    # by path, and an operator, have that long).
+    file_delete_delay_ms: int = 60_000
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     min_insync_replicas: int = 1
@@ -107,6 +110,7 @@ class LogConfig:
         "retention.ms": "retention_ms",
         "retention.bytes": "retention_bytes",
         "max.message.bytes": "max_message_bytes",
+        "file.delete.delay.ms": "file_delete_delay_ms",
         "flush.messages": "flush_messages",
         "flush.ms": "flush_ms",
         "min.insync.replicas": "min_insync_replicas",
@@ -230,6 +234,8 @@ class LogConfig:
             )
         if self.index_interval_bytes < 0:
             raise InvalidConfigError("index.interval.bytes must be >= 0")
+        if self.file_delete_delay_ms < 0:
+            raise InvalidConfigError("file.delete.delay.ms must be >= 0")
         if self.max_message_bytes <= 0:
             raise InvalidConfigError("max.message.bytes must be positive")
         if self.min_insync_replicas < 1:

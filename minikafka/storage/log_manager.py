@@ -143,6 +143,8 @@ class LogManager:
         # The log cleaner's state: the first dirty offset of each compacted log (its
         # checkpoint), when a log's kept tombstones may go, and what it did so far.
         self._first_dirty: dict[TopicPartition, int] = {}
+        # Logs with retired segments' files waiting for file.delete.delay.ms.
+        self._retiring: set[TopicPartition] = set()
         self._tombstones_due_ms: dict[TopicPartition, int] = {}
         self._cleaner_stop = threading.Event()
         self.cleaner_stats = CleanStats()
@@ -418,10 +420,28 @@ class LogManager:
         """Retention pass over every log, and the expiry of idle producers
         (`remove_expired_producers`); returns segments deleted."""
         now = self._clock.now_ms() if now_ms is None else now_ms
-        deleted = sum(lg.delete_old_segments(now) for lg in self._logs.values())
+        deleted = 0
+        for tp, lg in self._logs.items():
+            n = lg.delete_old_segments(now)
+            if n and lg.retired_files:
+                self._retiring.add(tp)
+            deleted += n
         if deleted:
             self.checkpoint_recovery_points_and_log_starts()
         self.remove_expired_producers(now)
+        return deleted
+
+    def delete_retired_files(self, now_ms: int | None = None) -> int:
+        """Delete the files of segments retention removed whose file.delete.delay.ms has
+        passed (the broker's file-deletion task); returns how many files went."""
+        now = self._clock.now_ms() if now_ms is None else now_ms
+        deleted = 0
+        for tp in list(self._retiring):
+            lg = self._logs.get(tp)
+            if lg is not None:
+                deleted += lg.delete_retired_files(now)
+            if lg is None or not lg.retired_files:
+                self._retiring.discard(tp)
         return deleted
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:

@@ -453,8 +453,25 @@ class LogSegment(SegmentAppender):
         self.log_path.unlink(missing_ok=True)
         self.index.delete()
 
+    def retire(self) -> list[Path]:
+        """Close the segment and rename its files with the `.deleted` suffix, to be deleted
+        later (file.delete.delay.ms); the renamed paths. Opening a log deletes leftovers."""
+        self.close()
+        renamed = []
+        for path in (self.log_path, self.index.path):
+            target = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                path.rename(target)
+            except FileNotFoundError:
+                continue
+            renamed.append(target)
+        return renamed
+
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+
+DELETED_SUFFIX = ".deleted"  # Kafka's, for files waiting for file.delete.delay.ms
 
 
 def _never() -> int:

@@ -203,6 +203,33 @@ def test_truncate_below_first_segment_starts_over(open_log):
     assert lg.log_end_offset == 501
 
 
+def test_retention_leaves_files_renamed_deleted_for_the_file_delete_delay(open_log, clock):
+    lg = open_log(LogConfig(segment_bytes=1000, retention_bytes=0, file_delete_delay_ms=60_000))
+    for _ in range(40):
+        lg.append_as_leader(batch(3), 0)
+    lg.update_high_watermark(lg.log_end_offset)
+    first = lg.segments[0]
+    files = [first.log_path, first.index.path]
+    assert lg.delete_old_segments() > 0
+    assert lg.segments[0].base_offset > first.base_offset
+    waiting = [f.with_name(f.name + ".deleted") for f in files]
+    assert all(not f.exists() for f in files) and all(f.exists() for f in waiting)
+    clock.advance(59_999)
+    assert lg.delete_retired_files() == 0 and all(f.exists() for f in waiting)
+    clock.advance(1)
+    assert lg.delete_retired_files() >= 2
+    assert not any(f.exists() for f in waiting) and lg.retired_files == []
+
+
+def test_without_a_file_delete_delay_retention_deletes_at_once(open_log):
+    lg = open_log(LogConfig(segment_bytes=1000, retention_bytes=0, file_delete_delay_ms=0))
+    for _ in range(40):
+        lg.append_as_leader(batch(3), 0)
+    lg.update_high_watermark(lg.log_end_offset)
+    lg.delete_old_segments()
+    assert not list(lg.dir.glob("*.deleted")) and lg.retired_files == []
+
+
 def test_retention_by_size_never_deletes_active_or_beyond_hw(open_log):
     lg = open_log(LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1))
     for _ in range(40):

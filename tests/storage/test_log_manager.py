@@ -117,6 +117,12 @@ def test_retention_pass_updates_log_start_checkpoint(tmp_path, clock):
     assert m.cleanup_logs() > 0
     starts = OffsetCheckpointFile(tmp_path / "d1" / "log-start-offset-checkpoint").read()
     assert starts[TP0] == lg.log_start_offset > 0
+    # The removed segments' files wait file.delete.delay.ms (Kafka's 60 s) as *.deleted.
+    waiting = list(lg.dir.glob("*.deleted"))
+    assert waiting and m.delete_retired_files() == 0
+    clock.advance(60_000)
+    assert m.delete_retired_files() == len(waiting)
+    assert not list(lg.dir.glob("*.deleted"))
     m.shutdown()
 
 
