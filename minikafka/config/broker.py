@@ -115,6 +115,7 @@ class BrokerConfig:
     log_roll_ms: int = 7 * 24 * 60 * 60 * 1000
     log_roll_jitter_ms: int = 0
     log_segment_delete_delay_ms: int = 60_000
+    log_preallocate: bool = False
     log_index_size_max_bytes: int = 10 * 1024 * 1024
     log_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     log_retention_bytes: int = -1
@@ -312,6 +313,7 @@ class BrokerConfig:
             segment_ms=self.log_roll_ms,
             segment_jitter_ms=self.log_roll_jitter_ms,
             file_delete_delay_ms=self.log_segment_delete_delay_ms,
+            preallocate=self.log_preallocate,
             segment_index_bytes=self.log_index_size_max_bytes,
             index_interval_bytes=self.log_index_interval_bytes,
             retention_ms=self.log_retention_ms,

@@ -57,9 +57,10 @@ class AlterOp(enum.IntEnum):
 
 
 class TopicConfigDef(NamedTuple):
-    broker_synonym: str  # the broker setting that is the default (Kafka's synonym)
+    broker_synonym: str | None  # the broker setting that is the default (Kafka's synonym)
     type: ConfigType
     doc: str
+    default: str | None = None  # the default of a config no broker setting stands for
 
 
 # Every topic config minikafka has (storage/log_config.py's TOPIC_NAMES), with Kafka's
@@ -106,6 +107,26 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
         ConfigType.LONG,
         "How long a segment retention removed stays on disk, renamed *.deleted, before its "
         "files are deleted.",
+    ),
+    "preallocate": TopicConfigDef(
+        "log.preallocate",
+        ConfigType.BOOLEAN,
+        "Whether each new segment reserves segment.bytes of disk when it is created (its "
+        "unused part given back when it rolls).",
+    ),
+    "leader.replication.throttled.replicas": TopicConfigDef(
+        None,
+        ConfigType.LIST,
+        "Replicas whose leader-side replication is throttled (partition:broker, or *); "
+        "minikafka does not throttle replication: only the empty list is accepted.",
+        "",
+    ),
+    "follower.replication.throttled.replicas": TopicConfigDef(
+        None,
+        ConfigType.LIST,
+        "Replicas whose follower-side replication is throttled (partition:broker, or *); "
+        "minikafka does not throttle replication: only the empty list is accepted.",
+        "",
     ),
     "flush.messages": TopicConfigDef(
         "log.flush.interval.messages",
@@ -245,7 +266,10 @@ def describe_topic(
     out: list[DescribedConfig] = []
     for name in dict.fromkeys(wanted):
         d = TOPIC_CONFIGS[name]
-        broker_value, broker_source = brokers[d.broker_synonym]
+        if d.broker_synonym is None:
+            broker_value, broker_source = d.default, ConfigSource.DEFAULT_CONFIG
+        else:
+            broker_value, broker_source = brokers[d.broker_synonym]
         synonyms: list[ConfigSynonym] = []
         value: str | None
         if name in overrides:
@@ -253,13 +277,14 @@ def describe_topic(
             synonyms.append(ConfigSynonym(name, value, source))
         else:
             value, source = broker_value, broker_source
-        if broker_source is ConfigSource.STATIC_BROKER_CONFIG:
-            synonyms.append(ConfigSynonym(d.broker_synonym, broker_value, broker_source))
-        synonyms.append(
-            ConfigSynonym(
-                d.broker_synonym, defaults[d.broker_synonym][0], ConfigSource.DEFAULT_CONFIG
+        if d.broker_synonym is not None:
+            if broker_source is ConfigSource.STATIC_BROKER_CONFIG:
+                synonyms.append(ConfigSynonym(d.broker_synonym, broker_value, broker_source))
+            synonyms.append(
+                ConfigSynonym(
+                    d.broker_synonym, defaults[d.broker_synonym][0], ConfigSource.DEFAULT_CONFIG
+                )
             )
-        )
         out.append(
             DescribedConfig(
                 name,
@@ -323,8 +348,13 @@ def altered_topic_overrides(
             # Kafka's list ops: on the current value (the override, else the broker's).
             if c.value is None:
                 raise InvalidRequestError(f"Null value not supported for: {c.name}")
-            synonym = TOPIC_CONFIGS[c.name].broker_synonym
-            current_value = new.get(c.name, _broker_values(broker)[synonym][0] or "")
+            d = TOPIC_CONFIGS[c.name]
+            default = (
+                d.default
+                if d.broker_synonym is None
+                else _broker_values(broker)[d.broker_synonym][0]
+            )
+            current_value = new.get(c.name, default or "")
             items = [v.strip() for v in current_value.split(",") if v.strip()]
             given = [v.strip() for v in c.value.split(",") if v.strip()]
             if op is AlterOp.APPEND:

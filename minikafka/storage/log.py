@@ -247,7 +247,11 @@ class Log:
             i += 1
 
         if not self._segments:
-            self._add_segment(LogSegment.create(self.dir, log_start_offset, interval, now))
+            self._add_segment(
+                LogSegment.create(
+                    self.dir, log_start_offset, interval, now, self._preallocate_bytes()
+                )
+            )
 
         leo = self.log_end_offset
         if leo < log_start_offset:
@@ -702,8 +706,13 @@ class Log:
         if not self._segments:
             self.log_start_offset = max(self.log_start_offset, new_base)
             self.high_watermark = max(self.high_watermark, self.log_start_offset)
+        old.trim_preallocation()
         seg = LogSegment.create(
-            self.dir, new_base, self.config.index_interval_bytes, self._clock.now_ms()
+            self.dir,
+            new_base,
+            self.config.index_interval_bytes,
+            self._clock.now_ms(),
+            self._preallocate_bytes(),
         )
         self._add_segment(seg)
         fsync_dir(self.dir)
@@ -891,7 +900,11 @@ class Log:
         self._bases.clear()
         self._add_segment(
             LogSegment.create(
-                self.dir, offset, self.config.index_interval_bytes, self._clock.now_ms()
+                self.dir,
+                offset,
+                self.config.index_interval_bytes,
+                self._clock.now_ms(),
+                self._preallocate_bytes(),
             )
         )
         fsync_dir(self.dir)
@@ -1043,10 +1056,15 @@ class Log:
 
     # --- lifecycle -----------------------------------------------------------------------
 
+    def _preallocate_bytes(self) -> int:
+        """What a new segment reserves of disk: segment.bytes with preallocate, else 0."""
+        return self.config.segment_bytes if self.config.preallocate else 0
+
     def close(self) -> None:
         """Flush everything, indexes included, snapshot the producer state at the LEO, and
         close the files (clean shutdown)."""
         for seg in self._segments:
+            seg.trim_preallocation()
             seg.flush()
         self.recovery_point = self.log_end_offset
         self._take_producer_snapshot(self.log_end_offset)

@@ -72,6 +72,12 @@ class LogConfig:
     # by path, and an operator, have that long).
     file_delete_delay_ms: int = 60_000
     flush_messages: int = LONG_MAX
+    # Reserve segment.bytes of disk for each new segment (given back when it rolls).
+    preallocate: bool = False
+    # Replication throttles (KIP-73) are not implemented: only Kafka's default, no replica
+    # throttled, is accepted.
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
     flush_ms: int = LONG_MAX
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
@@ -112,6 +118,9 @@ class LogConfig:
         "max.message.bytes": "max_message_bytes",
         "file.delete.delay.ms": "file_delete_delay_ms",
         "flush.messages": "flush_messages",
+        "preallocate": "preallocate",
+        "leader.replication.throttled.replicas": "leader_replication_throttled_replicas",
+        "follower.replication.throttled.replicas": "follower_replication_throttled_replicas",
         "flush.ms": "flush_ms",
         "min.insync.replicas": "min_insync_replicas",
         "unclean.leader.election.enable": "unclean_leader_election_enable",
@@ -234,6 +243,19 @@ class LogConfig:
             )
         if self.index_interval_bytes < 0:
             raise InvalidConfigError("index.interval.bytes must be >= 0")
+        for name, value in (
+            ("leader.replication.throttled.replicas", self.leader_replication_throttled_replicas),
+            (
+                "follower.replication.throttled.replicas",
+                self.follower_replication_throttled_replicas,
+            ),
+        ):
+            if value.strip():
+                raise InvalidConfigError(
+                    f"Invalid value {value} for configuration {name}: minikafka does not "
+                    "throttle replication, so no replica can be listed (only the empty "
+                    "default is accepted)"
+                )
         if self.file_delete_delay_ms < 0:
             raise InvalidConfigError("file.delete.delay.ms must be >= 0")
         if self.max_message_bytes <= 0:

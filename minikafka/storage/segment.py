@@ -8,6 +8,9 @@ layer can send without decoding.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import logging
 import os
 import random
 import struct
@@ -36,6 +39,8 @@ INDEX_SUFFIX = ".index"
 _PREFIX = struct.Struct(">qiibIhi")
 _RECOVERY_CHUNK = 8 * 1024 * 1024
 _INT32_MAX = 2**31 - 1
+
+log = logging.getLogger(__name__)
 
 
 def file_name_for(base_offset: int, suffix: str) -> str:
@@ -156,6 +161,7 @@ class LogSegment(SegmentAppender):
         # Set by open_existing when the index or the tail did not check out.
         self.needs_recovery = False
         self._roll_jitter: tuple[int, int] | None = None  # (segment.jitter.ms, jitter)
+        self.preallocated = False  # disk reserved past its end (preallocate)
 
     def roll_jitter_ms(self, segment_jitter_ms: int, segment_ms: int) -> int:
         """How much before segment.ms this segment rolls: a random share of
@@ -174,11 +180,28 @@ class LogSegment(SegmentAppender):
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        now_ms: int,
+        preallocate_bytes: int = 0,
     ) -> LogSegment:
+        """A new empty segment; `preallocate_bytes` > 0 (preallocate=true: segment.bytes)
+        reserves that much disk for it, its size left at 0 (`trim_preallocation` gives back
+        what it did not use)."""
         seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=True)
         seg.index.create_empty()
+        if preallocate_bytes > 0:
+            seg.preallocated = _reserve(seg._fd, preallocate_bytes, seg.log_path)
         return seg
+
+    def trim_preallocation(self) -> None:
+        """Give back the disk a preallocated segment reserved past its end (it rolled, or
+        its log closes): truncating to its own size frees the blocks beyond it."""
+        if self.preallocated and self._fd >= 0:
+            os.ftruncate(self._fd, self.size)
+            self.preallocated = False
 
     @classmethod
     def open_existing(
@@ -472,6 +495,31 @@ class LogSegment(SegmentAppender):
 
 
 DELETED_SUFFIX = ".deleted"  # Kafka's, for files waiting for file.delete.delay.ms
+
+_FALLOC_FL_KEEP_SIZE = 0x01
+_libc: ctypes.CDLL | None = None
+
+
+def _reserve(fd: int, size: int, path: Path) -> bool:
+    """Reserve `size` bytes of disk for the file without changing its length (Linux's
+    fallocate with FALLOC_FL_KEEP_SIZE: readers, recovery and sendfile see the file as
+    before). Kafka sets the length instead and trims it later; keeping the length keeps
+    every size-based rule here as it is. False, and a warning, where the file system
+    cannot."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        _libc.fallocate.argtypes = [
+            ctypes.c_int,
+            ctypes.c_int,
+            ctypes.c_longlong,
+            ctypes.c_longlong,
+        ]
+    if _libc.fallocate(fd, _FALLOC_FL_KEEP_SIZE, 0, size) == 0:
+        return True
+    errno = ctypes.get_errno()
+    log.warning("preallocate: cannot reserve %d bytes for %s: %s", size, path, os.strerror(errno))
+    return False
 
 
 def _never() -> int:

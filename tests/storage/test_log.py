@@ -146,6 +146,21 @@ def test_a_full_offset_index_rolls_the_segment(open_log):
     assert all(len(s.index.entry_arrays()[0]) <= 2 for s in lg.segments)
 
 
+def test_preallocate_reserves_segment_bytes_of_disk_and_gives_back_the_rest_on_roll(open_log):
+    lg = open_log(LogConfig(segment_bytes=4 * 1024 * 1024, preallocate=True))
+    lg.append_as_leader(batch(3), 0)
+    first = lg.segments[0]
+    st = os.stat(first.log_path)
+    assert st.st_size == first.size < 4096  # readers see the bytes written, no more
+    assert st.st_blocks * 512 >= 4 * 1024 * 1024  # the disk is reserved
+    lg.roll()
+    st = os.stat(first.log_path)
+    assert st.st_size == first.size and st.st_blocks * 512 < 64 * 1024
+    assert os.stat(lg.segments[-1].log_path).st_blocks * 512 >= 4 * 1024 * 1024
+    lg.close()  # a clean close gives back the active segment's reservation too
+    assert os.stat(lg.segments[-1].log_path).st_blocks * 512 < 64 * 1024
+
+
 def test_read_bounds_and_max_offset(open_log):
     lg = open_log()
     for _ in range(10):

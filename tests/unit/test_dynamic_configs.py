@@ -32,6 +32,62 @@ def test_every_topic_config_is_described_and_every_one_exists() -> None:
     assert all(not c.read_only and c.synonyms == () for c in described)
 
 
+# Every topic config of Kafka 2.8's documentation (kafka.apache.org/28/documentation,
+# "Topic-Level Configs").
+KAFKA_28_TOPIC_CONFIGS = {
+    "cleanup.policy",
+    "compression.type",
+    "delete.retention.ms",
+    "file.delete.delay.ms",
+    "flush.messages",
+    "flush.ms",
+    "follower.replication.throttled.replicas",
+    "index.interval.bytes",
+    "leader.replication.throttled.replicas",
+    "max.compaction.lag.ms",
+    "max.message.bytes",
+    "message.downconversion.enable",
+    "message.format.version",
+    "message.timestamp.difference.max.ms",
+    "message.timestamp.type",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "min.insync.replicas",
+    "preallocate",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.jitter.ms",
+    "segment.ms",
+    "unclean.leader.election.enable",
+}
+
+
+def test_every_topic_config_kafka_2_8_defines_is_known_with_its_broker_synonym() -> None:
+    assert set(TOPIC_CONFIGS) == KAFKA_28_TOPIC_CONFIGS
+    properties = {BrokerConfig.property_name(f) for f in BrokerConfig.__dataclass_fields__}
+    for name, d in TOPIC_CONFIGS.items():
+        assert d.broker_synonym is None or d.broker_synonym in properties, name
+    # Each default is the broker's, and a valid topic config.
+    defaults = {c.name: c.value for c in describe_topic(BrokerConfig(), {}, None, False)}
+    LogConfig().with_overrides({k: v for k, v in defaults.items() if v is not None})
+    assert defaults["compression.type"] == "producer"
+    assert defaults["message.timestamp.type"] == "CreateTime"
+    assert defaults["file.delete.delay.ms"] == "60000"
+    assert defaults["leader.replication.throttled.replicas"] == ""
+
+
+def test_replication_throttles_refuse_any_replica_until_they_exist() -> None:
+    for name in (
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+    ):
+        with pytest.raises(InvalidConfigError, match=f"{name}: minikafka does not throttle"):
+            altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "0:1,1:2")])
+        assert altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "")]) == {name: ""}
+
+
 def test_values_come_from_the_override_then_the_broker_then_the_default() -> None:
     described = {
         c.name: c
