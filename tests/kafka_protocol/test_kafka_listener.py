@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import struct
+from pathlib import Path
 
 import crc32c
 import pytest
@@ -115,11 +117,20 @@ def cut_short(frame: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
+def readme_api_table() -> dict[int, tuple[int, int]]:
+    """The README's table of Kafka APIs served: api key -> (min, max) version."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    rows = re.findall(r"^\| (\w+) \| (\d+) \| (\d+)(?:-(\d+))? \|$", readme, re.MULTILINE)
+    assert rows, "the README has no table of the Kafka APIs served"
+    return {int(key): (int(low), int(high or low)) for _, key, low, high in rows}
+
+
 def test_api_versions_answer_and_the_kip_511_fallback(cluster: LocalCluster) -> None:
     with wire(cluster, 1) as w:
         resp = w.call(ApiVersionsRequest(client_software_name="raw", client_software_version="1"))
         assert resp.error_code == 0
         served = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        assert served == readme_api_table()  # the README's table says exactly this
         assert served[0] == (3, 13)  # Produce
         assert served[1] == (4, 17)  # Fetch
         assert served[32] == (1, 4)  # DescribeConfigs
