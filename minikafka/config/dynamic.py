@@ -1,5 +1,5 @@
-"""Describing and changing configs at runtime, as Kafka's DescribeConfigs and
-IncrementalAlterConfigs do (pure: the Kafka adapter reads and writes ZooKeeper around it).
+"""Describing and changing configs at runtime, as Kafka's DescribeConfigs,
+IncrementalAlterConfigs and AlterConfigs do (pure: the Kafka adapter reads and writes ZooKeeper around it).
 
 Topic configs are dynamic: a change is written to `/config/topics/<t>` and every broker
 applies it to its logs of the topic without a restart. A topic config's value is its
@@ -362,5 +362,26 @@ def altered_topic_overrides(
             else:
                 items = [v for v in items if v not in given]
             new[c.name] = ",".join(items)
+    broker.log_config().with_overrides(new)
+    return new
+
+
+def replaced_topic_overrides(
+    broker: BrokerConfig, configs: Sequence[tuple[str, str | None]]
+) -> dict[str, str]:
+    """The topic's overrides after an AlterConfigs (the non-incremental API): exactly the
+    configs given, every other one back to its default, checked as a whole; Kafka's
+    errors otherwise."""
+    names = [name for name, _ in configs]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicated)}")
+    new: dict[str, str] = {}
+    for name, value in configs:
+        if name not in TOPIC_CONFIGS:
+            raise InvalidConfigError(f"Unknown topic config name: {name}")
+        if value is None:
+            raise InvalidRequestError(f"Null value not supported for topic configs: {name}")
+        new[name] = value
     broker.log_config().with_overrides(new)
     return new

@@ -18,6 +18,7 @@ from minikafka.config.dynamic import (
     altered_topic_overrides,
     describe_broker,
     describe_topic,
+    replaced_topic_overrides,
 )
 from minikafka.controller.assignment import (
     assign_replicas,
@@ -333,8 +334,40 @@ class KafkaApis:
         changes: list[AlterableConfig],
         validate_only: bool,
     ) -> None:
-        """Change a topic's overrides (SET, DELETE) and tell every broker, or only check the
-        change; KafkaError with Kafka's code when it cannot be made."""
+        """Change a topic's overrides (SET, DELETE, APPEND, SUBTRACT) and tell every broker,
+        or only check the change; KafkaError with Kafka's code when it cannot be made."""
+        await self._change_topic_config(
+            resource_type,
+            name,
+            validate_only,
+            lambda current: altered_topic_overrides(self.config, current, changes),
+        )
+
+    async def alter_configs(
+        self,
+        resource_type: int,
+        name: str,
+        configs: list[tuple[str, str | None]],
+        validate_only: bool,
+    ) -> None:
+        """AlterConfigs (the non-incremental API): the topic's overrides become exactly
+        `configs`, or the change is only checked."""
+        await self._change_topic_config(
+            resource_type,
+            name,
+            validate_only,
+            lambda _current: replaced_topic_overrides(self.config, configs),
+        )
+
+    async def _change_topic_config(
+        self,
+        resource_type: int,
+        name: str,
+        validate_only: bool,
+        overrides_after: Callable[[dict[str, str]], dict[str, str]],
+    ) -> None:
+        """Write the topic's overrides `overrides_after` makes of its current ones (checked
+        there) to `/config/topics/<t>` with a change notification for every broker."""
         if resource_type == ResourceType.BROKER:
             raise InvalidRequestError(
                 "broker configs cannot be changed at runtime here: set them in the broker's "
@@ -347,7 +380,7 @@ class KafkaApis:
             if not await asyncio.to_thread(self.zk.topic_exists, name):
                 raise UnknownTopicOrPartitionError(f"Topic {name} does not exist.")
             current = await asyncio.to_thread(self.zk.get_topic_config, name)
-            new = altered_topic_overrides(self.config, current, changes)
+            new = overrides_after(current)
             if validate_only or new == current:
                 return
             await asyncio.to_thread(self.zk.change_topic_config, name, new)

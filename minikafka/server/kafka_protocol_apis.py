@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 PRODUCE, FETCH, LIST_OFFSETS, METADATA = 0, 1, 2, 3
 API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH = 18, 19, 20, 23
 CREATE_PARTITIONS, DESCRIBE_CLUSTER, INIT_PRODUCER_ID = 37, 60, 22
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 
 ZERO_UUID = uuid.UUID(int=0)  # Kafka's "no topic id"
 
@@ -86,6 +86,7 @@ class KafkaProtocolApis:
             INIT_PRODUCER_ID: self.init_producer_id,
             DESCRIBE_CONFIGS: self.describe_configs,
             INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
+            ALTER_CONFIGS: self.alter_configs,
         }
         # The group APIs get the client's id and address too (a member's client id/host).
         self._group_handlers = KafkaGroupApis(apis, listener).handlers()
@@ -592,16 +593,37 @@ class KafkaProtocolApis:
         return {"throttle_time": 0, "results": results}
 
     async def incremental_alter_configs(self, version: int, req: Any) -> dict[str, Any]:
+        return await self._alter_each(
+            req,
+            lambda r: self.apis.incremental_alter_configs(
+                r.resource_type,
+                r.resource_name,
+                [AlterableConfig(c.name, c.config_operation, c.value) for c in r.configs],
+                req.validate_only,
+            ),
+        )
+
+    async def alter_configs(self, version: int, req: Any) -> dict[str, Any]:
+        """AlterConfigs, which older tools and clients still send: each resource's configs
+        replace all of its overrides."""
+        return await self._alter_each(
+            req,
+            lambda r: self.apis.alter_configs(
+                r.resource_type,
+                r.resource_name,
+                [(c.name, c.value) for c in r.configs],
+                req.validate_only,
+            ),
+        )
+
+    @staticmethod
+    async def _alter_each(req: Any, alter: Callable[[Any], Awaitable[None]]) -> dict[str, Any]:
+        """Both alter APIs' answer: each resource's error, or none."""
         responses = []
         for r in req.resources:
             code, message = 0, None
             try:
-                await self.apis.incremental_alter_configs(
-                    r.resource_type,
-                    r.resource_name,
-                    [AlterableConfig(c.name, c.config_operation, c.value) for c in r.configs],
-                    req.validate_only,
-                )
+                await alter(r)
             except KafkaError as e:
                 code, message = int(e.code), e.message
             responses.append(

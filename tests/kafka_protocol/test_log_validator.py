@@ -292,3 +292,56 @@ def test_a_topics_compression_type_is_what_every_replica_stores(
     assert [(m.key(), m.value()) for m in records] == [
         (b"key-%d" % i, b"value-%d" % i * 20) for i in range(50)
     ]
+
+
+# --- AlterConfigs (the non-incremental API, key 33) ---------------------------------------
+
+
+def test_alter_configs_replaces_every_override_of_a_topic(shared: LocalCluster) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+    from kafka.admin import ConfigResource as KpConfigResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    topic = f"replaced-{uuid.uuid4().hex[:8]}"
+    create_topic(
+        shared.bootstrap_servers,
+        topic,
+        1,
+        3,
+        **{"retention.ms": "1000000", "max.message.bytes": "50000"},
+    )
+    admin = AdminClient({"bootstrap.servers": shared.bootstrap_servers})
+    # confluent-kafka's alter_configs sends AlterConfigs: what it names is all there is.
+    resource = ConfigResource("topic", topic, set_config={"retention.ms": "7200000"})
+    admin.alter_configs([resource])[resource].result(timeout=30)
+    configs = describe(admin, topic)
+    assert (configs["retention.ms"].value, configs["retention.ms"].source) == (
+        "7200000",
+        ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+    )
+    assert configs["max.message.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    # kafka-python's, told to send AlterConfigs (it sends IncrementalAlterConfigs when a
+    # broker serves both); it sends the topic's other overrides along, knowing they would
+    # otherwise go.
+    kp = KafkaAdminClient(bootstrap_servers=shared.bootstrap_servers)
+    try:
+        kp.alter_configs(
+            incremental=False,
+            config_resources=[
+                KpConfigResource(
+                    ConfigResourceType.TOPIC, topic, configs={"cleanup.policy": "compact"}
+                )
+            ],
+        )
+    finally:
+        kp.close()
+    after = {"cleanup.policy": "compact", "retention.ms": "7200000"}
+    assert shared.zk_client().get_topic_config(topic) == after
+    # Refused as a whole, nothing changed: an unknown name, an invalid value.
+    for bad in ({"retention.ms": "1", "no.such.config": "1"}, {"compression.type": "brotli"}):
+        resource = ConfigResource("topic", topic, set_config=bad)
+        with pytest.raises(KafkaException) as refused:
+            admin.alter_configs([resource])[resource].result(timeout=30)
+        assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert shared.zk_client().get_topic_config(topic) == after

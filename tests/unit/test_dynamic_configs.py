@@ -17,6 +17,7 @@ from minikafka.config.dynamic import (
     altered_topic_overrides,
     describe_broker,
     describe_topic,
+    replaced_topic_overrides,
 )
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.server.config_changes import CHANGE_EXPIRATION_MS, plan_config_changes
@@ -86,6 +87,19 @@ def test_replication_throttles_refuse_any_replica_until_they_exist() -> None:
         with pytest.raises(InvalidConfigError, match=f"{name}: minikafka does not throttle"):
             altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "0:1,1:2")])
         assert altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "")]) == {name: ""}
+
+
+def test_alter_configs_makes_the_configs_it_names_all_of_the_overrides() -> None:
+    assert replaced_topic_overrides(BROKER, [("retention.ms", "5")]) == {"retention.ms": "5"}
+    assert replaced_topic_overrides(BROKER, []) == {}
+    with pytest.raises(InvalidConfigError, match="Unknown topic config name: nope"):
+        replaced_topic_overrides(BROKER, [("nope", "1")])
+    with pytest.raises(InvalidRequestError, match="Null value not supported"):
+        replaced_topic_overrides(BROKER, [("retention.ms", None)])
+    with pytest.raises(InvalidRequestError, match=r"duplicate config keys: flush\.ms"):
+        replaced_topic_overrides(BROKER, [("flush.ms", "1"), ("flush.ms", "2")])
+    with pytest.raises(InvalidConfigError, match=r"segment\.bytes"):
+        replaced_topic_overrides(BROKER, [("segment.bytes", "10")])
 
 
 def test_values_come_from_the_override_then_the_broker_then_the_default() -> None:

@@ -204,6 +204,17 @@ class FakeApis:
         if name == "refused":
             raise InvalidConfigError("no such config")
 
+    async def alter_configs(
+        self,
+        resource_type: int,
+        name: str,
+        configs: list[tuple[str, str | None]],
+        validate_only: bool,
+    ) -> None:
+        self.seen.append((resource_type, name, configs, validate_only))
+        if name == "refused":
+            raise InvalidConfigError("no such config")
+
     async def handle_offsets_for_leader_epoch(
         self, req: m.OffsetForLeaderEpochRequest
     ) -> m.OffsetForLeaderEpochResponse:
@@ -361,6 +372,15 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
         (change,) = fake.seen[0][2]
         assert change == AlterableConfig(SAMPLE_TOPIC, 7, SAMPLE_TOPIC)
         refused = sample(request_type(44, version))
+        resource = dataclasses.replace(refused.resources[0], resource_name="refused")
+        response, _ = run(dataclasses.replace(refused, resources=(resource,)))
+        assert [int(r.error_code) for r in response.responses] == [ErrorCode.INVALID_CONFIG]
+    elif api_key == 33:
+        (r,) = response.responses
+        assert (int(r.error_code), r.resource_name) == (0, SAMPLE_TOPIC)
+        (config,) = fake.seen[0][2]
+        assert config == (SAMPLE_TOPIC, SAMPLE_TOPIC)
+        refused = sample(request_type(33, version))
         resource = dataclasses.replace(refused.resources[0], resource_name="refused")
         response, _ = run(dataclasses.replace(refused, resources=(resource,)))
         assert [int(r.error_code) for r in response.responses] == [ErrorCode.INVALID_CONFIG]

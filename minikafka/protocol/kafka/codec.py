@@ -98,6 +98,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     22: (0, 4),  # InitProducerId
     23: (2, 4),  # OffsetForLeaderEpoch
     32: (1, 4),  # DescribeConfigs
+    33: (0, 2),  # AlterConfigs (the non-incremental one)
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
