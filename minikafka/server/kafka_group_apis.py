@@ -20,6 +20,7 @@ from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, OffsetCommi
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
 from minikafka.protocol.kafka.entities import as_list, field_or, millis
+from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.zk.client import ZkError
 
 if TYPE_CHECKING:
@@ -54,9 +55,6 @@ class ClientInfo(NamedTuple):
 
     client_id: str
     host: str
-
-
-NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 class KafkaGroupApis:
@@ -398,7 +396,10 @@ class KafkaGroupApis:
                         }
                         for md in d.members
                     ],
-                    "authorized_operations": NO_AUTHORIZED_OPERATIONS,
+                    "authorized_operations": authorized_operations(
+                        ResourceType.GROUP,
+                        bool(field_or(req, "include_authorized_operations", False)),
+                    ),
                 }
             )
         return {"throttle_time": 0, "groups": described}

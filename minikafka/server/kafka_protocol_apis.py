@@ -43,6 +43,7 @@ from minikafka.protocol.kafka.produce_response import (
     ProduceTopicData,
     encode_produce_response,
 )
+from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.kafka_group_apis import ClientInfo, KafkaGroupApis
 from minikafka.server.network import NO_RESPONSE
@@ -177,8 +178,16 @@ class KafkaProtocolApis:
         resp = await self.apis.handle_metadata(
             m.MetadataRequest(names, allow_auto_create), self.listener
         )
+        # KIP-430 (v8+): what the client may do, when it asks.
+        topic_operations = authorized_operations(
+            ResourceType.TOPIC, bool(field_or(req, "include_topic_authorized_operations", False))
+        )
         return {
             "throttle_time": 0,
+            "cluster_authorized_operations": authorized_operations(
+                ResourceType.CLUSTER,
+                bool(field_or(req, "include_cluster_authorized_operations", False)),
+            ),
             "brokers": [
                 {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
                 for b in resp.brokers
@@ -192,6 +201,7 @@ class KafkaProtocolApis:
                     "name": t.name,
                     "topic_id": ZERO_UUID if t.topic_id is None else _uuid_of(t.topic_id),
                     "is_internal": t.name == OFFSETS_TOPIC,
+                    "topic_authorized_operations": topic_operations,
                     "partitions": [
                         {
                             "error_code": p.error_code,
@@ -657,6 +667,9 @@ class KafkaProtocolApis:
             "endpoint_type": 1,
             "cluster_id": self.apis.cluster_id or "",
             "controller_id": meta.controller_id,
+            "cluster_authorized_operations": authorized_operations(
+                ResourceType.CLUSTER, req.include_cluster_authorized_operations
+            ),
             "brokers": [
                 {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
                 for b in meta.brokers

@@ -345,3 +345,56 @@ def test_alter_configs_replaces_every_override_of_a_topic(shared: LocalCluster) 
             admin.alter_configs([resource])[resource].result(timeout=30)
         assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert shared.zk_client().get_topic_config(topic) == after
+
+
+# --- what clients read back: authorized operations (KIP-430) ------------------------------
+
+
+def test_clients_asking_for_authorized_operations_get_every_one_a_resource_supports(
+    shared: LocalCluster,
+) -> None:
+    """No authorizer: every operation, as Kafka answers (Metadata for topics,
+    DescribeCluster, DescribeGroups)."""
+    from confluent_kafka import Consumer, TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    topic = f"ops-{uuid.uuid4().hex[:8]}"
+    create_topic(shared.bootstrap_servers, topic, 1, 3)
+    admin = AdminClient({"bootstrap.servers": shared.bootstrap_servers})
+    described = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)
+    assert set(described[topic].result(timeout=30).authorized_operations) == {
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    }
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    assert set(cluster.authorized_operations) == {
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    }
+    # Not asked: none reported.
+    plain = admin.describe_cluster().result(timeout=30)
+    assert not plain.authorized_operations
+    group = f"ops-{uuid.uuid4().hex[:8]}"
+    member = Consumer({"bootstrap.servers": shared.bootstrap_servers, "group.id": group})
+    member.subscribe([topic])
+    try:
+        wait_until(lambda: member.poll(0.2) is None and bool(member.assignment()), 60, "joined")
+        (g,) = admin.describe_consumer_groups([group], include_authorized_operations=True).values()
+        assert set(g.result(timeout=30).authorized_operations) == {
+            AclOperation.READ,
+            AclOperation.DELETE,
+            AclOperation.DESCRIBE,
+        }
+    finally:
+        member.close()

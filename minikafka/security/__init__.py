@@ -1,0 +1,1 @@
+"""Who may do what: Kafka's ACL operations and what each resource type supports."""
