@@ -398,3 +398,23 @@ def test_clients_asking_for_authorized_operations_get_every_one_a_resource_suppo
         }
     finally:
         member.close()
+
+
+def test_list_offsets_max_timestamp_names_the_record_with_the_largest_timestamp(
+    shared: LocalCluster,
+) -> None:
+    """KIP-734, as confluent-kafka's AdminClient asks it (ListOffsets v7)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    topic = f"maxts-{uuid.uuid4().hex[:8]}"
+    create_topic(shared.bootstrap_servers, topic, 1, 3)
+    producer = Producer({"bootstrap.servers": shared.bootstrap_servers, "acks": "all"})
+    for ts in (1000, 9000, 3000, 9000, 2000):  # the first of the two largest counts
+        produce_one(producer, topic, ts)
+    admin = AdminClient({"bootstrap.servers": shared.bootstrap_servers})
+    tp = TopicPartition(topic, 0)
+    answer = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result(timeout=30)
+    assert (answer.offset, answer.timestamp) == (1, 9000)
+    latest = admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(timeout=30)
+    assert latest.offset == 5
