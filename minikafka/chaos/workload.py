@@ -451,12 +451,26 @@ class GroupMember:
             if p in self._owned and o > max(self._committed.get(p, -1), self._asked.get(p, -1))
         }
 
+    def _record_refused(self, invoked: float, offsets: Mapping[int, int], e: Exception) -> None:
+        """A commit librdkafka raised for (never sent, or failed as a whole)."""
+        from minikafka.client.librdkafka import kafka_error_text
+
+        err = e.args[0]
+        self._events.append(
+            GroupCommit(
+                self.id,
+                invoked,
+                _commit_outcome(err),
+                self._clock(),
+                offsets,
+                error=kafka_error_text(err),
+            )
+        )
+
     def _commit_async(self, offsets: Mapping[int, int]) -> None:
         """Send a commit and go on; `_on_commit` records how it ended."""
         from confluent_kafka import KafkaException
         from confluent_kafka import TopicPartition as RdTopicPartition
-
-        from minikafka.client.librdkafka import kafka_error_text
 
         self._since_commit = 0
         self._last_commit = time.monotonic()
@@ -467,17 +481,7 @@ class GroupMember:
         try:
             self._consumer.commit(offsets=asked, asynchronous=True)
         except KafkaException as e:
-            err = e.args[0]
-            self._events.append(
-                GroupCommit(
-                    self.id,
-                    invoked,
-                    _commit_outcome(err),
-                    self._clock(),
-                    offsets,
-                    error=kafka_error_text(err),
-                )
-            )
+            self._record_refused(invoked, offsets, e)
             return
         self._in_flight.append((invoked, dict(offsets)))
         self._asked.update(offsets)
@@ -525,17 +529,7 @@ class GroupMember:
                 offsets=asked, asynchronous=False
             )
         except KafkaException as e:
-            err = e.args[0]
-            self._events.append(
-                GroupCommit(
-                    self.id,
-                    invoked,
-                    _commit_outcome(err),
-                    self._clock(),
-                    offsets,
-                    error=kafka_error_text(err),
-                )
-            )
+            self._record_refused(invoked, offsets, e)
             return
         done = self._clock()
         got = {tp.partition: tp for tp in answer or []}
