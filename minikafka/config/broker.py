@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -79,6 +79,23 @@ def _unknown_properties_message(unknown: list[str], known: set[str]) -> str:
         f"{'it' if len(unknown) == 1 else 'them'}. The properties it has: "
         f"{', '.join(sorted(known))}."
     )
+
+
+def _parse_field(attr: str, type_: object, raw: str) -> Any:
+    """A property's text as the BrokerConfig field `attr` (annotated `type_`) holds it."""
+    try:
+        if type_ in ("int", int):
+            return _int(raw)
+        if type_ in ("int | None",):
+            return _int(raw) if raw.strip() else None
+        if type_ in ("bool", bool):
+            return parse_bool(raw)
+        if type_ in ("float", float):
+            return float(raw)
+        return raw or None if type_ == "str | None" else raw
+    except ValueError as e:
+        name = BrokerConfig.property_name(attr)
+        raise InvalidConfigError(f"invalid value for {name}: {raw!r} ({e})") from e
 
 
 @dataclass(frozen=True)
@@ -194,22 +211,8 @@ class BrokerConfig:
                     kwargs["log_dirs"] = tuple(d.strip() for d in raw.split(",") if d.strip())
                 continue
             known.add(name)
-            if name not in props:
-                continue
-            raw = props[name]
-            try:
-                if f.type in ("int", int):
-                    kwargs[f.name] = _int(raw)
-                elif f.type in ("int | None",):
-                    kwargs[f.name] = _int(raw) if raw.strip() else None
-                elif f.type in ("bool", bool):
-                    kwargs[f.name] = parse_bool(raw)
-                elif f.type in ("float", float):
-                    kwargs[f.name] = float(raw)
-                else:
-                    kwargs[f.name] = raw or None if f.type == "str | None" else raw
-            except ValueError as e:
-                raise InvalidConfigError(f"invalid value for {name}: {raw!r} ({e})") from e
+            if name in props:
+                kwargs[f.name] = _parse_field(f.name, f.type, props[name])
         for options, attr in (
             (cls._RETENTION_UNITS, "log_retention_ms"),
             (cls._ROLL_UNITS, "log_roll_ms"),
@@ -223,6 +226,21 @@ class BrokerConfig:
         if unknown:
             raise InvalidConfigError(_unknown_properties_message(unknown, known))
         cfg = cls(**kwargs)
+        cfg.validate()
+        return cfg
+
+    def with_dynamic(self, props: Mapping[str, str]) -> BrokerConfig:
+        """This config with `props` (Kafka property names, checked as in server.properties)
+        over it: the dynamic broker configs over the static ones. InvalidConfigError naming
+        the property when a value does not parse or the result does not validate."""
+        by_name = {self.property_name(f.name): f for f in fields(self)}
+        changes: dict[str, Any] = {}
+        for name, raw in props.items():
+            f = by_name.get(name)
+            if f is None or f.name == "log_dirs":
+                raise InvalidConfigError(f"unknown broker property {name!r}")
+            changes[f.name] = _parse_field(f.name, f.type, raw)
+        cfg = replace(self, **changes)
         cfg.validate()
         return cfg
 

@@ -3,22 +3,29 @@ IncrementalAlterConfigs and AlterConfigs do (pure: the Kafka adapter reads and w
 
 Topic configs are dynamic: a change is written to `/config/topics/<t>` and every broker
 applies it to its logs of the topic without a restart. A topic config's value is its
-override if the topic has one (source TOPIC_CONFIG), else the broker's setting it derives
-from (its synonym: `log.retention.ms` for `retention.ms`), which is STATIC_BROKER_CONFIG
-when server.properties sets it away from Kafka's default and DEFAULT_CONFIG otherwise.
-Broker configs are static in minikafka (server.properties only): they can be described,
-read-only, but not changed at runtime.
+override if the topic has one (source TOPIC_CONFIG), else the broker setting it derives
+from (its synonym: `log.retention.ms` for `retention.ms`).
+
+A broker setting's value comes from the first of four layers that has it (KIP-226): the
+broker's own dynamic config (`/config/brokers/<id>`, DYNAMIC_BROKER_CONFIG), the cluster's
+dynamic default (`/config/brokers/<default>`, DYNAMIC_DEFAULT_BROKER_CONFIG),
+server.properties when it sets it away from Kafka's default (STATIC_BROKER_CONFIG), and
+Kafka's default (DEFAULT_CONFIG). Only the settings Kafka marks dynamic can be changed at
+runtime (DYNAMIC_BROKER_CONFIGS); the others are read-only.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Final, NamedTuple
 
 from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
+
+log = logging.getLogger(__name__)
 
 
 class ResourceType(enum.IntEnum):
@@ -32,6 +39,8 @@ class ConfigSource(enum.IntEnum):
     """Kafka's DescribeConfigsResponse.ConfigSource."""
 
     TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
 
@@ -208,6 +217,36 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
 }
 
 
+# The `/config/brokers/<entity>` of the cluster-wide dynamic default (Kafka's
+# ConfigEntityName.Default); a broker's own is its id.
+DEFAULT_BROKER_ENTITY: Final = "<default>"
+
+# Kafka's DynamicBrokerConfig.AllDynamicConfigs, the part minikafka has: every broker
+# default of a topic config but the record format version (DynamicLogConfig), the log
+# cleaner's backoff, and the replica fetcher count.
+DYNAMIC_BROKER_CONFIGS: Final[frozenset[str]] = frozenset(
+    {
+        d.broker_synonym
+        for d in TOPIC_CONFIGS.values()
+        if d.broker_synonym is not None and d.broker_synonym != "log.message.format.version"
+    }
+    | {"log.cleaner.backoff.ms", "num.replica.fetchers"}
+)
+
+# Dynamic broker configs of Kafka that minikafka does not have: refused, saying why.
+MISSING_DYNAMIC_BROKER_CONFIGS: Final[dict[str, str]] = {
+    "leader.replication.throttled.rate": "minikafka does not throttle replication",
+    "follower.replication.throttled.rate": "minikafka does not throttle replication",
+    "replica.alter.log.dirs.io.max.bytes.per.second": "minikafka does not move replicas "
+    "between log directories",
+}
+
+_BROKER_DOCS: Final[dict[str, str]] = {
+    "log.cleaner.backoff.ms": "How long the log cleaner sleeps when no log needs cleaning.",
+    "num.replica.fetchers": "Replica fetchers per source broker; minikafka runs one (1).",
+}
+
+
 @dataclass(frozen=True)
 class ConfigSynonym:
     name: str
@@ -236,55 +275,108 @@ def _text(value: object) -> str | None:
     return str(value)
 
 
-def _broker_values(broker: BrokerConfig) -> dict[str, tuple[str | None, ConfigSource]]:
-    """Every broker setting by Kafka's name: its value and whether server.properties set
-    it away from the default."""
-    defaults = BrokerConfig()
-    out: dict[str, tuple[str | None, ConfigSource]] = {}
-    for f in fields(broker):
-        value = getattr(broker, f.name)
-        source = (
-            ConfigSource.DEFAULT_CONFIG
-            if value == getattr(defaults, f.name)
-            else ConfigSource.STATIC_BROKER_CONFIG
-        )
-        out[BrokerConfig.property_name(f.name)] = (_text(value), source)
-    return out
+def _broker_values(broker: BrokerConfig) -> dict[str, str | None]:
+    """Every broker setting by Kafka's name, as text."""
+    return {
+        BrokerConfig.property_name(f.name): _text(getattr(broker, f.name)) for f in fields(broker)
+    }
+
+
+_DEFAULT_VALUES: Final = _broker_values(BrokerConfig())
+
+
+def _broker_type(name: str) -> ConfigType:
+    for d in TOPIC_CONFIGS.values():
+        if d.broker_synonym == name:
+            return d.type
+    value = getattr(BrokerConfig(), name.replace(".", "_"))
+    if isinstance(value, bool):
+        return ConfigType.BOOLEAN
+    if isinstance(value, int):
+        return ConfigType.LONG if name.endswith(".ms") else ConfigType.INT
+    if isinstance(value, float):
+        return ConfigType.DOUBLE
+    if isinstance(value, tuple):
+        return ConfigType.LIST
+    return ConfigType.STRING
+
+
+def _broker_doc(name: str) -> str | None:
+    for d in TOPIC_CONFIGS.values():
+        if d.broker_synonym == name:
+            return f"The default of the topic config that derives from it: {d.doc}"
+    return _BROKER_DOCS.get(name)
+
+
+@dataclass(frozen=True)
+class BrokerConfigLayers:
+    """A broker's settings in their layers: server.properties under the cluster's dynamic
+    default (`/config/brokers/<default>`) under the broker's own (`/config/brokers/<id>`)."""
+
+    static: BrokerConfig
+    cluster_default: Mapping[str, str] = field(default_factory=dict)
+    per_broker: Mapping[str, str] = field(default_factory=dict)
+
+    def effective(self) -> BrokerConfig:
+        """The settings in force. A stored value that is not dynamic or does not apply (written
+        by hand, or by another version) is logged and left out, as Kafka's broker does."""
+        merged = {
+            k: v
+            for layer in (self.cluster_default, self.per_broker)
+            for k, v in layer.items()
+            if k in DYNAMIC_BROKER_CONFIGS
+        }
+        try:
+            return self.static.with_dynamic(merged)
+        except InvalidConfigError:
+            pass
+        cfg = self.static
+        for name, value in merged.items():
+            try:
+                cfg = cfg.with_dynamic({name: value})
+            except InvalidConfigError as e:
+                log.error("dynamic broker config %s=%r not applied: %s", name, value, e)
+        return cfg
+
+    def levels(self, name: str) -> list[ConfigSynonym]:
+        """The broker setting `name` at every layer that has it, the one in force first."""
+        out: list[ConfigSynonym] = []
+        for layer, source in (
+            (self.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ):
+            if name in layer and name in DYNAMIC_BROKER_CONFIGS:
+                out.append(ConfigSynonym(name, layer[name], source))
+        static = _broker_values(self.static)[name]
+        if static != _DEFAULT_VALUES[name]:
+            out.append(ConfigSynonym(name, static, ConfigSource.STATIC_BROKER_CONFIG))
+        out.append(ConfigSynonym(name, _DEFAULT_VALUES[name], ConfigSource.DEFAULT_CONFIG))
+        return out
 
 
 def describe_topic(
-    broker: BrokerConfig,
+    layers: BrokerConfigLayers,
     overrides: Mapping[str, str],
     keys: Iterable[str] | None,
     include_synonyms: bool,
 ) -> list[DescribedConfig]:
     """The topic's configs (all of them, or the ones in `keys` that exist: Kafka leaves
     unknown names out), each with its value and where it comes from."""
-    brokers = _broker_values(broker)
-    defaults = _broker_values(BrokerConfig())
     wanted = list(TOPIC_CONFIGS) if keys is None else [k for k in keys if k in TOPIC_CONFIGS]
     out: list[DescribedConfig] = []
     for name in dict.fromkeys(wanted):
         d = TOPIC_CONFIGS[name]
-        if d.broker_synonym is None:
-            broker_value, broker_source = d.default, ConfigSource.DEFAULT_CONFIG
-        else:
-            broker_value, broker_source = brokers[d.broker_synonym]
         synonyms: list[ConfigSynonym] = []
-        value: str | None
         if name in overrides:
-            value, source = overrides[name], ConfigSource.TOPIC_CONFIG
-            synonyms.append(ConfigSynonym(name, value, source))
-        else:
-            value, source = broker_value, broker_source
-        if d.broker_synonym is not None:
-            if broker_source is ConfigSource.STATIC_BROKER_CONFIG:
-                synonyms.append(ConfigSynonym(d.broker_synonym, broker_value, broker_source))
-            synonyms.append(
-                ConfigSynonym(
-                    d.broker_synonym, defaults[d.broker_synonym][0], ConfigSource.DEFAULT_CONFIG
-                )
+            synonyms.append(ConfigSynonym(name, overrides[name], ConfigSource.TOPIC_CONFIG))
+        if d.broker_synonym is None:
+            first = synonyms[0] if synonyms else None
+            value, source = (
+                (first.value, first.source) if first else (d.default, ConfigSource.DEFAULT_CONFIG)
             )
+        else:
+            synonyms += layers.levels(d.broker_synonym)
+            value, source = synonyms[0].value, synonyms[0].source
         out.append(
             DescribedConfig(
                 name,
@@ -299,14 +391,52 @@ def describe_topic(
     return out
 
 
-def describe_broker(broker: BrokerConfig, keys: Iterable[str] | None) -> list[DescribedConfig]:
-    """The broker's settings, read-only (no dynamic broker configs in minikafka)."""
-    values = _broker_values(broker)
+def describe_broker(
+    layers: BrokerConfigLayers, keys: Iterable[str] | None, include_synonyms: bool
+) -> list[DescribedConfig]:
+    """The broker's settings in force, each with the layer it comes from; read-only but for
+    the dynamic ones."""
+    values = _broker_values(layers.effective())
     wanted = sorted(values) if keys is None else [k for k in keys if k in values]
-    return [
-        DescribedConfig(name, *values[name][:1], True, values[name][1], ConfigType.STRING, None, ())
-        for name in dict.fromkeys(wanted)
-    ]
+    out: list[DescribedConfig] = []
+    for name in dict.fromkeys(wanted):
+        levels = layers.levels(name)
+        out.append(
+            DescribedConfig(
+                name,
+                values[name],
+                name not in DYNAMIC_BROKER_CONFIGS,
+                levels[0].source,
+                _broker_type(name),
+                _broker_doc(name),
+                tuple(levels) if include_synonyms else (),
+            )
+        )
+    return out
+
+
+def describe_broker_default(
+    layers: BrokerConfigLayers, keys: Iterable[str] | None, include_synonyms: bool
+) -> list[DescribedConfig]:
+    """The cluster's dynamic defaults (the broker resource named ""): only the ones set, as
+    Kafka answers."""
+    present = {k: v for k, v in layers.cluster_default.items() if k in DYNAMIC_BROKER_CONFIGS}
+    wanted = sorted(present) if keys is None else [k for k in keys if k in present]
+    out: list[DescribedConfig] = []
+    for name in dict.fromkeys(wanted):
+        synonym = ConfigSynonym(name, present[name], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        out.append(
+            DescribedConfig(
+                name,
+                present[name],
+                False,
+                synonym.source,
+                _broker_type(name),
+                _broker_doc(name),
+                (synonym,) if include_synonyms else (),
+            )
+        )
+    return out
 
 
 class AlterableConfig(NamedTuple):
@@ -315,53 +445,70 @@ class AlterableConfig(NamedTuple):
     value: str | None
 
 
-def altered_topic_overrides(
-    broker: BrokerConfig, current: Mapping[str, str], changes: Sequence[AlterableConfig]
-) -> dict[str, str]:
-    """The topic's overrides after an IncrementalAlterConfigs (SET, DELETE), checked as a
-    whole against the broker's defaults; InvalidConfigError or InvalidRequestError with
-    Kafka's messages otherwise."""
-    names = [c.name for c in changes]
+def _check_no_duplicates(names: Sequence[str]) -> None:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicated)}")
+
+
+def _apply_ops(
+    current: Mapping[str, str],
+    changes: Sequence[AlterableConfig],
+    is_list: Callable[[str], bool],
+    value_in_force: Callable[[str], str | None],
+) -> dict[str, str]:
+    """IncrementalAlterConfigs' operations on an entity's stored configs; the list ones
+    (APPEND, SUBTRACT) work on the value in force when the entity has none of its own."""
     new = dict(current)
     for c in changes:
-        if c.name not in TOPIC_CONFIGS:
-            raise InvalidConfigError(f"Unknown topic config name: {c.name}")
         try:
             op = AlterOp(c.op)
         except ValueError:
             raise InvalidRequestError(f"Unknown config operation {c.op} for {c.name}") from None
+        if op is not AlterOp.DELETE and c.value is None:
+            raise InvalidRequestError(f"Null value not supported for: {c.name}")
         if op is AlterOp.SET:
-            if c.value is None:
-                raise InvalidRequestError(f"Null value not supported for: {c.name}")
-            new[c.name] = c.value
+            new[c.name] = c.value or ""
         elif op is AlterOp.DELETE:
             new.pop(c.name, None)
-        elif TOPIC_CONFIGS[c.name].type is not ConfigType.LIST:
+        elif not is_list(c.name):
             raise InvalidConfigError(
                 f"Config value {op.name.lower()} is not allowed for config key: {c.name}"
                 " (it is not a list)"
             )
         else:
-            # Kafka's list ops: on the current value (the override, else the broker's).
-            if c.value is None:
-                raise InvalidRequestError(f"Null value not supported for: {c.name}")
-            d = TOPIC_CONFIGS[c.name]
-            default = (
-                d.default
-                if d.broker_synonym is None
-                else _broker_values(broker)[d.broker_synonym][0]
-            )
-            current_value = new.get(c.name, default or "")
+            current_value = new.get(c.name, value_in_force(c.name) or "")
             items = [v.strip() for v in current_value.split(",") if v.strip()]
-            given = [v.strip() for v in c.value.split(",") if v.strip()]
+            given = [v.strip() for v in (c.value or "").split(",") if v.strip()]
             if op is AlterOp.APPEND:
                 items += [v for v in given if v not in items]
             else:
                 items = [v for v in items if v not in given]
             new[c.name] = ",".join(items)
+    return new
+
+
+def _topic_value_in_force(broker: BrokerConfig, name: str) -> str | None:
+    d = TOPIC_CONFIGS[name]
+    return d.default if d.broker_synonym is None else _broker_values(broker)[d.broker_synonym]
+
+
+def altered_topic_overrides(
+    broker: BrokerConfig, current: Mapping[str, str], changes: Sequence[AlterableConfig]
+) -> dict[str, str]:
+    """The topic's overrides after an IncrementalAlterConfigs, checked as a whole against
+    the broker's defaults (`broker`: the settings in force); InvalidConfigError or
+    InvalidRequestError with Kafka's messages otherwise."""
+    _check_no_duplicates([c.name for c in changes])
+    for c in changes:
+        if c.name not in TOPIC_CONFIGS:
+            raise InvalidConfigError(f"Unknown topic config name: {c.name}")
+    new = _apply_ops(
+        current,
+        changes,
+        lambda name: TOPIC_CONFIGS[name].type is ConfigType.LIST,
+        lambda name: _topic_value_in_force(broker, name),
+    )
     broker.log_config().with_overrides(new)
     return new
 
@@ -372,10 +519,7 @@ def replaced_topic_overrides(
     """The topic's overrides after an AlterConfigs (the non-incremental API): exactly the
     configs given, every other one back to its default, checked as a whole; Kafka's
     errors otherwise."""
-    names = [name for name, _ in configs]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise InvalidRequestError(f"Error due to duplicate config keys: {', '.join(duplicated)}")
+    _check_no_duplicates([name for name, _ in configs])
     new: dict[str, str] = {}
     for name, value in configs:
         if name not in TOPIC_CONFIGS:
@@ -385,3 +529,77 @@ def replaced_topic_overrides(
         new[name] = value
     broker.log_config().with_overrides(new)
     return new
+
+
+def broker_entity(resource_name: str) -> str:
+    """The `/config/brokers/<entity>` a BROKER resource names: "" is the cluster default."""
+    return resource_name or DEFAULT_BROKER_ENTITY
+
+
+def _checked_broker_configs(
+    layers: BrokerConfigLayers, entity: str, new: dict[str, str]
+) -> dict[str, str]:
+    """`new` as the entity's dynamic configs, if every name is dynamic and the settings in
+    force with them validate; else Kafka's INVALID_REQUEST, worded as Kafka's."""
+    resource = (
+        f"ConfigResource(type=BROKER, name='{'' if entity == DEFAULT_BROKER_ENTITY else entity}')"
+    )
+    known = _DEFAULT_VALUES.keys() | {"log.dir"}
+    problems: list[str] = []
+    unknown = sorted(n for n in new if n not in known and n not in MISSING_DYNAMIC_BROKER_CONFIGS)
+    if unknown:
+        problems.append(f"Unknown broker configs: {', '.join(unknown)}")
+    missing = sorted(n for n in new if n in MISSING_DYNAMIC_BROKER_CONFIGS)
+    for name in missing:
+        problems.append(f"{name} cannot be set: {MISSING_DYNAMIC_BROKER_CONFIGS[name]}")
+    static = sorted(n for n in new if n in known and n not in DYNAMIC_BROKER_CONFIGS)
+    if static:
+        problems.append(
+            f"Cannot update these configs dynamically: {', '.join(static)} (set them in "
+            "server.properties and restart the broker)"
+        )
+    if not problems:
+        after = (
+            BrokerConfigLayers(layers.static, new, layers.per_broker)
+            if entity == DEFAULT_BROKER_ENTITY
+            else BrokerConfigLayers(layers.static, layers.cluster_default, new)
+        )
+        try:
+            layers.static.with_dynamic({**after.cluster_default, **after.per_broker})
+        except InvalidConfigError as e:
+            problems.append(str(e))
+    if problems:
+        raise InvalidRequestError(
+            f"Invalid config value for resource {resource}: " + "; ".join(problems)
+        )
+    return new
+
+
+def altered_broker_configs(
+    layers: BrokerConfigLayers,
+    entity: str,
+    current: Mapping[str, str],
+    changes: Sequence[AlterableConfig],
+) -> dict[str, str]:
+    """A broker entity's dynamic configs (`/config/brokers/<entity>`) after an
+    IncrementalAlterConfigs, checked; Kafka's errors otherwise."""
+    _check_no_duplicates([c.name for c in changes])
+    in_force = _broker_values(layers.effective())
+    new = _apply_ops(
+        current,
+        changes,
+        lambda name: name in _DEFAULT_VALUES and _broker_type(name) is ConfigType.LIST,
+        in_force.get,
+    )
+    return _checked_broker_configs(layers, entity, new)
+
+
+def replaced_broker_configs(
+    layers: BrokerConfigLayers, entity: str, configs: Sequence[tuple[str, str | None]]
+) -> dict[str, str]:
+    """A broker entity's dynamic configs after an AlterConfigs: exactly the ones given."""
+    _check_no_duplicates([name for name, _ in configs])
+    nulls = [name for name, value in configs if value is None]
+    if nulls:
+        raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
+    return _checked_broker_configs(layers, entity, {n: v or "" for n, v in configs})

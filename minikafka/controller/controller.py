@@ -134,6 +134,12 @@ class PreferredReplicaLeaderElection(ControllerEvent):
     """`/admin/preferred_replica_election` was created."""
 
 
+class UncleanLeaderElectionEnable(ControllerEvent):
+    """`unclean.leader.election.enable` became true (a topic's, or the brokers' dynamic
+    default): Kafka's UncleanLeaderElectionEnable and TopicUncleanLeaderElectionEnable, which
+    try the offline partitions again."""
+
+
 class AutoPreferredReplicaLeaderElection(ControllerEvent):
     """The leader-imbalance timer fired."""
 
@@ -300,6 +306,11 @@ class KafkaController:
         self._enqueue(event)
         return await event.result
 
+    def enable_unclean_leader_election(self) -> None:
+        """`unclean.leader.election.enable` became true somewhere: elect leaders for the
+        offline partitions again (on the event loop; only the active controller acts)."""
+        self._enqueue(UncleanLeaderElectionEnable())
+
     def on_zk_session_reestablished(self) -> None:
         """Call (on the event loop) after the broker registered itself on a new session."""
         self._enqueue(RegisterBrokerAndReelect())
@@ -383,6 +394,11 @@ class KafkaController:
             await self._process_preferred_replica_election_znode()
         elif isinstance(event, AutoPreferredReplicaLeaderElection):
             await self._process_auto_preferred_replica_leader_election()
+        elif isinstance(event, UncleanLeaderElectionEnable):
+            if self._active:
+                self._batch.new_batch()
+                await self._trigger_online_partition_state_change()
+                self._batch.send_requests_to_brokers(self.context.epoch)
         else:
             raise AssertionError(f"unknown controller event {event!r}")
 

@@ -24,6 +24,7 @@ from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import Endpoint, LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig, parse_admin_listener
+from minikafka.config.dynamic import DEFAULT_BROKER_ENTITY, BrokerConfigLayers
 from minikafka.config.listeners import Listeners
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
@@ -104,7 +105,11 @@ class KafkaServer:
         self._published_session: int | None = None
         self.zk_session_expirations = 0  # Kafka's ZooKeeperExpiresPerSec, as a count
         self.admin_server: AdminHttpServer | None = None
-        self.config_changes = ConfigChangeListener(self.zk, self._apply_topic_config_changes)
+        # server.properties under the dynamic broker configs (KIP-226), read at startup.
+        self.config_layers = BrokerConfigLayers(config)
+        self.config_changes = ConfigChangeListener(
+            self.zk, self._apply_topic_config_changes, self._apply_broker_config_changes
+        )
 
     @property
     def zk_session_lost(self) -> bool:
@@ -142,6 +147,61 @@ class KafkaServer:
             if new is not None and new != lg.config:
                 log.info("%s: config is now %s", tp, new)
                 lg.config = new
+        if self.controller is not None and any(
+            c.unclean_leader_election_enable for c in configs.values()
+        ):
+            # Kafka's TopicUncleanLeaderElectionEnable: offline partitions may now get one.
+            self.controller.enable_unclean_leader_election()
+
+    # --- dynamic broker configs (KIP-226) ----------------------------------------------------
+
+    async def _read_config_layers(self) -> BrokerConfigLayers:
+        default, own = await asyncio.gather(
+            asyncio.to_thread(self.zk.get_broker_config, DEFAULT_BROKER_ENTITY),
+            asyncio.to_thread(self.zk.get_broker_config, str(self.broker_id)),
+        )
+        return BrokerConfigLayers(self.config_layers.static, default, own)
+
+    async def _apply_broker_config_changes(self, entities: list[str]) -> None:
+        """`/config/brokers/<default>` or this broker's `/config/brokers/<id>` changed (Kafka's
+        BrokerConfigHandler): read both again and put the settings in force."""
+        if not {DEFAULT_BROKER_ENTITY, str(self.broker_id)} & set(entities):
+            return
+        await self._reconfigure(await self._read_config_layers())
+
+    async def _reconfigure(self, layers: BrokerConfigLayers) -> None:
+        """Put `layers`' settings in force in every part of the broker that holds them, as
+        Kafka's Reconfigurables do: new logs and topics without an override take the new
+        defaults at once, the cleaner its next backoff, the controller its next election."""
+        old, new = self.config, layers.effective()
+        self.config_layers = layers
+        if self.apis is not None:
+            self.apis.config_layers = layers
+        if new == old:
+            return
+        changed = {
+            BrokerConfig.property_name(f.name): getattr(new, f.name)
+            for f in dataclasses.fields(new)
+            if getattr(new, f.name) != getattr(old, f.name)
+        }
+        log.info("broker %d: dynamic configs now in force: %s", self.broker_id, changed)
+        self.config = new
+        self.replica_manager.config = new
+        if self.apis is not None:
+            self.apis.config = new
+        if self.controller is not None:
+            self.controller.config = new
+        if new.log_config() != old.log_config():
+            self.log_manager.default_config = new.log_config()
+            topics = sorted({tp.topic for tp in self.log_manager.all_logs()})
+            if topics:
+                await self._apply_topic_config_changes(topics)
+        if (
+            self.controller is not None
+            and new.unclean_leader_election_enable
+            and not old.unclean_leader_election_enable
+        ):
+            self.controller.enable_unclean_leader_election()
 
     async def _write_isr(self, tp: TopicPartition, new: LeaderAndIsr, expected: int) -> int | None:
         return await asyncio.to_thread(self.zk.update_partition_state_as_leader, tp, new, expected)
@@ -164,6 +224,8 @@ class KafkaServer:
         await asyncio.to_thread(self.zk.ensure_persistent_paths)
         cluster_id = await asyncio.to_thread(self.zk.get_or_create_cluster_id, new_cluster_id())
         log.info("cluster id %s", cluster_id)
+        # Kafka's DynamicBrokerConfig.initialize: the dynamic configs before anything uses them.
+        await self._reconfigure(await self._read_config_layers())
         if logs:
             configs = await self._load_topic_configs(sorted({tp.topic for tp in logs}))
             for tp, lg in logs.items():
@@ -183,6 +245,7 @@ class KafkaServer:
             self.controller,
             self.clock.now_ms,
             cluster_id=cluster_id,
+            config_layers=self.config_layers,
         )
         self.group_coordinator = GroupCoordinatorAdapter(
             self.config.group_config(),
@@ -384,14 +447,14 @@ class KafkaServer:
         when none does, look again after log.cleaner.backoff.ms. The reading and rewriting
         run in a thread of their own, the swap on the loop (storage/log_cleaner.py)."""
         lm = self.log_manager
-        backoff_s = self.config.log_cleaner_backoff_ms / 1000
         loop = asyncio.get_running_loop()
         executor = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
         try:
             while True:
                 job = lm.prepare_cleaning()
                 if job is None:
-                    await asyncio.sleep(backoff_s)
+                    # Read each time: log.cleaner.backoff.ms is a dynamic broker config.
+                    await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000)
                     continue
                 result: PassResult | None = None
                 try:
@@ -412,7 +475,8 @@ class KafkaServer:
                     )
                     await asyncio.to_thread(lm.write_checkpoints, lm.cleaner_checkpoints())
                 else:
-                    await asyncio.sleep(backoff_s)  # failed or overtaken: not straight again
+                    # Failed or overtaken: not straight again.
+                    await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000)
         finally:
             executor.shutdown(wait=False)
 

@@ -1,12 +1,14 @@
-"""Topic config changes applied without a restart (Kafka's DynamicConfigManager and its
-ZkNodeChangeNotificationListener).
+"""Topic and broker config changes applied without a restart (Kafka's DynamicConfigManager
+and its ZkNodeChangeNotificationListener).
 
 Whoever changes a topic's config writes `/config/topics/<t>`, then a persistent sequential
-`/config/changes/config_change_<seq>` naming `topics/<t>`. Every broker watches
-`/config/changes`: for each notification newer than the last it processed, it reads the
-topic's overrides again and gives its logs of the topic the new config (the next append,
-roll, flush or retention pass uses it). Notifications older than 15 minutes are deleted
-by whichever broker sees them, as Kafka does.
+`/config/changes/config_change_<seq>` naming `topics/<t>`; a broker's dynamic configs,
+`/config/brokers/<id>` (or `<default>` for every broker), then a notification naming
+`brokers/<id>` (`brokers/<default>`). Every broker watches `/config/changes`: for each
+notification newer than the last it processed, it reads the topic's overrides again and
+gives its logs of the topic the new config (the next append, roll, flush or retention pass
+uses it), or reads its dynamic broker configs again and applies them. Notifications older
+than 15 minutes are deleted by whichever broker sees them, as Kafka does.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ log = logging.getLogger(__name__)
 # Kafka's ConfigChangeNotificationExpirationMs (DynamicConfigManager's changeExpirationMs).
 CHANGE_EXPIRATION_MS: Final = 15 * 60 * 1000
 TOPIC_ENTITY_PREFIX: Final = "topics/"
+BROKER_ENTITY_PREFIX: Final = "brokers/"
 
 
 def notification_sequence(name: str) -> int:
@@ -35,6 +38,7 @@ def notification_sequence(name: str) -> int:
 
 class ConfigChangePlan(NamedTuple):
     topics: list[str]  # whose config to read again, in notification order
+    brokers: list[str]  # broker entities (ids, `<default>`) whose config changed
     last_sequence: int  # the newest notification processed
     purge: list[str]  # notifications old enough to delete
 
@@ -47,6 +51,7 @@ def plan_config_changes(
 ) -> ConfigChangePlan:
     """What to do about `/config/changes`' children (name -> (entity path, ctime ms))."""
     topics: dict[str, None] = {}
+    brokers: dict[str, None] = {}
     newest = last_sequence
     purge: list[str] = []
     for name in sorted(notifications, key=notification_sequence):
@@ -56,25 +61,29 @@ def plan_config_changes(
             newest = seq
             if entity is not None and entity.startswith(TOPIC_ENTITY_PREFIX):
                 topics[entity[len(TOPIC_ENTITY_PREFIX) :]] = None
+            elif entity is not None and entity.startswith(BROKER_ENTITY_PREFIX):
+                brokers[entity[len(BROKER_ENTITY_PREFIX) :]] = None
             elif entity is not None:
-                log.info("ignoring a config change of %s (only topic configs are dynamic)", entity)
+                log.info("ignoring a config change of %s (no such config in minikafka)", entity)
         if ctime < now_ms - expiration_ms:
             purge.append(name)
-    return ConfigChangePlan(list(topics), newest, purge)
+    return ConfigChangePlan(list(topics), list(brokers), newest, purge)
 
 
 class ConfigChangeListener:
-    """Watches `/config/changes` and hands the changed topics to `apply`, one batch at a
-    time on the event loop."""
+    """Watches `/config/changes` and hands the changed topics to `apply_topics` and the
+    changed broker entities to `apply_brokers`, one batch at a time on the event loop."""
 
     def __init__(
         self,
         zk: ZkClient,
-        apply: Callable[[list[str]], Awaitable[None]],
+        apply_topics: Callable[[list[str]], Awaitable[None]],
+        apply_brokers: Callable[[list[str]], Awaitable[None]],
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.zk = zk
-        self.apply = apply
+        self.apply_topics = apply_topics
+        self.apply_brokers = apply_brokers
         self.wall_clock_ms = wall_clock_ms  # ZooKeeper's ctimes are wall-clock times
         self.last_sequence = -1
         self._watch: Watch | None = None
@@ -112,9 +121,11 @@ class ConfigChangeListener:
     async def _process(self) -> None:
         notifications = await asyncio.to_thread(self.zk.get_config_change_notifications)
         plan = plan_config_changes(notifications, self.last_sequence, self.wall_clock_ms())
+        if plan.brokers:
+            await self.apply_brokers(plan.brokers)
         if plan.topics:
             log.info("config changes of topics %s: applying them", plan.topics)
-            await self.apply(plan.topics)
+            await self.apply_topics(plan.topics)
         self.last_sequence = plan.last_sequence
         if plan.purge:
             await asyncio.to_thread(self.zk.delete_config_change_notifications, plan.purge)

@@ -13,11 +13,16 @@ from minikafka.common import PLAINTEXT, TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import (
     AlterableConfig,
+    BrokerConfigLayers,
     DescribedConfig,
     ResourceType,
+    altered_broker_configs,
     altered_topic_overrides,
+    broker_entity,
     describe_broker,
+    describe_broker_default,
     describe_topic,
+    replaced_broker_configs,
     replaced_topic_overrides,
 )
 from minikafka.controller.assignment import (
@@ -134,8 +139,11 @@ class KafkaApis:
         now_ms: Callable[[], int],
         *,
         cluster_id: str | None = None,
+        config_layers: BrokerConfigLayers | None = None,
     ) -> None:
-        self.config = config
+        self.config = config  # the settings in force (the broker replaces it when they change)
+        # server.properties and the dynamic broker configs (the broker keeps it current).
+        self.config_layers = config_layers or BrokerConfigLayers(config)
         self.cluster_id = cluster_id  # /cluster/id, read or created at startup
         self.producer_ids = ProducerIdManager(
             lambda: asyncio.to_thread(
@@ -318,14 +326,20 @@ class KafkaApis:
                 overrides = await asyncio.to_thread(self.zk.get_topic_config, name)
             except ZkError as e:
                 raise KafkaError(f"cannot read topic {name}'s config: {e}") from e
-            return describe_topic(self.config, overrides, keys, include_synonyms)
+            return describe_topic(self.config_layers, overrides, keys, include_synonyms)
         if resource_type == ResourceType.BROKER:
-            if name != str(self.config.broker_id):
-                raise InvalidRequestError(
-                    f"Unexpected broker id, expected {self.config.broker_id} but received {name}"
-                )
-            return describe_broker(self.config, keys)
-        raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+            if not name:
+                return describe_broker_default(self.config_layers, keys, include_synonyms)
+            self._check_own_broker_id(name, " or empty string,")
+            return describe_broker(self.config_layers, keys, include_synonyms)
+        raise InvalidRequestError(f"Unsupported resource type: {resource_type}")
+
+    def _check_own_broker_id(self, name: str, alternative: str = ",") -> None:
+        if name != str(self.config.broker_id):
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {self.config.broker_id}{alternative} but "
+                f"received {name}"
+            )
 
     async def incremental_alter_configs(
         self,
@@ -334,8 +348,18 @@ class KafkaApis:
         changes: list[AlterableConfig],
         validate_only: bool,
     ) -> None:
-        """Change a topic's overrides (SET, DELETE, APPEND, SUBTRACT) and tell every broker,
-        or only check the change; KafkaError with Kafka's code when it cannot be made."""
+        """Change a topic's overrides or a broker's dynamic configs (SET, DELETE, APPEND,
+        SUBTRACT) and tell every broker, or only check the change; KafkaError with Kafka's
+        code when it cannot be made."""
+        if resource_type == ResourceType.BROKER:
+            await self._change_broker_config(
+                name,
+                validate_only,
+                lambda entity, current: altered_broker_configs(
+                    self.config_layers, entity, current, changes
+                ),
+            )
+            return
         await self._change_topic_config(
             resource_type,
             name,
@@ -350,14 +374,45 @@ class KafkaApis:
         configs: list[tuple[str, str | None]],
         validate_only: bool,
     ) -> None:
-        """AlterConfigs (the non-incremental API): the topic's overrides become exactly
-        `configs`, or the change is only checked."""
+        """AlterConfigs (the non-incremental API): the topic's overrides, or the broker
+        entity's dynamic configs, become exactly `configs`, or the change is only checked."""
+        if resource_type == ResourceType.BROKER:
+            await self._change_broker_config(
+                name,
+                validate_only,
+                lambda entity, _current: replaced_broker_configs(
+                    self.config_layers, entity, configs
+                ),
+            )
+            return
         await self._change_topic_config(
             resource_type,
             name,
             validate_only,
             lambda _current: replaced_topic_overrides(self.config, configs),
         )
+
+    async def _change_broker_config(
+        self,
+        name: str,
+        validate_only: bool,
+        configs_after: Callable[[str, dict[str, str]], dict[str, str]],
+    ) -> None:
+        """Write a broker entity's dynamic configs (`/config/brokers/<id>`, or `<default>` for
+        the resource named "") with a change notification every broker reads; only this
+        broker's own id or the default can be changed through it, as in Kafka."""
+        if name:
+            self._check_own_broker_id(name)
+        entity = broker_entity(name)
+        try:
+            current = await asyncio.to_thread(self.zk.get_broker_config, entity)
+            new = configs_after(entity, current)
+            if validate_only or new == current:
+                return
+            await asyncio.to_thread(self.zk.change_broker_config, entity, new)
+        except ZkError as e:
+            raise KafkaError(f"cannot change the broker config {entity}: {e}") from e
+        log.info("broker config %s: %s -> %s", entity, current, new)
 
     async def _change_topic_config(
         self,
@@ -368,13 +423,11 @@ class KafkaApis:
     ) -> None:
         """Write the topic's overrides `overrides_after` makes of its current ones (checked
         there) to `/config/topics/<t>` with a change notification for every broker."""
-        if resource_type == ResourceType.BROKER:
-            raise InvalidRequestError(
-                "broker configs cannot be changed at runtime here: set them in the broker's "
-                "server.properties and restart it"
-            )
         if resource_type != ResourceType.TOPIC:
-            raise InvalidRequestError(f"Unsupported resource type {resource_type}")
+            raise InvalidRequestError(
+                "AlterConfigs is only supported for topics and brokers, but resource type is "
+                f"{resource_type}"
+            )
         validate_topic_name(name)
         try:
             if not await asyncio.to_thread(self.zk.topic_exists, name):

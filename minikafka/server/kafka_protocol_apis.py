@@ -565,7 +565,8 @@ class KafkaProtocolApis:
     async def describe_configs(self, version: int, req: Any) -> dict[str, Any]:
         results = []
         for r in req.resources:
-            keys = None if r.configuration_keys is None else list(r.configuration_keys)
+            # Null or empty: every config (Kafka answers an empty list with all of them too).
+            keys = list(r.configuration_keys) if r.configuration_keys else None
             result: dict[str, Any] = {
                 "resource_type": r.resource_type,
                 "resource_name": r.resource_name,

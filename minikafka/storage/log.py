@@ -53,7 +53,7 @@ from minikafka.storage.log_cleaner import (
     discard_staging,
     swap_in,
 )
-from minikafka.storage.log_config import LogConfig
+from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.offset_index import ENTRY_SIZE as INDEX_ENTRY_BYTES
 from minikafka.storage.producer_snapshot import (
     SNAPSHOT_SUFFIX,
@@ -374,7 +374,13 @@ class Log:
             duplicate = self._check_idempotent_append(buf, idempotent)
             if duplicate is not None:
                 return duplicate
-        info = self._append(LogSegment.append_leader, buf, leader_epoch, check_compressed_batch)
+        info = self._append(
+            LogSegment.append_leader,
+            buf,
+            leader_epoch,
+            self.config.max_message_bytes,
+            check_compressed_batch,
+        )
         self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         if idempotent is not None or info.num_batches > 1:
             # (A request of several batches is none a Kafka client sends, v3 on; any
@@ -624,8 +630,13 @@ class Log:
         One C call (`SegmentAppender.append_follower`) checks them (each batch valid, the
         first at or above the LEO, the rest contiguous, leader epochs never going backwards)
         and writes them."""
+        # No size check (Kafka's ignoreRecordSize): the leader accepted these batches, maybe
+        # under a larger max.message.bytes than this replica's config says now.
         info = self._append(
-            LogSegment.append_follower, records, self.leader_epoch_cache.latest_epoch()
+            LogSegment.append_follower,
+            records,
+            self.leader_epoch_cache.latest_epoch(),
+            LONG_MAX,
         )
         if info.new_epochs is not None:
             for epoch, start in info.new_epochs:
@@ -639,6 +650,7 @@ class Log:
         append: Callable[..., LogAppendInfo | None],
         records: bytes | bytearray | memoryview,
         epoch: int,
+        max_batch_bytes: int,
         *extra: object,
     ) -> LogAppendInfo:
         """One request through the active segment's C append (`append_leader` with the
@@ -656,7 +668,7 @@ class Log:
                 seg,
                 records,
                 epoch,
-                config.max_message_bytes,
+                max_batch_bytes,
                 config.segment_bytes,
                 config.max_segment_ms
                 - seg.roll_jitter_ms(config.segment_jitter_ms, config.max_segment_ms),
@@ -674,7 +686,7 @@ class Log:
                     seg,
                     records,
                     epoch,
-                    config.max_message_bytes,
+                    max_batch_bytes,
                     config.segment_bytes,
                     config.segment_ms,
                     self._now_ms,

@@ -466,7 +466,9 @@ class ZkClient:
 
     def set_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
         """Create or overwrite `/config/topics/<t>` (Kafka's setOrCreateEntityConfigs)."""
-        path = paths.topic_config(topic)
+        self._set_entity_config(paths.topic_config(topic), config)
+
+    def _set_entity_config(self, path: str, config: Mapping[str, str]) -> None:
         data = codecs.encode_topic_config(config)
         try:
             self._call(f"set {path}", self._kazoo().set_async(path, data))
@@ -476,6 +478,16 @@ class ZkClient:
             except ZkNodeExistsError:
                 self._call(f"set {path}", self._kazoo().set_async(path, data))
 
+    def _notify_config_change(self, entity_path: str) -> None:
+        self._call(
+            f"notify the config change of {entity_path}",
+            self._kazoo().create_async(
+                paths.config_change_prefix(),
+                codecs.encode_config_change_notification(entity_path),
+                sequence=True,
+            ),
+        )
+
     def change_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
         """Replace a topic's overrides and tell every broker (Kafka's AdminZkClient
         changeTopicConfig): `/config/topics/<t>` first, then a persistent sequential
@@ -483,14 +495,20 @@ class ZkClient:
         if not self.topic_exists(topic):
             raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
         self.set_topic_config(topic, config)
-        self._call(
-            f"notify the config change of topic {topic}",
-            self._kazoo().create_async(
-                paths.config_change_prefix(),
-                codecs.encode_config_change_notification(f"topics/{topic}"),
-                sequence=True,
-            ),
-        )
+        self._notify_config_change(f"topics/{topic}")
+
+    def get_broker_config(self, entity: str) -> dict[str, str]:
+        """`/config/brokers/<entity>` (a broker id, or `<default>`): its dynamic configs."""
+        path = paths.broker_config(entity)
+        got = self._get(path)
+        return {} if got is None else codecs.decode_entity_config(f"broker config {path}", got[0])
+
+    def change_broker_config(self, entity: str, config: Mapping[str, str]) -> None:
+        """Replace a broker's (or, entity `<default>`, every broker's) dynamic configs and
+        tell the brokers (Kafka's AdminZkClient changeBrokerConfig): the znode, then a
+        notification naming `brokers/<entity>`."""
+        self._set_entity_config(paths.broker_config(entity), config)
+        self._notify_config_change(f"brokers/{entity}")
 
     def get_config_change_notifications(self) -> dict[str, tuple[str | None, int]]:
         """Notification name -> (changed entity's path, or None if unreadable; creation

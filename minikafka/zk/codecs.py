@@ -420,7 +420,11 @@ def encode_topic_config(config: Mapping[str, str]) -> bytes:
 
 
 def decode_topic_config(topic: str, data: bytes | str | None) -> dict[str, str]:
-    what = f"topic config /config/topics/{topic}"
+    return decode_entity_config(f"topic config /config/topics/{topic}", data)
+
+
+def decode_entity_config(what: str, data: bytes | str | None) -> dict[str, str]:
+    """A `/config/<type>/<entity>` znode (Kafka's ConfigEntityZNode): its config map."""
     obj = _load_object(data, what)
     _check_version(obj, what, (1,))
     config = _field(obj, "config", what)

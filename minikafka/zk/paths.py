@@ -17,6 +17,7 @@ DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 CLUSTER_ID = "/cluster/id"
@@ -29,6 +30,7 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     BROKER_IDS,
     BROKER_TOPICS,
     CONFIG_TOPICS,
+    CONFIG_BROKERS,
     CONFIG_CHANGES,
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
@@ -109,6 +111,11 @@ def topic_configs() -> str:
 
 def topic_config(t: str) -> str:
     return f"{CONFIG_TOPICS}/{_name('topic', t)}"
+
+
+def broker_config(entity: str) -> str:
+    """`/config/brokers/<id>`, or `<default>` for the cluster-wide dynamic defaults."""
+    return f"{CONFIG_BROKERS}/{_name('broker config entity', entity)}"
 
 
 def config_changes() -> str:

@@ -147,15 +147,16 @@ def test_bad_changes_are_refused_with_kafkas_errors(cluster: LocalCluster) -> No
     )
     assert cluster.zk_client().get_topic_config("cfg") == before
 
-    # Broker configs are described (read-only) but not changed at runtime.
+    # A broker config Kafka marks read-only is described as such and not changed at runtime.
     broker = ConfigResource(ResourceType.BROKER, "1")
     configs = admin.describe_configs([broker])[broker].result(timeout=30)
     assert configs["broker.id"].value == "1" and configs["broker.id"].is_read_only
     broker_change = ConfigResource(
         ResourceType.BROKER,
         "1",
-        incremental_configs=[ConfigEntry("log.retention.ms", "1", incremental_operation=set_op)],
+        incremental_configs=[ConfigEntry("broker.id", "7", incremental_operation=set_op)],
     )
     with pytest.raises(KafkaException) as info:
         admin.incremental_alter_configs([broker_change])[broker_change].result(timeout=30)
     assert info.value.args[0].code() == KafkaError.INVALID_REQUEST
+    assert "Cannot update these configs dynamically: broker.id" in info.value.args[0].str()

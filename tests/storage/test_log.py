@@ -60,6 +60,17 @@ def test_follower_append_keeps_offsets_and_epochs(open_log):
     assert lg.log_end_offset == 3
 
 
+def test_a_follower_takes_a_batch_over_its_max_message_bytes(open_log):
+    # The leader accepted it (its max.message.bytes, dynamic, may differ, or have been
+    # lowered since): a follower that refused it would stop replicating the partition.
+    lg = open_log(LogConfig(max_message_bytes=100))
+    big = build_batch([b"x" * 500], base_offset=0, partition_leader_epoch=1)
+    with pytest.raises(MessageTooLargeError):
+        lg.append_as_leader(big, 1)
+    info = lg.append_as_follower(big)
+    assert (info.last_offset, lg.log_end_offset) == (0, 1)
+
+
 def test_bad_appends_are_rejected_and_leave_the_log_unchanged(open_log):
     lg = open_log(LogConfig(segment_bytes=5000, max_message_bytes=200))
     lg.append_as_leader(batch(1), 0)

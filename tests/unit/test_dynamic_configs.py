@@ -1,6 +1,7 @@
-"""The pure parts of dynamic topic configs: what DescribeConfigs answers (values, sources,
-synonyms), what IncrementalAlterConfigs makes of a topic's overrides, and which config
-change notifications a broker acts on and purges."""
+"""The pure parts of dynamic topic and broker configs: what DescribeConfigs answers (values,
+sources, synonyms), what IncrementalAlterConfigs and AlterConfigs make of a topic's
+overrides and of a broker's dynamic configs (KIP-226), and which config change
+notifications a broker acts on and purges."""
 
 from __future__ import annotations
 
@@ -10,13 +11,19 @@ from hypothesis import strategies as st
 
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import (
+    DEFAULT_BROKER_ENTITY,
+    DYNAMIC_BROKER_CONFIGS,
     TOPIC_CONFIGS,
     AlterableConfig,
     AlterOp,
+    BrokerConfigLayers,
     ConfigSource,
+    altered_broker_configs,
     altered_topic_overrides,
     describe_broker,
+    describe_broker_default,
     describe_topic,
+    replaced_broker_configs,
     replaced_topic_overrides,
 )
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
@@ -24,11 +31,12 @@ from minikafka.server.config_changes import CHANGE_EXPIRATION_MS, plan_config_ch
 from minikafka.storage.log_config import LogConfig
 
 BROKER = BrokerConfig.from_properties({"broker.id": "1", "log.retention.hours": "1"})
+LAYERS = BrokerConfigLayers(BROKER)
 
 
 def test_every_topic_config_is_described_and_every_one_exists() -> None:
     assert set(TOPIC_CONFIGS) == set(LogConfig.TOPIC_NAMES)
-    described = describe_topic(BROKER, {}, None, include_synonyms=False)
+    described = describe_topic(LAYERS, {}, None, include_synonyms=False)
     assert [c.name for c in described] == list(TOPIC_CONFIGS)
     assert all(not c.read_only and c.synonyms == () for c in described)
 
@@ -71,7 +79,9 @@ def test_every_topic_config_kafka_2_8_defines_is_known_with_its_broker_synonym()
     for name, d in TOPIC_CONFIGS.items():
         assert d.broker_synonym is None or d.broker_synonym in properties, name
     # Each default is the broker's, and a valid topic config.
-    defaults = {c.name: c.value for c in describe_topic(BrokerConfig(), {}, None, False)}
+    defaults = {
+        c.name: c.value for c in describe_topic(BrokerConfigLayers(BrokerConfig()), {}, None, False)
+    }
     LogConfig().with_overrides({k: v for k, v in defaults.items() if v is not None})
     assert defaults["compression.type"] == "producer"
     assert defaults["message.timestamp.type"] == "CreateTime"
@@ -106,7 +116,7 @@ def test_values_come_from_the_override_then_the_broker_then_the_default() -> Non
     described = {
         c.name: c
         for c in describe_topic(
-            BROKER, {"min.insync.replicas": "2", "retention.ms": "5"}, None, include_synonyms=True
+            LAYERS, {"min.insync.replicas": "2", "retention.ms": "5"}, None, include_synonyms=True
         )
     }
     mir = described["min.insync.replicas"]
@@ -121,7 +131,7 @@ def test_values_come_from_the_override_then_the_broker_then_the_default() -> Non
         ("log.retention.ms", "3600000", ConfigSource.STATIC_BROKER_CONFIG),
         ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG),
     ]
-    no_override = {c.name: c for c in describe_topic(BROKER, {}, None, include_synonyms=False)}
+    no_override = {c.name: c for c in describe_topic(LAYERS, {}, None, include_synonyms=False)}
     assert (no_override["retention.ms"].value, no_override["retention.ms"].source) == (
         "3600000",
         ConfigSource.STATIC_BROKER_CONFIG,
@@ -131,17 +141,140 @@ def test_values_come_from_the_override_then_the_broker_then_the_default() -> Non
 
 
 def test_named_keys_only_and_unknown_names_left_out() -> None:
-    described = describe_topic(BROKER, {}, ["flush.ms", "nope", "flush.ms"], False)
+    described = describe_topic(LAYERS, {}, ["flush.ms", "nope", "flush.ms"], False)
     assert [c.name for c in described] == ["flush.ms"]
-    broker = describe_broker(BROKER, ["broker.id", "log.retention.ms", "nope"])
+    broker = describe_broker(LAYERS, ["broker.id", "log.retention.ms", "nope"], False)
     assert [(c.name, c.value, c.read_only) for c in broker] == [
         ("broker.id", "1", True),
-        ("log.retention.ms", "3600000", True),
+        ("log.retention.ms", "3600000", False),
     ]
 
 
 def op(name: str, kind: AlterOp, value: str | None = None) -> AlterableConfig:
     return AlterableConfig(name, int(kind), value)
+
+
+def test_kafkas_dynamic_broker_configs_that_minikafka_has_are_dynamic() -> None:
+    # Kafka 2.8's DynamicLogConfig.ReconfigurableConfigs (the topic configs' broker
+    # synonyms but log.message.format.version), LogCleaner's backoff, the fetcher threads.
+    assert {
+        "log.segment.bytes",
+        "log.roll.ms",
+        "log.roll.jitter.ms",
+        "log.index.size.max.bytes",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.retention.bytes",
+        "log.retention.ms",
+        "message.max.bytes",
+        "log.index.interval.bytes",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.segment.delete.delay.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.cleanup.policy",
+        "unclean.leader.election.enable",
+        "min.insync.replicas",
+        "compression.type",
+        "log.preallocate",
+        "log.message.timestamp.type",
+        "log.message.timestamp.difference.max.ms",
+        "log.message.downconversion.enable",
+        "log.cleaner.backoff.ms",
+        "num.replica.fetchers",
+    } == DYNAMIC_BROKER_CONFIGS
+
+
+def test_a_broker_setting_comes_from_its_own_then_the_cluster_default_then_the_file() -> None:
+    layers = BrokerConfigLayers(
+        BROKER,
+        cluster_default={"log.retention.ms": "7000", "message.max.bytes": "5000"},
+        per_broker={"log.retention.ms": "9000"},
+    )
+    cfg = layers.effective()
+    assert (cfg.log_retention_ms, cfg.message_max_bytes) == (9000, 5000)
+    assert cfg.log_config().retention_ms == 9000
+    described = {c.name: c for c in describe_broker(layers, None, include_synonyms=True)}
+    retention = described["log.retention.ms"]
+    assert (retention.value, retention.source, retention.read_only) == (
+        "9000",
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        False,
+    )
+    assert [(s.value, s.source) for s in retention.synonyms] == [
+        ("9000", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        ("7000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("3600000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("604800000", ConfigSource.DEFAULT_CONFIG),
+    ]
+    mmb = described["message.max.bytes"]
+    assert (mmb.value, mmb.source) == ("5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert described["broker.id"].read_only
+    assert described["zookeeper.connect"].source == ConfigSource.DEFAULT_CONFIG
+    # A topic without an override shows the broker's dynamic value and its layers.
+    topic = {c.name: c for c in describe_topic(layers, {}, ["retention.ms"], True)}
+    assert topic["retention.ms"].value == "9000"
+    assert topic["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG
+    assert [s.name for s in topic["retention.ms"].synonyms] == ["log.retention.ms"] * 4
+    # The default resource ("") describes the cluster defaults that are set, only.
+    default = describe_broker_default(layers, None, include_synonyms=False)
+    assert [(c.name, c.value, c.source) for c in default] == [
+        ("log.retention.ms", "7000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("message.max.bytes", "5000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ]
+
+
+def test_stored_dynamic_configs_that_do_not_apply_are_left_out() -> None:
+    layers = BrokerConfigLayers(
+        BROKER,
+        cluster_default={"broker.id": "9", "log.retention.ms": "soon"},
+        per_broker={"log.segment.bytes": "2000000"},
+    )
+    cfg = layers.effective()
+    assert (cfg.broker_id, cfg.log_retention_ms, cfg.log_segment_bytes) == (1, 3600000, 2000000)
+
+
+def test_broker_changes_set_delete_and_replace_the_entitys_dynamic_configs() -> None:
+    new = altered_broker_configs(
+        LAYERS,
+        "1",
+        {"log.retention.ms": "5000", "log.flush.interval.ms": "10"},
+        [op("log.flush.interval.ms", AlterOp.DELETE), op("min.insync.replicas", AlterOp.SET, "2")],
+    )
+    assert new == {"log.retention.ms": "5000", "min.insync.replicas": "2"}
+    appended = altered_broker_configs(
+        LAYERS, DEFAULT_BROKER_ENTITY, {}, [op("log.cleanup.policy", AlterOp.APPEND, "compact")]
+    )
+    assert appended == {"log.cleanup.policy": "delete,compact"}
+    assert replaced_broker_configs(LAYERS, "1", [("log.roll.ms", "60000")]) == {
+        "log.roll.ms": "60000"
+    }
+    assert replaced_broker_configs(LAYERS, "1", []) == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (op("broker.id", AlterOp.SET, "2"), "Cannot update these configs dynamically: broker.id"),
+        (op("listeners", AlterOp.SET, "PLAINTEXT://:1"), "dynamically: listeners"),
+        (op("log.message.format.version", AlterOp.SET, "2.8"), "dynamically"),
+        (op("no.such.thing", AlterOp.SET, "1"), "Unknown broker configs: no.such.thing"),
+        (op("leader.replication.throttled.rate", AlterOp.SET, "1"), "does not throttle"),
+        (op("log.retention.ms", AlterOp.SET, "soon"), "invalid value for log.retention.ms"),
+        (op("num.replica.fetchers", AlterOp.SET, "4"), "num.replica.fetchers must be 1"),
+        (op("log.retention.ms", AlterOp.APPEND, "1"), "not a list"),
+        (op("log.retention.ms", AlterOp.SET, None), "Null value"),
+    ],
+)
+def test_bad_broker_changes_are_refused_as_kafka_refuses_them(
+    change: AlterableConfig, message: str
+) -> None:
+    with pytest.raises((InvalidRequestError, InvalidConfigError), match=message) as info:
+        altered_broker_configs(LAYERS, "1", {}, [change])
+    if "list" not in message:
+        assert isinstance(info.value, InvalidRequestError)
+        assert "ConfigResource(type=BROKER, name='1')" in str(info.value) or "Null" in message
 
 
 def test_set_and_delete_change_the_overrides() -> None:
@@ -209,10 +342,17 @@ def test_only_notifications_after_the_last_one_processed_are_acted_on() -> None:
         b: ("topics/t1", now),
         c: ("brokers/1", now),
         d: ("topics/t1", now),
+        "config_change_0000000005": ("brokers/<default>", now),
+        "config_change_0000000006": ("users/alice", now),
     }
     plan = plan_config_changes(notifications, 1, now)
-    assert (plan.topics, plan.last_sequence, plan.purge) == (["t1"], 4, [])
-    assert plan_config_changes(notifications, 4, now).topics == []
+    assert (plan.topics, plan.brokers, plan.last_sequence, plan.purge) == (
+        ["t1"],
+        ["1", "<default>"],
+        6,
+        [],
+    )
+    assert plan_config_changes(notifications, 6, now)[:2] == ([], [])
     # An unreadable notification is passed over, not retried for ever.
     assert plan_config_changes({a: (None, now)}, -1, now).last_sequence == 1
 
