@@ -239,17 +239,16 @@ def _meta(cluster: ChaosCluster, opts: ChaosOptions) -> dict[str, Any]:
 
 async def _create_topic(cluster: ChaosCluster, opts: ChaosOptions) -> None:
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient
     from confluent_kafka.cimpl import NewTopic
 
-    from minikafka.client.librdkafka import client_config
+    from minikafka.client.librdkafka import client_config, new_admin
 
     configs = {
         "min.insync.replicas": str(opts.min_insync_replicas),
         "unclean.leader.election.enable": str(opts.unclean_leader_election).lower(),
         **opts.topic_configs,
     }
-    admin = AdminClient(client_config(cluster.bootstrap_servers, QUIET))
+    admin = new_admin(client_config(cluster.bootstrap_servers, QUIET))
     new = NewTopic(opts.topic, opts.partitions, opts.replication_factor, config=configs)
     future = admin.create_topics([new], operation_timeout=60)[opts.topic]
     try:

@@ -14,11 +14,9 @@ import collections
 import contextlib
 import json
 import os
-import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import click
@@ -26,6 +24,7 @@ from click.core import ParameterSource
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.cluster.local import (
     DEFAULT_DATA_DIR_TEXT,
     NETWORK_MODES,
@@ -92,24 +91,6 @@ def _failures_as_click_errors() -> Iterator[None]:
         yield
     except _FAILURES as e:
         raise click.ClickException(str(e)) from e
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (from `kill`, systemd, docker) stops the foreground cluster like Ctrl-C."""
-
-    def interrupt(_sig: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread (an embedding caller): leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def describe_faults(faults: dict[str, Any]) -> str:
@@ -264,7 +245,7 @@ def up(
         )
     except (ClusterError, ValueError) as e:
         raise click.ClickException(str(e)) from e
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         try:
             # A fresh Debian machine: install the zookeeper package first (as root), or
             # say what to run.

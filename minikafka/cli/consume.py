@@ -28,7 +28,9 @@ from minikafka.cli.client_options import (
     truthy,
     unescape,
 )
+from minikafka.cli.signals import handles_sigterm, interrupt_status
 from minikafka.client.librdkafka import (
+    AllBrokersDown,
     ClientConfigError,
     TopicUnavailableError,
     client_config,
@@ -170,14 +172,21 @@ def _consume(
     config.update(props)
     if group is not None:
         config["enable.auto.offset.store"] = False  # stored only once written: at least once
-    consumer = new_consumer(client_config(bootstrap_server, config))
+    down = AllBrokersDown()
+    consumer = new_consumer(client_config(bootstrap_server, {"error_cb": down, **config}))
     try:
         auto_create = str(config["allow.auto.create.topics"]).lower() == "true"
+        # --timeout-ms bounds the whole wait, the metadata's included (Kafka's consumer
+        # fetches it inside the poll that --timeout-ms bounds).
+        wait_ms = METADATA_TIMEOUT_MS if timeout_ms is None else timeout_ms
         try:
-            meta = wait_for_topic(
-                consumer, topic, METADATA_TIMEOUT_MS / 1000, auto_create=auto_create
-            )
+            meta = wait_for_topic(consumer, topic, wait_ms / 1000, auto_create=auto_create)
         except TopicUnavailableError as e:
+            if e.timed_out:
+                consumer.poll(0)  # serves error_cb: were all brokers down, and why?
+                unreachable = down.unreachable(bootstrap_server, wait_ms)
+                if unreachable is not None:
+                    raise ConsumeError(unreachable) from None
             raise ConsumeError(str(e)) from None
         if group is not None:
             # The group's committed offsets say where each partition starts (else
@@ -277,6 +286,7 @@ def _consume(
     help="Any consumer property by its Kafka name, as librdkafka takes it, e.g. "
     "fetch.wait.max.ms=100.",
 )
+@handles_sigterm
 def consume(
     bootstrap_server: str,
     topic: str,
@@ -335,7 +345,8 @@ def consume(
         status = 1
     except BrokenPipeError:
         status = 0  # the reader went away (| head): a normal way to stop
-    except KeyboardInterrupt:
-        status = 0
+    except KeyboardInterrupt as e:
+        # The consumer is closed (in a group: committed and left) before this.
+        status = interrupt_status(e, on_ctrl_c=0)
     click.echo(f"Processed a total of {counter[0]} messages", err=True)
     sys.exit(status)

@@ -14,6 +14,7 @@ import click
 import uvloop
 
 from minikafka.cli.client_options import bootstrap_server_option, parse_key_values
+from minikafka.cli.signals import interrupt_status, sigterm_as_interrupt
 from minikafka.perf.consume import (
     CONSUMER_DETAILED_HEADER,
     CONSUMER_HEADER,
@@ -39,7 +40,7 @@ T = TypeVar("T")
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run on uvloop (as the brokers do); turn the usual failures into one-line errors."""
     try:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        with sigterm_as_interrupt(), asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(coro)
     except ValueError as e:  # ClientConfigError too: a property librdkafka refuses
         raise click.UsageError(str(e)) from None
@@ -52,8 +53,8 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
             raise
         click.echo(f"Error: {message}", err=True)
         sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        sys.exit(interrupt_status(e, on_ctrl_c=130))
 
 
 def _librdkafka_error(e: BaseException) -> str | None:

@@ -24,7 +24,9 @@ from minikafka.cli.client_options import (
     truthy,
     unescape,
 )
+from minikafka.cli.signals import handles_sigterm, interrupt_status
 from minikafka.client.librdkafka import (
+    AllBrokersDown,
     ClientConfigError,
     TopicUnavailableError,
     client_config,
@@ -37,6 +39,7 @@ READER_PROPERTIES = {"parse.key", "key.separator", "ignore.error"}
 # such property, so the command does that wait itself.
 MAX_BLOCK_MS = "max.block.ms"
 DEFAULT_MAX_BLOCK_MS = 60000
+FLUSH_ON_INTERRUPT_S = 10.0
 POLL_INTERVAL_S = 0.1  # how often delivery reports are served while stdin is quiet
 
 
@@ -81,6 +84,7 @@ class _Outcome:
     def __init__(self) -> None:
         self.sent = 0
         self.failed = 0
+        self.stopped = False  # at the first line: what was not sent is not known
 
 
 def _describe(data: bytes | None) -> str:
@@ -100,7 +104,8 @@ def _produce(
     parse_key = truthy(props, "parse.key")
     ignore_error = truthy(props, "ignore.error")
     separator = unescape(props.get("key.separator", "\t")).encode()
-    producer = new_producer(client_config(bootstrap_server, config))
+    down = AllBrokersDown()
+    producer = new_producer(client_config(bootstrap_server, {"error_cb": down, **config}))
 
     def report(line_no: int, key: bytes | None, value: bytes | None, error: object) -> None:
         outcome.failed += 1
@@ -117,47 +122,53 @@ def _produce(
             outcome.sent += 1
 
     auto_create = str(config.get("allow.auto.create.topics", "true")).lower() == "true"
-    lines = read_lines(stream)
-    line_no = 0
-    for line in lines:
-        producer.poll(0)  # delivery reports
-        if line is None:
-            continue
-        if line_no == 0:
-            # As Kafka's producer blocks its first send on the topic's metadata (up to
-            # max.block.ms): a topic that never comes fails once, not once per line.
-            try:
-                wait_for_topic(producer, topic, max_block_ms / 1000, auto_create=auto_create)
-            except TopicUnavailableError as e:
-                unsent = 1 + sum(1 for rest in lines if rest is not None)
-                outcome.failed += unsent
-                click.echo(
-                    f"Error: {e}; stopped at line 1: "
-                    f"{unsent} record{'s' if unsent > 1 else ''} from there on not sent",
-                    err=True,
-                )
-                return
-        line_no += 1
-        key: bytes | None = None
-        value: bytes = line
-        if parse_key:
-            k, sep, v = line.partition(separator)
-            if sep:
-                key, value = k, v
-            elif not ignore_error:
-                report(line_no, None, line, f"No key separator found on line {line_no}")
+    try:
+        lines = read_lines(stream)
+        line_no = 0
+        for line in lines:
+            producer.poll(0)  # delivery reports
+            if line is None:
                 continue
-        callback = functools.partial(on_delivery, line_no, key, value)
-        while True:
-            try:
-                producer.produce(topic, value, key, on_delivery=callback)
-                break
-            except BufferError:  # queue.buffering.max.messages reached: wait for room
-                producer.poll(POLL_INTERVAL_S)
-        if sync:
-            producer.flush()
-    while producer.flush(POLL_INTERVAL_S) > 0:
-        pass
+            if line_no == 0:
+                # As Kafka's producer blocks its first send on the topic's metadata (up to
+                # max.block.ms): a topic that never comes fails once, not once per line.
+                try:
+                    wait_for_topic(producer, topic, max_block_ms / 1000, auto_create=auto_create)
+                except TopicUnavailableError as e:
+                    why = str(e)
+                    if e.timed_out:
+                        producer.poll(0)  # serves error_cb: were all brokers down, and why?
+                        why = down.unreachable(bootstrap_server, max_block_ms) or why
+                    # The rest of stdin is not read: a terminal would keep the command waiting.
+                    outcome.stopped = True
+                    click.echo(f"Error: {why}; stopped at line 1: nothing sent", err=True)
+                    return
+            line_no += 1
+            key: bytes | None = None
+            value: bytes = line
+            if parse_key:
+                k, sep, v = line.partition(separator)
+                if sep:
+                    key, value = k, v
+                elif not ignore_error:
+                    report(line_no, None, line, f"No key separator found on line {line_no}")
+                    continue
+            callback = functools.partial(on_delivery, line_no, key, value)
+            while True:
+                try:
+                    producer.produce(topic, value, key, on_delivery=callback)
+                    break
+                except BufferError:  # queue.buffering.max.messages reached: wait for room
+                    producer.poll(POLL_INTERVAL_S)
+            if sync:
+                producer.flush()
+        while producer.flush(POLL_INTERVAL_S) > 0:
+            pass
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: as Kafka's tool closes its producer, the records read so far
+        # are still sent (for a while), and the ones that fail are reported.
+        producer.flush(FLUSH_ON_INTERRUPT_S)
+        raise
 
 
 @click.command("produce")
@@ -198,6 +209,7 @@ def _produce(
     "delivery.timeout.ms=5000, enable.idempotence=true), and max.block.ms: how long the "
     "first record waits for the topic's metadata (default 60000).",
 )
+@handles_sigterm
 def produce(
     bootstrap_server: str,
     topic: str,
@@ -242,8 +254,10 @@ def produce(
         )
     except ClientConfigError as e:
         raise click.BadParameter(str(e), param_hint="--producer-property") from None
-    except KeyboardInterrupt:
-        sys.exit(130)
+    except KeyboardInterrupt as e:
+        sys.exit(interrupt_status(e, on_ctrl_c=130))
+    if outcome.stopped:
+        sys.exit(1)
     if outcome.failed:
         click.echo(
             f"{outcome.failed} of {outcome.failed + outcome.sent} records were not sent",

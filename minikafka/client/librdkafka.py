@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from minikafka.protocol.errors import ErrorCode
 
@@ -28,6 +29,59 @@ RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
 # One try of a call that is asked again after a transient error, at most: a leader killed
 # with kill -9 does not answer, and the try waits for it until this has passed.
 TRY_TIMEOUT_S = 5.0
+
+
+# librdkafka's log facilities of a connection failing (each retry logs it again); the
+# commands say themselves when no broker answers, so these are INFO (-v shows them).
+_CONNECTION_FACILITIES = frozenset({"FAIL", "CONNECT", "BROKERFAIL"})
+# Parts of a log line that change between repeats of the same event.
+_VOLATILE = re.compile(
+    r"\(after \d+ms in state \w+(?:, \d+ identical error\(s\) suppressed)?\)"
+    r"|#(?:producer|consumer)-\d+"
+)
+REPEAT_WINDOW_S = 30.0
+
+
+class LibrdkafkaLogger(logging.Logger):
+    """Where librdkafka's log goes (its `logger` property; confluent-kafka serves it in
+    poll()): Python logging under `minikafka.librdkafka`, each distinct line at most once
+    per REPEAT_WINDOW_S (the next one says how many were held back), a connection failure
+    at INFO. Without it librdkafka prints to stderr, a line per broker per reconnect."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__("minikafka.librdkafka")
+        self.parent = logging.getLogger("minikafka")
+        self._clock = clock
+        self._last: dict[str, tuple[float, int]] = {}  # line -> (shown at, held back since)
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        text = str(msg) % args if args else str(msg)
+        facility = text.split(" ", 1)[0]
+        if facility in _CONNECTION_FACILITIES and level > logging.INFO:
+            level = logging.INFO
+        if not self.isEnabledFor(level):
+            return
+        key = _VOLATILE.sub("", text)
+        now = self._clock()
+        shown = self._last.get(key)
+        if shown is not None and now - shown[0] < REPEAT_WINDOW_S:
+            self._last[key] = (shown[0], shown[1] + 1)
+            return
+        if len(self._last) > 1000:  # a long run's distinct lines: forget the old ones
+            self._last.clear()
+        held = shown[1] if shown is not None else 0
+        self._last[key] = (now, 0)
+        if held:
+            text += f" ({held} more like it in the last {REPEAT_WINDOW_S:.0f} s)"
+        super().log(level, "%s", text, **kwargs)
+
+
+LIBRDKAFKA_LOGGER: Final = LibrdkafkaLogger()
+
+
+def with_logger(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` with librdkafka's log sent to LIBRDKAFKA_LOGGER (unless it names a logger)."""
+    return {"logger": LIBRDKAFKA_LOGGER, **config}
 
 
 def quiet_log_config() -> dict[str, Any]:
@@ -52,8 +106,20 @@ class AllBrokersDown:
 
         if error.code() == KafkaError._ALL_BROKERS_DOWN:
             self._all_down = error
-        elif error.code() == KafkaError._TRANSPORT:
+        elif error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE):
             self._transport = error
+
+    def unreachable(self, bootstrap_servers: str, waited_ms: int) -> str | None:
+        """What to say when a wait of `waited_ms` ended with every broker down: the address
+        and why librdkafka could not reach it (None if a broker was up)."""
+        if self._all_down is None:
+            return None
+        why = ""
+        if self._transport is not None:
+            # "host:port/bootstrap: Failed to resolve ... (after 1ms in state CONNECT)"
+            why = _VOLATILE.sub("", self._transport.str().split(": ", 1)[-1]).strip()
+            why = f": {why}"
+        return f"no broker at {bootstrap_servers} answered within {waited_ms} ms{why}"
 
     def message(self) -> str | None:
         """What to say if every broker is down (None while one is up)."""
@@ -202,7 +268,7 @@ def new_producer(config: Mapping[str, Any]) -> Producer:
     from confluent_kafka import KafkaException, Producer
 
     try:
-        return Producer(dict(config))
+        return Producer(with_logger(config))
     except KafkaException as e:
         raise ClientConfigError(f"producer config: {e.args[0].str()}") from None
 
@@ -212,7 +278,7 @@ def new_consumer(config: Mapping[str, Any]) -> Consumer:
 
     # librdkafka wants a group.id even for a consumer that only assigns (no group API).
     try:
-        return Consumer({"group.id": "minikafka-tools", **dict(config)})
+        return Consumer(with_logger({"group.id": "minikafka-tools", **dict(config)}))
     except KafkaException as e:
         raise ClientConfigError(f"consumer config: {e.args[0].str()}") from None
 
@@ -279,7 +345,12 @@ def transient_metadata_error(err: KafkaError) -> bool:
 
 
 class TopicUnavailableError(Exception):
-    """A topic's metadata did not come: it does not exist, or no broker answered in time."""
+    """A topic's metadata did not come: it does not exist, or (`timed_out`) no broker
+    answered in time."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 def wait_for_topic(
@@ -297,7 +368,8 @@ def wait_for_topic(
         if e.timed_out:
             detail = f" (last error: {e.last})" if e.last is not None else ""
             raise TopicUnavailableError(
-                f"Topic {topic} not present in metadata after {round(timeout_s * 1000)} ms.{detail}"
+                f"Topic {topic} not present in metadata after {round(timeout_s * 1000)} ms.{detail}",
+                timed_out=True,
             ) from None
         if e.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             why = (
@@ -339,7 +411,7 @@ def new_admin(config: Mapping[str, Any]) -> AdminClient:
     from confluent_kafka.admin import AdminClient
 
     try:
-        return AdminClient(dict(config))
+        return AdminClient(with_logger(config))
     except KafkaException as e:
         raise ClientConfigError(f"admin client config: {e.args[0].str()}") from None
 

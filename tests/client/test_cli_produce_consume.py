@@ -3,7 +3,9 @@ real 3-broker cluster, shared by the module: every test uses its own topics."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -139,26 +141,73 @@ def test_produce_takes_producer_properties_by_kafka_name_and_refuses_unknown_one
     assert "max.block.ms must be a non-negative integer, not '-5'" in block.output
 
 
-def test_produce_without_a_reachable_broker_fails_once_and_counts_every_line() -> None:
-    """No broker answers: the first record waits max.block.ms for metadata and fails; the
-    other lines are not each given the same wait, and all of them are reported unsent."""
+def free_port() -> int:
     with socket.socket() as s:  # a port with nothing listening on it
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    result = CliRunner().invoke(
-        cli,
+        port: int = s.getsockname()[1]
+        return port
+
+
+def minikafka(*args: str) -> list[str]:
+    return [sys.executable, "-m", "minikafka", *args]
+
+
+def test_produce_without_a_reachable_broker_fails_once_naming_the_address() -> None:
+    """No broker answers: the first record waits max.block.ms for metadata and fails, with
+    one line naming the address and why; the rest of stdin is not read (a terminal would
+    keep the command waiting), and the status is non-zero."""
+    address = f"127.0.0.1:{free_port()}"
+    result = subprocess.run(
         [
-            *("produce", "--bootstrap-server", f"127.0.0.1:{port}", "--topic", "ghost"),
+            *minikafka("produce", "--bootstrap-server", address, "--topic", "ghost"),
             *("--producer-property", "max.block.ms=500"),
         ],
-        input="".join(f"line-{i}\n" for i in range(100)),
+        input="".join(f"line-{i}\n" for i in range(100)).encode(),
+        capture_output=True,
+        timeout=120,
     )
-    assert result.exit_code == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1, result.stderr
-    assert "Topic ghost not present in metadata after 500 ms" in errors[0]
-    assert "stopped at line 1: 100 records from there on not sent" in errors[0]
-    assert "100 of 100 records were not sent" in result.stderr
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert stderr.splitlines() == [
+        f"Error: no broker at {address} answered within 500 ms: Connect to "
+        f"ipv4#{address} failed: Connection refused; stopped at line 1: nothing sent"
+    ], stderr
+
+
+@pytest.mark.parametrize("address", ["nosuchhost.invalid:9092", "closed port"])
+def test_consume_from_an_unreachable_address_honours_timeout_ms_and_says_why_once(
+    address: str,
+) -> None:
+    """The consumer gives up after --timeout-ms even with no connection, with one line
+    naming the address, and a non-zero status; librdkafka's reconnect lines (several a
+    second) go through logging, at INFO for a failing connection, each line at most once
+    per 30 s (-v shows them)."""
+    if address == "closed port":
+        address = f"127.0.0.1:{free_port()}"
+    for verbose in ([], ["-v"]):
+        result = subprocess.run(
+            minikafka(
+                *verbose,
+                *("consume", "--bootstrap-server", address, "--topic", "orders"),
+                *("--timeout-ms", "3000"),
+            ),
+            capture_output=True,
+            timeout=120,
+        )
+        assert result.returncode == 1
+        lines = result.stderr.decode().splitlines()
+        errors = [line for line in lines if "terminating consumer process" in line]
+        assert len(errors) == 1 and errors[0].startswith(
+            "Error processing message, terminating consumer process: "
+            f"no broker at {address} answered within 3000 ms: "
+        ), lines
+        assert lines[-1] == "Processed a total of 0 messages"
+        librdkafka = [line for line in lines if "minikafka.librdkafka" in line]
+        if not verbose:
+            assert len(lines) == 2, lines
+        else:
+            # Reconnecting every 100 ms or so for 3 s: one line, not thirty.
+            assert 1 <= len(librdkafka) <= 2, lines
 
 
 # --- consume -------------------------------------------------------------------------------
@@ -303,3 +352,61 @@ def test_without_confluent_kafka_the_command_says_what_to_install(
         f"minikafka {command} runs on librdkafka, the confluent-kafka package: "
         "pip install confluent-kafka" in result.output
     )
+
+
+def test_sigterm_ends_consume_in_a_group_as_ctrl_c_does(shared: LocalCluster) -> None:
+    """SIGTERM: the consumer commits what it printed and leaves its group at once (no wait
+    for the session timeout), prints the total, and exits with 143."""
+    from confluent_kafka.admin import AdminClient
+
+    topic, group = new_topic(shared), f"g-{uuid.uuid4().hex[:8]}"
+    append(shared, topic, [{"value": b"v%d" % i} for i in range(5)])
+    proc = subprocess.Popen(
+        minikafka(
+            *("consume", "--bootstrap-server", shared.bootstrap_servers, "--topic", topic),
+            *("--group", group, "--from-beginning"),
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        printed = [proc.stdout.readline() for _ in range(5)]
+        assert printed == [b"v%d\n" % i for i in range(5)]
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    assert b"Processed a total of 5 messages" in stderr
+    admin = AdminClient({"bootstrap.servers": shared.bootstrap_servers})
+    described = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    assert described.members == [] and described.state.name == "EMPTY"
+    result = run(shared, "consumer-groups", "--group", group, "--describe", "--offsets")
+    assert result.exit_code == 0, result.output
+    assert f"{topic}" in result.stdout and " 5 " in result.stdout
+
+
+def test_sigterm_ends_produce_with_143(shared: LocalCluster) -> None:
+    topic = new_topic(shared)
+    proc = subprocess.Popen(
+        minikafka("produce", "--bootstrap-server", shared.bootstrap_servers, "--topic", topic),
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(b"r%d\n" % i for i in range(10)))
+        proc.stdin.flush()  # stdin stays open: the command is still reading when stopped
+        wait_until(
+            lambda: len(consume_from_beginning(shared.bootstrap_servers, topic, 1)) == 10,
+            60,
+            "the ten records",
+        )
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
