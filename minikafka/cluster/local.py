@@ -50,9 +50,11 @@ from minikafka.cluster import netns
 from minikafka.cluster.errors import BrokerStartError as BrokerStartError
 from minikafka.cluster.errors import ClusterError as ClusterError
 from minikafka.cluster.errors import PortInUseError as PortInUseError
+from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
+from minikafka.controller.rebalance import partitions_to_rebalance
 from minikafka.protocol.errors import InvalidConfigError
-from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
+from minikafka.zk.client import BrokerInfo, ZkClient, ZkError, ZkNodeExistsError
 from minikafka.zk.client import expire_session as zk_expire_session
 from minikafka.zk.server import (
     DEFAULT_INSTALL_DIR,
@@ -450,6 +452,7 @@ class LocalCluster:
             self.wait_for_registered(self.broker_ids, self._left(deadline), newer_than=before)
             self.wait_for_controller(self._left(deadline), min_epoch=(epoch[0] if epoch else 0) + 1)
             self.wait_for_metadata(self.broker_ids, self._left(deadline))
+            self.balance_leaders(self._left(deadline))
         except BaseException:
             # Includes KeyboardInterrupt: a Ctrl-C during `cluster up` leaves nothing behind.
             with contextlib.suppress(Exception):
@@ -877,6 +880,43 @@ class LocalCluster:
             return True
 
         self._await(known, timeout, f"broker(s) {ids} to receive the cluster's metadata")
+
+    def balance_leaders(self, timeout: float) -> list[TopicPartition]:
+        """Give each partition back to its preferred replica (the first assigned), as Kafka's
+        preferred replica election does, once that replica is back in the ISR; returns the
+        partitions still led by another broker when `timeout` has passed.
+
+        A cluster started again brings its brokers up one by one: the first to register
+        leads every partition whose leader is not up yet, and, without this, keeps them
+        until the controller's auto rebalance (leader.imbalance.check.interval.seconds,
+        300 s)."""
+        zk = self.zk_client()
+        deadline = time.monotonic() + timeout
+        while True:
+            live = set(zk.get_all_brokers())
+            assignments = {
+                TopicPartition(t, p): replicas
+                for t, by_partition in zk.get_assignments(zk.get_all_topics()).items()
+                for p, replicas in by_partition.items()
+            }
+            states = zk.get_partition_states(assignments)
+            led_elsewhere = [
+                tp
+                for tp, replicas in assignments.items()
+                if replicas
+                and replicas[0] in live
+                and tp in states
+                and states[tp].leader != replicas[0]
+            ]
+            if not led_elsewhere or time.monotonic() >= deadline:
+                return led_elsewhere
+            # Those whose preferred replica is in the ISR (the others are still catching up).
+            ready = partitions_to_rebalance(assignments, states, live, 0)
+            if ready:
+                # Still there while the controller works on the last request: ask after it.
+                with contextlib.suppress(ZkNodeExistsError):
+                    zk.create_preferred_replica_election(ready)
+            time.sleep(POLL_INTERVAL_S)
 
     def wait_for_unregistered(self, broker_ids: Iterable[int], timeout: float = 60.0) -> None:
         """Wait until none of these brokers is registered (e.g. a killed broker's session

@@ -340,3 +340,30 @@ def test_broker_dirs_layout_is_kafkas(cluster: LocalCluster, tmp_path: Path) -> 
         "replication-offset-checkpoint",
         "recovery-point-offset-checkpoint",
     } <= names
+
+
+def test_a_cluster_started_again_gives_each_partition_back_to_its_preferred_leader(
+    make_cluster: ClusterFactory,
+) -> None:
+    """The first broker up leads every partition whose leader is not up yet; once the others
+    are back in the ISRs, start() asks for a preferred replica election, so `cluster up`
+    leaves each broker leading its share instead of one broker leading everything."""
+    from tests.kafka_protocol.test_confluent_kafka import create_topic
+
+    cluster = make_cluster(3)
+    create_topic(cluster.bootstrap_servers, "spread", 6, 3)
+    zk = cluster.zk_client()
+    tps = [TopicPartition("spread", p) for p in range(6)]
+    assignment = zk.get_assignment("spread")
+    assert assignment is not None
+    preferred = {tp: assignment[tp.partition][0] for tp in tps}
+    assert sorted(preferred.values()) == [1, 1, 2, 2, 3, 3]
+    wait_until(
+        lambda: {tp: st.leader for tp, st in zk.get_partition_states(tps).items()} == preferred,
+        60,
+        "the preferred leaders",
+    )
+    cluster.stop()
+    cluster.start()
+    zk = cluster.zk_client()
+    assert {tp: st.leader for tp, st in zk.get_partition_states(tps).items()} == preferred
