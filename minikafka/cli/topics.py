@@ -25,6 +25,7 @@ from minikafka.cli.client_options import (
     parse_key_values,
     require_client,
 )
+from minikafka.client import reachability
 from minikafka.client.librdkafka import (
     AllBrokersDown,
     ClientConfigError,
@@ -110,21 +111,38 @@ def _ids(ids: tuple[int, ...]) -> str:
     return ",".join(str(i) for i in ids)
 
 
-def format_partition(p: PartitionInfo) -> str:
+def format_partition(p: PartitionInfo, unanswering: set[int] | None = None) -> str:
+    """kafka-topics.sh's line; with `unanswering`, an `Unreachable:` column naming the
+    leader and ISR members among them (not Kafka's: what a write with acks=all waits on)."""
     leader = "none" if p.leader is None else str(p.leader)
-    return (
+    line = (
         f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}"
         f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
     )
+    stalled = tuple(
+        b for b in dict.fromkeys((p.leader, *p.isr)) if b is not None and b in (unanswering or ())
+    )
+    return f"{line}\tUnreachable: {_ids(stalled)}" if stalled else line
 
 
-def format_description(t: TopicInfo, configs: dict[str, str] | None = None) -> list[str]:
+UNREACHABLE_NOTE = (
+    "Unreachable: a broker that is the partition's leader or in its ISR and did not answer "
+    "within {timeout:.0f} s. Writes with acks=all to such a partition wait until the "
+    "controller elects another leader or the leader drops the broker from the ISR "
+    "(replica.lag.time.max.ms; for a broker that died, once its ZooKeeper session has "
+    "expired: zookeeper.session.timeout.ms)."
+)
+
+
+def format_description(
+    t: TopicInfo, configs: dict[str, str] | None = None, unanswering: set[int] | None = None
+) -> list[str]:
     config_text = ",".join(f"{k}={v}" for k, v in sorted((configs or {}).items()))
     header = (
         f"Topic: {t.name}\tPartitionCount: {len(t.partitions)}"
         f"\tReplicationFactor: {t.replication_factor}\tConfigs: {config_text}"
     )
-    return [header, *(format_partition(p) for p in t.partitions)]
+    return [header, *(format_partition(p, unanswering) for p in t.partitions)]
 
 
 def _error_of(e: KafkaException) -> KafkaError | None:
@@ -252,9 +270,10 @@ class _Admin:
             wait *= 2  # a slow broker gets longer each time: each try is a new request
 
 
-def _topics(admin: _Admin, name: str | None) -> tuple[list[TopicInfo], set[int]]:
-    """The topics (all, sorted, or the one named if it exists) and the live brokers. A topic
-    being created (LEADER_NOT_AVAILABLE) is asked about again until the API timeout."""
+def _topics(admin: _Admin, name: str | None) -> tuple[list[TopicInfo], dict[int, tuple[str, int]]]:
+    """The topics (all, sorted, or the one named if it exists) and the live brokers'
+    addresses. A topic being created (LEADER_NOT_AVAILABLE) is asked about again until the
+    API timeout."""
     deadline = time.monotonic() + API_TIMEOUT_S
     while True:
         md = admin.metadata()
@@ -291,7 +310,7 @@ def _topics(admin: _Admin, name: str | None) -> tuple[list[TopicInfo], set[int]]
             )
             for n in names
         ]
-        return out, set(md.brokers)
+        return out, {b.id: (b.host or "", b.port) for b in md.brokers.values()}
 
 
 def _existing(admin: _Admin, topic: str, if_exists: bool) -> TopicInfo | None:
@@ -435,13 +454,16 @@ def _describe(
     unavailable: bool,
     exclude_internal: bool = False,
 ) -> None:
-    found, live = _topics(admin, topic)
+    found, brokers = _topics(admin, topic)
+    live = set(brokers)
     if exclude_internal:
         found = [t for t in found if t.name not in INTERNAL_TOPICS]
     if topic is not None and not found:
         if if_exists:
             return
         raise TopicCommandError(f"Topic '{topic}' does not exist as expected")
+    unanswering = reachability.unanswering(brokers)
+    lines: list[str] = []
     if under_replicated or unavailable:
         # Kafka prints only the matching partitions, without the topic line (nor its configs).
         for t in found:
@@ -449,12 +471,15 @@ def _describe(
                 if (under_replicated and p.under_replicated) or (
                     unavailable and p.unavailable(live)
                 ):
-                    click.echo(format_partition(p))
-        return
-    configs = _topic_configs(admin, [t.name for t in found])
-    for t in found:
-        for line in format_description(t, configs.get(t.name)):
-            click.echo(line)
+                    lines.append(format_partition(p, unanswering))
+    else:
+        configs = _topic_configs(admin, [t.name for t in found])
+        for t in found:
+            lines += format_description(t, configs.get(t.name), unanswering)
+    for line in lines:
+        click.echo(line)
+    if any("\tUnreachable: " in line for line in lines):
+        click.echo(UNREACHABLE_NOTE.format(timeout=reachability.PROBE_TIMEOUT_S), err=True)
 
 
 @click.command("topics")

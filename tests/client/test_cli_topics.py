@@ -315,6 +315,35 @@ def test_describe_shows_leader_none_and_filters_partitions(
     assert both.stdout == f"{offline}\n{shrunk}\n"
 
 
+def test_describe_marks_a_leader_or_isr_member_that_does_not_answer(
+    cluster: LocalCluster,  # noqa: F811 (the fixture imported above)
+) -> None:
+    """A paused broker stays registered, in the metadata and in every ISR, and accepts
+    connections: kafka-topics.sh shows nothing wrong, yet acks=all writes wait on it.
+    describe marks it Unreachable on each partition it leads or is in the ISR of."""
+    b = cluster.bootstrap_servers
+    assert (
+        topics(b, "--create", "--topic", "stall", "--replica-assignment", "1:2,3:1").exit_code == 0
+    )
+    wait_until(
+        lambda: "\tIsr: 1,2\n" in topics(b, "--describe", "--topic", "stall").stdout,
+        30,
+        "in sync",
+    )
+    cluster.pause(2)
+    try:
+        described = topics(b, "--describe", "--topic", "stall")
+        assert described.exit_code == 0, described.output
+        partitions = described.stdout.splitlines()[1:]
+        assert partitions[0].endswith("\tIsr: 1,2\tUnreachable: 2"), partitions
+        assert partitions[1].endswith("\tIsr: 3,1"), partitions  # broker 2 holds no replica
+        assert "acks=all" in described.stderr
+    finally:
+        cluster.resume(2)
+    described = topics(b, "--describe", "--topic", "stall")
+    assert "Unreachable" not in described.output
+
+
 def test_create_reaches_the_new_controller_after_the_old_one_died(
     make_cluster: ClusterFactory,  # noqa: F811 (the fixture imported above)
 ) -> None:

@@ -124,6 +124,7 @@ def test_two_commands_and_the_tour_work_from_a_fresh_copy(tmp_path: Path) -> Non
 
         tour = commands(sh_block_after("## A 60-second tour"))
         assert tour[-1] == "minikafka cluster down"
+        previous = ""
         for command in tour[:-1]:
             t0 = time.monotonic()
             done = subprocess.run(
@@ -141,6 +142,10 @@ def test_two_commands_and_the_tour_work_from_a_fresh_copy(tmp_path: Path) -> Non
                 assert len(done.stdout.split()) == 5, output
             if command.startswith("minikafka cluster restart"):
                 assert "broker 2" in output
+            if previous.startswith("minikafka cluster kill --broker 2"):
+                # Right after the kill, before its session expires: marked in every ISR.
+                assert done.stdout.count("\tUnreachable: 2\n") == 3, output
+            previous = command
         # What the tour promised: every acknowledged record of both runs is in the topic.
         done = subprocess.run(
             [
