@@ -18,7 +18,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 BOOTSTRAP_LINE = 'bootstrap = "localhost:9092,localhost:9093,localhost:9094"'
 # (where the example follows in the README, what it prints per record i: key and value)
 EXAMPLES = {
-    "confluent-kafka": ("## Kafka clients", "user-{k}", "click {i}"),
+    "confluent-kafka": ("## Kafka clients", "user-{k}", "hello {i}"),
 }
 
 
@@ -71,4 +71,4 @@ def test_the_readme_topic_config_example_changes_the_topic(
         assert done.returncode == 0, done.stderr
     described = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert described["retention.ms"] == "3600000 1"  # the topic's own (source 1)
-    assert cluster.zk_client().get_topic_config("clicks") == {"retention.ms": "3600000"}
+    assert cluster.zk_client().get_topic_config("greetings") == {"retention.ms": "3600000"}

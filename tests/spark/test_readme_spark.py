@@ -1,0 +1,80 @@
+"""The README's Spark example and its pipeline commands, run as written (only the brokers'
+address is this cluster's, and the checkpoint a temporary directory), in the README's
+order, against a real cluster under real Spark. The long-running ones are bounded: each is
+stopped the way the README says (Ctrl-C, `kill`) once it has done what it is for."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from minikafka.cluster import LocalCluster
+from minikafka.spark import pipeline
+from tests.cluster.conftest import wait_until
+from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+SECTION = README[README.index("## Pipelines with Spark") :]
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def block(kind: str, nth: int = 0) -> str:
+    found = re.findall(rf"```{kind}\n(.*?)```", SECTION, re.S)
+    return str(found[nth])
+
+
+def test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c(
+    spark_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    bootstrap = spark_cluster.bootstrap_servers
+    code = block("python")
+    assert code.count('"localhost:9092"') == 2 and "/tmp/page-counts-checkpoint" in code
+    code = code.replace('"localhost:9092"', json.dumps(bootstrap)).replace(
+        "/tmp/page-counts-checkpoint", str(tmp_path / "checkpoint")
+    )
+    # Clicks as `pipeline generate` writes them, over a minute of past event time: the
+    # watermark closes the first windows as soon as the query has read them.
+    pipeline.ensure_topics(bootstrap, {"clicks": 3, "page-counts": 1})
+    now = int(time.time() * 1000)
+    clicks = pipeline.make_clicks(200, now - 120_000, 300)
+    assert pipeline.generate(bootstrap, "clicks", clicks) == 200
+    expected = pipeline.expected_counts(clicks, clicks[-1].ts_ms - 10_000)
+
+    log = tmp_path / "example.log"  # not a pipe: Spark's log would fill it and block
+    with log.open("wb") as out:
+        example = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        wait_until(
+            lambda: (
+                len(consume_from_beginning(bootstrap, "page-counts", 1, 10)) >= len(expected)
+                or example.poll() is not None
+            ),
+            420,
+            "the example's window counts",
+        )
+        assert example.poll() is None, log.read_text()
+        counts = consume_from_beginning(bootstrap, "page-counts", 1, 10)
+        got = sorted((msg.key().decode(), json.loads(msg.value())["count"]) for msg in counts)
+        assert got == sorted((page, n) for (_, page), n in expected.items())
+        example.send_signal(signal.SIGINT)  # Ctrl-C
+        example.wait(timeout=120)
+    finally:
+        if example.poll() is None:
+            example.kill()
+    output = log.read_text()
+    assert example.returncode == 0, output
+    assert "Traceback" not in output and "Error" not in output, output
