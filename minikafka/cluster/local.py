@@ -30,6 +30,7 @@ All waiting polls a condition against a deadline.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import ipaddress
 import json
@@ -156,16 +157,27 @@ def _port_accepts(host: str, port: int) -> bool:
         return False
 
 
-def _port_bindable(host: str, port: int) -> bool:
+# Linux's IP_FREEBIND (linux/in.h; Python names it from 3.12 on).
+_IP_FREEBIND = getattr(socket, "IP_FREEBIND", 15)
+
+
+def _bind_error(host: str, port: int, *, address_made_later: bool = False) -> OSError | None:
+    """Why a listener could not bind host:port now; None if it could.
+
+    `address_made_later`: the address is one that `start` adds itself (netns mode's gateway,
+    on a bridge that does not exist yet). IP_FREEBIND lets the bind go ahead without it, so
+    only a real conflict fails: a listener on that address or on all addresses."""
     # SO_REUSEADDR as asyncio's servers set it: a TIME_WAIT left by our previous broker on
     # this port must not count as "in use", only a listener does.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if address_made_later:
+            s.setsockopt(socket.IPPROTO_IP, _IP_FREEBIND, 1)
         try:
             s.bind((host, port))
-            return True
-        except OSError:
-            return False
+            return None
+        except OSError as e:
+            return e
 
 
 def _proc_state(pid: int) -> str | None:
@@ -1060,10 +1072,15 @@ class LocalCluster:
             netns.add_broker(self._layout, b.id)
         else:
             for what, port in (("port", b.port), ("admin port", b.admin_port)):
-                if not _port_bindable(self.host, port):
+                error = _bind_error(self.host, port)
+                if error is not None and error.errno == errno.EADDRINUSE:
                     raise BrokerStartError(
                         f"{what} {port} of broker {b.id} is in use by another process "
                         f"(another Kafka or minikafka?); see `ss -ltnp 'sport = :{port}'`"
+                    )
+                if error is not None:
+                    raise BrokerStartError(
+                        f"broker {b.id} cannot listen on {self.host}:{port}: {error.strerror}"
                     )
         props = self.broker_properties(b.id)
         self.config_path(b.id).write_text(
@@ -1128,7 +1145,8 @@ class LocalCluster:
     def _check_ports_free(self) -> None:
         """PortInUseError naming every fixed port that another process listens on, and the
         `minikafka cluster up` option that moves it. Picked ports (0) are free by choice;
-        in netns mode each broker's ports are in a namespace of its own."""
+        in netns mode each broker's ports are in a namespace of its own, and ZooKeeper's
+        address is the bridge's, which `start` has yet to add."""
         wanted: list[tuple[str, int, str]] = []
         if self.zookeeper.port:
             wanted.append(("ZooKeeper's port", self.zookeeper.port, "--zookeeper-port"))
@@ -1143,9 +1161,17 @@ class LocalCluster:
                     wanted.append((f"broker {bid}'s port", port, "--port"))
                 if admin:
                     wanted.append((f"broker {bid}'s admin port", admin, "--admin-port"))
-        taken = [
-            (what, port, flag) for what, port, flag in wanted if not _port_bindable(self.host, port)
-        ]
+        made_later = self._layout is not None
+        taken: list[tuple[str, int, str]] = []
+        for what, port, flag in wanted:
+            error = _bind_error(self.host, port, address_made_later=made_later)
+            if error is None:
+                continue
+            if error.errno != errno.EADDRINUSE:
+                # Not a port another process holds (an address this machine does not have,
+                # a privileged port): no other port would help.
+                raise ClusterError(f"{what} {port}: cannot listen on {self.host}: {error.strerror}")
+            taken.append((what, port, flag))
         if taken:
             lines = [
                 f"{what} {port} ({self.host}) is in use by another process"

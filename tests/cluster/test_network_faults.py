@@ -17,12 +17,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from minikafka.cluster import ClusterError, LocalCluster, netns
+from minikafka.cluster import ClusterError, LocalCluster, PortInUseError, netns
 from minikafka.common import TopicPartition
 from tests.cluster.conftest import (
     SESSION_TIMEOUT_MS,
@@ -372,6 +373,38 @@ def test_netns_brokers_run_alone_in_their_namespaces_and_leave_nothing_behind(
     assert accepts(other, 1), "stopping one cluster left the other alone"
 
 
+def test_netns_zookeeper_port_is_checked_against_listeners_on_all_addresses_only(
+    tmp_path: Path, as_root: None
+) -> None:
+    """ZooKeeper listens on the bridge's gateway address, which `start` adds: before that,
+    only a listener on all addresses can hold its port, and one is named before anything
+    starts. A listener on another address (a loopback cluster's) is no conflict."""
+    with socket.socket() as wildcard:
+        wildcard.bind(("0.0.0.0", 0))
+        wildcard.listen()
+        port = wildcard.getsockname()[1]
+        lc = LocalCluster(tmp_path / "c", 1, zookeeper_port=port, network="netns")
+        with pytest.raises(PortInUseError) as e:
+            lc.start(timeout=60)
+        assert f"ZooKeeper's port {port} ({lc.host}) is in use by another process" in str(e.value)
+        assert "--zookeeper-port" in str(e.value)
+        assert not (tmp_path / "c").exists() and leftovers(lc) == [], "nothing was started"
+
+    with socket.socket() as loopback:
+        loopback.bind(("127.0.0.1", port))
+        loopback.listen()
+        lc = LocalCluster(
+            tmp_path / "c", 1, zookeeper_port=port, overrides=TEST_OVERRIDES, network="netns"
+        )
+        try:
+            lc.start(timeout=60)
+            assert lc.zookeeper_connect == f"{lc.host}:{port}"
+            assert lc.status()["zookeeper"]["alive"]
+        finally:
+            lc.kill_all()
+        assert leftovers(lc) == []
+
+
 def test_network_faults_need_netns_and_netns_needs_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -466,6 +499,37 @@ def test_cli_partition_isolate_heal_expire_session_and_zookeeper_restart(
 
         cli_ok("down", *d)
         cluster = LocalCluster(data_dir)
+        assert leftovers(cluster) == []
+    finally:
+        if (data_dir / "cluster.json").exists():
+            LocalCluster(data_dir).kill_all()
+
+
+def test_cli_up_netns_on_the_default_fixed_ports(tmp_path: Path, as_root: None) -> None:
+    """The README's `minikafka cluster up --network netns`, no port flags: ZooKeeper on
+    2181 at the gateway, brokers on 9092+ and admin endpoints on 9644+ in their namespaces."""
+    data_dir = tmp_path / "dev"
+    d = ["--data-dir", data_dir]
+    overrides = [f"--broker-config={k}={v}" for k, v in TEST_OVERRIDES.items()]
+    try:
+        cli_ok("up", "--detach", "--network", "netns", *d, *overrides)
+        status = cli_status(data_dir)
+        gateway = status["network"]["gateway"]
+        assert status["zookeeper"]["alive"]
+        assert status["zookeeper"]["connect"] == f"{gateway}:2181"
+        brokers = {b["id"]: b for b in status["brokers"]}
+        assert {bid: (b["port"], b["registered"]) for bid, b in brokers.items()} == {
+            1: (9092, True),
+            2: (9093, True),
+            3: (9094, True),
+        }
+        cluster = LocalCluster(data_dir)
+        for bid in cluster.broker_ids:
+            assert accepts(cluster, bid)
+            with urllib.request.urlopen(f"{cluster.admin_url(bid)}/health", timeout=5) as r:
+                assert r.status == 200
+            assert cluster.admin_url(bid).endswith(f":{9643 + bid}")
+        cli_ok("down", *d)
         assert leftovers(cluster) == []
     finally:
         if (data_dir / "cluster.json").exists():
