@@ -112,12 +112,46 @@ class ComposeCluster:
         return done.stdout
 
     def up(self, *extra: str) -> None:
-        """`docker compose up -d --wait` (add --build for images of this checkout)."""
+        """`docker compose up -d --wait` (add --build for images of this checkout).
+
+        An image a build took the name of is removed if no container uses it: compose labels
+        what it builds with the project's name, so each project's build makes new images
+        and would leave the previous ones dangling."""
+        before = set(self.images().values()) if "--build" in extra else set()
         self.compose("up", "-d", "--wait", *extra)
+        for image in before - set(self.images().values()):
+            _run(["docker", "image", "rm", image])  # refused while a container uses it
+
+    def images(self) -> dict[str, str]:
+        """Image name -> id of the compose file's images that exist on the engine."""
+        ids = {}
+        for name in sorted(set(self.compose("config", "--images").split())):
+            done = _run(["docker", "image", "inspect", "--format", "{{.Id}}", name])
+            if done.returncode == 0:
+                ids[name] = done.stdout.strip()
+        return ids
+
+    def built_images(self, *, dangling: bool = False) -> set[str]:
+        """Ids of the images this project's builds made (compose labels them with it); with
+        `dangling`, only those left without a name."""
+        argv = ["docker", "image", "ls", "--quiet", "--no-trunc"]
+        argv += ["--filter", f"label=com.docker.compose.project={self.name}"]
+        if dangling:
+            argv += ["--filter", "dangling=true"]
+        return set(_run(argv).stdout.split())
+
+    def container_image(self, service: str) -> str:
+        """Id of the image the service's container runs."""
+        out = _run(["docker", "inspect", "--format", "{{.Image}}", self.container(service)])
+        return out.stdout.strip()
 
     def down(self, *extra: str) -> None:
         self.close_zk()
         self.compose("down", *extra, timeout=300)
+        # Its images that another project's build has since taken the names of: no
+        # container uses them any more.
+        for image in self.built_images(dangling=True):
+            _run(["docker", "image", "rm", image])
 
     def logs(self, service: str | None = None, tail: int = 200) -> str:
         args = ["logs", "--no-color", "--tail", str(tail)]

@@ -490,6 +490,32 @@ def test_compose_stop_runs_a_controlled_shutdown(project: ComposeCluster) -> Non
     )
 
 
+def test_one_build_makes_one_broker_image_and_a_second_up_changes_nothing() -> None:
+    """The three brokers run one image, built once: after `up --build` this project made
+    one broker image (and ZooKeeper's) and left none dangling; `up` again, with or without
+    --build, recreates no container and makes no image."""
+    require_engine()
+    p = ComposeCluster()
+    services = ["zookeeper", *(f"broker{b}" for b in BROKERS)]
+    try:
+        p.up("--build")
+        images = p.images()
+        assert set(images) == {"minikafka-broker:dev", "minikafka-zookeeper:dev"}
+        assert p.built_images() == set(images.values())
+        assert p.built_images(dangling=True) == set()
+        for b in BROKERS:
+            assert p.container_image(f"broker{b}") == images["minikafka-broker:dev"]
+        containers = {s: p.container(s) for s in services}
+
+        for again in ((), ("--build",)):
+            p.up(*again)
+            assert {s: p.container(s) for s in services} == containers, f"up {again}"
+            assert p.images() == images, f"up {again}"
+            assert p.built_images() == set(images.values()), f"up {again}"
+    finally:
+        p.down("--volumes", "--remove-orphans")
+
+
 def test_down_keeps_the_data_up_serves_it_down_volumes_removes_it() -> None:
     require_engine()
     p = ComposeCluster()

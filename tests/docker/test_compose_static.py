@@ -554,10 +554,22 @@ def test_brokers_get_time_for_a_controlled_shutdown_and_stay_down_when_killed() 
 
 
 def test_builds_point_at_existing_dockerfiles() -> None:
-    expected = {"zookeeper": ZOOKEEPER_DOCKERFILE, **dict.fromkeys(BROKERS, BROKER_DOCKERFILE)}
-    for name, svc in services().items():
-        context = ROOT / svc["build"]["context"]
-        assert context / svc["build"]["dockerfile"] == expected[name], name
+    builds = {name: svc["build"] for name, svc in services().items() if "build" in svc}
+    built = {name: ROOT / b["context"] / b["dockerfile"] for name, b in builds.items()}
+    assert built == {"zookeeper": ZOOKEEPER_DOCKERFILE, "broker1": BROKER_DOCKERFILE}
+
+
+def test_the_brokers_share_one_image_built_once() -> None:
+    """One build for three brokers: a build per service would make three images (compose
+    labels each with its service name), leave two dangling, and make the next `up`
+    recreate the brokers. broker2 and broker3 run broker1's image, never pulled."""
+    image = services()["broker1"]["image"]
+    assert image == "minikafka-broker:dev"
+    for name in BROKERS[1:]:
+        svc = services()[name]
+        assert svc["image"] == image and "build" not in svc, name
+        assert svc["pull_policy"] == "never", name
+    assert services()["zookeeper"]["image"] != image
 
 
 # --- Dockerfiles ---------------------------------------------------------------------------
@@ -565,6 +577,8 @@ def test_builds_point_at_existing_dockerfiles() -> None:
 
 def build_context(dockerfile: Path) -> Path:
     for svc in services().values():
+        if "build" not in svc:
+            continue
         context = ROOT / str(svc["build"]["context"])
         if context / str(svc["build"]["dockerfile"]) == dockerfile:
             return context
