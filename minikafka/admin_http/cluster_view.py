@@ -225,9 +225,12 @@ def build_cluster_view(
     metadata: MetadataView,
     peers: Mapping[int, PeerAnswer | PeerFailure],
     last_known: Mapping[int, Registration] | None = None,
+    last_live: Mapping[int, BrokerNode] | None = None,
 ) -> ClusterView:
     """`last_known`: registrations seen earlier, for the address and epoch of a broker
-    that is gone."""
+    that is gone. `last_live`: each broker as the controller last sent it live, for the
+    address of one that went before this broker read its registration (a page opened
+    after the broker went down)."""
     live = metadata.live_brokers
     led: dict[tuple[str, int], LeaderState] = {}
     for answer in peers.values():
@@ -273,7 +276,7 @@ def build_cluster_view(
         else:
             status = ALIVE
         facts: Mapping[str, Any] = peer.broker if isinstance(peer, PeerAnswer) else {}
-        node = live.get(b)
+        node = live.get(b) or (last_live or {}).get(b)
         if shown is not None:
             endpoints = list(shown.endpoints)
         elif node is not None:

@@ -44,6 +44,7 @@ from minikafka.admin_http.events import (
     metadata_events,
 )
 from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
+from minikafka.protocol.messages import BrokerNode
 from minikafka.replication.partition import Partition
 from minikafka.server.metadata_cache import MetadataChange
 from minikafka.zk.bridge import LoopBridge
@@ -114,6 +115,9 @@ class Dashboard:
         self._zk_read: asyncio.Future[ZkView] | None = None
         # Every registration seen: the addresses to ask, and what a gone broker was.
         self._known: dict[int, Registration] = {}
+        # Every broker the controller has said was live, kept from start whether or not a
+        # page is open: the last known address of a broker that went down before one was.
+        self._last_live: dict[int, BrokerNode] = {}
         self._session: aiohttp.ClientSession | None = None
         self._sampler: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
@@ -151,6 +155,7 @@ class Dashboard:
     # --- events --------------------------------------------------------------------------
 
     def _on_metadata(self, change: MetadataChange) -> None:
+        self._last_live.update(self._server.metadata_cache.live_brokers)
         self.events.append(metadata_events(change), self._server.clock.now_ms())
 
     def _on_zk_state(self, state: ZkState) -> None:
@@ -307,6 +312,7 @@ class Dashboard:
             ),
             answers,
             self._known,
+            self._last_live,
         )
         self._view = view
         self._view_at = time.monotonic()

@@ -38,6 +38,8 @@ from minikafka.client.librdkafka import client_config, new_admin, new_producer, 
 from minikafka.client.replica_views import ReplicaViews
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import (
+    MetadataRequest,
+    MetadataResponse,
     ProducePartition,
     ProduceRequest,
     ProduceResponse,
@@ -278,6 +280,72 @@ def test_the_dashboard_on_a_published_admin_port_sees_every_broker(
     for b in BROKERS:
         assert by_id[b]["admin_url"] == f"http://broker{b}:9644"
         assert f"INTERNAL://broker{b}:19092" in by_id[b]["endpoints"]
+
+
+def live_brokers_of(p: ComposeCluster, broker: int) -> set[int]:
+    """The live brokers in `broker`'s own metadata (a Metadata request to it alone); empty
+    while it does not answer."""
+
+    async def ask() -> set[int]:
+        conn = BrokerConnection("localhost", p.broker_ports[broker], connect_timeout_s=2)
+        try:
+            await conn.connect()
+            resp: MetadataResponse = await conn.send(MetadataRequest(topics=[]), timeout_s=5)
+            return {b.node_id for b in resp.brokers}
+        except (OSError, TimeoutError, KafkaError):
+            return set()
+        finally:
+            await conn.close()
+
+    return asyncio.run(ask())
+
+
+def test_the_dashboard_shows_a_down_broker_at_its_last_known_address(
+    project: ComposeCluster,
+) -> None:
+    """A page opened after a broker went down (on a broker whose dashboard never read that
+    one's registration) shows it down at the addresses the controller last sent for it."""
+    p = project
+    new_topic(p)  # a replica on every broker: a down broker stays in the table
+    controller = p.controller()
+    serving = 3
+    victim = next(b for b in BROKERS if b not in (serving, controller))
+    # A new process: a dashboard that has seen no registration yet, only UpdateMetadata.
+    p.fault("restart", serving)
+    wait_for(
+        f"broker {serving} back with broker {victim} live in its metadata",
+        lambda: {serving, victim} <= live_brokers_of(p, serving),
+        60,
+    )
+    p.fault("kill", victim)
+    try:
+        # Not asked before the registration is gone: it must not be what the page shows.
+        wait_for(
+            f"broker {victim}'s registration to expire",
+            lambda: victim not in p.zk().get_all_brokers(),
+            FAILOVER_BUDGET_S + 10,
+        )
+        base = f"http://localhost:{p.admin_ports[serving]}"
+
+        def victim_row() -> dict[str, Any]:
+            with urllib.request.urlopen(base + "/v1/cluster", timeout=10) as resp:
+                view = json.loads(resp.read())
+            return next(b for b in view["brokers"] if b["id"] == victim)
+
+        wait_for(f"broker {victim} down on the page", lambda: victim_row()["status"] == "down", 30)
+        row = victim_row()
+        assert sorted(row["endpoints"]) == [
+            f"EXTERNAL://localhost:{p.broker_ports[victim]}",
+            f"INTERNAL://broker{victim}:19092",
+        ], row
+        assert row["registered"] is False and row["live"] is False
+    finally:
+        p.compose("start", f"broker{victim}")
+    wait_for(
+        f"broker {victim} live again",
+        lambda: victim in live_brokers_of(p, serving),
+        90,
+    )
 
 
 def test_a_kafka_client_on_the_host_needs_only_one_published_port(

@@ -242,6 +242,16 @@ def test_broker_status_from_registration_liveness_and_answers() -> None:
     gone = next(b for b in view.brokers if b["id"] == 4)
     assert gone["status"] == cv.DOWN and gone["broker_epoch"] == 104
     assert gone["endpoints"] == ["PLAINTEXT://127.0.0.1:9095"]
+    # One gone before this broker read its registration (no page was open): its address
+    # as the controller last sent it live; its epoch is not in UpdateMetadata.
+    view = cv.build_cluster_view(3, 1, True, zk, metadata, peers, {}, nodes(4))
+    gone = next(b for b in view.brokers if b["id"] == 4)
+    assert gone["status"] == cv.DOWN and gone["live"] is False and gone["broker_epoch"] == -1
+    assert gone["endpoints"] == ["127.0.0.1:9095"] and gone["admin_url"] is None
+    # A registration seen (with its epoch and admin endpoint) comes first.
+    view = cv.build_cluster_view(3, 1, True, zk, metadata, peers, {4: registration(4)}, nodes(4))
+    gone = next(b for b in view.brokers if b["id"] == 4)
+    assert gone["endpoints"] == ["PLAINTEXT://127.0.0.1:9095"] and gone["broker_epoch"] == 104
 
 
 def test_without_zookeeper_registration_is_unknown_and_the_cache_names_the_controller() -> None:
