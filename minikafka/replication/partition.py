@@ -206,11 +206,11 @@ class Partition:
 
     def replica_states(self, now_ms: int) -> list[ReplicaState]:
         """On the leader: each replica as the leader sees it (itself first), for
-        DescribeReplicas and the admin endpoint. A follower that has not caught up since this
-        broker became leader has age -1."""
+        DescribeReplicas and the admin endpoint. A follower not seen caught up since this
+        broker became leader has age -1 (before, only the previous leader knew)."""
         states = [ReplicaState(self.local_broker_id, self.log_end_offset, 0, True)]
         for st in self.replica_state.followers.values():
-            caught_up = st.last_caught_up_time_ms
+            caught_up = st.last_known_caught_up_ms
             states.append(
                 ReplicaState(
                     st.broker_id,

@@ -25,6 +25,15 @@ class FollowerState:
     last_fetch_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = 0
     last_caught_up_time_ms: int = 0
+    # When it was last caught up before this broker's latest LeaderAndIsr, if this broker
+    # led then too: the rule's clock starts over at each (§7.5), what was seen does not.
+    caught_up_before_ms: int = 0
+
+    @property
+    def last_known_caught_up_ms(self) -> int:
+        """For reports, not the rules: the last time this leader saw it caught up (0: not
+        since it became leader)."""
+        return max(self.last_caught_up_time_ms, self.caught_up_before_ms)
 
     def reset(self, leader_log_end_offset: int, now_ms: int, in_isr: bool) -> None:
         """On becoming leader (§7.5): LEO unknown; an ISR member counts as caught up now, so
@@ -83,12 +92,19 @@ class LeaderReplicaState:
     ) -> None:
         isr_set = set(isr)
         self.leader_epoch_start_offset = leader_log_end_offset
+        # Non-empty when this broker led until now (a new epoch from the controller, e.g. a
+        # dead follower removed from the ISR): a follower out of the new ISR starts over
+        # at 0, but when it was last caught up is still known.
+        before = self.followers
         self.followers = {}
         for r in replicas:
             if r == self.local_broker_id:
                 continue
             st = FollowerState(r)
             st.reset(leader_log_end_offset, now_ms, r in isr_set)
+            old = before.get(r)
+            if old is not None:
+                st.caught_up_before_ms = old.last_known_caught_up_ms
             self.followers[r] = st
 
     def update_assignment(self, replicas: Iterable[int]) -> None:

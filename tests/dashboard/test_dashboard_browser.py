@@ -1,13 +1,15 @@
 """The dashboard in a real browser (Playwright driving Debian's chromium, headless) against a
 real 3-broker cluster: the page lists the partitions with their leaders and ISR; after a
 kill -9 of a broker it shows the broker down, the ISR shrink in the table and the event
-timeline, and the new leaders; after the restart the ISR expands again. Screenshots of each
-state are saved (MINIKAFKA_TEST_ARTIFACTS, default test-artifacts/ in the repository)."""
+timeline, the new leaders, and when the victim was last caught up where that is known;
+after the restart the ISR expands again. Screenshots of each state are saved
+(MINIKAFKA_TEST_ARTIFACTS, default test-artifacts/ in the repository)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -72,6 +74,8 @@ def table_state(page: Page) -> dict[str, Any]:
                     status: r.dataset.status,
                     leader: r.querySelector('.leader').textContent.trim(),
                     isr: r.querySelector('.isr').dataset.isr,
+                    lag: Object.fromEntries([...r.querySelectorAll('.lag [data-replica]')]
+                        .map(x => [x.dataset.replica, x.textContent])),
                 }])),
             events: [...document.querySelectorAll('#events li[data-kind]')]
                 .map(li => ({kind: li.dataset.kind, text: li.textContent})),
@@ -147,6 +151,9 @@ def test_the_page_follows_a_broker_kill_and_restart(
         return (
             s["brokers"].get(str(victim)) == "down"
             and all(victim not in isr(s, p) for p in range(PARTITIONS))
+            and all(
+                str(victim) in s["partitions"][f"{TOPIC}-{p}"]["lag"] for p in range(PARTITIONS)
+            )
             and all(leader(s, p) not in (str(victim), "none") for p in led_by_victim)
             and {"isr_shrink", "leader_election", "broker_deregistered"} <= kinds
         )
@@ -157,6 +164,15 @@ def test_the_page_follows_a_broker_kill_and_restart(
     for p in range(PARTITIONS):
         row = failed["partitions"][f"{TOPIC}-{p}"]
         assert row["status"] == "under_replicated", row
+        # The victim was in every ISR a moment ago: a leader that kept leading (its new
+        # epoch from the controller reset the ISR rule's clock) still says when it last saw
+        # the victim caught up; a new leader never saw it, and says so.
+        lag = row["lag"][str(victim)]
+        assert "never" not in lag, row
+        if p in led_by_victim:
+            assert lag.endswith("unknown since leader change"), row
+        else:
+            assert re.search(r"lag –, [0-9.]+ s ago$", lag), row
     shrink_texts = [e["text"] for e in failed["events"] if e["kind"] == "isr_shrink"]
     assert any(f"out: {victim}" in t for t in shrink_texts), shrink_texts
     elections = [e["text"] for e in failed["events"] if e["kind"] == "leader_election"]

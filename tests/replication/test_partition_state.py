@@ -39,6 +39,24 @@ def test_becoming_leader_resets_followers_and_holds_the_hw_back() -> None:
     assert 1 not in s.followers
 
 
+def test_a_new_epoch_on_the_same_leader_keeps_when_a_follower_was_last_caught_up() -> None:
+    """The controller removes a dead follower from the ISR with a new leader epoch: the rule
+    starts over (out of the ISR: not recently caught up), but the leader still knows when
+    the follower last was, and reports it."""
+    s = leader(leo=10, now=1_000)
+    s.followers[2].update_fetch_state(10, 0, leader_end_offset=10, now_ms=4_000)
+    s.become_leader((1, 2, 3), (1, 3), 10, 9_000)
+    f2 = s.followers[2]
+    assert f2.last_caught_up_time_ms == 0  # the rule's clock, as Kafka resets it
+    assert f2.last_known_caught_up_ms == 4_000
+    assert s.followers[3].last_known_caught_up_ms == 9_000
+    # Another epoch later it is still the time it was last seen caught up.
+    s.become_leader((1, 2, 3), (1, 3), 10, 12_000)
+    assert s.followers[2].last_known_caught_up_ms == 4_000
+    # A broker that only now becomes leader never saw it.
+    assert leader(isr=(1, 3), now=9_000).followers[2].last_known_caught_up_ms == 0
+
+
 def test_fetch_at_leader_end_marks_caught_up_now() -> None:
     s = leader(leo=10)
     s.followers[2].update_fetch_state(10, 0, leader_end_offset=10, now_ms=7_000)

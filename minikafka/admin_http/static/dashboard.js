@@ -76,8 +76,7 @@
   }
 
   function ago(ms) {
-    if (ms === null || ms === undefined) return DASH;
-    if (ms < 0) return "never";
+    if (ms === null || ms === undefined || ms < 0) return DASH;
     const s = ms / 1000;
     if (s < 100) return `${s.toFixed(1)} s ago`;
     if (s < 3600) return `${Math.round(s)} s ago`;
@@ -427,8 +426,15 @@
           .map((s) => {
             const cls = s.in_isr ? "rs" : "rs out";
             const l = s.lag === null || s.lag === undefined ? DASH : esc(s.lag);
-            const title = `broker ${s.broker_id}: LEO ${s.log_end_offset ?? DASH}${s.in_isr ? ", in ISR" : ", NOT in ISR"}`;
-            return `<span class="${cls}" title="${esc(title)}">b${esc(s.broker_id)}: lag ${l}, ${ago(s.last_caught_up_ms_ago)}</span>`;
+            let title = `broker ${s.broker_id}: LEO ${s.log_end_offset ?? DASH}${s.in_isr ? ", in ISR" : ", NOT in ISR"}`;
+            let caught = ago(s.last_caught_up_ms_ago);
+            if (typeof s.last_caught_up_ms_ago === "number" && s.last_caught_up_ms_ago < 0) {
+              // -1: not seen caught up by this leader; whether it was under the one before
+              // only that one knew (it may well have been in the ISR a moment ago).
+              caught = "unknown since leader change";
+              title += `; broker ${r.leader} has not seen it caught up since it became the leader, and the previous leader's record is not carried over`;
+            }
+            return `<span class="${cls}" data-replica="${esc(s.broker_id)}" title="${esc(title)}">b${esc(s.broker_id)}: lag ${l}, ${caught}</span>`;
           })
           .join(" ");
       }
