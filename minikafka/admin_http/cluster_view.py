@@ -30,6 +30,15 @@ UNDER_REPLICATED = "under_replicated"
 OK = "ok"
 STATUS_RANK = {OFFLINE: 0, UNDER_MIN_ISR: 1, UNDER_REPLICATED: 2, OK: 3}
 
+# Kafka's own topics (__consumer_offsets): listed after the user's and hidden by the page
+# unless asked for, so that the offsets topic's 50 partitions do not bury them.
+INTERNAL_PREFIX = "__"
+
+
+def is_internal(topic: str) -> bool:
+    return topic.startswith(INTERNAL_PREFIX)
+
+
 # Broker status.
 ALIVE = "alive"  # registered and answering
 UNREACHABLE = "unreachable"  # registered, but its admin endpoint did not answer in time
@@ -98,8 +107,10 @@ class MetadataView:
 
 class _Entry(NamedTuple):
     """A partition in the view before it becomes a row: the table shows a few hundred of
-    10,000, so rows are built only for those (fewer objects, less garbage collection)."""
+    10,000, so rows are built only for those (fewer objects, less garbage collection).
+    Sorted: the user's topics first, then worst first."""
 
+    internal: bool
     rank: int
     topic: str
     partition: int
@@ -116,10 +127,11 @@ class ClusterView:
     zookeeper: dict[str, Any]
     controller: dict[str, Any]
     brokers: list[dict[str, Any]]
-    entries: list[_Entry]  # every partition, worst first
+    entries: list[_Entry]  # every partition: the user's topics' first, worst first
     live: Mapping[int, BrokerNode]
     summary: dict[str, Any] = field(default_factory=dict)
-    topic_names: list[str] = field(default_factory=list)
+    topic_names: list[str] = field(default_factory=list)  # the user's first
+    user_partitions: int = 0  # entries[:user_partitions] are the user's topics'
 
     def header(self) -> dict[str, Any]:
         """Everything but the partition rows (`/v1/cluster`)."""
@@ -137,16 +149,26 @@ class ClusterView:
 
     @property
     def partitions(self) -> list[dict[str, Any]]:
-        """Every partition's row, worst first."""
+        """Every partition's row: the user's topics' first, worst first."""
         return [_partition_row(e, self.live) for e in self.entries]
 
-    def select(self, topic: str | None, limit: int | None) -> dict[str, Any]:
-        """Rows of one topic (or all), worst first, at most `limit` of them."""
-        chosen = self.entries if topic is None else [e for e in self.entries if e.topic == topic]
+    def select(self, topic: str | None, limit: int | None, internal: bool = True) -> dict[str, Any]:
+        """Rows of one topic (or all, internal topics' too unless `internal` is false), the
+        user's topics' first, worst first, at most `limit` of them. `hidden_internal`: the
+        internal topics' partitions left out."""
+        hidden = 0
+        if topic is not None:
+            chosen = [e for e in self.entries if e.topic == topic]
+        elif internal:
+            chosen = self.entries
+        else:
+            chosen = self.entries[: self.user_partitions]
+            hidden = len(self.entries) - self.user_partitions
         shown = chosen if limit is None else chosen[:limit]
         return {
             "topic": topic,
             "total": len(chosen),
+            "hidden_internal": hidden,
             "partitions": [_partition_row(e, self.live) for e in shown],
         }
 
@@ -169,6 +191,7 @@ def partition_status(
 
 def _entry(
     st: UpdateMetadataPartitionState,
+    internal: bool,
     live: Mapping[int, BrokerNode],
     led: LeaderState | None,
     leader_reachable: bool | None,
@@ -177,7 +200,9 @@ def _entry(
         status = partition_status(led.leader, live, led.isr, st.replicas, led.min_insync_replicas)
     else:
         status = partition_status(st.leader, live, st.isr, st.replicas, None)
-    return _Entry(STATUS_RANK[status], st.topic, st.partition, status, st, led, leader_reachable)
+    return _Entry(
+        internal, STATUS_RANK[status], st.topic, st.partition, status, st, led, leader_reachable
+    )
 
 
 def _partition_row(e: _Entry, live: Mapping[int, BrokerNode]) -> dict[str, Any]:
@@ -190,6 +215,7 @@ def _partition_row(e: _Entry, live: Mapping[int, BrokerNode]) -> dict[str, Any]:
     row: dict[str, Any] = {
         "topic": st.topic,
         "partition": st.partition,
+        "internal": e.internal,
         "status": e.status,
         "leader": leader,
         "leader_epoch": epoch,
@@ -245,14 +271,16 @@ def build_cluster_view(
 
     entries = []
     replica_ids: set[int] = set()
-    topics: set[str] = set()
+    topics: dict[str, bool] = {}  # topic → internal
     reachable_ids = {b for b, a in peers.items() if isinstance(a, PeerAnswer)}
     for st in metadata.partitions:
-        topics.add(st.topic)
+        internal = topics.get(st.topic)
+        if internal is None:
+            internal = topics[st.topic] = is_internal(st.topic)
         replica_ids.update(st.replicas)
         view = led.get((st.topic, st.partition))
         reachable = None if st.leader not in peers else st.leader in reachable_ids
-        entries.append(_entry(st, live, view, reachable))
+        entries.append(_entry(st, internal, live, view, reachable))
     entries.sort()
 
     controller_id = zk.controller_id if zk.controller_id is not None else metadata.controller_id
@@ -306,14 +334,24 @@ def build_cluster_view(
         )
 
     counts = {s: 0 for s in STATUS_RANK}
+    internal_counts = {s: 0 for s in STATUS_RANK}
     for e in entries:
         counts[e.status] += 1
+        if e.internal:
+            internal_counts[e.status] += 1
+    user_partitions = len(entries) - sum(internal_counts.values())
     summary = {
         "topics": len(topics),
         "partitions": len(entries),
         **counts,
         "brokers": len(brokers),
         "brokers_alive": sum(b["status"] == ALIVE for b in brokers),
+        # Of the counts above, the internal topics' (the page says how many it hides).
+        "internal": {
+            "topics": sum(topics.values()),
+            "partitions": len(entries) - user_partitions,
+            **internal_counts,
+        },
     }
     return ClusterView(
         served_by=served_by,
@@ -328,5 +366,6 @@ def build_cluster_view(
         entries=entries,
         live=live,
         summary=summary,
-        topic_names=sorted(topics),
+        topic_names=sorted(topics, key=lambda t: (topics[t], t)),
+        user_partitions=user_partitions,
     )

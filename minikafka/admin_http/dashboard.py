@@ -332,11 +332,12 @@ class Dashboard:
             await asyncio.sleep(max(0.05, VIEW_INTERVAL_S - (time.monotonic() - started)))
 
     async def updates(
-        self, topic: str | None, limit: int, last_event_seq: int = 0
+        self, topic: str | None, limit: int, last_event_seq: int = 0, internal: bool = True
     ) -> AsyncGenerator[dict[str, Any], None]:
         """One payload per new view (at most one a second) for as long as the caller reads:
-        the cluster, the selected partitions, events newer than the last sent, and the
-        throughput points since the last sent (all of the window in the first)."""
+        the cluster, the selected partitions (internal topics' too if `internal`), events
+        newer than the last sent, and the throughput points since the last sent (all of the
+        window in the first)."""
         self._subscribers += 1
         if self._ticker is None or self._ticker.done():
             self._ticker = asyncio.create_task(self._tick(), name="dashboard-ticker")
@@ -355,7 +356,7 @@ class Dashboard:
                         return
                 first = False
                 sent_seq, end_s = self.events.last_seq, self.end_second(view)
-                yield self.payload(view, topic, limit, seq, after_s, sent_seq, end_s)
+                yield self.payload(view, topic, limit, seq, after_s, sent_seq, end_s, internal)
                 seq, after_s = sent_seq, end_s
         finally:
             self._subscribers -= 1
@@ -377,6 +378,7 @@ class Dashboard:
         throughput_after_s: int | None,
         last_event_seq: int,
         end_s: int,
+        internal: bool = True,
     ) -> dict[str, Any]:
         """What a page gets: events in (after_event_seq, last_event_seq], newest first, and
         throughput seconds in (throughput_after_s, end_s] (None: the whole window)."""
@@ -387,7 +389,7 @@ class Dashboard:
         ]
         return {
             "cluster": view.header(),
-            "partitions": view.select(topic, limit),
+            "partitions": view.select(topic, limit, internal),
             "topics": view.topics(),
             "events": [e.to_json() for e in events],
             "last_event_seq": last_event_seq,

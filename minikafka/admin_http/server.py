@@ -12,10 +12,13 @@
 The dashboard (dashboard.py assembles, cluster_view.py decides):
     GET /                          the page (static/: plain HTML, JS and CSS)
     GET /v1/cluster                brokers, controller, ZooKeeper, partition counts
-    GET /v1/cluster/partitions     every partition, worst first (?topic=T, ?limit=N)
+    GET /v1/cluster/partitions     every partition, the user's topics' first, worst first
+                                   (?topic=T, ?limit=N, ?internal=false: without Kafka's
+                                   internal topics, __consumer_offsets...)
     GET /v1/cluster/events         the event timeline, newest first (?after_seq=S, ?limit=N)
     GET /v1/cluster/throughput     per-topic rates of the last minutes (?after_s=T)
-    GET /v1/stream                 Server-Sent Events: one `view` a second (?topic=T, ?limit=N)
+    GET /v1/stream                 Server-Sent Events: one `view` a second (?topic=T, ?limit=N,
+                                   ?internal=false)
 
 Errors are JSON with Kafka's error names and codes (an unknown topic is
 UNKNOWN_TOPIC_OR_PARTITION, 404). Everything is read-only: the endpoint changes nothing.
@@ -226,8 +229,9 @@ class AdminHttpServer:
     async def cluster_partitions(self, request: web.Request) -> web.Response:
         topic = request.query.get("topic") or None
         limit = _int_param(request, "limit", MAX_ROWS, 0, MAX_ROWS)
+        internal = _bool_param(request, "internal", True)
         view = await self.dashboard.view()
-        selected = view.select(topic, limit)
+        selected = view.select(topic, limit, internal)
         if topic is not None and selected["total"] == 0:
             return error_response(
                 404, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {topic!r} in the cluster"
@@ -255,6 +259,7 @@ class AdminHttpServer:
     async def stream(self, request: web.Request) -> web.StreamResponse:
         topic = request.query.get("topic") or None
         limit = _int_param(request, "limit", DEFAULT_ROWS, 0, MAX_ROWS)
+        internal = _bool_param(request, "internal", True)
         # Events after this one only (a page that has the earlier ones); 0: the latest 200.
         last_seq = _int_param(request, "after_seq", 0)
         resp = web.StreamResponse(
@@ -268,7 +273,7 @@ class AdminHttpServer:
         # aclosing: the page's subscription ends as soon as the page goes away.
         try:
             async with contextlib.aclosing(
-                self.dashboard.updates(topic, limit, last_seq)
+                self.dashboard.updates(topic, limit, last_seq, internal)
             ) as updates:
                 async for payload in updates:
                     await resp.write(b"event: view\ndata: " + as_json(payload) + b"\n\n")
@@ -288,17 +293,34 @@ def _int_param(
     except ValueError:
         value = low - 1
     if not low <= value <= high:
-        raise web.HTTPBadRequest(
-            text=as_json(
-                {
-                    "error_code": int(ErrorCode.INVALID_REQUEST),
-                    "error": ErrorCode.INVALID_REQUEST.name,
-                    "message": f"{name} must be an integer from {low} to {high}, got {raw!r}",
-                }
-            ).decode(),
-            content_type="application/json",
-        )
+        raise _bad_request(f"{name} must be an integer from {low} to {high}, got {raw!r}")
     return value
+
+
+_BOOLS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def _bool_param(request: web.Request, name: str, default: bool) -> bool:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return default
+    value = _BOOLS.get(raw.lower())
+    if value is None:
+        raise _bad_request(f"{name} must be true or false, got {raw!r}")
+    return value
+
+
+def _bad_request(message: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(
+        text=as_json(
+            {
+                "error_code": int(ErrorCode.INVALID_REQUEST),
+                "error": ErrorCode.INVALID_REQUEST.name,
+                "message": message,
+            }
+        ).decode(),
+        content_type="application/json",
+    )
 
 
 def _json(body: dict[str, Any]) -> web.Response:

@@ -93,17 +93,18 @@ def test_json_shapes(watched: LocalCluster) -> None:
     summary = header["summary"]
     assert summary["brokers_alive"] == 3 and summary["ok"] == summary["partitions"]
     assert summary["offline"] == summary["under_min_isr"] == summary["under_replicated"] == 0
+    assert summary["internal"]["topics"] == summary["internal"]["partitions"] == 0
 
     selected = get_json(f"{url}/v1/cluster/partitions?topic={TOPIC}&limit=2")
     assert selected["topic"] == TOPIC and selected["total"] == PARTITIONS
     assert len(selected["partitions"]) == 2
     row = selected["partitions"][0]
     assert set(row) == {
-        "topic", "partition", "status", "leader", "leader_epoch", "leader_reachable",
+        "topic", "partition", "internal", "status", "leader", "leader_epoch", "leader_reachable",
         "replicas", "isr", "out_of_sync", "offline_replicas", "min_insync_replicas",
         "source", "high_watermark", "log_end_offset", "log_start_offset", "replica_states",
     }  # fmt: skip
-    assert row["status"] == "ok" and sorted(row["isr"]) == [1, 2, 3]
+    assert row["status"] == "ok" and sorted(row["isr"]) == [1, 2, 3] and row["internal"] is False
     assert row["high_watermark"] == row["log_end_offset"] == 10  # 30 records over 3
     assert {r["broker_id"] for r in row["replica_states"]} == {1, 2, 3}
     for r in row["replica_states"]:
@@ -149,6 +150,7 @@ def test_json_shapes(watched: LocalCluster) -> None:
         "cluster", "partitions", "topics", "events", "last_event_seq", "throughput",
     }  # fmt: skip
     assert view["partitions"]["total"] == PARTITIONS and len(view["partitions"]["partitions"]) == 1
+    assert view["partitions"]["hidden_internal"] == 0
     assert view["cluster"]["served_by"] == 3 and len(view["throughput"]["total"]["bytes_in"]) == 300
 
     status, body = get(f"{url}/")
@@ -165,6 +167,8 @@ def test_bad_parameters_and_unknown_topics_get_kafka_style_errors(cluster: Local
         "/v1/cluster/partitions?limit=ten",
         "/v1/cluster/events?after_seq=x",
         "/v1/stream?limit=1e9",
+        "/v1/cluster/partitions?internal=maybe",
+        "/v1/stream?internal=2",
     ):
         status, body = get(url + path)
         assert status == 400, path

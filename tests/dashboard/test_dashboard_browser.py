@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 from playwright.sync_api import Browser, Page, sync_playwright
 
@@ -62,11 +63,13 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 def table_state(page: Page) -> dict[str, Any]:
-    """What the page shows now: broker statuses, each partition's leader and ISR, the
-    event kinds, and how many updates it has had."""
+    """What the page shows now: the header's counts, broker statuses, each partition's leader
+    and ISR (in the table's order), the event kinds, and how many updates it has had."""
     return page.evaluate(
         """() => ({
             updates: Number(document.body.dataset.updates || 0),
+            summary: Object.fromEntries([...document.querySelectorAll('#summary [data-count]')]
+                .map(x => [x.dataset.count, x.textContent])),
             brokers: Object.fromEntries([...document.querySelectorAll('#brokers tr[data-broker]')]
                 .map(r => [r.dataset.broker, r.dataset.status])),
             partitions: Object.fromEntries([...document.querySelectorAll('#partitions tr[data-tp]')]
@@ -280,3 +283,60 @@ def test_the_page_loads_in_two_seconds_when_the_other_brokers_are_paused(
     finally:
         cluster.resume(1)
         cluster.resume(2)
+
+
+def commit_offsets(cluster: LocalCluster, group: str, topic: str) -> None:
+    """A group's commit: the first one creates __consumer_offsets."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_internal_topics_are_hidden_until_the_toggle_shows_them(
+    make_cluster: ClusterFactory, page: Page
+) -> None:
+    """__consumer_offsets' 50 partitions would list before the user's 3: hidden by default,
+    counted in the header, shown after the user's with the toggle (kept in the address)."""
+    cluster = make_cluster(overrides={"offsets.topic.num.partitions": "50"})
+    admin = admin_client(cluster.bootstrap_servers)
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], operation_timeout=30)[TOPIC].result(60)
+    commit_offsets(cluster, "billing", TOPIC)
+    page.goto(cluster.admin_url(1) + "/")
+    orders = [f"{TOPIC}-{p}" for p in range(PARTITIONS)]
+
+    hidden = wait_for_page(
+        page,
+        lambda s: "53" in s["summary"].get("partitions", "") and list(s["partitions"]) == orders,
+        30,
+        "the user's partitions only, the offsets topic's counted",
+    )
+    assert hidden["summary"]["topics"] == "2 topics (1 internal, hidden)"
+    assert hidden["summary"]["partitions"] == "53 partitions (50 internal, hidden)"
+    assert page.is_visible("#show-internal") and not page.is_checked("#show-internal")
+    assert "50 of internal topics hidden" in page.text_content("#partition-count")
+    options = page.eval_on_selector_all("#topic-filter option", "os => os.map(o => o.value)")
+    assert options == ["", TOPIC]
+
+    page.check("#show-internal")
+    internal = [f"__consumer_offsets-{p}" for p in range(50)]
+    shown = wait_for_page(
+        page, lambda s: len(s["partitions"]) == 53, 10, "the offsets topic's partitions too"
+    )
+    # The user's topics first, then the internal ones.
+    assert list(shown["partitions"])[:PARTITIONS] == orders
+    assert set(list(shown["partitions"])[PARTITIONS:]) == set(internal)
+    assert shown["summary"]["partitions"] == "53 partitions (50 internal)"
+    options = page.eval_on_selector_all("#topic-filter option", "os => os.map(o => o.value)")
+    assert options == ["", TOPIC, "__consumer_offsets"]
+    page.screenshot(path=shots_dir() / "7-internal-topics-shown.png", full_page=True)
+
+    # The choice is in the address: a reload keeps it.
+    assert "internal=1" in page.url
+    page.reload()
+    wait_for_page(page, lambda s: len(s["partitions"]) == 53, 10, "still shown after a reload")
+    assert page.is_checked("#show-internal")
+    page.uncheck("#show-internal")
+    wait_for_page(page, lambda s: list(s["partitions"]) == orders, 10, "hidden again")
+    assert "internal=1" not in page.url

@@ -199,6 +199,44 @@ def test_partitions_are_sorted_worst_first_and_counted() -> None:
     assert view.select("other", None)["total"] == 0
 
 
+def test_internal_topics_come_after_the_users_and_can_be_left_out() -> None:
+    """__consumer_offsets' 50 partitions must not push the user's off the page: they come
+    after the user's topics (even when worse off), a selection can leave them out, and the
+    counts say how many of each are internal."""
+    offsets = [
+        state(1, [1, 2], topic="__consumer_offsets", partition=p) for p in range(50)
+    ]  # under-replicated
+    orders = [state(1, [1, 2, 3], topic="orders", partition=p) for p in range(3)]  # ok
+    view = build([*offsets, state(-1, [2], topic="zeta"), *orders], {}, [1, 2, 3], [1, 2, 3])
+    assert [(p["topic"], p["status"]) for p in view.partitions[:5]] == [
+        ("zeta", cv.OFFLINE),
+        ("orders", cv.OK),
+        ("orders", cv.OK),
+        ("orders", cv.OK),
+        ("__consumer_offsets", cv.UNDER_REPLICATED),
+    ]
+    assert view.topics() == ["orders", "zeta", "__consumer_offsets"]
+    assert [p["internal"] for p in view.partitions] == [False] * 4 + [True] * 50
+    summary = view.summary
+    assert (summary["topics"], summary["partitions"], summary["under_replicated"]) == (3, 54, 50)
+    assert summary["internal"] == {
+        "topics": 1,
+        "partitions": 50,
+        "offline": 0,
+        "under_min_isr": 0,
+        "under_replicated": 50,
+        "ok": 0,
+    }
+    hidden = view.select(None, 2, internal=False)
+    assert hidden["total"] == 4 and hidden["hidden_internal"] == 50
+    assert [p["topic"] for p in hidden["partitions"]] == ["zeta", "orders"]
+    shown = view.select(None, None)
+    assert shown["total"] == 54 and shown["hidden_internal"] == 0
+    # A topic asked for by name is shown whatever the toggle.
+    named = view.select("__consumer_offsets", 1, internal=False)
+    assert named["total"] == 50 and named["hidden_internal"] == 0
+
+
 def test_the_leaders_view_wins_over_the_cache_and_a_deposed_leader_loses() -> None:
     # The cache still has the old ISR; the leader already shrank it.
     parts = [state(1, [1, 2, 3], epoch=5)]

@@ -85,10 +85,17 @@
 
   const yesNo = (b) => (b === true ? "yes" : b === false ? "no" : "?");
 
+  // Kafka's own topics (__consumer_offsets...), as cluster_view.is_internal says.
+  const isInternal = (t) => typeof t === "string" && t.startsWith("__");
+  const userFirst = (a, b) => isInternal(a) - isInternal(b) || (a < b ? -1 : a > b ? 1 : 0);
+
   // --- page state ------------------------------------------------------------------------
 
   const params = new URLSearchParams(window.location.search);
   let topicFilter = params.get("topic") || "";
+  // Internal topics are hidden unless asked for (?internal=1): their partitions, events
+  // and charts would bury the user's.
+  let showInternal = params.get("internal") === "1";
   const limitParam = parseInt(params.get("limit") || "", 10);
   const limit = Number.isFinite(limitParam) && limitParam >= 0 ? limitParam : DEFAULT_LIMIT;
 
@@ -135,6 +142,7 @@
     const q = new URLSearchParams();
     if (topicFilter) q.set("topic", topicFilter);
     q.set("limit", String(limit));
+    q.set("internal", showInternal ? "true" : "false");
     const source = new EventSource("/v1/stream?" + q.toString());
     es = source;
     source.onopen = () => {
@@ -186,22 +194,28 @@
 
   // --- header ----------------------------------------------------------------------------
 
-  function sumItem(key, label, n, cls) {
-    return `<span class="sum${n ? " " + cls : ""}" data-count="${key}"><b>${val(n)}</b> ${label}</span>`;
+  // The counts are the whole cluster's; each says how many of it are internal topics'.
+  function sumItem(key, label, n, internal, cls = "") {
+    const note = internal
+      ? ` <span class="internal-note">(${esc(internal)} internal${showInternal ? "" : ", hidden"})</span>`
+      : "";
+    return `<span class="sum${n && cls ? " " + cls : ""}" data-count="${key}" data-internal="${esc(internal || 0)}"><b>${val(n)}</b> ${label}${note}</span>`;
   }
 
   function renderHeader(c) {
     const s = c.summary || {};
+    const i = s.internal || {};
     const brokersBad = s.brokers_alive !== undefined && s.brokers_alive < s.brokers;
     const parts = [
       `<span class="sum${brokersBad ? " bad" : ""}" data-count="brokers"><b>${val(s.brokers_alive)}/${val(s.brokers)}</b> brokers alive</span>`,
-      `<span class="sum" data-count="topics"><b>${val(s.topics)}</b> topics</span>`,
-      `<span class="sum" data-count="partitions"><b>${val(s.partitions)}</b> partitions</span>`,
-      sumItem("offline", "offline", s.offline, "bad"),
-      sumItem("under_min_isr", "under min ISR", s.under_min_isr, "bad"),
-      sumItem("under_replicated", "under-replicated", s.under_replicated, "warn"),
+      sumItem("topics", "topics", s.topics, i.topics),
+      sumItem("partitions", "partitions", s.partitions, i.partitions),
+      sumItem("offline", "offline", s.offline, i.offline, "bad"),
+      sumItem("under_min_isr", "under min ISR", s.under_min_isr, i.under_min_isr, "bad"),
+      sumItem("under_replicated", "under-replicated", s.under_replicated, i.under_replicated, "warn"),
     ];
     $("#summary").innerHTML = parts.join("");
+    $("#internal-count").textContent = i.topics ? `(${i.topics})` : "";
 
     $("#served-by").textContent = c.served_by === undefined ? DASH : `broker ${c.served_by}`;
     const ctl = c.controller || {};
@@ -275,7 +289,7 @@
       el.hidden = true;
       return;
     }
-    const q = topicFilter ? "?topic=" + encodeURIComponent(topicFilter) : "";
+    const q = window.location.search; // the same topic and toggles there
     el.innerHTML =
       "other dashboards: " +
       others.map((b) => `<a href="${esc(b.admin_url.replace(/\/+$/, "") + "/" + q)}">broker ${esc(b.id)}</a>`).join(" · ");
@@ -338,7 +352,7 @@
   // --- topic filter ----------------------------------------------------------------------
 
   function renderTopics(topics) {
-    const key = topics.join("\u0000") + "\u0001" + topicFilter;
+    const key = topics.join("\u0000") + "\u0001" + topicFilter + "\u0001" + showInternal;
     if (key === topicsKey) return;
     topicsKey = key;
     const sel = $("#topic-filter");
@@ -346,25 +360,44 @@
     if (topicFilter && !topics.includes(topicFilter)) {
       opts.push(`<option value="${esc(topicFilter)}">${esc(topicFilter)} (not found)</option>`);
     }
-    for (const t of topics) opts.push(`<option value="${esc(t)}">${esc(t)}</option>`);
+    const option = (t) => `<option value="${esc(t)}">${esc(t)}</option>`;
+    for (const t of topics) if (!isInternal(t)) opts.push(option(t));
+    // Hidden internal topics are left out, unless one is the one selected.
+    const internal = topics.filter((t) => isInternal(t) && (showInternal || t === topicFilter));
+    if (internal.length) opts.push(`<optgroup label="internal topics">${internal.map(option).join("")}</optgroup>`);
     sel.innerHTML = opts.join("");
     sel.value = topicFilter;
+  }
+
+  function setQuery(name, value) {
+    const q = new URLSearchParams(window.location.search);
+    if (value) q.set(name, value);
+    else q.delete(name);
+    const qs = q.toString();
+    window.history.replaceState(null, "", window.location.pathname + (qs ? "?" + qs : ""));
+  }
+
+  // A new selection of partitions: a new stream (it starts with a full view).
+  function reselect() {
+    topicsKey = null;
+    $("#partitions tbody").innerHTML = "";
+    partitionsHtml = "";
+    $("#partition-count").textContent = "loading…";
+    connect();
   }
 
   function onFilterChange() {
     const value = $("#topic-filter").value;
     if (value === topicFilter) return;
     topicFilter = value;
-    topicsKey = null;
-    const q = new URLSearchParams(window.location.search);
-    if (topicFilter) q.set("topic", topicFilter);
-    else q.delete("topic");
-    const qs = q.toString();
-    window.history.replaceState(null, "", window.location.pathname + (qs ? "?" + qs : ""));
-    $("#partitions tbody").innerHTML = "";
-    partitionsHtml = "";
-    $("#partition-count").textContent = "loading…";
-    connect();
+    setQuery("topic", topicFilter);
+    reselect();
+  }
+
+  function onInternalToggle() {
+    showInternal = $("#show-internal").checked;
+    setQuery("internal", showInternal ? "1" : "");
+    reselect();
   }
 
   // --- partitions ------------------------------------------------------------------------
@@ -446,7 +479,7 @@
           ? ' title="from the metadata cache: the leader did not answer, offsets unknown"'
           : "";
       out.push(
-        `<tr data-tp="${esc(tp)}" data-status="${status}" class="st-${status}"${rowTitle}>` +
+        `<tr data-tp="${esc(tp)}" data-status="${status}" class="st-${status}${r.internal ? " internal" : ""}"${rowTitle}>` +
           `<td class="tp">${esc(tp)}</td>` +
           `<td class="status">${STATUS_TEXT[status]}</td>` +
           `<td class="leader">${leader}</td>` +
@@ -461,7 +494,7 @@
       );
     }
     if (!rows.length) {
-      out.push(`<tr class="empty"><td colspan="10">${topicFilter ? "no partitions of this topic" : "no partitions"}</td></tr>`);
+      out.push(`<tr class="empty"><td colspan="10">${topicFilter ? "no partitions of this topic" : p.hidden_internal ? "no partitions of your topics (internal topics hidden)" : "no partitions"}</td></tr>`);
     }
     const html = out.join("");
     if (html !== partitionsHtml) {
@@ -470,7 +503,9 @@
     }
     const total = p.total ?? rows.length;
     const count = $("#partition-count");
-    count.textContent = `showing ${rows.length} of ${total} partitions (worst first)`;
+    count.textContent =
+      `showing ${rows.length} of ${total} partitions (your topics first, worst first)` +
+      (p.hidden_internal ? `; ${p.hidden_internal} of internal topics hidden` : "");
     count.title = rows.length < total ? `add ?limit=${total} to the address to see them all` : "";
   }
 
@@ -695,7 +730,9 @@
       const c = chartFor("_total", rate, totalGrid);
       drawChart(c, thr.total[rate] || blank());
     }
-    const wanted = [...thr.topics.keys()].filter((t) => !topicFilter || t === topicFilter).sort();
+    const wanted = [...thr.topics.keys()]
+      .filter((t) => (topicFilter ? t === topicFilter : showInternal || !isInternal(t)))
+      .sort(userFirst);
     const key = wanted.join("\u0000");
     const holder = $("#throughput-topics");
     if (key !== topicBlocksKey) {
@@ -742,6 +779,8 @@
 
   function start() {
     $("#topic-filter").addEventListener("change", onFilterChange);
+    $("#show-internal").checked = showInternal;
+    $("#show-internal").addEventListener("change", onInternalToggle);
     $("#event-filters").addEventListener("change", onSeverityToggle);
     renderTopics([]);
     setInterval(renderUpdated, 1000);
