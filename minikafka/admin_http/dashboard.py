@@ -60,8 +60,10 @@ ZK_TIMEOUT_S = 0.5
 PEER_TIMEOUT_S = 0.8
 # At most one view a second (the page's update rate).
 VIEW_INTERVAL_S = 1.0
-# Events a page gets when it opens (later ones come as they happen).
-INITIAL_EVENTS = 200
+# Events a page gets when it opens; later ones come as they happen, all of them: the page
+# counts one failure's events together (a broker failure at 10,000 partitions writes
+# thousands at once), a count cut short would be wrong.
+INITIAL_EVENTS = 1000
 
 
 def leader_state(p: Partition, now_ms: int) -> LeaderState:
@@ -381,10 +383,12 @@ class Dashboard:
         internal: bool = True,
     ) -> dict[str, Any]:
         """What a page gets: events in (after_event_seq, last_event_seq], newest first, and
-        throughput seconds in (throughput_after_s, end_s] (None: the whole window)."""
+        throughput seconds in (throughput_after_s, end_s]; None: the first payload, the
+        whole throughput window and the latest INITIAL_EVENTS events."""
+        first = throughput_after_s is None
         events = [
             e
-            for e in self.events.newest(after_event_seq, INITIAL_EVENTS)
+            for e in self.events.newest(after_event_seq, INITIAL_EVENTS if first else None)
             if e.seq <= last_event_seq
         ]
         return {

@@ -12,6 +12,12 @@ An election is *clean* when the new leader was in the ISR as this broker last sa
 cache can trail ZooKeeper by an ISR propagation (a replica that joined the ISR moments
 before its leader died), so an election that looks unclean here is one whose new leader
 had not been reported in sync to the cluster.
+
+A partition event's `broker` is the broker it is about, so that the page can put one
+failure's events together (one broker's death is an ISR shrink and maybe an election in
+every partition it had): the replica that left or joined the ISR (none when several did:
+`details` lists them), the leader that lost the partition, or for an election that did not
+depose a failed leader (a preferred election, a partition coming back online) the new one.
 """
 
 from __future__ import annotations
@@ -143,18 +149,22 @@ def partition_events(
                     f"{tp}: no leader (was {old.leader}); the partition is offline",
                     tp.topic,
                     tp.partition,
+                    old.leader,
                     details={"old_leader": old.leader, "leader_epoch": new.leader_epoch},
                 )
             )
         else:
             clean = new.leader in old_isr
             how = "clean" if clean else "unclean: not in the ISR"
+            # A leader still in the ISR was not deposed by its failure: the new one is news.
+            deposed = old.leader != NO_LEADER and old.leader not in new_isr
             out.append(
                 EventDraft(
                     LEADER_ELECTION,
                     f"{tp}: leader {old.leader} → {new.leader} (epoch {new.leader_epoch}, {how})",
                     tp.topic,
                     tp.partition,
+                    old.leader if deposed else new.leader,
                     details={
                         "old_leader": old.leader,
                         "new_leader": new.leader,
@@ -175,6 +185,7 @@ def partition_events(
                 f"(out: {', '.join(map(str, removed))})",
                 tp.topic,
                 tp.partition,
+                removed[0] if len(removed) == 1 else None,
                 details={**details, "removed": removed},
             )
         )
@@ -186,6 +197,7 @@ def partition_events(
                 f"(in: {', '.join(map(str, added))})",
                 tp.topic,
                 tp.partition,
+                added[0] if len(added) == 1 else None,
                 details={**details, "added": added},
             )
         )

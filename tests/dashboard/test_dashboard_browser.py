@@ -64,7 +64,8 @@ def page(browser: Browser) -> Iterator[Page]:
 
 def table_state(page: Page) -> dict[str, Any]:
     """What the page shows now: the header's counts, broker statuses, each partition's leader
-    and ISR (in the table's order), the event kinds, and how many updates it has had."""
+    and ISR (in the table's order), the event lines (one event, or a group of them: its
+    count, and its members while open), and how many updates it has had."""
     return page.evaluate(
         """() => ({
             updates: Number(document.body.dataset.updates || 0),
@@ -80,8 +81,15 @@ def table_state(page: Page) -> dict[str, Any]:
                     lag: Object.fromEntries([...r.querySelectorAll('.lag [data-replica]')]
                         .map(x => [x.dataset.replica, x.textContent])),
                 }])),
-            events: [...document.querySelectorAll('#events li[data-kind]')]
-                .map(li => ({kind: li.dataset.kind, text: li.textContent})),
+            events: [...document.querySelectorAll('#events > li')].map(li => ({
+                kind: li.dataset.kind,
+                broker: li.dataset.broker ?? null,
+                count: Number(li.dataset.count || 1),
+                text: (li.querySelector(':scope > details > summary')
+                       || li.querySelector('.ev-text')).textContent,
+                members: [...li.querySelectorAll('ol.members li[data-kind]')]
+                    .map(m => m.querySelector('.ev-text').textContent),
+            })),
         })"""
     )
 
@@ -159,6 +167,11 @@ def test_the_page_follows_a_broker_kill_and_restart(
             )
             and all(leader(s, p) not in (str(victim), "none") for p in led_by_victim)
             and {"isr_shrink", "leader_election", "broker_deregistered"} <= kinds
+            # One line for the victim leaving every ISR.
+            and any(
+                (e["kind"], e["broker"], e["count"]) == ("isr_shrink", str(victim), PARTITIONS)
+                for e in s["events"]
+            )
         )
 
     failed = wait_for_page(page, failed_over, SESSION_TIMEOUT_MS / 1000 + 10, "the failover")
@@ -176,8 +189,8 @@ def test_the_page_follows_a_broker_kill_and_restart(
             assert lag.endswith("unknown since leader change"), row
         else:
             assert re.search(r"lag –, [0-9.]+ s ago$", lag), row
-    shrink_texts = [e["text"] for e in failed["events"] if e["kind"] == "isr_shrink"]
-    assert any(f"out: {victim}" in t for t in shrink_texts), shrink_texts
+    shrinks = [e["text"] for e in failed["events"] if e["kind"] == "isr_shrink"]
+    assert f"broker {victim} left the ISR of {PARTITIONS} partitions" in shrinks, shrinks
     elections = [e["text"] for e in failed["events"] if e["kind"] == "leader_election"]
     assert any("clean" in t and "unclean" not in t for t in elections), elections
 
@@ -340,3 +353,85 @@ def test_internal_topics_are_hidden_until_the_toggle_shows_them(
     page.uncheck("#show-internal")
     wait_for_page(page, lambda s: list(s["partitions"]) == orders, 10, "hidden again")
     assert "internal=1" not in page.url
+
+
+def test_one_failures_events_are_one_line_each_kind(
+    make_cluster: ClusterFactory, page: Page
+) -> None:
+    """A kill -9 with the offsets topic's 50 partitions: every partition's ISR shrink is one
+    line that opens on its members, the internal topics' counted but listed only when the
+    internal toggle shows them."""
+    cluster = make_cluster(overrides={"offsets.topic.num.partitions": "50"})
+    admin = admin_client(cluster.bootstrap_servers)
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)], operation_timeout=30)[TOPIC].result(60)
+    commit_offsets(cluster, "billing", TOPIC)
+    page.goto(cluster.admin_url(3) + "/")
+    orders = [f"{TOPIC}-{p}" for p in range(PARTITIONS)]
+    healthy = wait_for_page(
+        page,
+        lambda s: (
+            "53" in s["summary"].get("partitions", "")
+            and all(isr(s, p) == {1, 2, 3} for p in range(PARTITIONS))
+        ),
+        30,
+        "the cluster with its offsets topic",
+    )
+    victim = 2
+    cluster.kill(victim)
+
+    def one_line(s: dict[str, Any]) -> bool:
+        return any(
+            (e["kind"], e["broker"], e["count"]) == ("isr_shrink", str(victim), 53)
+            for e in s["events"]
+        ) and all(victim not in isr(s, p) for p in range(PARTITIONS))
+
+    failed = wait_for_page(
+        page, one_line, SESSION_TIMEOUT_MS / 1000 + 20, "one line for the ISR shrinks"
+    )
+    lines = failed["events"]
+    (shrink,) = [e for e in lines if e["kind"] == "isr_shrink"]
+    assert shrink["text"] == (
+        f"broker {victim} left the ISR of 53 partitions "
+        "(3 of your topics'; 50 of __consumer_offsets, hidden)"
+    )
+    # Elections: one line for the partitions the victim led (a third of them, about).
+    (elected,) = [e for e in lines if e["kind"] == "leader_election"]
+    assert elected["broker"] == str(victim) and 10 <= elected["count"] <= 30, elected
+    n = elected["count"]
+    assert (
+        f"broker {victim} lost the leadership of {n} partitions in clean elections ("
+        in (elected["text"])
+    ), elected
+    # Over 100 events since the kill, a few lines.
+    new_lines = [(e["kind"], e["text"]) for e in lines[: len(lines) - len(healthy["events"])]]
+    assert len(new_lines) <= 4, new_lines
+    count = page.text_content("#event-count") or ""
+    assert re.fullmatch(r"\d+ in \d+ lines \(\d+ internal hidden\)", count), count
+
+    # Opened: the user's partitions only, the rest said to be hidden.
+    page.click(f'#events li[data-kind="isr_shrink"][data-broker="{victim}"] summary')
+    opened = wait_for_page(
+        page,
+        lambda s: any(len(e["members"]) == PARTITIONS for e in s["events"]),
+        5,
+        "the shrink line opened on the user's partitions",
+    )
+    (shrink,) = [e for e in opened["events"] if e["kind"] == "isr_shrink"]
+    assert sorted(m.split(":")[0] for m in shrink["members"]) == orders
+    assert all(f"out: {victim}" in m for m in shrink["members"])
+    assert page.is_visible("#events .hidden-note")
+    page.screenshot(path=shots_dir() / "8-grouped-events.png", full_page=True)
+
+    # With the internal topics shown: the same line, all 53 in it, still open.
+    page.check("#show-internal")
+    shown = wait_for_page(
+        page,
+        lambda s: any(len(e["members"]) == 53 for e in s["events"]),
+        10,
+        "the shrink line with the offsets topic's partitions too",
+    )
+    (shrink,) = [e for e in shown["events"] if e["kind"] == "isr_shrink"]
+    assert shrink["text"] == (
+        f"broker {victim} left the ISR of 53 partitions (3 of your topics', 50 of __consumer_offsets)"
+    )
+    page.screenshot(path=shots_dir() / "9-grouped-events-internal.png", full_page=True)

@@ -84,6 +84,25 @@ def test_an_unchanged_partition_or_a_new_one_has_no_partition_event() -> None:
     assert partition_events(None, state(1, [1, 2])) == []
 
 
+def test_a_partition_event_names_the_broker_it_is_about() -> None:
+    """What lets the page put one failure's events together: the broker that left or
+    joined the ISR, the leader that lost the partition, or the one that took it back."""
+    (shrink,) = partition_events(state(1, [1, 2, 3]), state(1, [1, 3]))
+    assert shrink.broker == 2
+    (both,) = partition_events(state(1, [1, 2, 3]), state(1, [1]))
+    assert both.broker is None and both.details is not None and both.details["removed"] == [2, 3]
+    (expand,) = partition_events(state(1, [1, 3]), state(1, [1, 3, 2]))
+    assert expand.broker == 2
+    failover, _ = partition_events(state(2, [2, 1, 3]), state(1, [1, 3], epoch=1))
+    assert failover.kind == LEADER_ELECTION and failover.broker == 2
+    (preferred,) = partition_events(state(1, [1, 2, 3]), state(2, [1, 2, 3], epoch=1))
+    assert preferred.broker == 2  # the old leader 1 is fine: the news is 2 leading again
+    back, _ = partition_events(state(-1, [2]), state(2, [2, 3], epoch=1))
+    assert back.kind == LEADER_ELECTION and back.broker == 2
+    (offline,) = partition_events(state(3, [3]), state(-1, [3], epoch=1))
+    assert offline.kind == PARTITION_OFFLINE and offline.broker == 3
+
+
 def test_metadata_events_cover_brokers_controller_and_topics() -> None:
     drafts = metadata_events(
         MetadataChange(

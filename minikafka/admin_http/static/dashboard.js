@@ -5,7 +5,8 @@
 "use strict";
 
 (() => {
-  const MAX_EVENTS = 500;
+  const MAX_EVENTS = 5000; // as many as the serving broker keeps
+  const GROUP_GAP_MS = 10000; // one failure's events: each within this of the one before
   const DEFAULT_LIMIT = 200;
   const TOTAL_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
   const TOPIC_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
@@ -111,6 +112,8 @@
   // events: seq → event; `shownMax` is the highest seq in the list
   let events = new Map();
   let shownMax = 0;
+  let eventsHtml = "";
+  const openGroups = new Set(); // the groups opened on their members, by first seq
   // throughput: arrays of `win` values per second, the last one for second `endS`
   let thr = null;
 
@@ -119,6 +122,7 @@
     shownMax = 0;
     thr = { endS: null, win: 300, total: {}, topics: new Map() };
     $("#events").innerHTML = "";
+    eventsHtml = "";
   }
 
   // --- connection ------------------------------------------------------------------------
@@ -510,15 +514,24 @@
   }
 
   // --- events ----------------------------------------------------------------------------
+  //
+  // One failure is many events: a broker's death is an ISR shrink in every partition it had
+  // and an election in every one it led. Partition events of one kind about one broker
+  // (events.py names it in `broker`), each within GROUP_GAP_MS of the one before, are one
+  // line that opens on its members. Internal topics' events follow the internal toggle.
+
+  const sevOf = (e) => (["ok", "info", "warning", "error"].includes(e.severity) ? e.severity : "info");
+  const isUnclean = (e) => e.kind === "leader_election" && !!e.details && e.details.clean === false;
 
   function eventHtml(e) {
-    const sev = ["ok", "info", "warning", "error"].includes(e.severity) ? e.severity : "info";
-    const unclean = e.kind === "leader_election" && e.details && e.details.clean === false;
+    const sev = sevOf(e);
+    const unclean = isUnclean(e);
     const d = new Date(e.time_ms);
     let title = `${d.toLocaleString()} · ${e.kind}`;
     if (e.details) title += " " + JSON.stringify(e.details);
+    const broker = e.broker === undefined ? "" : ` data-broker="${esc(e.broker)}"`;
     return (
-      `<li data-kind="${esc(e.kind)}" data-seq="${esc(e.seq)}" class="sev-${sev}${unclean ? " unclean" : ""}" title="${esc(title)}">` +
+      `<li data-kind="${esc(e.kind)}" data-seq="${esc(e.seq)}"${broker} class="sev-${sev}${unclean ? " unclean" : ""}" title="${esc(title)}">` +
       `<time>${clock(e.time_ms)}</time>` +
       (unclean ? '<span class="badge unclean">unclean</span>' : "") +
       `<span class="ev-text">${esc(e.text)}</span>` +
@@ -526,33 +539,148 @@
     );
   }
 
+  // The brokers a partition event is about (null: not a partition event, never grouped).
+  function aboutOf(e) {
+    if (typeof e.partition !== "number") return null;
+    const d = e.details || {};
+    if (e.kind === "isr_shrink") return d.removed || [];
+    if (e.kind === "isr_expand") return d.added || [];
+    return e.broker === undefined ? [] : [e.broker];
+  }
+
+  // An election is about the leader it deposed, or the one that took over (see events.py).
+  const deposed = (e) => !!e.details && e.broker === e.details.old_leader;
+
+  function groupKey(e) {
+    const about = aboutOf(e);
+    if (about === null) return null;
+    return [e.kind, about.join(","), sevOf(e), e.kind === "leader_election" ? deposed(e) : ""].join("|");
+  }
+
+  // Lines newest first (by when each began); a line is one event or a group of them.
+  function groupEvents() {
+    const lines = [];
+    const last = new Map(); // key → its latest group
+    for (const e of [...events.values()].sort((a, b) => a.seq - b.seq)) {
+      const key = groupKey(e);
+      const g = key === null ? undefined : last.get(key);
+      if (g !== undefined && e.time_ms - g.members[g.members.length - 1].time_ms <= GROUP_GAP_MS) {
+        g.members.push(e);
+      } else {
+        const line = { id: e.seq, members: [e] };
+        lines.push(line);
+        if (key !== null) last.set(key, line);
+      }
+    }
+    return lines.reverse();
+  }
+
+  const brokersText = (ids) => (ids.length === 1 ? `broker ${ids[0]}` : `brokers ${ids.join(", ")}`);
+
+  function groupText(g, atLeast) {
+    const e = g.members[0];
+    const d = e.details || {};
+    const n = `${atLeast ? "at least " : ""}${g.members.length} partitions`;
+    let text;
+    if (e.kind === "isr_shrink") text = `${brokersText(d.removed || [])} left the ISR of ${n}`;
+    else if (e.kind === "isr_expand") text = `${brokersText(d.added || [])} joined the ISR of ${n}`;
+    else if (e.kind === "leader_election") {
+      const how = isUnclean(e) ? "in unclean elections: the new leaders were not in the ISR" : "in clean elections";
+      text = deposed(e)
+        ? `broker ${e.broker} lost the leadership of ${n} ${how}`
+        : `broker ${e.broker} became the leader of ${n} ${how}`;
+    } else if (e.kind === "partition_offline") text = `${n} led by broker ${e.broker} went offline (no leader)`;
+    else text = `${n}: ${e.kind}`;
+    // How many are the user's, how many each internal topic's.
+    let user = 0;
+    const internal = new Map();
+    for (const m of g.members) {
+      if (isInternal(m.topic)) internal.set(m.topic, (internal.get(m.topic) || 0) + 1);
+      else user += 1;
+    }
+    if (internal.size) {
+      const theirs = [...internal].map(([t, k]) => `${k} of ${t}`).join(", ");
+      if (showInternal) text += ` (${user ? `${user} of your topics', ` : ""}${theirs})`;
+      else text += ` (${user ? `${user} of your topics'; ` : ""}${theirs}, hidden)`;
+    }
+    return text;
+  }
+
+  function groupHtml(g, visible, atLeast) {
+    const first = g.members[0];
+    const newest = g.members[g.members.length - 1];
+    const sev = sevOf(first);
+    const unclean = isUnclean(first);
+    const open = openGroups.has(g.id);
+    const hidden = g.members.length - visible.length;
+    const title = `${new Date(first.time_ms).toLocaleString()} to ${clock(newest.time_ms)} · ${g.members.length} × ${first.kind}; click to list them`;
+    // Members are listed only while open: a group can have thousands.
+    let members = "";
+    if (open) {
+      members = visible.slice().reverse().map(eventHtml).join("");
+      if (hidden) members += `<li class="hidden-note muted">${hidden} of internal topics hidden</li>`;
+    }
+    return (
+      `<li data-kind="${esc(first.kind)}" data-seq="${esc(first.seq)}" data-group="${esc(g.id)}" data-count="${g.members.length}" data-broker="${esc(aboutOf(first).join(","))}" class="group sev-${sev}${unclean ? " unclean" : ""}" title="${esc(title)}">` +
+      `<time>${clock(first.time_ms)}</time>` +
+      (unclean ? '<span class="badge unclean">unclean</span>' : "") +
+      `<details class="ev-text"${open ? " open" : ""}><summary>${esc(groupText(g, atLeast))}</summary>` +
+      `<ol class="members">${members}</ol></details>` +
+      `</li>`
+    );
+  }
+
+  function renderEvents() {
+    // The page may not have a group's start: the serving broker sends the latest events
+    // when it opens, and keeps MAX_EVENTS.
+    let oldest = Infinity;
+    for (const seq of events.keys()) if (seq < oldest) oldest = seq;
+    let lines = 0;
+    let hidden = 0;
+    const out = [];
+    for (const g of groupEvents()) {
+      const visible = showInternal ? g.members : g.members.filter((m) => !isInternal(m.topic));
+      hidden += g.members.length - visible.length;
+      if (!visible.length) continue;
+      lines += 1;
+      if (g.members.length === 1) out.push(eventHtml(g.members[0]));
+      else out.push(groupHtml(g, visible, g.id === oldest && oldest > 1));
+    }
+    const html = out.join("");
+    if (html !== eventsHtml) {
+      $("#events").innerHTML = html;
+      eventsHtml = html;
+    }
+    $("#events-empty").hidden = lines > 0;
+    $("#events-empty").textContent = hidden ? "no events of your topics yet" : "no events yet";
+    const count = $("#event-count");
+    count.textContent = events.size
+      ? `${events.size} in ${lines} line${lines === 1 ? "" : "s"}` + (hidden ? ` (${hidden} internal hidden)` : "")
+      : "";
+  }
+
   function addEvents(list) {
-    const fresh = [];
+    let fresh = 0;
     for (const e of list) {
       if (typeof e.seq !== "number" || events.has(e.seq)) continue;
       events.set(e.seq, e);
-      fresh.push(e);
+      shownMax = Math.max(shownMax, e.seq);
+      fresh += 1;
     }
-    const ol = $("#events");
-    if (fresh.length) {
-      fresh.sort((a, b) => b.seq - a.seq);
-      if (events.size > MAX_EVENTS) {
-        const seqs = [...events.keys()].sort((a, b) => a - b);
-        for (const s of seqs.slice(0, events.size - MAX_EVENTS)) events.delete(s);
-      }
-      if (fresh[fresh.length - 1].seq > shownMax) {
-        // the usual case: everything new is newer than what is shown
-        ol.insertAdjacentHTML("afterbegin", fresh.filter((e) => events.has(e.seq)).map(eventHtml).join(""));
-        while (ol.children.length > events.size) ol.lastElementChild.remove();
-      } else {
-        // out of order (should not happen): rebuild the whole list
-        const all = [...events.values()].sort((a, b) => b.seq - a.seq);
-        ol.innerHTML = all.map(eventHtml).join("");
-      }
-      shownMax = Math.max(shownMax, fresh[0].seq);
+    if (events.size > MAX_EVENTS) {
+      const seqs = [...events.keys()].sort((a, b) => a - b);
+      for (const s of seqs.slice(0, events.size - MAX_EVENTS)) events.delete(s);
     }
-    $("#events-empty").hidden = events.size > 0;
-    $("#event-count").textContent = events.size ? `${events.size}, newest first` : "";
+    if (fresh || !eventsHtml) renderEvents();
+  }
+
+  function onGroupToggle(ev) {
+    const det = ev.target;
+    if (!(det instanceof HTMLDetailsElement)) return;
+    const id = Number(det.closest("li").dataset.group);
+    if (det.open) openGroups.add(id);
+    else openGroups.delete(id);
+    renderEvents();
   }
 
   function onSeverityToggle(ev) {
@@ -782,6 +910,8 @@
     $("#show-internal").checked = showInternal;
     $("#show-internal").addEventListener("change", onInternalToggle);
     $("#event-filters").addEventListener("change", onSeverityToggle);
+    // `toggle` does not bubble: caught on its way down.
+    $("#events").addEventListener("toggle", onGroupToggle, true);
     renderTopics([]);
     setInterval(renderUpdated, 1000);
     connect();
