@@ -260,7 +260,7 @@ class AdminHttpServer:
         topic = request.query.get("topic") or None
         limit = _int_param(request, "limit", DEFAULT_ROWS, 0, MAX_ROWS)
         internal = _bool_param(request, "internal", True)
-        # Events after this one only (a page that has the earlier ones); 0: the latest 200.
+        # Events after this one only (a page that has the earlier ones); 0: the latest 1,000.
         last_seq = _int_param(request, "after_seq", 0)
         resp = web.StreamResponse(
             headers={
