@@ -103,6 +103,13 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
         return round(time.monotonic() - t0, 6)
 
     history = History(opts.topic, meta=_meta(cluster, opts))
+    log(
+        f"chaos on topic {opts.topic} ({opts.partitions} partitions, RF "
+        f"{opts.replication_factor}): {opts.producers} producers at {opts.rate:g}/s each"
+        + (f", a group of {opts.group_members}" if opts.group_members > 0 else "")
+        + f"; nemesis {', '.join(opts.nemesis)} every {opts.interval_s:g} s for "
+        f"{opts.time_limit_s:g} s (seed {opts.seed})"
+    )
     await _create_topic(cluster, opts)
     zk = cluster.zk_client()
     stop_observing = asyncio.Event()
@@ -137,6 +144,7 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     tasks.append(asyncio.create_task(workload.run_consumer()))
     grouping = asyncio.create_task(group.run()) if group is not None else None
     history.start = clock()
+    log(f"writing; the first fault comes in {opts.interval_s:g} s")
 
     schedule = plan(
         opts.nemesis, max(1, int(opts.time_limit_s // (2 * opts.interval_s))), opts.seed

@@ -65,11 +65,15 @@ async def test_short_chaos_run_loses_nothing(
     opts = ChaosOptions(
         nemesis=(nemesis,), interval_s=interval, time_limit_s=4 * interval, seed=7, rate=50
     )
-    report = await run_chaos(cluster, opts, log=print)
+    logged: list[str] = []
+    report = await run_chaos(cluster, opts, log=lambda line: logged.append(str(line)))
     paths = write_report(report, tmp_path / "report")
     assert paths["json"].stat().st_size > 0 and paths["plot"].stat().st_size > 0
     assert [f.op for f in report.history.faults], "the nemesis must have struck"
     assert_safe(report)
+    # Not silent until the first fault: what runs, then that writing has begun.
+    assert logged[0].startswith(f"chaos on topic {opts.topic} (3 partitions, RF 3)"), logged
+    assert logged[1] == f"writing; the first fault comes in {interval:g} s", logged
 
 
 async def test_asynchronous_group_commits_are_applied_in_the_order_each_member_sent_them(
