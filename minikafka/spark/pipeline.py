@@ -17,7 +17,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,9 +99,19 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.
                 ) from None
 
 
-def generate(bootstrap: str, topic: str, clicks: Iterable[Click], rate: float = 0) -> int:
+PROGRESS_EVERY_S = 5.0
+
+
+def generate(
+    bootstrap: str,
+    topic: str,
+    clicks: Iterable[Click],
+    rate: float = 0,
+    progress: Callable[[int], object] | None = None,
+) -> int:
     """Produce clicks (acks=all), `rate` per second (0: as fast as possible). Returns how many
-    were acknowledged; raises the first failure."""
+    were acknowledged; raises the first failure. `progress(acknowledged so far)` is called
+    every PROGRESS_EVERY_S."""
     producer = new_producer(
         client_config(
             bootstrap,
@@ -124,7 +134,11 @@ def generate(bootstrap: str, topic: str, clicks: Iterable[Click], rate: float = 
             raise RuntimeError(f"a click was not acknowledged: {failures[0]}")
 
     start = time.monotonic()
+    next_progress = start + PROGRESS_EVERY_S
     for sent, click in enumerate(clicks, 1):
+        if progress is not None and time.monotonic() >= next_progress:
+            progress(acked)
+            next_progress += PROGRESS_EVERY_S
         while True:
             try:
                 producer.produce(
@@ -163,6 +177,8 @@ def spark_session(
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", str(cores))
         .config("spark.sql.session.timeZone", "UTC")
+        # The stage progress bars would interleave with what the commands print.
+        .config("spark.ui.showConsoleProgress", "false")
     )
     if driver_memory is not None:
         builder = builder.config("spark.driver.memory", driver_memory)
