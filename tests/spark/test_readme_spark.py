@@ -37,13 +37,13 @@ def test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c(
 ) -> None:
     bootstrap = spark_cluster.bootstrap_servers
     code = block("python")
-    assert code.count('"localhost:9092"') == 2 and "/tmp/page-counts-checkpoint" in code
+    assert code.count('"localhost:9092"') == 2 and "/tmp/clicks-per-page-checkpoint" in code
     code = code.replace('"localhost:9092"', json.dumps(bootstrap)).replace(
-        "/tmp/page-counts-checkpoint", str(tmp_path / "checkpoint")
+        "/tmp/clicks-per-page-checkpoint", str(tmp_path / "checkpoint")
     )
     # Clicks as `pipeline generate` writes them, over a minute of past event time: the
     # watermark closes the first windows as soon as the query has read them.
-    pipeline.ensure_topics(bootstrap, {"clicks": 3, "page-counts": 1})
+    pipeline.ensure_topics(bootstrap, {"clicks": 3, "clicks-per-page": 1})
     now = int(time.time() * 1000)
     clicks = pipeline.make_clicks(200, now - 120_000, 300)
     assert pipeline.generate(bootstrap, "clicks", clicks) == 200
@@ -60,14 +60,14 @@ def test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c(
     try:
         wait_until(
             lambda: (
-                len(consume_from_beginning(bootstrap, "page-counts", 1, 10)) >= len(expected)
+                len(consume_from_beginning(bootstrap, "clicks-per-page", 1, 10)) >= len(expected)
                 or example.poll() is not None
             ),
             420,
             "the example's window counts",
         )
         assert example.poll() is None, log.read_text()
-        counts = consume_from_beginning(bootstrap, "page-counts", 1, 10)
+        counts = consume_from_beginning(bootstrap, "clicks-per-page", 1, 10)
         got = sorted((msg.key().decode(), json.loads(msg.value())["count"]) for msg in counts)
         assert got == sorted((page, n) for (_, page), n in expected.items())
         example.send_signal(signal.SIGINT)  # Ctrl-C
@@ -78,3 +78,39 @@ def test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c(
     output = log.read_text()
     assert example.returncode == 0, output
     assert "Traceback" not in output and "Error" not in output, output
+
+
+def test_the_pipeline_commands_run_in_the_order_given(
+    spark_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """The block as one shell script: the demo, the live job in the background, clicks for
+    30 s, the first window counts read back, and the job stopped with `kill`."""
+    script = block("sh", 1)
+    assert script.startswith("minikafka pipeline demo")
+    env = {
+        **os.environ,
+        # No local cluster in this data dir: the commands use this bootstrap address.
+        "MINIKAFKA_DATA_DIR": str(tmp_path / "data"),
+        "MINIKAFKA_BOOTSTRAP_SERVERS": spark_cluster.bootstrap_servers,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "PYTHONUNBUFFERED": "1",
+    }
+    log = tmp_path / "script.log"
+    with log.open("wb") as out:
+        done = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=720,
+        )
+    output = log.read_text()
+    assert done.returncode == 0, output
+    assert "window counts in page-counts-" in output  # the demo's summary
+    counts = [line.split("\t") for line in output.splitlines() if line.startswith("/")]
+    assert len(counts) == 5, output  # --max-messages 5 of the live job's window counts
+    for page, value in counts:
+        assert page in pipeline.PAGES and json.loads(value)["clicks"] > 0
+    assert "Processed a total of 5 messages" in output
+    assert "Traceback" not in output, output
