@@ -146,7 +146,7 @@ def check_overrides(overrides: Mapping[str, str]) -> None:
     try:
         BrokerConfig.from_properties({"broker.id": "1", **overrides})
     except InvalidConfigError as e:
-        raise ValueError(str(e)) from None
+        raise ValueError(e.message) from None  # without the wire protocol's error name
 
 
 def _port_accepts(host: str, port: int) -> bool:

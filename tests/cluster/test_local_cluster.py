@@ -51,6 +51,36 @@ def test_overrides_for_all_brokers_and_for_one() -> None:
             parse_overrides([bad])
 
 
+def test_cli_up_refuses_an_unknown_property_in_one_line_with_the_closest_name(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "minikafka", "cluster", "up"),
+            *("--data-dir", str(tmp_path / "d"), "--broker-config", "log.retention.hour=1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    error = done.stderr.splitlines()[-1]
+    assert error == (
+        "Error: Invalid value for --broker-config: unknown broker property "
+        "'log.retention.hour' (did you mean 'log.retention.hours'?): minikafka refuses "
+        "properties it does not implement"
+    )
+    assert "num.partitions" not in done.stderr  # not every property it knows
+    assert not (tmp_path / "d").exists()  # refused before anything starts
+    # Several at once, one without a close name.
+    with pytest.raises(ValueError) as refused:
+        parse_overrides(["zzz=1", "num.partition=3"])
+    assert str(refused.value) == (
+        "unknown broker properties 'num.partition' (did you mean 'num.partitions'?), 'zzz': "
+        "minikafka refuses properties it does not implement"
+    )
+
+
 def test_broker_properties_are_ours_then_the_overrides(tmp_path: Path) -> None:
     c = LocalCluster(
         tmp_path,
