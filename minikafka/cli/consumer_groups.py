@@ -7,20 +7,28 @@ its widest value (15 characters at least, as Kafka's), a blank line before each 
 partition's LOG-END-OFFSET is its high watermark as a consumer sees it (ListOffsets to its
 leader). Kafka's notes on the group's state ("has no active members", "is rebalancing") go
 to stderr, as Kafka's do; errors go there too, with Kafka's text, and end the command with
-status 1.
+status 1. With --all-groups (every group ListGroups names, by id) an error of one group (it
+is active, gone, without a reset plan) is said and the others are acted on; the status is
+still 1.
 
 As Kafka's tool, --reset-offsets only touches an inactive group (no member: state Empty),
 plans without changing anything unless --execute is given, and keeps every new offset
-between the partition's log start and its high watermark. It refuses a group that does not
-exist (Kafka's would create its offsets). confluent-kafka is imported inside the functions
-(client/librdkafka.py says why).
+between the partition's log start and its high watermark (--to-datetime and --by-duration
+take ListOffsets' answer by timestamp as it is, or the high watermark where no record is
+that recent). It refuses a group that does not exist (Kafka's would create its offsets).
+--export prints the plan as the CSV --from-file reads. confluent-kafka is imported inside
+the functions (client/librdkafka.py says why).
 """
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import io
+import re
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +45,7 @@ from minikafka.client.librdkafka import (
     new_admin,
     new_consumer,
     quiet_log_config,
+    retrying,
     watermarks,
 )
 
@@ -79,6 +88,14 @@ class GroupCommandError(Exception):
     """An error worth one line on stderr ("Error: ..."), and status 1."""
 
 
+class GroupSkipped(GroupCommandError):
+    """An error of one group (missing, active, without a reset plan): said, and with
+    --all-groups the others are acted on before the command ends with status 1."""
+
+
+TopicPartitionKey = tuple[str, int]
+
+
 # --- the admin client ------------------------------------------------------------------------
 
 
@@ -115,6 +132,23 @@ class _Admin:
         self._consumer: Consumer | None = None
         self._metadata: ClusterMetadata | None = None
 
+    def consumer(self) -> Consumer:
+        """A consumer that joins no group, for ListOffsets (made once, when first needed)."""
+        if self._consumer is None:
+            self._consumer = new_consumer(
+                client_config(
+                    self.bootstrap_server,
+                    {
+                        **quiet_log_config(),
+                        **self.props,
+                        "enable.auto.commit": False,
+                        # Kafka's (librdkafka's is read_committed): the high watermark.
+                        "isolation.level": "read_uncommitted",
+                    },
+                )
+            )
+        return self._consumer
+
     def wait(self, future: Future[T]) -> T:
         """An admin call's result (KafkaException: its error)."""
         deadline = time.monotonic() + self.timeout_s + POLL_S
@@ -150,23 +184,34 @@ class _Admin:
         p = None if md is None or md.error is not None else md.partitions.get(partition)
         if p is None or p.leader < 0:
             return None
-        if self._consumer is None:
-            self._consumer = new_consumer(
-                client_config(
-                    self.bootstrap_server,
-                    {
-                        **quiet_log_config(),
-                        **self.props,
-                        "enable.auto.commit": False,
-                        # Kafka's (librdkafka's is read_committed): the high watermark.
-                        "isolation.level": "read_uncommitted",
-                    },
-                )
-            )
         try:
-            return watermarks(self._consumer, topic, partition, self.timeout_s)
+            return watermarks(self.consumer(), topic, partition, self.timeout_s)
         except TimeoutError:
             return None
+
+    def offsets_for_times(
+        self, partitions: Sequence[TopicPartitionKey], timestamp: int
+    ) -> dict[TopicPartitionKey, int]:
+        """ListOffsets by timestamp: each partition's first offset whose record's timestamp
+        is `timestamp` (ms) or later; -1 where there is none."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        if not partitions:
+            return {}
+        consumer = self.consumer()
+
+        def ask(seconds: float) -> dict[TopicPartitionKey, int]:
+            asked = [TopicPartition(t, p, timestamp) for t, p in partitions]
+            found = consumer.offsets_for_times(asked, timeout=seconds)
+            for tp in found:
+                if tp.error is not None:
+                    raise KafkaException(tp.error)
+            return {(tp.topic, tp.partition): tp.offset for tp in found}
+
+        try:
+            return retrying("offsets by timestamp", self.timeout_s, ask)
+        except TimeoutError as e:
+            raise GroupCommandError(str(e)) from None
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -198,7 +243,7 @@ def _describe_group(admin: _Admin, group: str) -> ConsumerGroupDescription | Non
     return None if state_name(description) == "Dead" else description
 
 
-def _committed(admin: _Admin, group: str) -> dict[tuple[str, int], int]:
+def _committed(admin: _Admin, group: str) -> dict[TopicPartitionKey, int]:
     """The group's committed offsets, by (topic, partition)."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
@@ -206,7 +251,7 @@ def _committed(admin: _Admin, group: str) -> dict[tuple[str, int], int]:
         [ConsumerGroupTopicPartitions(group)], request_timeout=admin.timeout_s
     ).values()
     result = admin.wait(future)
-    out: dict[tuple[str, int], int] = {}
+    out: dict[TopicPartitionKey, int] = {}
     for tp in result.topic_partitions or []:
         if tp.error is not None:
             raise GroupCommandError(
@@ -247,10 +292,6 @@ def _state_notes(group: str, state: str) -> None:
         click.echo(f"\nWarning: Consumer group '{group}' is rebalancing.", err=True)
 
 
-def _missing_group(group: str) -> NoReturn:
-    raise GroupCommandError(f"Consumer group '{group}' does not exist.")
-
-
 @dataclass(frozen=True)
 class OffsetRow:
     topic: str
@@ -273,7 +314,7 @@ def _text(value: int | None) -> str:
 
 
 def offset_rows(
-    admin: _Admin, description: ConsumerGroupDescription, committed: dict[tuple[str, int], int]
+    admin: _Admin, description: ConsumerGroupDescription, committed: dict[TopicPartitionKey, int]
 ) -> list[OffsetRow]:
     """Kafka's rows: each member's partitions (members with the most partitions first,
     each one's partitions by topic and number), then the partitions with a committed offset
@@ -283,7 +324,7 @@ def offset_rows(
         key=lambda m: len(m.assignment.topic_partitions),
         reverse=True,
     )
-    owned: list[tuple[tuple[str, int], str, str, str]] = []
+    owned: list[tuple[TopicPartitionKey, str, str, str]] = []
     for m in members:
         tps = sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
         owned += [(tp, m.member_id, m.host, m.client_id) for tp in tps]
@@ -382,10 +423,119 @@ def format_state(group: str, description: ConsumerGroupDescription) -> list[str]
     return ["", row(widths, header), row(widths, values)]
 
 
+# --- the reset specifiers ----------------------------------------------------------------------
+
+_DATETIME = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})"
+    r"(?:(Z)|([+-])(\d{2})(?::?(\d{2}))?)"
+)
+
+
+def parse_datetime(text: str) -> int:
+    """--to-datetime as Kafka's Utils.getDateTime reads it: `YYYY-MM-DDTHH:mm:SS.sss`, then
+    a zone (Z, ±hh, ±hhmm or ±hh:mm), UTC without one; epoch ms. ValueError with Kafka's
+    text."""
+    _, t, clock = text.partition("T")
+    if not t or not clock:
+        raise ValueError(
+            "Error parsing timestamp. It does not contain a 'T' according to ISO8601 format"
+        )
+    if not any(c in clock for c in "+-Z"):
+        text += "Z"
+    m = _DATETIME.fullmatch(text)
+    try:
+        if m is None:
+            raise ValueError
+        year, month, day, hour, minute, second, millis = (int(g) for g in m.groups()[:7])
+        zone_hours, zone_minutes = int(m[10] or 0), int(m[11] or 0)
+        if zone_hours > 23 or zone_minutes > 59:
+            raise ValueError
+        offset = dt.timedelta(hours=zone_hours, minutes=zone_minutes)
+        zone = dt.timezone(-offset if m[9] == "-" else offset)
+        # datetime() refuses what a strict SimpleDateFormat does: month 13, February 30...
+        at = dt.datetime(year, month, day, hour, minute, second, millis * 1000, tzinfo=zone)
+    except ValueError:
+        raise ValueError(f'Unparseable date: "{text}"') from None
+    return (at - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(milliseconds=1)
+
+
+# java.time.Duration.parse's pattern: days, hours, minutes, seconds (with a fraction).
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?"
+    r"(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(text: str) -> int:
+    """--by-duration as java.time.Duration.parse reads it (`PnDTnHnMnS`, e.g. P1DT2H,
+    PT30M, PT0.5S; each part may be negative); nanoseconds. ValueError with Java's text."""
+    m = _DURATION.fullmatch(text)
+    parts = None if m is None else [m[2], m[4], m[5], m[6]]
+    # "P" and "PT" alone are not durations.
+    if m is None or parts is None or m[3] in ("T", "t") or all(p is None for p in parts):
+        raise ValueError("Text cannot be parsed to a Duration")
+    days, hours, minutes, seconds = (int(p) if p else 0 for p in parts)
+    nanos = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1_000_000_000
+    if m[7]:
+        nanos += int(m[7].ljust(9, "0")) * (-1 if m[6].startswith("-") else 1)
+    return -nanos if m[1] == "-" else nanos
+
+
+def read_reset_plan(text: str, group: str | None) -> dict[str, dict[TopicPartitionKey, int]]:
+    """--from-file: the CSV --export writes, offsets by group. Kafka's reading: with one
+    --group, a file whose first line has three columns is `topic,partition,offset` lines
+    for that group; any other is `group,topic,partition,offset` lines. Blank lines are
+    skipped. ValueError naming the line that is neither."""
+    rows = [
+        (n, [cell.strip() for cell in cells])
+        for n, cells in enumerate(csv.reader(io.StringIO(text)), 1)
+        if any(cell.strip() for cell in cells)
+    ]
+    single = group is not None and bool(rows) and len(rows[0][1]) == 3
+    columns = "topic,partition,offset" if single else "group,topic,partition,offset"
+    plan: dict[str, dict[TopicPartitionKey, int]] = {}
+    for n, cells in rows:
+        try:
+            if len(cells) != (3 if single else 4):
+                raise ValueError
+            topic, partition, offset = cells[-3], int(cells[-2]), int(cells[-1])
+        except ValueError:
+            raise ValueError(f"line {n} is not {columns}: {','.join(cells)}") from None
+        owner = group if single and group is not None else cells[0]
+        plan.setdefault(owner, {})[(topic, partition)] = offset
+    return plan
+
+
+def export_csv(planned: Mapping[str, Mapping[TopicPartitionKey, int]], with_group: bool) -> str:
+    """--export: Kafka's CSV of the new offsets, `topic,partition,offset` lines for one
+    --group, `group,topic,partition,offset` lines for --all-groups."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for group, offsets in planned.items():
+        for (topic, partition), offset in offsets.items():
+            writer.writerow(
+                [group, topic, partition, offset] if with_group else [topic, partition, offset]
+            )
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class ResetTarget:
+    """A reset specifier: its Kafka name (to-earliest, to-latest, to-offset, shift-by,
+    to-datetime, by-duration, from-file) and what it needs."""
+
+    name: str
+    # to-offset: the offset; shift-by: N; to-datetime, by-duration: the timestamp (ms).
+    value: int | None = None
+    plan: Mapping[str, Mapping[TopicPartitionKey, int]] | None = None  # from-file's
+
+
 # --- the actions -------------------------------------------------------------------------------
 
 
-def _list(admin: _Admin, with_state: bool, states: set[str] | None) -> list[str]:
+def _listings(admin: _Admin, states: set[str] | None = None) -> list[Any]:
+    """The groups (ListGroups), by id; only those in `states` if given."""
     from confluent_kafka import ConsumerGroupState
 
     kwargs: dict[str, Any] = {"request_timeout": admin.timeout_s}
@@ -395,7 +545,11 @@ def _list(admin: _Admin, with_state: bool, states: set[str] | None) -> list[str]
     result = admin.wait(admin.client.list_consumer_groups(**kwargs))
     if result.errors:
         raise GroupCommandError("; ".join(_message(e) for e in result.errors))
-    listings = sorted(result.valid or [], key=lambda g: g.group_id)
+    return sorted(result.valid or [], key=lambda g: g.group_id)
+
+
+def _list(admin: _Admin, with_state: bool, states: set[str] | None) -> list[str]:
+    listings = _listings(admin, states)
     if not with_state:
         return [g.group_id for g in listings]
     # Kafka: the group column is its widest id (15 at least) plus 10, then " %-20s".
@@ -412,23 +566,33 @@ def _list(admin: _Admin, with_state: bool, states: set[str] | None) -> list[str]
     ]
 
 
-def _describe(admin: _Admin, group: str, view: str) -> None:
-    description = _describe_group(admin, group)
-    if description is None:
-        _missing_group(group)
-    state = state_name(description)
-    _state_notes(group, state)
-    if view == "members":
-        lines = format_members(group, description)
-    elif view == "state":
-        lines = format_state(group, description)
-    else:
-        rows = offset_rows(admin, description, _committed(admin, group))
-        if not rows:
-            return  # Kafka prints no table without a row
-        lines = format_offsets(group, rows)
-    for line in lines:
-        click.echo(line)
+def _error(message: str) -> None:
+    click.echo(f"\nError: {message}", err=True)
+
+
+def _describe(admin: _Admin, groups: Sequence[str], view: str) -> bool:
+    """Each group's tables, in order (Kafka's with --all-groups: by id); False if one did
+    not exist (said, and the others described)."""
+    found = True
+    for group in groups:
+        description = _describe_group(admin, group)
+        if description is None:
+            _error(f"Consumer group '{group}' does not exist.")
+            found = False
+            continue
+        _state_notes(group, state_name(description))
+        if view == "members":
+            lines = format_members(group, description)
+        elif view == "state":
+            lines = format_state(group, description)
+        else:
+            rows = offset_rows(admin, description, _committed(admin, group))
+            if not rows:
+                continue  # Kafka prints no table without a row
+            lines = format_offsets(group, rows)
+        for line in lines:
+            click.echo(line)
+    return found
 
 
 def parse_topic_arg(arg: str) -> tuple[str, list[int] | None]:
@@ -451,12 +615,12 @@ def parse_topic_arg(arg: str) -> tuple[str, list[int] | None]:
 
 
 def _partitions_to_reset(
-    admin: _Admin, group: str, topics: Sequence[str], committed: dict[tuple[str, int], int]
-) -> list[tuple[str, int]]:
+    admin: _Admin, topics: Sequence[str], committed: dict[TopicPartitionKey, int]
+) -> list[TopicPartitionKey]:
     if not topics:  # --all-topics: those the group has offsets for
         return sorted(committed)
     md = admin.metadata()
-    out: list[tuple[str, int]] = []
+    out: list[TopicPartitionKey] = []
     for arg in topics:
         topic, partitions = parse_topic_arg(arg)
         if partitions is None:
@@ -468,7 +632,15 @@ def _partitions_to_reset(
                 )
             partitions = sorted(t.partitions)
         out += [(topic, p) for p in partitions]
-    # Kafka's checkAllTopicPartitionsValid: every partition exists and has a leader.
+    return _valid_partitions(admin, out)
+
+
+def _valid_partitions(
+    admin: _Admin, partitions: Iterable[TopicPartitionKey]
+) -> list[TopicPartitionKey]:
+    """Kafka's checkAllTopicPartitionsValid: every partition exists and has a leader."""
+    md = admin.metadata()
+    out = sorted(set(partitions))
     missing = [
         (t, p)
         for t, p in out
@@ -485,14 +657,14 @@ def _partitions_to_reset(
             "Executing consumer group command failed due to The partitions "
             f'"{",".join(f"{t}-{p}" for t, p in leaderless)}" have no leader'
         )
-    return sorted(set(out))
+    return out
 
 
 def plan_offset(
-    tp: tuple[str, int],
+    tp: TopicPartitionKey,
     target: str,
     value: int | None,
-    committed: dict[tuple[str, int], int],
+    committed: dict[TopicPartitionKey, int],
     log_range: tuple[int, int],
 ) -> int:
     """The new offset of a partition, kept within [log start, high watermark] as Kafka's
@@ -530,74 +702,155 @@ def plan_offset(
     return wanted
 
 
-def _reset(
-    admin: _Admin,
-    group: str,
-    topics: Sequence[str],
-    target: str,
-    value: int | None,
-    execute: bool,
-) -> None:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+def _log_range(admin: _Admin, tp: TopicPartitionKey) -> tuple[int, int]:
+    log_range = admin.offsets(*tp)
+    if log_range is None:
+        raise GroupCommandError(f"Error getting offsets of topic partition: {tp[0]}-{tp[1]}")
+    return log_range
 
+
+def _offsets_at(
+    admin: _Admin, partitions: Sequence[TopicPartitionKey], timestamp: int
+) -> dict[TopicPartitionKey, int]:
+    """--to-datetime and --by-duration: each partition's first offset at or after the
+    timestamp; where no record is that recent, the high watermark (Kafka's fallback)."""
+    found = admin.offsets_for_times(partitions, timestamp)
+    out: dict[TopicPartitionKey, int] = {}
+    for tp in partitions:
+        offset = found.get(tp, -1)
+        if offset < 0:
+            click.echo(
+                f"\nWarn: Partition {tp[1]} from topic {tp[0]} is empty. Falling back to latest "
+                "known offset.",
+                err=True,
+            )
+            offset = _log_range(admin, tp)[1]
+        out[tp] = offset
+    return out
+
+
+def _plan_group(
+    admin: _Admin, group: str, topics: Sequence[str], target: ResetTarget
+) -> dict[TopicPartitionKey, int]:
+    """The new offsets of one group (GroupSkipped: not this group)."""
     description = _describe_group(admin, group)
     if description is None:
-        _missing_group(group)
+        raise GroupSkipped(f"Consumer group '{group}' does not exist.")
     state = state_name(description)
     if state not in INACTIVE_STATES:
-        raise GroupCommandError(
+        raise GroupSkipped(
             f"Assignments can only be reset if the group '{group}' is inactive, but the "
             f"current state is {state}."
         )
     committed = _committed(admin, group)
-    partitions = _partitions_to_reset(admin, group, topics, committed)
-    planned: dict[tuple[str, int], int] = {}
-    for tp in partitions:
-        log_range = admin.offsets(*tp)
-        if log_range is None:
-            raise GroupCommandError(f"Error getting offsets of topic partition: {tp[0]}-{tp[1]}")
-        planned[tp] = plan_offset(tp, target, value, committed, log_range)
-    if execute and planned:
-        request = ConsumerGroupTopicPartitions(
-            group, [TopicPartition(t, p, offset) for (t, p), offset in planned.items()]
+    if target.name == "from-file":
+        assert target.plan is not None
+        requested = target.plan.get(group)
+        if requested is None:
+            raise GroupSkipped(f"No reset plan for group {group} found.")
+        return {
+            tp: plan_offset(tp, "to-offset", requested[tp], committed, _log_range(admin, tp))
+            for tp in _valid_partitions(admin, requested)
+        }
+    partitions = _partitions_to_reset(admin, topics, committed)
+    if target.name in ("to-datetime", "by-duration"):
+        assert target.value is not None
+        return _offsets_at(admin, partitions, target.value)
+    return {
+        tp: plan_offset(tp, target.name, target.value, committed, _log_range(admin, tp))
+        for tp in partitions
+    }
+
+
+def _alter(admin: _Admin, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(t, p, offset) for (t, p), offset in offsets.items()]
+    )
+    (future,) = admin.client.alter_consumer_group_offsets(
+        [request], request_timeout=admin.timeout_s
+    ).values()
+    result = admin.wait(future)
+    failed = [tp for tp in result.topic_partitions or [] if tp.error is not None]
+    if failed:
+        raise GroupCommandError(
+            "Executing consumer group command failed due to "
+            + "; ".join(f"{tp.topic}-{tp.partition}: {kafka_error_text(tp.error)}" for tp in failed)
         )
-        (future,) = admin.client.alter_consumer_group_offsets(
-            [request], request_timeout=admin.timeout_s
-        ).values()
-        result = admin.wait(future)
-        failed = [tp for tp in result.topic_partitions or [] if tp.error is not None]
-        if failed:
-            raise GroupCommandError(
-                "Executing consumer group command failed due to "
-                + "; ".join(
-                    f"{tp.topic}-{tp.partition}: {kafka_error_text(tp.error)}" for tp in failed
-                )
-            )
+
+
+def _reset(
+    admin: _Admin,
+    groups: Sequence[str],
+    topics: Sequence[str],
+    target: ResetTarget,
+    execute: bool,
+    export: bool,
+    with_group: bool,
+) -> bool:
+    """Plan (and with `execute` commit) each group's new offsets, then print them: Kafka's
+    table, or with `export` its CSV (`with_group`: a group column first, as Kafka's unless
+    one --group was given). False if a group was skipped (said, and the others reset)."""
+    planned: dict[str, dict[TopicPartitionKey, int]] = {}
+    done = True
+    for group in groups:
+        try:
+            offsets = _plan_group(admin, group, topics, target)
+        except GroupSkipped as e:
+            _error(str(e))
+            planned[group], done = {}, False  # in Kafka's result too: its width counts
+            continue
+        if execute and offsets:
+            _alter(admin, group, offsets)
+        planned[group] = offsets
+    if not any(planned.values()):
+        return done
+    if export:
+        click.echo(export_csv(planned, with_group))  # and Kafka's blank line after it
+        return done
     widths = [
-        max(15, len(group)),
-        max([15, *(len(t) for t, _ in planned)]),
+        max([15, *(len(g) for g in planned)]),
+        max([15, *(len(t) for offsets in planned.values() for t, _ in offsets)]),
         10,
         0,
     ]
     click.echo("")
     click.echo(row(widths, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]))
-    for (t, p), offset in planned.items():
-        click.echo(row(widths, [group, t, p, offset]))
+    for group, offsets in planned.items():
+        for (t, p), offset in offsets.items():
+            click.echo(row(widths, [group, t, p, offset]))
+    return done
 
 
-def _delete(admin: _Admin, group: str) -> None:
+def _delete(admin: _Admin, groups: Sequence[str]) -> bool:
+    """Delete the groups (one request); False if one could not be (said, with those that
+    were)."""
     from confluent_kafka import KafkaException
 
-    (future,) = admin.client.delete_consumer_groups(
-        [group], request_timeout=admin.timeout_s
-    ).values()
-    try:
-        admin.wait(future)
-    except KafkaException as e:
-        click.echo("\nError: Deletion of some consumer groups failed:", err=True)
-        click.echo(f"* Group '{group}' could not be deleted due to: {_message(e)}", err=True)
-        sys.exit(1)
-    click.echo(f"Deletion of requested consumer groups ('{group}') was successful.")
+    futures = (
+        admin.client.delete_consumer_groups(list(groups), request_timeout=admin.timeout_s)
+        if groups
+        else {}
+    )
+    deleted: list[str] = []
+    failed: dict[str, str] = {}
+    for group in sorted(futures):
+        try:
+            admin.wait(futures[group])
+            deleted.append(group)
+        except KafkaException as e:
+            failed[group] = _message(e)
+    names = ", ".join(f"'{g}'" for g in deleted)
+    if not failed:
+        click.echo(f"Deletion of requested consumer groups ({names}) was successful.")
+        return True
+    _error("Deletion of some consumer groups failed:")
+    for group, message in failed.items():
+        click.echo(f"* Group '{group}' could not be deleted due to: {message}", err=True)
+    if deleted:
+        click.echo(f"\nThese consumer groups were deleted successfully: {names}")
+    return False
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -620,24 +873,59 @@ def _refuse_with(used: str, others: dict[str, bool]) -> None:
             raise click.UsageError(f'Option "[{used}]" can\'t be used with option "[{name}]"')
 
 
+def _to_datetime(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """--to-datetime as epoch ms, refused before anything connects."""
+    try:
+        return None if value is None else parse_datetime(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _by_duration(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """--by-duration in nanoseconds, refused before anything connects."""
+    try:
+        return None if value is None else parse_duration(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+SCENARIOS = (
+    "to-earliest",
+    "to-latest",
+    "to-offset",
+    "shift-by",
+    "to-datetime",
+    "by-duration",
+    "from-file",
+)
+
+
 @click.command("consumer-groups")
 @bootstrap_server_option
 @click.option("--list", "list_", is_flag=True, help="List all consumer groups.")
 @click.option(
     "--describe",
     is_flag=True,
-    help="Describe a group (--group): its partitions' committed offsets and lag (--offsets, "
-    "the default), its members (--members) or its state (--state).",
+    help="Describe a group (--group) or every group (--all-groups): its partitions' committed "
+    "offsets and lag (--offsets, the default), its members (--members) or its state (--state).",
 )
-@click.option("--delete", is_flag=True, help="Delete a group (--group) and its offsets.")
+@click.option(
+    "--delete", is_flag=True, help="Delete a group (--group) or every group (--all-groups)."
+)
 @click.option(
     "--reset-offsets",
     is_flag=True,
-    help="Reset the offsets of an inactive group (--group): a scope (--topic or --all-topics) "
-    "and a target (--to-earliest, --to-latest, --to-offset, --shift-by); --dry-run (the "
-    "default) plans, --execute commits.",
+    help="Reset the offsets of an inactive group (--group) or of every inactive group "
+    "(--all-groups): a scope (--topic or --all-topics) and a target (--to-earliest, "
+    "--to-latest, --to-offset, --shift-by, --to-datetime, --by-duration), or --from-file; "
+    "--dry-run (the default) plans, --execute commits, --export prints CSV.",
 )
 @click.option("--group", help="The consumer group to act on.")
+@click.option(
+    "--all-groups",
+    is_flag=True,
+    help="Act on every consumer group (--describe, --delete, --reset-offsets).",
+)
 @click.option(
     "--topic",
     "topics",
@@ -673,8 +961,34 @@ def _refuse_with(used: str, others: dict[str, bool]) -> None:
     metavar="N",
     help="Reset to the committed offset plus N (N may be negative).",
 )
+@click.option(
+    "--to-datetime",
+    callback=_to_datetime,
+    metavar="YYYY-MM-DDTHH:mm:SS.sss",
+    help="Reset to each partition's first offset at or after this time (ListOffsets by "
+    "timestamp); a zone may follow (Z, +hh, +hhmm, +hh:mm), UTC without one. Where no record "
+    "is that recent: the high watermark.",
+)
+@click.option(
+    "--by-duration",
+    callback=_by_duration,
+    metavar="PnDTnHnMnS",
+    help="Reset as --to-datetime to now minus this duration, e.g. PT30M, P1DT12H.",
+)
+@click.option(
+    "--from-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Reset to the offsets of a CSV file, as --export writes it: topic,partition,offset "
+    "lines for --group, group,topic,partition,offset lines for --all-groups. Takes no scope.",
+)
 @click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
+@click.option(
+    "--export",
+    is_flag=True,
+    help="With --reset-offsets: print the new offsets as CSV, for --from-file, instead of "
+    "the table.",
+)
 @click.option(
     "--timeout",
     "timeout_ms",
@@ -696,6 +1010,7 @@ def consumer_groups(
     delete: bool,
     reset_offsets: bool,
     group: str | None,
+    all_groups: bool,
     topics: tuple[str, ...],
     all_topics: bool,
     members: bool,
@@ -705,8 +1020,12 @@ def consumer_groups(
     to_latest: bool,
     to_offset: int | None,
     shift_by: int | None,
+    to_datetime: int | None,
+    by_duration: int | None,
+    from_file: Path | None,
     dry_run: bool,
     execute: bool,
+    export: bool,
     timeout_ms: int,
     command_config: Path | None,
 ) -> None:
@@ -720,13 +1039,23 @@ def consumer_groups(
             "Command must include exactly one action: --list, --describe, --delete, --reset-offsets"
         )
     (action,) = (name for name, given in actions.items() if given)
-    targets = {
+    specified = {
         "to-earliest": to_earliest,
         "to-latest": to_latest,
         "to-offset": to_offset is not None,
         "shift-by": shift_by is not None,
+        "to-datetime": to_datetime is not None,
+        "by-duration": by_duration is not None,
+        "from-file": from_file is not None,
     }
-    reset_only = {**targets, "all-topics": all_topics, "dry-run": dry_run, "execute": execute}
+    targets = {name: specified[name] for name in SCENARIOS}
+    reset_only = {
+        **targets,
+        "all-topics": all_topics,
+        "dry-run": dry_run,
+        "execute": execute,
+        "export": export,
+    }
     if action != "reset-offsets":
         unavailable = [name for name, given in reset_only.items() if given]
         if topics and action != "delete":
@@ -748,8 +1077,13 @@ def consumer_groups(
         )
     if action == "list":
         _refuse_with("group", {"list": group is not None})
-    elif group is None:
-        raise click.UsageError(f"Option [{action}] takes the option: [group]")
+        _refuse_with("all-groups", {"list": all_groups})
+    elif group is None and not all_groups:
+        raise click.UsageError(
+            f"Option [{action}] takes one of these options: [group], [all-groups]"
+        )
+    else:
+        _refuse_with("group", {"all-groups": group is not None and all_groups})
     view = "offsets"
     if action == "describe":
         views = {"members": members, "offsets": offsets, "state": state is not None}
@@ -765,7 +1099,7 @@ def consumer_groups(
         raise click.UsageError(
             "The consumer does not support topic-specific offset deletion from a consumer group."
         )
-    target = ""
+    target = ResetTarget("")
     if action == "reset-offsets":
         if dry_run and execute:
             raise click.UsageError(
@@ -777,10 +1111,13 @@ def consumer_groups(
         if not chosen:
             raise click.UsageError(
                 "Option [reset-offsets] requires one of the following scenarios: "
-                "[to-earliest], [to-latest], [to-offset], [shift-by]"
+                + ", ".join(f"[{name}]" for name in SCENARIOS)
             )
-        target = chosen[0]
-        if not topics and not all_topics:
+        if chosen[0] == "from-file":
+            # The file names the partitions; a scope beside it would be ignored (as Kafka
+            # does), so it is refused.
+            _refuse_with("from-file", {"topic": bool(topics), "all-topics": all_topics})
+        elif not topics and not all_topics:
             raise click.UsageError(
                 "One of the reset scopes should be defined: --all-topics, --topic."
             )
@@ -788,6 +1125,14 @@ def consumer_groups(
             _refuse_with("all-topics", {"topic": bool(topics)})
         for arg in topics:
             parse_topic_arg(arg)  # a malformed one is a usage error before anything connects
+        if from_file is not None:
+            try:
+                plan = read_reset_plan(from_file.read_text(), group)
+            except (OSError, UnicodeDecodeError, ValueError) as e:
+                raise click.BadParameter(f"{from_file}: {e}", param_hint="--from-file") from None
+            target = ResetTarget("from-file", plan=plan)
+        else:
+            target = _reset_target(chosen[0], to_offset, shift_by, to_datetime, by_duration)
         if not dry_run and not execute:
             click.echo(DRY_RUN_WARNING, err=True)
     states = _parse_states(state) if action == "list" and state else None
@@ -796,22 +1141,21 @@ def consumer_groups(
     from confluent_kafka import KafkaException
 
     admin: _Admin | None = None
+    done = True
     try:
         admin = _Admin(bootstrap_server, props, timeout_ms / 1000)
-        assert action == "list" or group is not None
         if action == "list":
             for line in _list(admin, state is not None, states):
                 click.echo(line)
-        elif action == "describe":
-            assert group is not None
-            _describe(admin, group, view)
+            return
+        # Kafka's --all-groups: the groups ListGroups names, by id.
+        groups = [g.group_id for g in _listings(admin)] if all_groups else [group or ""]
+        if action == "describe":
+            done = _describe(admin, groups, view)
         elif action == "delete":
-            assert group is not None
-            _delete(admin, group)
+            done = _delete(admin, groups)
         else:
-            assert group is not None
-            value = to_offset if target == "to-offset" else shift_by
-            _reset(admin, group, topics, target, value, execute)
+            done = _reset(admin, groups, topics, target, execute, export, all_groups)
     except ClientConfigError as e:
         raise click.BadParameter(str(e), param_hint="--command-config") from None
     except KafkaException as e:
@@ -821,8 +1165,30 @@ def consumer_groups(
     finally:
         if admin is not None:
             admin.close()
+    if not done:
+        sys.exit(1)
+
+
+def _reset_target(
+    name: str,
+    to_offset: int | None,
+    shift_by: int | None,
+    to_datetime: int | None,
+    by_duration: int | None,
+) -> ResetTarget:
+    if name == "to-offset":
+        return ResetTarget(name, to_offset)
+    if name == "shift-by":
+        return ResetTarget(name, shift_by)
+    if name == "to-datetime":
+        return ResetTarget(name, to_datetime)
+    if name == "by-duration":
+        assert by_duration is not None
+        # Now minus the duration, as Kafka's Instant.now().minus(duration).toEpochMilli().
+        return ResetTarget(name, (time.time_ns() - by_duration) // 1_000_000)
+    return ResetTarget(name)  # to-earliest, to-latest
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"\nError: {message}", err=True)
+    _error(message)
     sys.exit(1)

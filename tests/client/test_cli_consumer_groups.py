@@ -4,9 +4,12 @@ topic and groups."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +17,20 @@ from click.testing import CliRunner, Result
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from minikafka.cli.consumer_groups import (
+    export_csv,
+    parse_datetime,
+    parse_duration,
+    read_reset_plan,
+)
 from minikafka.cli.main import cli
 from minikafka.cluster import LocalCluster
-from tests.cluster.conftest import started_cluster, wait_until
+from tests.cluster.conftest import (  # noqa: F401
+    ClusterFactory,
+    make_cluster,
+    started_cluster,
+    wait_until,
+)
 from tests.kafka_protocol.test_confluent_kafka import create_topic
 
 PARTITIONS = 3
@@ -312,7 +326,14 @@ def test_reset_offsets_plans_executes_and_keeps_offsets_within_the_log(
     [
         ([], "Command must include exactly one action: --list, --describe, --delete"),
         (["--list", "--describe"], "Command must include exactly one action"),
-        (["--describe"], "Option [describe] takes the option: [group]"),
+        (["--describe"], "Option [describe] takes one of these options: [group], [all-groups]"),
+        (["--delete"], "Option [delete] takes one of these options: [group], [all-groups]"),
+        (
+            ["--describe", "--group", "g", "--all-groups"],
+            'Option "[group]" can\'t be used with option "[all-groups]"',
+        ),
+        (["--list", "--all-groups"], 'Option "[all-groups]" can\'t be used with option "[list]"'),
+        (["--describe", "--all-groups", "--export"], "Option(s) [export] are unavailable"),
         (
             ["--describe", "--group", "g", "--members", "--state"],
             "Option [describe] takes at most one of these options",
@@ -325,7 +346,31 @@ def test_reset_offsets_plans_executes_and_keeps_offsets_within_the_log(
         ),
         (
             ["--reset-offsets", "--group", "g", "--all-topics"],
-            "Option [reset-offsets] requires one of the following scenarios",
+            "Option [reset-offsets] requires one of the following scenarios: [to-earliest], "
+            "[to-latest], [to-offset], [shift-by], [to-datetime], [by-duration], [from-file]",
+        ),
+        (
+            [
+                *("--reset-offsets", "--all-groups", "--all-topics", "--by-duration", "PT1H"),
+                *("--to-datetime", "2024-01-01T00:00:00.000"),
+            ],
+            'Option "[to-datetime]" can\'t be used with option "[by-duration]"',
+        ),
+        (
+            ["--reset-offsets", "--group", "g", "--all-topics", "--to-datetime", "2024-01-01"],
+            "Invalid value for '--to-datetime': Error parsing timestamp. It does not contain a "
+            "'T' according to ISO8601 format",
+        ),
+        (
+            [
+                *("--reset-offsets", "--group", "g", "--all-topics"),
+                *("--to-datetime", "2024-02-30T00:00:00.000"),
+            ],
+            "Invalid value for '--to-datetime': Unparseable date: \"2024-02-30T00:00:00.000Z\"",
+        ),
+        (
+            ["--reset-offsets", "--group", "g", "--all-topics", "--by-duration", "1h"],
+            "Invalid value for '--by-duration': Text cannot be parsed to a Duration",
         ),
         (
             ["--reset-offsets", "--group", "g", "--all-topics", "--to-earliest", "--to-latest"],
@@ -380,3 +425,259 @@ def test_consume_refuses_a_group_with_a_partition_or_another_group_id(
     )
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+# --- --all-groups, --to-datetime, --by-duration, --from-file and --export -------------------
+
+HOUR_MS = 3_600_000
+
+
+def produce_at(cluster: LocalCluster, topic: str, stamps: dict[int, list[int]]) -> None:
+    """To partition p, one record per timestamp (ms) of stamps[p], in that order."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for p, times in stamps.items():
+        for i, ts in enumerate(times):
+            producer.produce(topic, f"{p}-{i}".encode(), partition=p, timestamp=ts)
+    assert producer.flush(30) == 0
+
+
+def read_with_group(cluster: LocalCluster, topic: str, group: str, count: int) -> list[Any]:
+    """(partition, offset) of the next `count` records the group's consumer is given; it
+    commits them."""
+    return consumed(
+        run(
+            cluster,
+            *("consume", "--topic", topic, "--group", group, "--from-beginning"),
+            *("--max-messages", str(count)),
+            *("--property", "print.partition=true", "--property", "print.offset=true"),
+        )
+    )
+
+
+def committed_offsets(cluster: LocalCluster, group: str) -> dict[int, int | None]:
+    rows = table(groups(cluster, "--describe", "--group", group))
+    return {p: None if cols[3] == "-" else int(cols[3]) for p, cols in rows.items()}
+
+
+def new_offsets(result: Result) -> list[list[str]]:
+    """The rows of a NEW-OFFSET table: group, topic, partition, offset."""
+    lines = result.stdout.splitlines()
+    assert lines[0] == "" and lines[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+    return [line.split() for line in lines[2:]]
+
+
+def as_text(ms: int, zone_hours: int = 0) -> str:
+    """Kafka's YYYY-MM-DDTHH:mm:SS.sss of an instant, in UTC or, with its offset written
+    after it, in a zone `zone_hours` east of UTC."""
+    zone = dt.timezone(dt.timedelta(hours=zone_hours))
+    at = dt.datetime.fromtimestamp(ms / 1000, zone)
+    text = at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}"
+    return text if zone_hours == 0 else f"{text}{at.strftime('%z')[:3]}:{at.strftime('%z')[3:]}"
+
+
+def test_reset_to_a_datetime_or_by_a_duration_takes_the_offsets_of_those_times(
+    shared: LocalCluster,
+) -> None:
+    topic, group = name("t"), name("g")
+    create_topic(shared.bootstrap_servers, topic, PARTITIONS, 3)
+    now = int(time.time() * 1000)
+    # Partition 0 spans the last three hours, 1 the last half hour; 2 is older than both.
+    produce_at(
+        shared,
+        topic,
+        {
+            0: [now - 3 * HOUR_MS, now - 2 * HOUR_MS, now - HOUR_MS // 2, now - HOUR_MS // 4],
+            1: [now - HOUR_MS // 2, now - HOUR_MS // 3],
+            2: [now - 5 * HOUR_MS, now - 4 * HOUR_MS],
+        },
+    )
+    assert len(read_with_group(shared, topic, group, 8)) == 8
+    assert committed_offsets(shared, group) == {0: 4, 1: 2, 2: 2}
+
+    # The last hour: each partition's first record of that hour, and where none is that
+    # recent, Kafka's fallback to the high watermark.
+    reset = groups(
+        shared, "--reset-offsets", "--group", group, "--topic", topic, "--by-duration", "PT1H"
+    )
+    assert reset.exit_code == 0, reset.output
+    assert new_offsets(reset) == [
+        [group, topic, "0", "2"],
+        [group, topic, "1", "0"],
+        [group, topic, "2", "2"],
+    ]
+    assert (
+        f"Warn: Partition 2 from topic {topic} is empty. Falling back to latest known offset."
+        in reset.stderr
+    )
+    assert committed_offsets(shared, group) == {0: 4, 1: 2, 2: 2}  # a dry run
+    executed = groups(
+        shared,
+        *("--reset-offsets", "--group", group, "--all-topics", "--by-duration", "PT1H"),
+        "--execute",
+    )
+    assert executed.exit_code == 0, executed.output
+    assert committed_offsets(shared, group) == {0: 2, 1: 0, 2: 2}
+    # The group's consumer goes on from there: the records of the last hour.
+    assert sorted(read_with_group(shared, topic, group, 4)) == [(0, 2), (0, 3), (1, 0), (1, 1)]
+
+    # 2.5 hours ago, written in UTC, in UTC with Z, and two hours east of it.
+    at = now - 150 * 60_000
+    for text in (as_text(at), as_text(at) + "Z", as_text(at, 2)):
+        planned = groups(
+            shared,
+            *("--reset-offsets", "--group", group, "--topic", f"{topic}:0,1"),
+            *("--to-datetime", text, "--execute"),
+        )
+        assert planned.exit_code == 0, planned.output
+        assert new_offsets(planned) == [[group, topic, "0", "1"], [group, topic, "1", "0"]]
+    assert committed_offsets(shared, group) == {0: 1, 1: 0, 2: 2}
+    # Later than every record: the high watermarks.
+    future = groups(
+        shared,
+        *("--reset-offsets", "--group", group, "--all-topics", "--dry-run"),
+        *("--to-datetime", as_text(now + HOUR_MS)),
+    )
+    assert [cols[3] for cols in new_offsets(future)] == ["4", "2", "2"]
+
+
+def test_export_writes_the_plan_from_file_reads_back(shared: LocalCluster, tmp_path: Path) -> None:
+    topic, group = name("t"), name("g")
+    create_topic(shared.bootstrap_servers, topic, PARTITIONS, 3)
+    produce(shared, topic, {0: 5, 1: 6, 2: 7})
+    assert len(read_with_group(shared, topic, group, 18)) == 18
+
+    def reset(*args: str) -> Result:
+        return groups(shared, "--reset-offsets", "--group", group, *args)
+
+    exported = reset("--topic", f"{topic}:0,1", "--shift-by", "-2", "--dry-run", "--export")
+    assert exported.exit_code == 0, exported.output
+    assert exported.stdout == f"{topic},0,3\n{topic},1,4\n\n"  # Kafka's CSV and blank line
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported.stdout)
+    assert committed_offsets(shared, group) == {0: 5, 1: 6, 2: 7}
+
+    assert reset("--all-topics", "--to-earliest", "--execute").exit_code == 0
+    restored = reset("--from-file", str(plan), "--execute")
+    assert restored.exit_code == 0, restored.output
+    assert new_offsets(restored) == [[group, topic, "0", "3"], [group, topic, "1", "4"]]
+    assert committed_offsets(shared, group) == {0: 3, 1: 4, 2: 0}
+    # The group's consumer goes on from the plan's offsets.
+    expected = [(0, o) for o in (3, 4)] + [(1, o) for o in (4, 5)] + [(2, o) for o in range(7)]
+    assert sorted(read_with_group(shared, topic, group, 11)) == expected
+
+    # A file with a group column (--all-groups' export): this group's lines, each new
+    # offset kept within the log as Kafka's checkOffsetsRange does.
+    plan.write_text(f"{name('other')},{topic},0,1\n{group},{topic},2,100\n")
+    clamped = reset("--from-file", str(plan), "--execute")
+    assert clamped.exit_code == 0, clamped.output
+    assert new_offsets(clamped) == [[group, topic, "2", "7"]]
+    assert (
+        f"WARN: New offset (100) is higher than latest offset for topic partition {topic}-2. "
+        "Value will be set to 7." in clamped.stderr
+    )
+    plan.write_text(f"{name('other')},{topic},0,1\n")
+    nothing = reset("--from-file", str(plan), "--execute")
+    assert nothing.exit_code == 1
+    assert f"Error: No reset plan for group {group} found." in nothing.stderr
+    plan.write_text(f"{topic},9,1\n")
+    missing = reset("--from-file", str(plan), "--dry-run")
+    assert missing.exit_code == 1
+    assert f'The partitions "{topic}-9" do not exist' in missing.stderr
+    plan.write_text(f"{topic},0,1\n{topic},x,1\n")
+    malformed = reset("--from-file", str(plan), "--dry-run")
+    assert malformed.exit_code == 2
+    assert f"line 2 is not topic,partition,offset: {topic},x,1" in malformed.output
+    assert committed_offsets(shared, group) == {0: 5, 1: 6, 2: 7}
+
+
+def test_all_groups_describes_resets_exports_and_deletes_every_group(
+    make_cluster: ClusterFactory,  # noqa: F811 (the fixture imported above)
+    member_of: Any,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(overrides={"group.initial.rebalance.delay.ms": "0"})
+    topic = name("t")
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS, 3)
+    counts = {0: 2, 1: 3, 2: 4}
+    produce(cluster, topic, counts)
+    a, b, c = name("a"), name("b"), name("c")  # Kafka acts on them by id: in this order
+    for g in (a, b):
+        assert len(read_with_group(cluster, topic, g, 9)) == 9
+    member = member_of(cluster, c, topic)  # Stable: owns every partition, commits nothing
+
+    described = groups(cluster, "--describe", "--all-groups")
+    assert described.exit_code == 0, described.output
+    for g in (a, b):
+        assert f"Consumer group '{g}' has no active members." in described.stderr
+    assert f"'{c}'" not in described.stderr
+    tables = [line.split() for line in described.stdout.splitlines() if line]
+    assert [cols[0] for cols in tables if cols[0] != "GROUP"] == [a] * 3 + [b] * 3 + [c] * 3
+    assert [cols[3] for cols in tables if cols[0] == c] == ["-"] * 3
+    assert {cols[6] for cols in tables if cols[0] == c} == {member.member_id}
+
+    def reset_all(*args: str) -> Result:
+        return groups(cluster, "--reset-offsets", "--all-groups", *args)
+
+    active = (
+        f"Error: Assignments can only be reset if the group '{c}' is inactive, but the current "
+        "state is Stable."
+    )
+    earliest = reset_all("--all-topics", "--to-earliest", "--execute")
+    assert earliest.exit_code == 1  # the active group was not reset; the others were
+    assert active in earliest.stderr
+    assert new_offsets(earliest) == [[g, topic, str(p), "0"] for g in (a, b) for p in counts]
+    for g in (a, b):
+        assert committed_offsets(cluster, g) == {p: 0 for p in counts}
+
+    exported = reset_all("--all-topics", "--to-latest", "--export")
+    assert exported.exit_code == 1 and active in exported.stderr
+    assert (
+        exported.stdout
+        == "".join(f"{g},{topic},{p},{n}\n" for g in (a, b) for p, n in counts.items()) + "\n"
+    )
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported.stdout)
+    restored = reset_all("--from-file", str(plan), "--execute")
+    assert restored.exit_code == 1 and active in restored.stderr
+    for g in (a, b):
+        assert committed_offsets(cluster, g) == counts
+
+    deleted = groups(cluster, "--delete", "--all-groups")
+    assert deleted.exit_code == 1
+    assert "Error: Deletion of some consumer groups failed:" in deleted.stderr
+    assert f"* Group '{c}' could not be deleted due to: NON_EMPTY_GROUP" in deleted.stderr
+    assert deleted.stdout == f"\nThese consumer groups were deleted successfully: '{a}', '{b}'\n"
+    member.stop()
+    deleted = groups(cluster, "--delete", "--all-groups")
+    assert deleted.exit_code == 0, deleted.output
+    assert deleted.stdout == f"Deletion of requested consumer groups ('{c}') was successful.\n"
+    assert groups(cluster, "--list").stdout == ""
+
+
+def test_datetimes_durations_and_reset_plans_are_read_as_kafka_reads_them() -> None:
+    utc = dt.datetime(2024, 3, 1, 12, 30, 15, 250_000, tzinfo=dt.UTC).timestamp() * 1000
+    for text in (
+        "2024-03-01T12:30:15.250",
+        "2024-03-01T12:30:15.250Z",
+        "2024-03-01T14:30:15.250+02",
+        "2024-03-01T14:30:15.250+0200",
+        "2024-03-01T10:00:15.250-02:30",
+    ):
+        assert parse_datetime(text) == utc, text
+    for bad in ("2024-03-01T12:30:15", "2024-03-01T12:30:15.25", "2024-03-01T24:00:00.000"):
+        with pytest.raises(ValueError, match="Unparseable date"):
+            parse_datetime(bad)
+    second = 1_000_000_000
+    assert parse_duration("P1DT2H3M4.5S") == (((24 + 2) * 60 + 3) * 60 + 4) * second + second // 2
+    assert parse_duration("pt30m") == 30 * 60 * second
+    assert parse_duration("-PT1H") == parse_duration("PT-1H") == -3600 * second
+    for bad in ("P", "PT", "P1H", "PT1D", "1H", "P1Y"):
+        with pytest.raises(ValueError, match="Text cannot be parsed to a Duration"):
+            parse_duration(bad)
+    # One --group: three columns are that group's lines; four name their group.
+    assert read_reset_plan("t,0,5\n\nt,1,6\n", "g") == {"g": {("t", 0): 5, ("t", 1): 6}}
+    assert read_reset_plan("g,t,0,5\nh,t,0,6\n", "g") == {"g": {("t", 0): 5}, "h": {("t", 0): 6}}
+    assert read_reset_plan('"a,b",t,0,5\n', None) == {"a,b": {("t", 0): 5}}
+    with pytest.raises(ValueError, match="line 1 is not group,topic,partition,offset: t,0,5"):
+        read_reset_plan("t,0,5\n", None)  # --all-groups needs the group column
+    assert export_csv({"a,b": {("t", 0): 5}}, with_group=True) == '"a,b",t,0,5\n'
