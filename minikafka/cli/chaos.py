@@ -22,12 +22,10 @@ from minikafka.chaos.nemesis import NEMESIS_OPS
 from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
 from minikafka.cli.client_options import require_client
 from minikafka.cli.cluster import _open, data_dir_option
+from minikafka.cli.output_dirs import OTHER_CLUSTERS_DIR, other_clusters_dir
 from minikafka.client.bootstrap import parse_bootstrap_servers
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
-
-# Where reports go without --out when there is no data dir (--bootstrap-server).
-DEFAULT_COMMAND_OUT = Path("minikafka-chaos")
 
 
 def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -173,7 +171,7 @@ def command_cluster(
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Where report.json and timeline.png go (default: <data-dir>/chaos/<topic>; with "
-    f"--bootstrap-server, {DEFAULT_COMMAND_OUT}/<topic>).",
+    f"--bootstrap-server, $XDG_DATA_HOME/minikafka/{OTHER_CLUSTERS_DIR}/chaos/<topic>).",
 )
 @click.pass_context
 def chaos(
@@ -211,9 +209,18 @@ def chaos(
     cluster: ChaosCluster
     if remote is None:
         cluster = _open(data_dir)
+        where = "in the cluster's data dir"
         default_out = cluster.data_dir / "chaos" / topic
     else:
-        cluster, default_out = remote, DEFAULT_COMMAND_OUT / topic
+        # Not the current directory: reports would litter whatever it is.
+        cluster, default_out = remote, other_clusters_dir("chaos") / topic
+        where = "as --bootstrap-server's cluster has no data dir here"
+    if out is None:
+        out, note = default_out, f"the report goes to {default_out}, {where} (--out DIR: elsewhere)"
+    else:
+        note = f"the report goes to {out}"
+    console = Console()
+    console.print(note, markup=False, highlight=False, soft_wrap=True)
     ops = tuple(op.strip() for op in nemesis.split(",") if op.strip())
     opts = ChaosOptions(
         topic=topic,
@@ -230,7 +237,6 @@ def chaos(
         group_members=group_members,
         group_async_commits=group_commits == "async",
     )
-    console = Console()
     try:
         report = asyncio.run(run_chaos(cluster, opts, log=console.print))
     except (ValueError, ClusterError, ZkError) as e:
@@ -238,7 +244,7 @@ def chaos(
     finally:
         if remote is not None:
             remote.close()
-    paths = write_report(report, out or default_out)
+    paths = write_report(report, out)
     table = Table(title=f"minikafka chaos: {topic}, nemesis {','.join(ops)}, seed {seed}")
     table.add_column("measure")
     table.add_column("value", justify="right")
@@ -247,6 +253,12 @@ def chaos(
     console.print(table)
     for problem in report.result.problems:
         console.print(f"[red]{problem}[/red]")
-    console.print(f"report: {paths['json']}\nplot: {paths['plot']}")
+    # Whole paths, never folded at the terminal's width: they get copied.
+    console.print(
+        f"report: {paths['json']}\nplot: {paths['plot']}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     if not report.result.valid:
         raise SystemExit(1)

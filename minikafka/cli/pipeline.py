@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from minikafka.cli.client_options import bootstrap_server_option
+from minikafka.cli.output_dirs import default_output_dir
 from minikafka.client.librdkafka import MissingClientError, read_to_end, require_librdkafka
 
 if TYPE_CHECKING:
@@ -78,6 +79,23 @@ def _dirs(work_dir: Path) -> tuple[Path, Path]:
     return work_dir / "page-counts.parquet", work_dir / "checkpoints"
 
 
+def _work_dir(work_dir: Path | None) -> Path:
+    """--work-dir, else <data dir>/pipeline (minikafka/cli/output_dirs.py); said either way."""
+    what = "pipeline output (Parquet, checkpoints)"
+    if work_dir is None:
+        work_dir, where = default_output_dir("pipeline", what, "--work-dir")
+        click.echo(where)
+    else:
+        click.echo(f"{what} goes to {work_dir}")
+    return work_dir
+
+
+WORK_DIR_DEFAULT = (
+    "Default: DATA_DIR/pipeline, DATA_DIR being the local cluster's (`minikafka cluster "
+    "up`'s), else $XDG_DATA_HOME/minikafka/other-clusters/pipeline."
+)
+
+
 @pipeline.command()
 @bootstrap_server_option
 @click.option("--clicks-topic", default="clicks", show_default=True)
@@ -85,23 +103,22 @@ def _dirs(work_dir: Path) -> tuple[Path, Path]:
 @click.option(
     "--work-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("pipeline-out"),
-    show_default=True,
-    help="Parquet output and the queries' checkpoints.",
+    default=None,
+    help=f"Parquet output and the queries' checkpoints. {WORK_DIR_DEFAULT}",
 )
 @click.option("--available-now", is_flag=True, help="Process what is there, then stop.")
 def run(
     bootstrap_server: str,
     clicks_topic: str,
     counts_topic: str,
-    work_dir: Path,
+    work_dir: Path | None,
     available_now: bool,
 ) -> None:
     """Run the streaming job (until Ctrl-C, or with --available-now until caught up)."""
     p = _pipeline()
+    parquet, checkpoints = _dirs(_work_dir(work_dir))
     p.ensure_topics(bootstrap_server, {clicks_topic: 3, counts_topic: 1})
     spark = p.spark_session()
-    parquet, checkpoints = _dirs(work_dir)
     queries = p.start_pipeline(
         spark,
         bootstrap_server,
@@ -127,14 +144,16 @@ def run(
 @click.option(
     "--work-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path("pipeline-out"),
-    show_default=True,
+    default=None,
+    help="Parquet output and checkpoints (in a subdirectory named after the run). "
+    f"{WORK_DIR_DEFAULT}",
 )
-def demo(bootstrap_server: str, events: int, work_dir: Path) -> None:
+def demo(bootstrap_server: str, events: int, work_dir: Path | None) -> None:
     """Produce EVENTS clicks spread over EVENTS x 0.3 s of event time, run the job once over
     them (Trigger.AvailableNow) and print the window counts it wrote to page-counts."""
     p = _pipeline()
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    parquet, checkpoints = _dirs(_work_dir(work_dir) / stamp)
     clicks_topic, counts_topic = f"clicks-{stamp}", f"page-counts-{stamp}"
     p.ensure_topics(bootstrap_server, {clicks_topic: 3, counts_topic: 1})
     start = int(time.time() * 1000) - events * 300
@@ -142,7 +161,6 @@ def demo(bootstrap_server: str, events: int, work_dir: Path) -> None:
     p.generate(bootstrap_server, clicks_topic, clicks)
     click.echo(f"{events} click events produced to {clicks_topic}; running the job ...")
     spark = p.spark_session()
-    parquet, checkpoints = _dirs(work_dir / stamp)
     for q in p.start_pipeline(
         spark,
         bootstrap_server,

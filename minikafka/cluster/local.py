@@ -75,14 +75,19 @@ DEFAULT_DATA_DIR_TEXT = f"${DATA_DIR_ENV}, else $XDG_DATA_HOME/minikafka/cluster
 OLD_DEFAULT_DATA_DIR = Path("minikafka-data")
 
 
+def user_data_home() -> Path:
+    """$XDG_DATA_HOME/minikafka (XDG_DATA_HOME defaults to ~/.local/share): minikafka's
+    per-user directory."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "minikafka"
+
+
 def default_data_dir() -> Path:
-    """$MINIKAFKA_DATA_DIR, else $XDG_DATA_HOME/minikafka/cluster (XDG_DATA_HOME defaults
-    to ~/.local/share)."""
+    """$MINIKAFKA_DATA_DIR, else $XDG_DATA_HOME/minikafka/cluster."""
     explicit = os.environ.get(DATA_DIR_ENV)
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "minikafka" / "cluster"
+    return user_data_home() / "cluster"
 
 
 STATE_VERSION = 1

@@ -10,6 +10,7 @@ command, and reads replicas back by fetching from each broker.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -212,7 +213,12 @@ async def test_replicas_are_read_from_files_locally_and_fetched_otherwise(
 def test_cli_command_mode_end_to_end(make_cluster: ClusterFactory, tmp_path: Path) -> None:
     cluster = make_cluster(overrides=FAST)
     shim, calls = write_shim(tmp_path, cluster)
-    out = tmp_path / "out"
+    # Without --out, the report of a cluster without a data dir here goes to minikafka's
+    # per-user directory, not to the current one.
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    out = tmp_path / "xdg" / "minikafka" / "other-clusters" / "chaos" / "cli-chaos"
     args = [
         "chaos",
         "--bootstrap-server",
@@ -233,18 +239,24 @@ def test_cli_command_mode_end_to_end(make_cluster: ClusterFactory, tmp_path: Pat
         "50",
         "--topic",
         "cli-chaos",
-        "--out",
-        str(out),
     ]
     result = subprocess.run(
         [sys.executable, "-m", "minikafka", *args],
         capture_output=True,
         text=True,
         timeout=150,
-        cwd=tmp_path,
+        cwd=cwd,
+        env=env,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "report:" in result.stdout
+    assert result.stdout.splitlines()[0] == (
+        f"the report goes to {out}, as --bootstrap-server's cluster has no data dir here "
+        "(--out DIR: elsewhere)"
+    )
+    assert f"report: {out / 'report.json'}" in result.stdout
+    # Nothing of chaos's here. (The brokers the shim restarts run in this directory, and
+    # kio imports hypothesis where the test extra installed it: its .hypothesis appears.)
+    assert [p.name for p in cwd.iterdir()] in ([], [".hypothesis"])
     report = json.loads((out / "report.json").read_text())
     assert report["result"]["valid"], report["result"]
     history = report["history"]

@@ -88,21 +88,23 @@ def test_the_demo_command_prints_the_window_counts(spark, spark_cluster, tmp_pat
     # The demo stops its SparkSession when done; here that is the session every later Spark
     # test module shares, so it must survive.
     monkeypatch.setattr(spark, "stop", lambda: None)
-    result = CliRunner().invoke(
-        cli,
-        [
-            "pipeline",
-            "demo",
-            "--bootstrap-server",
-            spark_cluster.bootstrap_servers,
-            "--events",
-            "120",
-            "--work-dir",
-            str(tmp_path),
-        ],
-    )
+    # As a newcomer runs it: no option, in a directory of their own, with the local cluster
+    # in the default data dir; its output goes there, nothing to the current directory.
+    monkeypatch.setenv("MINIKAFKA_DATA_DIR", str(spark_cluster.data_dir))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    result = CliRunner().invoke(cli, ["pipeline", "demo", "--events", "120"])
     assert result.exit_code == 0, result.output
     assert "window counts in page-counts-" in result.output
+    work_dir = spark_cluster.data_dir / "pipeline"
+    assert (
+        f"pipeline output (Parquet, checkpoints) goes to {work_dir}, in the local cluster's "
+        "data dir (--work-dir DIR: elsewhere)"
+    ) in result.output.splitlines()
+    (run_dir,) = work_dir.iterdir()  # named after the run
+    assert (run_dir / "page-counts.parquet").is_dir() and (run_dir / "checkpoints").is_dir()
+    assert list(cwd.iterdir()) == []
     printed = [line.split() for line in result.output.splitlines() if line[:2] == "20"]
     got = {(as_ms(start), page): int(n) for start, page, n in printed}
     assert len(got) == len(printed), result.output
