@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import click
 
 from minikafka.cli.client_options import bootstrap_server_option
 from minikafka.cli.output_dirs import default_output_dir
+from minikafka.cli.signals import handles_sigterm, interrupt_status
 from minikafka.client.librdkafka import MissingClientError, read_to_end, require_librdkafka
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def pipeline() -> None:
 
     \b
     minikafka pipeline demo                  # all of it on a small synthetic event set
-    minikafka pipeline run &                 # the streaming job, until Ctrl-C
+    minikafka pipeline run &                 # the streaming job, until stopped
     minikafka pipeline generate --rate 50    # live clicks, until Ctrl-C
     minikafka consume --topic page-counts --from-beginning --property print.key=true
     """
@@ -56,6 +58,7 @@ def pipeline() -> None:
 @click.option("--events", type=int, default=0, help="How many (0: until Ctrl-C).")
 @click.option("--rate", type=float, default=20.0, show_default=True, help="Events per second.")
 @click.option("--clicks-topic", default="clicks", show_default=True)
+@handles_sigterm
 def generate(bootstrap_server: str, events: int, rate: float, clicks_topic: str) -> None:
     """Produce click events with the current time as event time (acks=all, key: the user)."""
     p = _pipeline()
@@ -68,10 +71,19 @@ def generate(bootstrap_server: str, events: int, rate: float, clicks_topic: str)
             yield click_
             i += 1
 
+    click.echo(
+        f"producing {events or 'endless'} click events to {clicks_topic} at {rate:g}/s"
+        + ("" if events else " (Ctrl-C stops)")
+    )
+
+    def progress(acknowledged: int) -> None:
+        click.echo(f"{acknowledged} click events acknowledged")
+
     try:
-        sent = p.generate(bootstrap_server, clicks_topic, live(), rate)
-    except KeyboardInterrupt:
-        return
+        sent = p.generate(bootstrap_server, clicks_topic, live(), rate, progress)
+    except KeyboardInterrupt as e:
+        click.echo("stopped", err=True)
+        sys.exit(interrupt_status(e, on_ctrl_c=0))
     click.echo(f"{sent} click events produced to {clicks_topic}")
 
 
@@ -129,13 +141,10 @@ def run(
         available_now=available_now,
     )
     click.echo(f"counting clicks of {clicks_topic} into {counts_topic} and {parquet}")
-    try:
-        for q in queries:
-            q.awaitTermination()
-    except KeyboardInterrupt:
-        for q in queries:
-            q.stop()
-    spark.stop()
+    from minikafka.spark.lifecycle import run_until_stopped
+
+    if run_until_stopped(spark, *queries):
+        click.echo("stopped: the queries and Spark; the checkpoints keep where they were")
 
 
 @pipeline.command()
@@ -161,7 +170,7 @@ def demo(bootstrap_server: str, events: int, work_dir: Path | None) -> None:
     p.generate(bootstrap_server, clicks_topic, clicks)
     click.echo(f"{events} click events produced to {clicks_topic}; running the job ...")
     spark = p.spark_session()
-    for q in p.start_pipeline(
+    queries = p.start_pipeline(
         spark,
         bootstrap_server,
         clicks_topic=clicks_topic,
@@ -169,9 +178,12 @@ def demo(bootstrap_server: str, events: int, work_dir: Path | None) -> None:
         parquet_dir=parquet,
         checkpoint_dir=checkpoints,
         available_now=True,
-    ):
-        q.awaitTermination()
-    spark.stop()
+    )
+    from minikafka.spark.lifecycle import run_until_stopped
+
+    if run_until_stopped(spark, *queries):  # the job stops by itself once caught up
+        click.echo("stopped before the job was done", err=True)
+        sys.exit(130)
     rows = read_counts(bootstrap_server, counts_topic)
     for row in sorted(rows, key=lambda r: (r["window_start"], r["page"])):
         click.echo(f"{row['window_start']}  {row['page']:<10} {row['clicks']:>4}")
