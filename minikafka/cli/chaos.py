@@ -5,6 +5,7 @@ of `minikafka cluster up` (`--data-dir`), or any other, e.g. docker-compose's, r
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import click
@@ -23,6 +24,7 @@ from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_
 from minikafka.cli.client_options import require_client
 from minikafka.cli.cluster import _open, data_dir_option
 from minikafka.cli.output_dirs import OTHER_CLUSTERS_DIR, other_clusters_dir
+from minikafka.cli.signals import interrupt_status, sigterm_as_interrupt
 from minikafka.client.bootstrap import parse_bootstrap_servers
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
@@ -238,9 +240,14 @@ def chaos(
         group_async_commits=group_commits == "async",
     )
     try:
-        report = asyncio.run(run_chaos(cluster, opts, log=console.print))
+        with sigterm_as_interrupt():
+            report = asyncio.run(run_chaos(cluster, opts, log=console.print))
     except (ValueError, ClusterError, ZkError) as e:
         raise click.ClickException(str(e)) from e
+    except KeyboardInterrupt as e:
+        # run_chaos healed every fault on its way out (nothing stays paused or cut off).
+        console.print("stopped: every fault healed; an interrupted run is not checked")
+        sys.exit(interrupt_status(e, on_ctrl_c=130))
     finally:
         if remote is not None:
             remote.close()

@@ -171,3 +171,43 @@ async def test_negative_control_a_member_committing_past_what_it_was_given_is_ca
     assert not result.valid
     assert all("group" in p for p in result.problems), result.problems
     assert not result.lost and not result.replica_divergence
+
+
+def test_sigterm_stops_a_chaos_run_and_heals_its_fault(make_cluster: ClusterFactory) -> None:
+    """SIGTERM mid-fault: the run ends as on Ctrl-C, the paused broker is resumed, and the
+    command says so and exits with 143."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.cluster.conftest import wait_until
+
+    cluster = make_cluster(overrides=FAST)
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "minikafka", "chaos", "--data-dir", str(cluster.data_dir)),
+            *("--nemesis", "pause", "--interval", "2", "--time-limit", "120"),
+            *("--group-members", "0", "--topic", "chaos-sigterm"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if " pause broker " in line:
+                break
+        paused = int(lines[-1].split(" pause broker ")[1].split()[0].removeprefix("broker-"))
+        assert cluster.is_paused(paused), lines
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    output = "".join(lines) + rest
+    assert proc.returncode == 143, output
+    assert "stopped: every fault healed" in output
+    wait_until(lambda: not cluster.is_paused(paused), 10, "the broker resumed")
