@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, fields
 from typing import Final, NamedTuple
 
 from minikafka.config.broker import BrokerConfig
+from minikafka.config.docs import BROKER_CONFIG_DOCS
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 
 log = logging.getLogger(__name__)
@@ -241,11 +242,6 @@ MISSING_DYNAMIC_BROKER_CONFIGS: Final[dict[str, str]] = {
     "between log directories",
 }
 
-_BROKER_DOCS: Final[dict[str, str]] = {
-    "log.cleaner.backoff.ms": "How long the log cleaner sleeps when no log needs cleaning.",
-    "num.replica.fetchers": "Replica fetchers per source broker; minikafka runs one (1).",
-}
-
 
 @dataclass(frozen=True)
 class ConfigSynonym:
@@ -301,11 +297,13 @@ def _broker_type(name: str) -> ConfigType:
     return ConfigType.STRING
 
 
-def _broker_doc(name: str) -> str | None:
+def _broker_doc(name: str) -> str:
+    """The documentation of the broker setting `name`: a topic config's default is
+    documented by the topic config, every other setting in BROKER_CONFIG_DOCS."""
     for d in TOPIC_CONFIGS.values():
         if d.broker_synonym == name:
             return f"The default of the topic config that derives from it: {d.doc}"
-    return _BROKER_DOCS.get(name)
+    return BROKER_CONFIG_DOCS[name]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minikafka.config.broker import BrokerConfig
+from minikafka.config.docs import BROKER_CONFIG_DOCS
 from minikafka.config.dynamic import (
     DEFAULT_BROKER_ENTITY,
     DYNAMIC_BROKER_CONFIGS,
@@ -138,6 +139,29 @@ def test_values_come_from_the_override_then_the_broker_then_the_default() -> Non
     )
     assert no_override["unclean.leader.election.enable"].value == "false"
     assert no_override["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG
+
+
+def test_every_broker_config_is_documented_and_every_documented_one_exists() -> None:
+    described = describe_broker(LAYERS, None, include_synonyms=False)
+    properties = {BrokerConfig.property_name(f) for f in BrokerConfig.__dataclass_fields__}
+    assert {c.name for c in described} == properties
+    for c in described:
+        assert c.doc is not None and c.doc.strip(), c.name
+    # The table documents each property that is not a topic config's default, and nothing
+    # else: a property added to or removed from BrokerConfig must be added to or removed
+    # from it.
+    synonyms = {d.broker_synonym for d in TOPIC_CONFIGS.values() if d.broker_synonym}
+    assert set(BROKER_CONFIG_DOCS) == properties - synonyms
+    assert all(doc.strip() for doc in BROKER_CONFIG_DOCS.values())
+    docs = {c.name: c.doc for c in described}
+    assert docs["log.retention.ms"] == (
+        "The default of the topic config that derives from it: " + TOPIC_CONFIGS["retention.ms"].doc
+    )
+    assert docs["broker.id"] == BROKER_CONFIG_DOCS["broker.id"]
+    default = describe_broker_default(
+        BrokerConfigLayers(BROKER, cluster_default={"log.cleaner.backoff.ms": "100"}), None, False
+    )
+    assert [c.doc for c in default] == [BROKER_CONFIG_DOCS["log.cleaner.backoff.ms"]]
 
 
 def test_named_keys_only_and_unknown_names_left_out() -> None:

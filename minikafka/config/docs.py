@@ -1,0 +1,134 @@
+"""The documentation DescribeConfigs (v3+, include_documentation) gives for broker settings.
+
+One entry for every BrokerConfig property (Kafka's name) that is not the broker default of a
+topic config: those are documented by their topic config (dynamic.py's TOPIC_CONFIGS). The
+wording follows Kafka 2.8's KafkaConfig documentation, shortened, and says where minikafka
+differs from Kafka or has a setting Kafka does not.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
+    # --- identity, listeners, storage, ZooKeeper ----------------------------------------------
+    "broker.id": "This broker's id, unique in the cluster. It must be set: minikafka does not "
+    "generate broker ids.",
+    "listeners": "The comma-separated listeners the broker serves, each NAME://host:port (an "
+    "empty host binds every interface, port 0 any free port). minikafka serves PLAINTEXT "
+    "listeners only.",
+    "advertised.listeners": "The listeners registered in ZooKeeper, the addresses clients and "
+    "other brokers connect to, when they differ from listeners (unset: listeners). Each names "
+    "one of listeners, and 0.0.0.0 cannot be advertised.",
+    "listener.security.protocol.map": "The security protocol of each listener name, as "
+    "NAME:PROTOCOL pairs separated by commas (unset: each protocol name is a listener name of "
+    "its own). minikafka accepts PLAINTEXT only.",
+    "inter.broker.listener.name": "The listener brokers use to reach one another; it must be "
+    "one of advertised.listeners (unset: the listener named PLAINTEXT).",
+    "log.dirs": "The comma-separated directories in which the broker keeps its log data "
+    "(log.dir is read when log.dirs is not set).",
+    "zookeeper.connect": "The ZooKeeper connection string, host:port pairs separated by "
+    "commas, optionally followed by a chroot path (/path) under which all of the cluster's "
+    "znodes live.",
+    "zookeeper.session.timeout.ms": "The ZooKeeper session timeout: a broker whose session "
+    "expires is taken for dead and its registration removed.",
+    "zookeeper.connection.timeout.ms": "How long the broker waits to establish a connection "
+    "to ZooKeeper (unset: zookeeper.session.timeout.ms).",
+    "broker.rack": "The rack of the broker, registered in ZooKeeper and reported to clients "
+    "in Metadata. minikafka's replica assignment does not take racks into account.",
+    "admin.listeners": "minikafka's own setting (Kafka has JMX instead): http://host:port of "
+    "its HTTP admin endpoint, serving Prometheus metrics, health, JSON views and the "
+    "dashboard. Unset: no endpoint.",
+    # --- replication ---------------------------------------------------------------------------
+    "replica.lag.time.max.ms": "A follower that has not fetched up to the leader's log end "
+    "offset for this long is removed from the ISR.",
+    "replica.fetch.wait.max.ms": "The longest a follower's fetch request waits at the leader "
+    "for data; it should stay below replica.lag.time.max.ms.",
+    "replica.fetch.min.bytes": "The fewest bytes a follower's fetch response should hold; "
+    "with less, the leader waits up to replica.fetch.wait.max.ms.",
+    "replica.fetch.max.bytes": "The bytes a follower asks for per partition in a fetch; not "
+    "an absolute maximum, as a first record batch larger than it is still returned.",
+    "replica.fetch.response.max.bytes": "The bytes a follower asks for in a whole fetch "
+    "response; not an absolute maximum, as a first record batch larger than it is still "
+    "returned.",
+    "replica.fetch.backoff.ms": "How long a follower waits before fetching again after a "
+    "fetch or partition error.",
+    "num.replica.fetchers": "The number of fetchers replicating from each source broker. "
+    "minikafka runs one fetcher per source broker, so only 1 is accepted.",
+    "replica.high.watermark.checkpoint.interval.ms": "How often the high watermarks are "
+    "saved to disk.",
+    "max.incremental.fetch.session.cache.slots": "The most incremental fetch sessions (KIP-227) "
+    "the broker keeps; 0: every fetch is a full, sessionless one.",
+    "min.incremental.fetch.session.eviction.ms": "How long a fetch session is protected from "
+    "eviction by new sessions when the cache is full (a follower's may evict a consumer's "
+    "sooner). Kafka fixes it at 2 minutes; minikafka makes it a setting.",
+    "isr.change.propagation.check.interval.ms": "minikafka-specific hook for tests (Kafka "
+    "hard-codes it to 2.5 s): how often the broker checks whether to tell the controller, "
+    "through ZooKeeper, about its ISR changes.",
+    "isr.change.propagation.blackout.ms": "minikafka-specific hook for tests (Kafka hard-codes "
+    "it to 5 s): ISR changes are propagated once none has happened for this long.",
+    "isr.change.propagation.max.delay.ms": "minikafka-specific hook for tests (Kafka "
+    "hard-codes it to 60 s): ISR changes are propagated at the latest this long after the "
+    "previous propagation, even while changes keep coming.",
+    # --- controller, leadership, topics --------------------------------------------------------
+    "controller.socket.timeout.ms": "The timeout of the controller's requests to brokers.",
+    "auto.leader.rebalance.enable": "Whether the controller moves leadership back to the "
+    "preferred replicas when a broker's leader imbalance exceeds "
+    "leader.imbalance.per.broker.percentage, checked every "
+    "leader.imbalance.check.interval.seconds.",
+    "leader.imbalance.check.interval.seconds": "How often the controller checks whether "
+    "partition leaders need rebalancing.",
+    "leader.imbalance.per.broker.percentage": "The share of a broker's preferred-leader "
+    "partitions, in percent, that may be led by another broker before the controller "
+    "rebalances them.",
+    "default.replication.factor": "The replication factor of automatically created topics, "
+    "and of topics created without one.",
+    "num.partitions": "The number of partitions of automatically created topics, and of "
+    "topics created without one.",
+    "auto.create.topics.enable": "Whether a Metadata request for a topic that does not exist "
+    "creates it (if the client allows it).",
+    "delete.topic.enable": "Whether topics may be deleted; when false, deletion requests are "
+    "refused or dropped.",
+    "controlled.shutdown.enable": "Whether a broker that shuts down first asks the controller "
+    "to move the leadership of its partitions to other brokers.",
+    "controlled.shutdown.max.retries": "How many times a broker tries a controlled shutdown "
+    "before shutting down anyway.",
+    "controlled.shutdown.retry.backoff.ms": "How long a broker waits before retrying a failed "
+    "controlled shutdown.",
+    # --- log management ------------------------------------------------------------------------
+    "log.retention.check.interval.ms": "How often the broker checks whether any log has "
+    "segments to delete under its retention settings.",
+    "log.flush.scheduler.interval.ms": "How often the log flusher checks whether any log needs "
+    "to be flushed to disk.",
+    "producer.id.expiration.ms": "How long a partition leader keeps the state of an "
+    "idempotent producer that has not written to it, before forgetting the producer id.",
+    "log.cleaner.enable": "Whether the log cleaner runs; without it, topics with "
+    "cleanup.policy=compact, the offsets topic among them, are not compacted and keep growing.",
+    "log.cleaner.backoff.ms": "How long the log cleaner sleeps when no log needs cleaning.",
+    # --- group coordinator and offsets ---------------------------------------------------------
+    "group.min.session.timeout.ms": "The shortest session timeout a group member may ask for; "
+    "shorter ones detect failures sooner at the cost of more frequent heartbeats.",
+    "group.max.session.timeout.ms": "The longest session timeout a group member may ask for; "
+    "longer ones give consumers more time between heartbeats but detect failures later.",
+    "group.initial.rebalance.delay.ms": "How long the group coordinator waits for more "
+    "members to join a new group before its first rebalance.",
+    "group.max.size": "The most members a consumer group may have.",
+    "offset.metadata.max.bytes": "The largest metadata string an offset commit may carry.",
+    "offsets.topic.num.partitions": "The number of partitions of the offsets topic "
+    "(__consumer_offsets); it should not change once the topic exists.",
+    "offsets.topic.replication.factor": "The replication factor of the offsets topic; it "
+    "cannot be created until that many brokers are alive.",
+    "offsets.topic.segment.bytes": "The segment size of the offsets topic, kept small for "
+    "faster compaction and loading.",
+    "offsets.commit.timeout.ms": "How long an offset commit waits for the in-sync replicas of "
+    "its offsets topic partition to receive it, as an acks=all produce request does.",
+    "offsets.retention.minutes": "How long a group's committed offsets are kept once the group "
+    "is empty before they are deleted; for standalone consumers (manual assignment), counted "
+    "from each offset's commit.",
+    "offsets.retention.check.interval.ms": "How often the group coordinator looks for expired "
+    "offsets.",
+    # --- network ------------------------------------------------------------------------------
+    "request.timeout.ms": "How long the broker waits for the answer to a request it sends to "
+    "another broker (a replica fetch also waits replica.fetch.wait.max.ms on top).",
+    "socket.request.max.bytes": "The largest request the broker accepts on a socket.",
+}
