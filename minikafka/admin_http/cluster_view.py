@@ -30,6 +30,9 @@ UNDER_REPLICATED = "under_replicated"
 OK = "ok"
 STATUS_RANK = {OFFLINE: 0, UNDER_MIN_ISR: 1, UNDER_REPLICATED: 2, OK: 3}
 
+# The summary's count of partitions waiting on an unreachable (or down) broker.
+WAITING = "waiting_on_unreachable"
+
 # Kafka's own topics (__consumer_offsets): listed after the user's and hidden by the page
 # unless asked for, so that the offsets topic's 50 partitions do not bury them.
 INTERNAL_PREFIX = "__"
@@ -108,16 +111,20 @@ class MetadataView:
 class _Entry(NamedTuple):
     """A partition in the view before it becomes a row: the table shows a few hundred of
     10,000, so rows are built only for those (fewer objects, less garbage collection).
-    Sorted: the user's topics first, then worst first."""
+    Sorted: the user's topics first, then worst first; within a status, those waiting on
+    an unreachable broker first (they are why acks=all writes stall: with 10,000
+    partitions they must not be below the page's first 200)."""
 
     internal: bool
     rank: int
+    not_waiting: bool
     topic: str
     partition: int
     status: str
     state: UpdateMetadataPartitionState
     led: LeaderState | None
     leader_reachable: bool | None
+    unreachable: tuple[int, ...]
 
 
 @dataclass
@@ -189,19 +196,64 @@ def partition_status(
     return OK
 
 
+def broker_status(
+    b: int,
+    registered: Mapping[int, Registration] | None,
+    live: Collection[int],
+    peers: Mapping[int, PeerAnswer | PeerFailure],
+) -> str:
+    """ALIVE, UNREACHABLE or DOWN: the broker table's status, and what the partition rows'
+    `unreachable_brokers` are drawn from (one rule for both)."""
+    peer = peers.get(b)
+    reachable = None if peer is None else isinstance(peer, PeerAnswer)
+    is_registered = None if registered is None else b in registered
+    if not is_registered and b not in live and not reachable:
+        return DOWN
+    if reachable is False:
+        return UNREACHABLE
+    return ALIVE
+
+
+def waiting_on(leader: int, isr: Iterable[int], alive: Collection[int]) -> tuple[int, ...]:
+    """The leader and ISR members that are not alive (unreachable, or down and still in the
+    ISR): the leader of an acks=all write waits for every ISR member, so writes stall on
+    them until they leave the ISR (a killed broker: once its ZooKeeper session expires)."""
+    out = [b for b in isr if b not in alive]
+    if leader != NO_LEADER and leader not in alive and leader not in out:
+        out.append(leader)
+    return tuple(sorted(out)) if out else ()
+
+
 def _entry(
     st: UpdateMetadataPartitionState,
     internal: bool,
     live: Mapping[int, BrokerNode],
     led: LeaderState | None,
     leader_reachable: bool | None,
+    alive: frozenset[int],
 ) -> _Entry:
     if led is not None:
-        status = partition_status(led.leader, live, led.isr, st.replicas, led.min_insync_replicas)
+        leader, isr = led.leader, led.isr
+        status = partition_status(leader, live, isr, st.replicas, led.min_insync_replicas)
     else:
-        status = partition_status(st.leader, live, st.isr, st.replicas, None)
+        leader, isr = st.leader, st.isr
+        status = partition_status(leader, live, isr, st.replicas, None)
+    # The usual case (everyone in it alive) in one C-level check: 10,000 partitions a second.
+    if alive.issuperset(isr) and (leader in alive or leader == NO_LEADER):
+        unreachable: tuple[int, ...] = ()
+    else:
+        unreachable = waiting_on(leader, isr, alive)
     return _Entry(
-        internal, STATUS_RANK[status], st.topic, st.partition, status, st, led, leader_reachable
+        internal,
+        STATUS_RANK[status],
+        not unreachable,
+        st.topic,
+        st.partition,
+        status,
+        st,
+        led,
+        leader_reachable,
+        unreachable,
     )
 
 
@@ -220,6 +272,9 @@ def _partition_row(e: _Entry, live: Mapping[int, BrokerNode]) -> dict[str, Any]:
         "leader": leader,
         "leader_epoch": epoch,
         "leader_reachable": e.leader_reachable,
+        # The leader and ISR members that are unreachable or down: acks=all writes wait
+        # on them (the page marks them, and says so on the row).
+        "unreachable_brokers": list(e.unreachable),
         "replicas": replicas,
         "isr": isr,
         "out_of_sync": [r for r in replicas if r not in isr],
@@ -269,6 +324,13 @@ def build_cluster_view(
                 if other is None or p.leader_epoch > other.leader_epoch:
                     led[key] = p
 
+    registered = zk.registered
+    # The brokers alive, once per view (a handful), not per partition: a partition's
+    # leader or ISR member outside it is one its acks=all writes wait on. A broker known
+    # only as a replica (not live, registered or asked) is down, so not in it either.
+    candidates = set(live) | set(peers) | set(registered or {}) | {served_by}
+    alive = frozenset(b for b in candidates if broker_status(b, registered, live, peers) == ALIVE)
+
     entries = []
     replica_ids: set[int] = set()
     topics: dict[str, bool] = {}  # topic → internal
@@ -280,14 +342,13 @@ def build_cluster_view(
         replica_ids.update(st.replicas)
         view = led.get((st.topic, st.partition))
         reachable = None if st.leader not in peers else st.leader in reachable_ids
-        entries.append(_entry(st, internal, live, view, reachable))
+        entries.append(_entry(st, internal, live, view, reachable, alive))
     entries.sort()
 
     controller_id = zk.controller_id if zk.controller_id is not None else metadata.controller_id
     controller_epoch = (
         zk.controller_epoch if zk.controller_epoch is not None else metadata.controller_epoch
     )
-    registered = zk.registered
     known = set(live) | replica_ids | set(peers) | set(registered or {}) | {served_by}
     brokers = []
     for b in sorted(known):
@@ -297,12 +358,7 @@ def build_cluster_view(
         is_registered = None if registered is None else reg is not None
         is_live = b in live
         reachable = None if peer is None else isinstance(peer, PeerAnswer)
-        if not is_registered and not is_live and not reachable:
-            status = DOWN
-        elif reachable is False:
-            status = UNREACHABLE
-        else:
-            status = ALIVE
+        status = broker_status(b, registered, live, peers)
         facts: Mapping[str, Any] = peer.broker if isinstance(peer, PeerAnswer) else {}
         node = live.get(b) or (last_live or {}).get(b)
         if shown is not None:
@@ -335,15 +391,22 @@ def build_cluster_view(
 
     counts = {s: 0 for s in STATUS_RANK}
     internal_counts = {s: 0 for s in STATUS_RANK}
+    waiting = internal_waiting = 0
     for e in entries:
         counts[e.status] += 1
         if e.internal:
             internal_counts[e.status] += 1
+        if e.unreachable:
+            waiting += 1
+            internal_waiting += e.internal
     user_partitions = len(entries) - sum(internal_counts.values())
     summary = {
         "topics": len(topics),
         "partitions": len(entries),
         **counts,
+        # Partitions whose leader or an ISR member is unreachable or down: their acks=all
+        # writes stall until it answers again or leaves the ISR.
+        WAITING: waiting,
         "brokers": len(brokers),
         "brokers_alive": sum(b["status"] == ALIVE for b in brokers),
         # Of the counts above, the internal topics' (the page says how many it hides).
@@ -351,6 +414,7 @@ def build_cluster_view(
             "topics": sum(topics.values()),
             "partitions": len(entries) - user_partitions,
             **internal_counts,
+            WAITING: internal_waiting,
         },
     }
     return ClusterView(

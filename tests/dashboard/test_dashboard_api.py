@@ -101,10 +101,11 @@ def test_json_shapes(watched: LocalCluster) -> None:
     row = selected["partitions"][0]
     assert set(row) == {
         "topic", "partition", "internal", "status", "leader", "leader_epoch", "leader_reachable",
-        "replicas", "isr", "out_of_sync", "offline_replicas", "min_insync_replicas",
+        "unreachable_brokers", "replicas", "isr", "out_of_sync", "offline_replicas", "min_insync_replicas",
         "source", "high_watermark", "log_end_offset", "log_start_offset", "replica_states",
     }  # fmt: skip
     assert row["status"] == "ok" and sorted(row["isr"]) == [1, 2, 3] and row["internal"] is False
+    assert row["unreachable_brokers"] == [] and summary["waiting_on_unreachable"] == 0
     assert row["high_watermark"] == row["log_end_offset"] == 10  # 30 records over 3
     assert {r["broker_id"] for r in row["replica_states"]} == {1, 2, 3}
     for r in row["replica_states"]:
@@ -254,6 +255,8 @@ def test_a_broker_whose_peers_are_paused_still_serves_the_page(watched: LocalClu
         for r in rows:
             assert r["source"] == ("leader" if r["leader"] == 3 else "metadata")
             assert r["leader_reachable"] is (r["leader"] == 3)
+            # acks=all writes wait on the paused ones, leader or follower.
+            assert r["unreachable_brokers"] == sorted({r["leader"], *r["isr"]} - {3}), r
     finally:
         cluster.resume(1)
         cluster.resume(2)

@@ -78,6 +78,10 @@ def table_state(page: Page) -> dict[str, Any]:
                     status: r.dataset.status,
                     leader: r.querySelector('.leader').textContent.trim(),
                     isr: r.querySelector('.isr').dataset.isr,
+                    waiting_on: r.dataset.waitingOn,
+                    marked: [...r.querySelectorAll('.isr .chip.unreachable')]
+                        .map(c => c.textContent),
+                    marker: r.querySelector('.status .badge.waiting')?.textContent ?? null,
                     lag: Object.fromEntries([...r.querySelectorAll('.lag [data-replica]')]
                         .map(x => [x.dataset.replica, x.textContent])),
                 }])),
@@ -296,6 +300,114 @@ def test_the_page_loads_in_two_seconds_when_the_other_brokers_are_paused(
     finally:
         cluster.resume(1)
         cluster.resume(2)
+
+
+def test_partitions_waiting_on_a_paused_or_killed_follower_are_marked(
+    make_cluster: ClusterFactory, page: Page
+) -> None:
+    """acks=all writes stall on every partition whose ISR holds a dead or paused broker,
+    not only those it leads: the rows of the partitions whose ISR holds the follower are
+    marked (its ISR chip, and "acks=all writes wait on broker N"), the others are not, and
+    the header counts them; the marks go when it is resumed, and after a kill -9 when the
+    controller drops it from the ISR (its session expired)."""
+    # Long enough that a paused broker is seen unreachable before its session expires on a
+    # loaded machine; the kill's ISR shrink waits for it.
+    session_ms = 10_000
+    cluster = make_cluster(overrides={"zookeeper.session.timeout.ms": str(session_ms)})
+    controller = cluster.controller()
+    assert controller is not None
+    # Broker 3 serves the page; the victim is neither it nor the controller.
+    victim = 1 if controller[0] == 2 else 2
+    other = 3 - victim
+    topic = "stall"
+    # The victim leads nothing: a follower in the ISR of partitions 1 and 2 only.
+    assignment = [[3, other], [3, victim], [other, victim], [other, 3]]
+    admin = admin_client(cluster.bootstrap_servers)
+    admin.create_topics(
+        [NewTopic(topic, len(assignment), -1, replica_assignment=assignment)], operation_timeout=30
+    )[topic].result(60)
+    with producing(cluster.bootstrap_servers, {"acks": "all"}) as producer:
+        deliver(producer, topic, [b"x"] * 40, partitions=[i % 4 for i in range(40)], timeout=30)
+    rows = [f"{topic}-{p}" for p in range(4)]
+    holding, free = {rows[1], rows[2]}, {rows[0], rows[3]}
+
+    def isr_of(s: dict[str, Any], tp: str) -> set[int]:
+        return {int(b) for b in s["partitions"][tp]["isr"].split(",") if b}
+
+    def unmarked(s: dict[str, Any]) -> bool:
+        return (
+            all(s["partitions"][tp]["waiting_on"] == "" for tp in rows)
+            and "waiting_on_unreachable" not in s["summary"]
+        )
+
+    def marked(s: dict[str, Any]) -> bool:
+        return s["brokers"].get(str(victim)) == "unreachable" and all(
+            s["partitions"][tp]["waiting_on"] == (str(victim) if tp in holding else "")
+            for tp in rows
+        )
+
+    def check_marks(s: dict[str, Any]) -> None:
+        for tp in holding:
+            row = s["partitions"][tp]
+            assert row["marked"] == [str(victim)], row
+            assert row["marker"] == f"acks=all writes wait on broker {victim}", row
+        for tp in free:
+            row = s["partitions"][tp]
+            assert row["marked"] == [] and row["marker"] is None, row
+        count = s["summary"]["waiting_on_unreachable"]
+        assert count.startswith("2 partitions waiting on an unreachable broker"), count
+
+    page.goto(cluster.admin_url(3) + "/")
+    wait_for_page(
+        page,
+        lambda s: (
+            all(tp in s["partitions"] and len(isr_of(s, tp)) == 2 for tp in rows)
+            and set(s["brokers"].values()) == {"alive"}
+            and unmarked(s)
+        ),
+        30,
+        "every partition with its full ISR, none marked",
+    )
+
+    cluster.pause(victim)
+    try:
+        paused = wait_for_page(
+            page, marked, session_ms / 1000 - 2, f"the partitions holding broker {victim} marked"
+        )
+        check_marks(paused)
+        page.screenshot(path=shots_dir() / "10-waiting-on-paused.png", full_page=True)
+    finally:
+        cluster.resume(victim)
+    wait_for_page(
+        page,
+        lambda s: (
+            s["brokers"].get(str(victim)) == "alive"
+            and unmarked(s)
+            and all(len(isr_of(s, tp)) == 2 for tp in rows)
+        ),
+        session_ms / 1000 + 30,
+        "the marks gone after the resume",
+    )
+
+    cluster.kill(victim)
+    killed = wait_for_page(
+        page, marked, session_ms / 1000 - 2, f"the partitions holding killed broker {victim} marked"
+    )
+    check_marks(killed)
+    page.screenshot(path=shots_dir() / "11-waiting-on-killed.png", full_page=True)
+    # Its session expires, the controller drops it from the ISRs: nothing waits on it.
+    shrunk = wait_for_page(
+        page,
+        lambda s: (
+            s["brokers"].get(str(victim)) == "down"
+            and all(victim not in isr_of(s, tp) for tp in holding)
+            and unmarked(s)
+        ),
+        session_ms / 1000 + 15,
+        "the marks gone after the ISR shrink",
+    )
+    assert all(shrunk["partitions"][tp]["status"] == "under_replicated" for tp in holding)
+    assert all(shrunk["partitions"][tp]["status"] == "ok" for tp in free)
 
 
 def commit_offsets(cluster: LocalCluster, group: str, topic: str) -> None:

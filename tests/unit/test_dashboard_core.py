@@ -245,6 +245,7 @@ def test_internal_topics_come_after_the_users_and_can_be_left_out() -> None:
         "under_min_isr": 0,
         "under_replicated": 50,
         "ok": 0,
+        "waiting_on_unreachable": 0,
     }
     hidden = view.select(None, 2, internal=False)
     assert hidden["total"] == 4 and hidden["hidden_internal"] == 50
@@ -275,6 +276,70 @@ def test_the_leaders_view_wins_over_the_cache_and_a_deposed_leader_loses() -> No
     row = view.partitions[0]
     assert row["source"] == "metadata" and row["isr"] == [1, 2, 3]
     assert row["leader_reachable"] is False and row["min_insync_replicas"] is None
+
+
+def test_partitions_whose_leader_or_isr_holds_an_unreachable_broker_are_marked() -> None:
+    """acks=all writes wait for every ISR member: a paused follower (registered, silent)
+    stalls every partition whose ISR holds it, not only those it leads; so does a down
+    broker still in an ISR. Partitions it is not in, or has left the ISR of, are not
+    marked; within a status the marked ones come first, and the summary counts them."""
+    parts = [
+        state(1, [1, 3], replicas=[1, 3], partition=0),  # 2 is not a replica
+        state(1, [1, 2, 3], partition=1),  # 2 a follower in the ISR
+        state(3, [3, 2], replicas=[3, 2], partition=2),  # the leader's view: 2 left
+        state(2, [2, 1], replicas=[2, 1], partition=3),  # 2 leads (no answer: cache)
+        state(1, [1, 4], replicas=[1, 4], partition=4),  # 4: down, still in the ISR
+        state(1, [1, 3], replicas=[1, 3], topic="__consumer_offsets"),
+        state(3, [3, 2], replicas=[3, 2], topic="__consumer_offsets", partition=1),
+    ]
+    leader1 = answer(*(led_view(s.topic, s.partition, 1, 0, s.isr) for s in parts if s.leader == 1))
+    leader3 = answer(led_view("t", 2, 3, 0, [3]), led_view("__consumer_offsets", 1, 3, 0, [3, 2]))
+    peers = {1: leader1, 2: cv.PeerFailure("no answer in 0.8 s"), 3: leader3}
+    view = build(parts, peers, live=[1, 2, 3], registered=[1, 2, 3])
+    rows = {(p["topic"], p["partition"]): p for p in view.partitions}
+    marked = {tp: r["unreachable_brokers"] for tp, r in rows.items() if r["unreachable_brokers"]}
+    assert marked == {
+        ("t", 1): [2],
+        ("t", 3): [2],  # its leader: the row is the cache's
+        ("t", 4): [4],
+        ("__consumer_offsets", 1): [2],
+    }
+    assert rows[("t", 3)]["leader_reachable"] is False
+    assert view.summary["waiting_on_unreachable"] == 4
+    assert view.summary["internal"]["waiting_on_unreachable"] == 1
+    # The same rule as the broker table's: 2 unreachable, 4 down.
+    statuses = {b["id"]: b["status"] for b in view.brokers}
+    assert (statuses[2], statuses[4]) == (cv.UNREACHABLE, cv.DOWN)
+    # Worst first as before (2 is under-replicated); among the ok ones the marked first.
+    order = [p["partition"] for p in view.partitions if p["topic"] == "t"]
+    assert order == [2, 1, 3, 4, 0]
+    assert [p["unreachable_brokers"] for p in view.select("t", 3)["partitions"]] == [[], [2], [2]]
+
+    # Resumed (it answers again): nothing is marked, the counts are 0.
+    peers[2] = answer()
+    view = build(parts[:4], peers, live=[1, 2, 3], registered=[1, 2, 3])
+    assert all(p["unreachable_brokers"] == [] for p in view.partitions)
+    assert view.summary["waiting_on_unreachable"] == 0
+
+
+def test_the_unreachable_set_is_computed_once_per_view_not_per_partition(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """10,000 partitions cost a handful of broker-status checks, not one per partition."""
+    calls = 0
+    real = cv.broker_status
+
+    def counted(*args: object, **kwargs: object) -> str:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cv, "broker_status", counted)
+    parts = [state(1 + p % 3, [1, 2, 3], partition=p) for p in range(10_000)]
+    peers = {1: answer(), 2: cv.PeerFailure("no answer in 0.8 s"), 3: answer()}
+    view = build(parts, peers, live=[1, 2, 3], registered=[1, 2, 3])
+    assert view.summary["waiting_on_unreachable"] == 10_000
+    assert calls <= 2 * 3  # the alive set, then the broker table
 
 
 def test_broker_status_from_registration_liveness_and_answers() -> None:

@@ -28,6 +28,10 @@
     unreachable: "registered but not answering its admin endpoint (paused or not answering)",
     down: "not registered in ZooKeeper and not answering (stopped or crashed)",
   };
+  const WAITING_TITLE =
+    "partitions whose leader or an ISR member is unreachable or down: the leader of an " +
+    "acks=all write waits for every ISR member, so their writes stall until that broker " +
+    "answers again or leaves the ISR (a killed broker: when its ZooKeeper session expires)";
   const SVG_NS = "http://www.w3.org/2000/svg";
   const W = 300; // sparkline viewBox
   const H = 60;
@@ -107,6 +111,7 @@
   let lastUpdateMs = 0;
   let live = false;
   let lastBrokers = [];
+  let brokerStatus = new Map(); // id → alive, unreachable or down, from the latest view
   let topicsKey = null;
 
   // events: seq → event; `shownMax` is the highest seq in the list
@@ -199,11 +204,12 @@
   // --- header ----------------------------------------------------------------------------
 
   // The counts are the whole cluster's; each says how many of it are internal topics'.
-  function sumItem(key, label, n, internal, cls = "") {
+  function sumItem(key, label, n, internal, cls = "", title = "") {
     const note = internal
       ? ` <span class="internal-note">(${esc(internal)} internal${showInternal ? "" : ", hidden"})</span>`
       : "";
-    return `<span class="sum${n && cls ? " " + cls : ""}" data-count="${key}" data-internal="${esc(internal || 0)}"><b>${val(n)}</b> ${label}${note}</span>`;
+    const t = title ? ` title="${esc(title)}"` : "";
+    return `<span class="sum${n && cls ? " " + cls : ""}" data-count="${key}" data-internal="${esc(internal || 0)}"${t}><b>${val(n)}</b> ${label}${note}</span>`;
   }
 
   function renderHeader(c) {
@@ -218,6 +224,12 @@
       sumItem("under_min_isr", "under min ISR", s.under_min_isr, i.under_min_isr, "bad"),
       sumItem("under_replicated", "under-replicated", s.under_replicated, i.under_replicated, "warn"),
     ];
+    // Only while there are some: the usual 0 would be noise. Their acks=all writes stall
+    // until the broker answers again or leaves the ISR (its session expiring, if killed).
+    if (s.waiting_on_unreachable) {
+      const label = `partition${s.waiting_on_unreachable === 1 ? "" : "s"} waiting on an unreachable broker`;
+      parts.push(sumItem("waiting_on_unreachable", label, s.waiting_on_unreachable, i.waiting_on_unreachable, "bad", WAITING_TITLE));
+    }
     $("#summary").innerHTML = parts.join("");
     $("#internal-count").textContent = i.topics ? `(${i.topics})` : "";
 
@@ -253,6 +265,7 @@
     if (s.offline) problems.push(`${s.offline} offline`);
     if (s.under_min_isr) problems.push(`${s.under_min_isr} under min ISR`);
     if (s.under_replicated) problems.push(`${s.under_replicated} under-replicated`);
+    if (s.waiting_on_unreachable) problems.push(`${s.waiting_on_unreachable} waiting on an unreachable broker`);
     if (brokersBad) problems.push(`${s.brokers - s.brokers_alive} broker(s) not alive`);
     document.title = problems.length ? `(!) minikafka: ${problems.join(", ")}` : "minikafka";
   }
@@ -307,6 +320,7 @@
   function renderBrokers(c) {
     const brokers = c.brokers || [];
     lastBrokers = brokers;
+    brokerStatus = new Map(brokers.map((b) => [b.id, b.status]));
     let unreachable = 0;
     const rows = brokers.map((b) => {
       const status = ["alive", "unreachable", "down"].includes(b.status) ? b.status : "down";
@@ -412,6 +426,17 @@
     return `<span class="chip${cls}"${title ? ` title="${title}"` : ""}>${esc(id)}</span>`;
   }
 
+  // A leader or ISR member whose broker is unreachable or down (the row's
+  // `unreachable_brokers`): why acks=all writes to the partition stall.
+  function stallTitle(id, leader) {
+    const st = brokerStatus.get(id) === "down" ? "down (not registered) but still in the ISR" : "unreachable (its admin endpoint does not answer)";
+    const role = leader ? "the leader" : "in the ISR";
+    return (
+      `broker ${id} is ${st}: ${role}, acks=all writes to this partition wait on it` +
+      (leader ? "" : " until it answers again or is dropped from the ISR")
+    );
+  }
+
   function renderPartitions(p) {
     const rows = p.partitions || [];
     const out = [];
@@ -422,6 +447,7 @@
       const offline = new Set(r.offline_replicas || []);
       const outOfSync = r.out_of_sync || (r.replicas || []).filter((x) => !isrSet.has(x));
       const tp = `${r.topic}-${r.partition}`;
+      const stalled = new Set(r.unreachable_brokers || []);
 
       let leader;
       if (r.leader === null || r.leader === undefined || r.leader < 0) {
@@ -430,6 +456,9 @@
         leader = `${esc(r.leader)} <span class="badge unreachable" title="the leader's broker did not answer">not answering</span>`;
       } else {
         leader = esc(r.leader);
+      }
+      if (stalled.has(r.leader)) {
+        leader = `<span class="stalled" title="${esc(stallTitle(r.leader, true))}">${leader}</span>`;
       }
 
       const replicas = (r.replicas || [])
@@ -447,12 +476,20 @@
             cls += " out";
             t.push("out of sync");
           }
-          return chip(id, cls, t.join(", "));
+          if (stalled.has(id)) {
+            cls += " unreachable";
+            t.push(stallTitle(id, id === r.leader));
+          }
+          return chip(id, cls, esc(t.join(", ")));
         })
         .join("");
 
+      const isrChip = (id) => {
+        if (stalled.has(id)) return chip(id, " unreachable" + (offline.has(id) ? " offline" : ""), esc(stallTitle(id, id === r.leader)));
+        return chip(id, offline.has(id) ? " offline" : "", offline.has(id) ? "in ISR but offline" : "");
+      };
       const isrChips =
-        isr.map((id) => chip(id, offline.has(id) ? " offline" : "", offline.has(id) ? "in ISR but offline" : "")).join("") +
+        isr.map(isrChip).join("") +
         outOfSync
           .map((id) => chip(id, " out" + (offline.has(id) ? " offline" : ""), offline.has(id) ? "out of sync, offline" : "out of sync"))
           .join("");
@@ -478,14 +515,19 @@
 
       const minIsr = r.min_insync_replicas;
       const minCls = minIsr !== null && minIsr !== undefined && isr.length < minIsr ? " bad" : "";
+      // The row says what its writes wait on, beside its status.
+      const waits = [...stalled].sort((a, b) => a - b);
+      const waitBadge = waits.length
+        ? ` <span class="badge waiting" title="${esc(waits.map((id) => stallTitle(id, id === r.leader)).join("; "))}">acks=all writes wait on ${esc(brokersText(waits))}</span>`
+        : "";
       const rowTitle =
         r.source === "metadata"
           ? ' title="from the metadata cache: the leader did not answer, offsets unknown"'
           : "";
       out.push(
-        `<tr data-tp="${esc(tp)}" data-status="${status}" class="st-${status}${r.internal ? " internal" : ""}"${rowTitle}>` +
+        `<tr data-tp="${esc(tp)}" data-status="${status}" data-waiting-on="${esc(waits.join(","))}" class="st-${status}${r.internal ? " internal" : ""}${waits.length ? " waiting" : ""}"${rowTitle}>` +
           `<td class="tp">${esc(tp)}</td>` +
-          `<td class="status">${STATUS_TEXT[status]}</td>` +
+          `<td class="status">${STATUS_TEXT[status]}${waitBadge}</td>` +
           `<td class="leader">${leader}</td>` +
           `<td class="epoch">${val(r.leader_epoch)}</td>` +
           `<td class="replicas">${replicas}</td>` +
