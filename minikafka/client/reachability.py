@@ -10,16 +10,20 @@ import socket
 import struct
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-
-from kio.schema.api_versions.v0.request import ApiVersionsRequest
-from kio.schema.request_header.v1.header import RequestHeader
-from kio.serial import entity_writer
-from kio.static.primitive import i16, i32
+from functools import cache
 
 PROBE_TIMEOUT_S = 1.0
 
 
+@cache
 def _api_versions_frame() -> bytes:
+    # Imported here: kio's schemas take a noticeable part of a second to import, which every
+    # `minikafka` command would pay at start for a probe only `topics --describe` sends.
+    from kio.schema.api_versions.v0.request import ApiVersionsRequest
+    from kio.schema.request_header.v1.header import RequestHeader
+    from kio.serial import entity_writer
+    from kio.static.primitive import i16, i32
+
     request = ApiVersionsRequest()
     header = RequestHeader(
         request_api_key=i16(request.__api_key__),
@@ -34,15 +38,12 @@ def _api_versions_frame() -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-_FRAME = _api_versions_frame()
-
-
 def answers(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """Whether the broker at host:port answers an ApiVersions request within `timeout_s`."""
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.settimeout(timeout_s)
-            sock.sendall(_FRAME)
+            sock.sendall(_api_versions_frame())
             return len(sock.recv(8)) > 0
     except OSError:
         return False
