@@ -28,7 +28,7 @@ from minikafka.cli.client_options import (
     truthy,
     unescape,
 )
-from minikafka.cli.signals import handles_sigterm, interrupt_status
+from minikafka.cli.signals import handles_sigterm, interrupt_status, interrupts_deferred
 from minikafka.client.librdkafka import (
     AllBrokersDown,
     ClientConfigError,
@@ -228,17 +228,20 @@ def _consume(
                 # Anything else (a broker down, a leader moving) librdkafka retries.
             if max_messages is not None:
                 kept = kept[: max_messages - counter[0]]
-            out.write(b"".join(formatter.format(Record.of(msg)) for msg in kept))
-            out.flush()
-            counter[0] += len(kept)
-            if group is not None:
-                # Written: each partition's last record is stored (its offset + 1) for the
-                # next commit. A partition revoked meanwhile refuses it; its new owner reads
-                # these records again (at least once).
-                last = {msg.partition(): msg for msg in kept}
-                for msg in last.values():
-                    with contextlib.suppress(KafkaException):
-                        consumer.store_offsets(message=msg)
+            # Printed, counted and stored together: a Ctrl-C or SIGTERM between them would
+            # leave printed records out of the total (or of the group's next commit).
+            with interrupts_deferred():
+                out.write(b"".join(formatter.format(Record.of(msg)) for msg in kept))
+                counter[0] += len(kept)
+                out.flush()
+                if group is not None:
+                    # Written: each partition's last record is stored (its offset + 1) for
+                    # the next commit. A partition revoked meanwhile refuses it; its new owner
+                    # reads these records again (at least once).
+                    last = {msg.partition(): msg for msg in kept}
+                    for msg in last.values():
+                        with contextlib.suppress(KafkaException):
+                            consumer.store_offsets(message=msg)
     finally:
         consumer.close()  # in a group: commits the stored offsets, then leaves
 

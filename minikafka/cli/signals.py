@@ -42,6 +42,29 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Within: Ctrl-C and SIGTERM wait until the block is done, then raise as usual. For
+    steps that must not be cut in two, such as printing records and counting them."""
+    received: list[int] = []
+
+    def remember(sig: int, _frame: FrameType | None) -> None:
+        received.append(sig)
+
+    try:
+        previous = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread: no handlers to defer
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if received:
+        raise Terminated if received[0] == signal.SIGTERM else KeyboardInterrupt
+
+
 def handles_sigterm(command: Callable[P, R]) -> Callable[P, R]:
     """A click command's callback run with SIGTERM as Ctrl-C."""
 
