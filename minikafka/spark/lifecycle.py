@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 WAIT_S = 1  # seconds each wait on a query lasts: how soon a stop request is seen
+BATCH_WAIT_S = 30.0  # how long a stop waits for the batch under way to end
 
 
 @contextmanager
@@ -51,6 +53,14 @@ def run_until_stopped(spark: SparkSession, *queries: StreamingQuery) -> bool:
                 if q.isActive:
                     q.awaitTermination(WAIT_S)  # raises the query's error, if it failed
                     break
+        if requested.is_set():
+            # Between two batches: stop() cancels a batch under way, and Spark logs each of
+            # its cancelled tasks as an error.
+            deadline = time.monotonic() + BATCH_WAIT_S
+            while time.monotonic() < deadline and any(
+                q.isActive and q.status.get("isTriggerActive") for q in queries
+            ):
+                time.sleep(0.1)
         for q in queries:
             q.stop()
         spark.stop()
