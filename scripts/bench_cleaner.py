@@ -21,6 +21,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -100,14 +101,18 @@ def one_run(root: Path, mib: int, live: float, codec: int) -> dict[str, float]:
         lm.shutdown()
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dir", type=Path, default=Path("bench-out"))
     ap.add_argument("--mib", type=int, default=1024, help="log size (MiB)")
     ap.add_argument("--live", type=float, default=0.1, help="share of records that stay")
     ap.add_argument("--codec", choices=sorted(CODECS), default="none")
     ap.add_argument("--runs", type=int, default=1)
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     runs = []
     for _ in range(args.runs):

@@ -23,6 +23,7 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -156,12 +157,16 @@ async def create_big_topic(cluster: LocalCluster, partitions: int) -> float:
     return time.monotonic() - started
 
 
-async def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--data-dir", type=Path)
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+async def main() -> None:
+    args = parse_args()
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     cluster = LocalCluster(
         data_dir,

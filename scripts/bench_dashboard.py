@@ -31,7 +31,7 @@ import statistics
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +235,7 @@ def update_cost(
         lc.stop()
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -245,9 +245,14 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--replication-factor", type=int, default=3)
     ap.add_argument("--measure-s", type=float, default=20.0)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.partitions % 10:
         ap.error("--partitions: a multiple of 10 (10 topics)")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="bench-dashboard-"))
     figures: dict[str, Any] = {}

@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,14 +106,18 @@ def failover_seconds(session_timeout_ms: int, runs: int) -> list[float]:
     return times
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--session-timeouts-ms", default="18000,6000")
     ap.add_argument("--cold", action="store_true")
     ap.add_argument("--base-image", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("bench-docker"))
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     problem = docker_problem()
     if problem is not None:
         raise SystemExit(f"bench_docker: {problem}")

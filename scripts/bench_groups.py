@@ -35,6 +35,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,14 +192,18 @@ def commit_throughput(cluster: LocalCluster, seconds: float) -> dict[str, float]
         c.close()
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--commit-s", type=float, default=10.0)
     parser.add_argument("--zk-session-ms", type=int, default=6000)
     parser.add_argument("--session-ms", type=int, default=10000)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     out = args.dir or Path(tempfile.mkdtemp(prefix="bench-groups-"))
     out.mkdir(parents=True, exist_ok=True)
     # A cluster of its own each run (a previous run's would already have the topic).

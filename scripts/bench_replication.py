@@ -310,7 +310,7 @@ def fmt(values: Sequence[float], unit: str = "s", digits: int = 2) -> str:
     return f"{med:.{digits}f} {unit}  (runs: {runs})"
 
 
-async def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--records", type=int, default=200_000, help="per acks mode and run")
@@ -318,7 +318,11 @@ async def main() -> None:
     ap.add_argument("--seed", type=int, default=1, help="for the random SIGCONT delays")
     ap.add_argument("--data-dir", type=Path, help="kept afterwards (default: a temp dir, removed)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+async def main() -> None:
+    args = parse_args()
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-replication-"))
     cluster = LocalCluster(

@@ -43,6 +43,7 @@ import platform
 import shlex
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -262,7 +263,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--replication-factor", type=int, default=3)
@@ -282,9 +283,14 @@ def main() -> None:
         help="the broker's command line without --config (default: this Python -m minikafka "
         "broker), e.g. to run it under a profiler",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not 1 <= args.topics <= args.partitions:
         ap.error("--topics must be between 1 and --partitions")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     logging.basicConfig(level=logging.WARNING)
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-scale-"))

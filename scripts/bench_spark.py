@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,7 @@ def trickle(
     }
 
 
-def main() -> int:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--record-size", type=int, default=1024)
@@ -185,7 +185,11 @@ def main() -> int:
     ap.add_argument("--trickle-seconds", type=float, default=30.0)
     ap.add_argument("--out", type=Path, default=Path("bench-out/spark"))
     ap.add_argument("--data-dir", type=Path, default=None)
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main() -> int:
+    args = parse_args()
     console = Console()
     args.out.mkdir(parents=True, exist_ok=True)
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-spark-"))

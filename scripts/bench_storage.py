@@ -32,7 +32,7 @@ import statistics
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -86,7 +86,7 @@ def drop_caches() -> bool:
         return False
 
 
-def main() -> int:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -95,7 +95,11 @@ def main() -> int:
         "--gib", type=float, default=1.0, help="bytes per append run and recovery segment"
     )
     ap.add_argument("--runs", type=int, default=7)
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main() -> int:
+    args = parse_args()
     console = Console()
     base = args.dir.resolve()
 

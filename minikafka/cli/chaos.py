@@ -5,6 +5,7 @@ of `minikafka cluster up` (`--data-dir`), or any other, e.g. docker-compose's, r
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import sys
 from pathlib import Path
 
@@ -127,7 +128,12 @@ def command_cluster(
     "running, paused, exited...), e.g. scripts/docker-fault.sh. It can do the nemeses "
     f"{','.join(COMMAND_NEMESIS_OPS)}.",
 )
-@click.option("--topic", default="chaos", show_default=True, help="A new topic for the run.")
+@click.option(
+    "--topic",
+    default=None,
+    help="A new topic for the run (default: chaos-<UTC time>, so runs one after another "
+    "each get theirs).",
+)
 @click.option("--partitions", default=3, show_default=True)
 @click.option("--replication-factor", default=3, show_default=True)
 @click.option("--min-insync-replicas", default=2, show_default=True)
@@ -182,7 +188,7 @@ def chaos(
     bootstrap_server: str | None,
     zookeeper: str | None,
     nemesis_command: str | None,
-    topic: str,
+    topic: str | None,
     partitions: int,
     replication_factor: int,
     min_insync_replicas: int,
@@ -208,6 +214,8 @@ def chaos(
     docker-compose.yml."""
     require_client("minikafka chaos runs its producers and consumers")
     remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
+    if topic is None:
+        topic = "chaos-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     cluster: ChaosCluster
     if remote is None:
         cluster = _open(data_dir)

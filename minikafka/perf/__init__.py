@@ -2,7 +2,7 @@
 and `EndToEndLatency`, as async functions that return result dataclasses. The result's
 `line()` / `lines()` methods give Kafka's exact output; `minikafka perf ...` prints them.
 
-Latency percentiles need the `hdrhistogram` package (`pip install 'minikafka[perf]'`).
+Latency percentiles are HdrHistogram's (the `hdrhistogram` package, a dependency).
 """
 
 from minikafka.perf.consume import (

@@ -40,6 +40,7 @@ from tests.cluster.helpers import (
     replica_records,
     send_values,
 )
+from tests.readme import block, commands
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -53,6 +54,8 @@ FAULT_OVERRIDES = {
 }
 TOPIC = "t"
 TP = TopicPartition(TOPIC, 0)
+# The README's chaos runs (120 s or chaos's default, 60 s) are run for this long each.
+README_CHAOS_BOUND_S = 20
 
 
 @pytest.fixture
@@ -505,9 +508,15 @@ def test_cli_partition_isolate_heal_expire_session_and_zookeeper_restart(
             LocalCluster(data_dir).kill_all()
 
 
-def test_cli_up_netns_on_the_default_fixed_ports(tmp_path: Path, as_root: None) -> None:
+@pytest.mark.timeout(600)
+def test_cli_up_netns_on_the_default_fixed_ports_and_the_readme_faults(
+    tmp_path: Path, as_root: None
+) -> None:
     """The README's `minikafka cluster up --network netns`, no port flags: ZooKeeper on
-    2181 at the gateway, brokers on 9092+ and admin endpoints on 9644+ in their namespaces."""
+    2181 at the gateway, brokers on 9092+ and admin endpoints on 9644+ in their namespaces.
+    Then the README's "Break it" commands on it, as written and in order: the network faults,
+    and the three chaos runs, each bounded by a --time-limit of its own appended (click
+    takes the last), so each is a whole run: faults, heal, drain, check."""
     data_dir = tmp_path / "dev"
     d = ["--data-dir", data_dir]
     overrides = [f"--broker-config={k}={v}" for k, v in TEST_OVERRIDES.items()]
@@ -529,6 +538,60 @@ def test_cli_up_netns_on_the_default_fixed_ports(tmp_path: Path, as_root: None) 
             with urllib.request.urlopen(f"{cluster.admin_url(bid)}/health", timeout=5) as r:
                 assert r.status == 200
             assert cluster.admin_url(bid).endswith(f":{9643 + bid}")
+        # The README's commands find the cluster through its data dir, as after `cluster up`.
+        env = {
+            **os.environ,
+            "MINIKAFKA_DATA_DIR": str(data_dir),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        }
+        env.pop("MINIKAFKA_BOOTSTRAP_SERVERS", None)
+        created = subprocess.run(
+            "minikafka topics --create --topic orders --partitions 3 --replication-factor 3",
+            shell=True,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert created.returncode == 0, created.stderr
+        faults = {"partition": {"cut": "brokers"}, "isolate": {"cut": "all"}, "heal": {}}
+        for command in commands(block("Break it#0").text):
+            done = subprocess.run(
+                ["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+            op = command.split()[2]
+            if op in faults:
+                assert cli_status(data_dir)["brokers"][1]["faults"] == faults[op], command
+            if op == "exec":
+                # topics --describe from inside broker 2's namespace reached the cluster.
+                assert "Topic: orders" in done.stdout, done.stdout + done.stderr
+        # Isolated past its session timeout, broker 2 registers again after the heal.
+        wait_until(
+            lambda: all(b["registered"] for b in cli_status(data_dir)["brokers"]),
+            30,
+            "broker 2 registered again",
+        )
+        runs = commands(block("Break it#1").text)
+        assert len(runs) == 3 and all(r.startswith("minikafka chaos --nemesis") for r in runs)
+        for command in runs:
+            done = subprocess.run(
+                ["bash", "-c", f"{command} --time-limit {README_CHAOS_BOUND_S}"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            output = f"{command}\n{done.stdout}\n{done.stderr}"
+            assert done.returncode == 0, output
+            report = next(
+                p
+                for p in (data_dir / "chaos").glob("chaos-*/report.json")
+                if p.parent.name in done.stdout
+            )
+            result = json.loads(report.read_text())["result"]
+            assert result["lost"] == [] and result["acknowledged"] > 0, output
+            assert {f["op"] for f in json.loads(report.read_text())["history"]["faults"]}, output
         cli_ok("down", *d)
         assert leftovers(cluster) == []
     finally:

@@ -5,38 +5,29 @@ twice, the second time the topic exists already."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.cluster.conftest import ClusterFactory
+from tests.readme import block
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 BOOTSTRAP_LINE = 'bootstrap = "localhost:9092,localhost:9093,localhost:9094"'
-# (where the example follows in the README, what it prints per record i: key and value)
+# (the README's block, what it prints per record i: key and value)
 EXAMPLES = {
-    "confluent-kafka": ("## Kafka clients", "user-{k}", "hello {i}"),
+    "confluent-kafka": ("Kafka clients#0", "user-{k}", "hello {i}"),
 }
-
-
-def readme_python_example(after: str) -> str:
-    text = README.read_text()
-    start = text.index(after)
-    block = re.search(r"```python\n(.*?)```", text[start:], re.S)
-    assert block is not None
-    return block.group(1)
+TOPIC_CONFIG_EXAMPLE = "Kafka clients#1"
 
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_the_readme_python_examples_run_as_written(
     make_cluster: ClusterFactory, example: str
 ) -> None:
-    after, key, value = EXAMPLES[example]
+    block_id, key, value = EXAMPLES[example]
     cluster = make_cluster(3)
-    code = readme_python_example(after)
+    code = block(block_id).text
     assert BOOTSTRAP_LINE in code
     code = code.replace(BOOTSTRAP_LINE, f'bootstrap = "{cluster.bootstrap_servers}"')
     produced = {f"b'{key.format(k=i % 3)}' b'{value.format(i=i)}'" for i in range(10)}
@@ -59,8 +50,8 @@ def test_the_readme_topic_config_example_changes_the_topic(
 ) -> None:
     cluster = make_cluster(3)
     bootstrap = f'bootstrap = "{cluster.bootstrap_servers}"'
-    for after in (EXAMPLES["confluent-kafka"][0], "**Topic configs are dynamic**"):
-        code = readme_python_example(after)
+    for block_id in (EXAMPLES["confluent-kafka"][0], TOPIC_CONFIG_EXAMPLE):
+        code = block(block_id).text
         assert BOOTSTRAP_LINE in code
         done = subprocess.run(
             [sys.executable, "-c", code.replace(BOOTSTRAP_LINE, bootstrap)],

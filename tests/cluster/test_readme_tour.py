@@ -13,9 +13,11 @@ With MINIKAFKA_TOUR_TRANSCRIPT=path the test writes each command with its output
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -24,29 +26,13 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import wait_until
+from tests.readme import block, commands
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def sh_block_after(heading: str) -> str:
-    start = README.index(heading)
-    block = re.search(r"```sh\n(.*?)```", README[start:], re.S)
-    assert block is not None, f"no sh block after {heading!r}"
-    return block.group(1)
-
-
-def commands(block: str) -> list[str]:
-    """The block's commands: comment lines and trailing comments dropped."""
-    out = []
-    for line in block.splitlines():
-        command = line.split("  #")[0].strip()
-        if command and not command.startswith("#"):
-            out.append(command)
-    return out
 
 
 def fresh_copy(dest: Path) -> None:
@@ -60,6 +46,69 @@ def fresh_copy(dest: Path) -> None:
             target = dest / os.fsdecode(name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, target)
+
+
+# `curl -sN .../v1/stream` streams until stopped: it is stopped after this long, having
+# sent a view or more.
+STREAM_BOUND_S = 4.0
+
+
+def run_bounded(
+    command: str, cwd: Path, env: dict[str, str], bound_s: float
+) -> tuple[int | None, str, float]:
+    """Run a shell command for at most bound_s: (exit status, or None if it was still
+    running and was stopped, output, seconds)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        ["bash", "-o", "pipefail", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=bound_s)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+        code = None
+    return code, output, time.monotonic() - t0
+
+
+def check_admin_output(command: str, code: int | None, output: str) -> None:
+    """What each admin endpoint and dashboard command of the README prints."""
+    what = f"{command}\n{output[:3000]}"
+    if "/v1/stream" in command:
+        assert code is None and "event: view\ndata: {" in output, what
+        return
+    assert code == 0 and output.strip(), what
+    if "/metrics" in command:
+        assert "kafka_server_replicamanager_partitioncount" in output, what
+        assert not any(line.startswith("#") for line in output.splitlines()), what
+        return
+    body = json.loads(output)
+    assert "error" not in body, what
+    if "/health" in command:
+        assert body["status"] == "ok", what
+    if "topic=orders" in command:
+        assert "orders" in output, what
+
+
+def check_perf_output(command: str, output: str) -> None:
+    """The line each perf tool ends with, as Kafka's tools print it."""
+    if "perf produce" in command:
+        assert re.search(r"^200000 records sent, [\d.]+ records/sec", output, re.M), output
+    elif "perf consume" in command:
+        header, row = [line for line in output.splitlines() if "," in line][-2:]
+        assert header.startswith("start.time, end.time, data.consumed.in.MB"), output
+        assert row.split(", ")[4] == "200000", output  # data.consumed.in.nMsg
+    else:
+        assert re.search(r"^Avg latency: [\d.]+ ms", output, re.M), output
+        assert re.search(r"^Percentiles: 50th = ", output, re.M), output
 
 
 class Transcript:
@@ -88,7 +137,7 @@ def test_two_commands_and_the_tour_work_from_a_fresh_copy(tmp_path: Path) -> Non
     transcript = Transcript()
 
     # "Two commands": the first, in the foreground, as in a terminal of its own.
-    (start_cluster,) = commands(sh_block_after("## Two commands"))
+    (start_cluster,) = commands(block("Two commands#0").text)
     assert start_cluster.startswith("python3 -m venv .venv && .venv/bin/pip install -e . && ")
     assert start_cluster.endswith(".venv/bin/minikafka cluster up")
     # The README says python3: here, the Python running the tests (the same version CI set up).
@@ -118,11 +167,11 @@ def test_two_commands_and_the_tour_work_from_a_fresh_copy(tmp_path: Path) -> Non
         assert foreground.poll() is None, "".join(lines)
         transcript.add(start_cluster, "".join(lines), time.monotonic() - started, 0)
         # The second command is the test suite (this test among it): present, executable.
-        (run_tests,) = commands(sh_block_after("Set up and run the tests"))
+        (run_tests,) = commands(block("Two commands#1").text)
         assert run_tests == "scripts/test"
         assert os.access(clone / "scripts" / "test", os.X_OK)
 
-        tour = commands(sh_block_after("## A 60-second tour"))
+        tour = commands(block("A 60-second tour#0").text)
         assert tour[-1] == "minikafka cluster down"
         previous = ""
         for command in tour[:-1]:
@@ -159,6 +208,24 @@ def test_two_commands_and_the_tour_work_from_a_fresh_copy(tmp_path: Path) -> Non
             timeout=120,
         )
         assert sorted(map(int, done.stdout.split())) == list(range(1, 1101)), done.stderr
+
+        # The sections after the tour that need a running cluster, in the README's order:
+        # the admin endpoint's and the dashboard's curl commands, then `minikafka perf`.
+        admin = LocalCluster(Path(env["MINIKAFKA_DATA_DIR"])).admin_url(1)
+        admin = admin.removeprefix("http://")
+        for block_id in ("Metrics and the admin endpoint#0", "The dashboard#0"):
+            for command in commands(block(block_id).text):
+                assert "localhost:9644" in command
+                command = command.replace("localhost:9644", admin)
+                code, output, seconds = run_bounded(command, clone, env, STREAM_BOUND_S)
+                transcript.add(command, output, seconds, -1 if code is None else code)
+                check_admin_output(command, code, output)
+        for block_id in ("Measure it#0", "Measure it#1", "Measure it#2"):
+            (command,) = commands(block(block_id).text)
+            code, output, seconds = run_bounded(command, clone, env, 600)
+            transcript.add(command, output, seconds, -1 if code is None else code)
+            assert code == 0, f"{command}\n{output}"
+            check_perf_output(command, output)
 
         t0 = time.monotonic()
         down = subprocess.run(

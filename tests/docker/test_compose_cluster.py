@@ -18,6 +18,7 @@ import asyncio
 import json
 import re
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -36,6 +37,7 @@ from confluent_kafka.admin import NewTopic
 from minikafka.client.connection import BrokerConnection
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, read_to_end
 from minikafka.client.replica_views import ReplicaViews
+from minikafka.cluster.compose import REPOSITORY
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import (
     MetadataRequest,
@@ -47,6 +49,7 @@ from minikafka.protocol.messages import (
 )
 from minikafka.storage.record_batch import build_batch
 from tests.docker.compose import BROKERS, CHAOS_SCRIPT, ComposeCluster, require_engine, wait_for
+from tests.readme import block, commands
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -636,3 +639,68 @@ def test_docker_chaos_three_minutes_with_every_container_fault(
     # no target, e.g. no leader at that moment).
     ops = {f["op"] for f in report["history"]["faults"]}
     assert len(ops) >= 5 and {"partition", "partition-from-brokers"} <= ops, ops
+
+
+# --- the README's Docker commands ----------------------------------------------------------------
+
+# The README's chaos runs (docker-chaos.sh's default 60 s, chaos's 60 s) are run this long.
+README_CHAOS_BOUND_S = 20
+
+
+def test_the_readme_docker_commands_in_order(project: ComposeCluster, tmp_path: Path) -> None:
+    """The README's Docker block as written and in order, under this module's compose
+    project (COMPOSE_PROJECT_NAME and the ports in the environment, as the README says a
+    second cluster runs; `up` then changes nothing), then its command-mode chaos run before
+    the block's `docker compose down`. The host ports are this project's; the chaos runs
+    are bounded (TIME_LIMIT for docker-chaos.sh, a --time-limit appended for chaos). Last
+    in the module: its `down` stops the module's project."""
+    p = project
+    ports = [p.broker_ports[b] for b in BROKERS]
+    env = {
+        **p.env,
+        "TIME_LIMIT": str(README_CHAOS_BOUND_S),
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),  # the reports, not under $HOME
+        "PATH": f"{Path(sys.executable).parent}:{p.env['PATH']}",
+    }
+
+    def run(command: str) -> str:
+        command = command.replace(
+            "localhost:9092,localhost:9093,localhost:9094",
+            ",".join(f"localhost:{port}" for port in ports),
+        )
+        command = command.replace("localhost:9092", f"localhost:{ports[0]}")
+        command = command.replace("localhost:2181", f"localhost:{p.zookeeper_port}")
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=REPOSITORY,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        output = f"{command}\n{done.stdout}\n{done.stderr[-5000:]}"
+        assert done.returncode == 0, output
+        return output
+
+    def chaos_report(output: str) -> dict[str, Any]:
+        (out,) = re.findall(r"the report goes to (\S+),", output)
+        report: dict[str, Any] = json.loads((Path(out) / "report.json").read_text())
+        assert report["result"]["lost"] == [] and report["result"]["acknowledged"] > 0, output
+        return report
+
+    block_commands = commands(block("Break it#2").text)
+    assert block_commands[-1] == "docker compose down"
+    for command in block_commands[:-1]:
+        output = run(command)
+        op = command.split()[1:2]
+        if op == ["kill"]:
+            assert p.state("broker2")["Status"] == "exited", output
+        if op == ["start"]:
+            assert p.state("broker2")["Status"] == "running", output
+        if command.startswith("scripts/docker-chaos.sh"):
+            chaos_report(output)
+    (command_mode,) = commands(block("Break it#3").text)
+    chaos_report(run(f"{command_mode} --time-limit {README_CHAOS_BOUND_S}"))
+    run(block_commands[-1])
+    assert p.compose("ps", "--all", "--quiet").strip() == ""
+    assert len(p.volumes()) == 4  # `down` keeps the data

@@ -119,9 +119,11 @@ NOT_IN_BROKER_IMAGE = {
     # The Kafka client of the tools (produce, consume, topics, perf, chaos): brokers need
     # none. Bookworm's python3-confluent-kafka (1.9) is older than the tools need.
     "confluent-kafka": None,
+    # `minikafka perf`'s latency percentiles: a host tool. Not packaged by Debian.
+    "hdrhistogram": None,
 }
 # The module a distribution is imported as, where the names differ.
-IMPORT_NAME = {"confluent-kafka": "confluent_kafka"}
+IMPORT_NAME = {"confluent-kafka": "confluent_kafka", "hdrhistogram": "hdrh"}
 # Options a script may use that the CLI does not have yet; none may be pending.
 PENDING: dict[str, set[str]] = {}
 

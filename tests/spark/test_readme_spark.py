@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -20,23 +19,16 @@ from minikafka.cluster import LocalCluster
 from minikafka.spark import pipeline
 from tests.cluster.conftest import wait_until
 from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning
-
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README[README.index("## Pipelines with Spark") :]
+from tests.readme import block
 
 pytestmark = pytest.mark.timeout(900)
-
-
-def block(kind: str, nth: int = 0) -> str:
-    found = re.findall(rf"```{kind}\n(.*?)```", SECTION, re.S)
-    return str(found[nth])
 
 
 def test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c(
     spark_cluster: LocalCluster, tmp_path: Path
 ) -> None:
     bootstrap = spark_cluster.bootstrap_servers
-    code = block("python")
+    code = block("Pipelines with Spark#1").text
     assert code.count('"localhost:9092"') == 2 and "/tmp/clicks-per-page-checkpoint" in code
     code = code.replace('"localhost:9092"', json.dumps(bootstrap)).replace(
         "/tmp/clicks-per-page-checkpoint", str(tmp_path / "checkpoint")
@@ -86,7 +78,7 @@ def test_the_pipeline_commands_run_in_the_order_given(
 ) -> None:
     """The block as one shell script: the demo, the live job in the background, clicks for
     30 s, the first window counts read back, and the job stopped with `kill`."""
-    script = block("sh", 1)
+    script = block("Pipelines with Spark#2").text
     assert script.startswith("minikafka pipeline demo")
     env = {
         **os.environ,

@@ -1,0 +1,59 @@
+"""scripts/bench_cluster.py end to end with one failover run (its other measures at their
+README sizes: they take seconds). No speed is asserted: only that every figure is there
+and sensible (the script itself fails when the leader does not change after the kill, or
+leadership has not moved when the controlled shutdown ends)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.perf.bench_run import run_bench
+
+pytestmark = pytest.mark.timeout(300)
+
+ROW_LABELS = (
+    "kill -9 leader → first acks=all produce on new leader (median of 1)",
+    "controlled shutdown, broker leading 100 partitions",
+    "create topic 1,000 partitions RF=3, all leaders elected",
+    "stop the whole cluster (clean close of every broker, ZooKeeper)",
+)
+
+
+def test_bench_cluster_reports_every_figure(tmp_path: Path) -> None:
+    cluster_dir, figures_path = tmp_path / "cluster", tmp_path / "bench_cluster.json"
+    printed = run_bench(
+        "bench_cluster.py",
+        ["--runs", "1", "--data-dir", str(cluster_dir), "--json", str(figures_path)],
+        tmp_path,
+        cluster_dir,
+        timeout_s=240,
+    )
+    figures = json.loads(figures_path.read_text())
+    (failover,) = figures["failover_seconds"]
+    # No new leader before the killed one's ZooKeeper session (6 s) expires: 6 s after its
+    # last ping, which can be up to a third of that before the kill.
+    assert failover > 3.5
+    assert figures["failover_median_seconds"] == failover
+    for key in (
+        "controlled_shutdown_100_leaders_seconds",
+        "create_1000_partitions_rf3_seconds",
+        "whole_cluster_stop_seconds",
+    ):
+        assert figures[key] > 0, key
+    assert figures["machine"]["cores"] >= 1
+
+    run = re.search(
+        r"run 1: killed leader (\d); new leader (\d); acked offset (\d+) after ([\d.]+)s", printed
+    )
+    assert run is not None, printed
+    old, new, offset = int(run[1]), int(run[2]), int(run[3])
+    assert old != new and {old, new} <= {1, 2, 3}
+    assert float(run[4]) == pytest.approx(failover, abs=0.006)  # printed to 2 decimals
+    # Right after the warm-up record (offset 0), on the new leader: none lost, none twice.
+    assert offset == 1
+    for label in ROW_LABELS:
+        assert label in printed, label
