@@ -430,7 +430,14 @@ def test_cli_up_in_the_foreground_stops_everything_on_ctrl_c_or_sigterm(
     cmd += ["--port", "0", "--zookeeper-port", "0", "--admin-port", "0", *overrides]
     with open(out_path, "w") as out:
         # Its own process group: a Ctrl-C in a terminal goes to the whole foreground group.
-        up = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        # PYTHONFAULTHANDLER: a SIGABRT (below, if it hangs) prints every thread's stack.
+        up = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        )
     try:
         wait_until(
             lambda: "Press Ctrl-C" in out_path.read_text() or up.poll() is not None,
@@ -443,7 +450,19 @@ def test_cli_up_in_the_foreground_stops_everything_on_ctrl_c_or_sigterm(
             os.killpg(up.pid, sig)
         else:
             os.kill(up.pid, sig)
-        assert up.wait(timeout=120) == 0, out_path.read_text()
+        try:
+            code = up.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.kill(up.pid, signal.SIGABRT)
+            up.wait(timeout=30)
+            lc = LocalCluster(data_dir)
+            logs = "".join(
+                f"\n--- broker {bid}'s log, last 4 KB:\n"
+                + lc.broker_log_path(bid).read_text()[-4000:]
+                for bid in lc.broker_ids
+            )
+            pytest.fail(f"still stopping after 120 s:\n{out_path.read_text()}{logs}")
+        assert code == 0, out_path.read_text()
         assert "cluster stopped" in out_path.read_text()
         status = cli_status(data_dir)
         assert not status["zookeeper"]["alive"]
