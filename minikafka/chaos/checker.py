@@ -110,7 +110,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from minikafka.chaos.history import (
@@ -118,7 +118,6 @@ from minikafka.chaos.history import (
     GroupCommit,
     GroupOffsetRead,
     History,
-    JsonDict,
     Outcome,
     Position,
     ProduceAttempt,
@@ -139,10 +138,6 @@ def _sorted_values(values: Iterable[RecordValue]) -> tuple[RecordValue, ...]:
     return tuple(sorted(set(values), key=_value_key))
 
 
-def _pos(p: Position) -> list[int]:
-    return [p[0], p[1]]
-
-
 @dataclass(frozen=True, slots=True)
 class MovedValue:
     """An acknowledged value read only at positions other than the acknowledged one."""
@@ -151,13 +146,6 @@ class MovedValue:
     acked: Position
     read_at: tuple[Position, ...]
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "value": self.value,
-            "acked": _pos(self.acked),
-            "read_at": [_pos(p) for p in self.read_at],
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class DuplicateValue:
@@ -165,9 +153,6 @@ class DuplicateValue:
 
     value: int
     positions: tuple[Position, ...]
-
-    def to_dict(self) -> JsonDict:
-        return {"value": self.value, "positions": [_pos(p) for p in self.positions]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +164,6 @@ class OffsetConflict:
     offset: int
     values: tuple[RecordValue, ...]
 
-    def to_dict(self) -> JsonDict:
-        return {"partition": self.partition, "offset": self.offset, "values": list(self.values)}
-
 
 @dataclass(frozen=True, slots=True)
 class ReplicaDivergence:
@@ -190,14 +172,7 @@ class ReplicaDivergence:
 
     partition: int
     offset: int
-    values: tuple[tuple[int, RecordValue], ...]
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "partition": self.partition,
-            "offset": self.offset,
-            "values": {str(b): v for b, v in self.values},
-        }
+    values: Mapping[int, RecordValue]  # by broker id
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,15 +186,6 @@ class ReadOrderViolation:
     offset: int
     time: float
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "consumer": self.consumer,
-            "partition": self.partition,
-            "previous_offset": self.previous_offset,
-            "offset": self.offset,
-            "time": self.time,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class UnexpectedRead:
@@ -229,14 +195,6 @@ class UnexpectedRead:
     offset: int
     value: RecordValue
     time: float
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "partition": self.partition,
-            "offset": self.offset,
-            "value": self.value,
-            "time": self.time,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,17 +212,6 @@ class EpochViolation:
     epoch: int
     holder: int
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "kind": self.kind,
-            "time": self.time,
-            "partition": self.partition,
-            "previous_epoch": self.previous_epoch,
-            "previous_holder": self.previous_holder,
-            "epoch": self.epoch,
-            "holder": self.holder,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class FaultUnavailability:
@@ -281,18 +228,6 @@ class FaultUnavailability:
     gap_end: float | None
     partition: int | None = None
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "op": self.op,
-            "target": self.target,
-            "start": self.start,
-            "end": self.end,
-            "unavailable_s": self.unavailable_s,
-            "gap_start": self.gap_start,
-            "gap_end": self.gap_end,
-            "partition": self.partition,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class FaultTypeAvailability:
@@ -304,14 +239,6 @@ class FaultTypeAvailability:
     max_s: float
     median_s: float
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "op": self.op,
-            "windows": self.windows,
-            "max_s": self.max_s,
-            "median_s": self.median_s,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class GroupLoss:
@@ -322,14 +249,6 @@ class GroupLoss:
     offset: int
     value: RecordValue
     commit_point: int
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "partition": self.partition,
-            "offset": self.offset,
-            "value": self.value,
-            "commit_point": self.commit_point,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,17 +264,6 @@ class CommitRegression:
     offset: int
     member: int
     time: float
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "partition": self.partition,
-            "previous_offset": self.previous_offset,
-            "previous_member": self.previous_member,
-            "previous_time": self.previous_time,
-            "offset": self.offset,
-            "member": self.member,
-            "time": self.time,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,18 +282,6 @@ class CommitOutOfOrder:
     later_acknowledged: float
     read_time: float
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "partition": self.partition,
-            "offset": self.offset,
-            "member": self.member,
-            "time": self.time,
-            "later_offset": self.later_offset,
-            "later_time": self.later_time,
-            "later_acknowledged": self.later_acknowledged,
-            "read_time": self.read_time,
-        }
-
 
 @dataclass(slots=True)
 class GroupResult:
@@ -399,7 +295,8 @@ class GroupResult:
     redelivered: int  # records given more than once
     losses: list[GroupLoss]
     not_yet_consumed: int  # final-log records at or above the commit point, never given
-    commit_points: dict[int, int]  # partition -> highest acknowledged committed offset
+    # partition -> highest acknowledged committed offset, in partition order
+    commit_points: dict[int, int]
     commits_acknowledged: int
     commits_failed: int
     commits_in_doubt: int
@@ -409,28 +306,6 @@ class GroupResult:
     lost_assignments: int  # partitions lost (a session gone) rather than revoked
     offset_reads: int = 0  # reads of the group's committed offsets
     commits_out_of_order: list[CommitOutOfOrder] = field(default_factory=list)
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "group": self.group,
-            "members": self.members,
-            "final_records": self.final_records,
-            "delivered": self.delivered,
-            "deliveries": self.deliveries,
-            "redelivered": self.redelivered,
-            "losses": [x.to_dict() for x in self.losses],
-            "not_yet_consumed": self.not_yet_consumed,
-            "commit_points": {str(p): o for p, o in sorted(self.commit_points.items())},
-            "commits_acknowledged": self.commits_acknowledged,
-            "commits_failed": self.commits_failed,
-            "commits_in_doubt": self.commits_in_doubt,
-            "commit_regressions": [x.to_dict() for x in self.commit_regressions],
-            "read_divergence": [x.to_dict() for x in self.read_divergence],
-            "assignments": self.assignments,
-            "lost_assignments": self.lost_assignments,
-            "offset_reads": self.offset_reads,
-            "commits_out_of_order": [x.to_dict() for x in self.commits_out_of_order],
-        }
 
     def summary_rows(self) -> list[tuple[str, str]]:
         return [
@@ -464,6 +339,9 @@ class CheckResult:
     """Every count of the module docstring; value lists are sorted."""
 
     valid: bool
+    # Right after `valid` in the report (to_json keeps field order); keyword-only since it
+    # has a default.
+    problems: list[str] = field(default_factory=list, kw_only=True)
     attempted: int
     acknowledged: int
     failed: int
@@ -488,43 +366,8 @@ class CheckResult:
     isr_shrinks: int
     isr_expands: int
     unavailability: list[FaultUnavailability]
-    unavailability_by_fault: dict[str, FaultTypeAvailability]
-    problems: list[str] = field(default_factory=list)
+    unavailability_by_fault: dict[str, FaultTypeAvailability]  # in op order
     group: GroupResult | None = None  # None: the history has no group workload
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "valid": self.valid,
-            "problems": list(self.problems),
-            "attempted": self.attempted,
-            "acknowledged": self.acknowledged,
-            "failed": self.failed,
-            "in_doubt": self.in_doubt,
-            "recovered": list(self.recovered),
-            "ok": self.ok,
-            "lost": list(self.lost),
-            "unseen": list(self.unseen),
-            "moved": [m.to_dict() for m in self.moved],
-            "duplicates": [d.to_dict() for d in self.duplicates],
-            "unexpected": [u.to_dict() for u in self.unexpected],
-            "failed_but_read": list(self.failed_but_read),
-            "conflicting_acks": [c.to_dict() for c in self.conflicting_acks],
-            "read_divergence": [c.to_dict() for c in self.read_divergence],
-            "replica_divergence": [d.to_dict() for d in self.replica_divergence],
-            "nonmonotonic_reads": [r.to_dict() for r in self.nonmonotonic_reads],
-            "skipped_reads": [r.to_dict() for r in self.skipped_reads],
-            "leader_epoch_violations": [v.to_dict() for v in self.leader_epoch_violations],
-            "controller_epoch_violations": [v.to_dict() for v in self.controller_epoch_violations],
-            "leader_changes": self.leader_changes,
-            "controller_changes": self.controller_changes,
-            "isr_shrinks": self.isr_shrinks,
-            "isr_expands": self.isr_expands,
-            "unavailability": [u.to_dict() for u in self.unavailability],
-            "unavailability_by_fault": {
-                op: a.to_dict() for op, a in sorted(self.unavailability_by_fault.items())
-            },
-            "group": None if self.group is None else self.group.to_dict(),
-        }
 
     def summary_rows(self) -> list[tuple[str, str]]:
         """(metric, value) rows for the summary table, safety first, then availability."""
@@ -1081,14 +924,14 @@ def _replica_divergence(history: History) -> list[ReplicaDivergence]:
     for partition, replicas in sorted(by_partition.items()):
         offsets = sorted({o for _, hw, recs in replicas for o in recs if o < hw})
         for offset in offsets:
-            values = tuple(
+            values = dict(
                 sorted(
                     (broker, recs[offset])
                     for broker, hw, recs in replicas
                     if offset < hw and offset in recs
                 )
             )
-            if len({v for _, v in values}) > 1:
+            if len(set(values.values())) > 1:
                 out.append(ReplicaDivergence(partition, offset, values))
     return out
 

@@ -1,9 +1,10 @@
 """What a chaos run records: the history the checker judges (design §12.4–§12.5).
 
 A history is plain data. The workload appends events while it runs and the checker reads
-them afterwards; nothing here talks to a broker. Every event is a frozen dataclass with
-`to_dict` / `from_dict` so a history can be written as JSON next to the report and checked
-again later (`History.dump` / `History.load`).
+them afterwards; nothing here talks to a broker. Every event is a frozen dataclass, and
+`to_json` / `from_json` turn any of them, a whole `History` or the checker's results into
+JSON and back from their fields and type hints, so that a history can be written next to
+the report and checked again later (`History.dump` / `History.load`).
 
 Times are float seconds on one monotonic clock shared by every recorder in the run
 (`time.monotonic() - t0` is the natural choice): the checker compares times across
@@ -28,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 RecordValue = int | str | None
 """A record's value as read: the workload's integer, None (null value) or an undecodable
@@ -38,6 +39,27 @@ Position = tuple[int, int]
 """(partition, offset): where a record is, or where an acknowledgement said it is."""
 
 JsonDict = dict[str, Any]
+
+T = TypeVar("T")
+
+
+def to_json(obj: object) -> Any:
+    """`obj` as the JSON data written for it: a dataclass is an object of its fields in
+    field order, an enum its value, a tuple a list, an integer key a string."""
+    # msgspec is imported where used: the broker image, which runs no chaos, leaves it out.
+    import msgspec
+
+    return msgspec.json.decode(msgspec.json.encode(obj))
+
+
+def from_json(cls: type[T], data: object) -> T:
+    """A `cls` from `to_json`'s data, by its type hints: floats from integers, enums from
+    their values, tuples from lists, integer keys from strings; a missing field takes its
+    default (older files lack the newer fields) and `__post_init__` checks still run."""
+    import msgspec
+
+    # Lax: JSON object keys are strings, and the dict[int, ...] fields need them as ints.
+    return msgspec.convert(data, cls, strict=False)
 
 
 class Outcome(StrEnum):
@@ -52,21 +74,6 @@ class Outcome(StrEnum):
     """In doubt: the write may or may not have happened (timeouts, network errors,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND, a send still pending when the run stopped, and any
     failure after which a retry may have landed)."""
-
-
-def _opt_float(v: Any) -> float | None:
-    return None if v is None else float(v)
-
-
-def _opt_int(v: Any) -> int | None:
-    return None if v is None else int(v)
-
-
-def _record_value(v: Any) -> RecordValue:
-    # JSON keeps int and str apart, so a decoded value comes back as the type it was.
-    if v is None or isinstance(v, int | str):
-        return v
-    raise ValueError(f"a record value must be an int, a string or null, not {v!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,31 +121,6 @@ class ProduceAttempt:
             return None
         return (self.partition, self.offset)
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "value": self.value,
-            "invoke_time": self.invoke_time,
-            "outcome": self.outcome.value,
-            "complete_time": self.complete_time,
-            "partition": self.partition,
-            "offset": self.offset,
-            "producer": self.producer,
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ProduceAttempt:
-        return cls(
-            value=int(d["value"]),
-            invoke_time=float(d["invoke_time"]),
-            outcome=Outcome(d["outcome"]),
-            complete_time=_opt_float(d.get("complete_time")),
-            partition=_opt_int(d.get("partition")),
-            offset=_opt_int(d.get("offset")),
-            producer=int(d.get("producer", 0)),
-            error=d.get("error"),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class ConsumerRead:
@@ -158,25 +140,6 @@ class ConsumerRead:
     @property
     def position(self) -> Position:
         return (self.partition, self.offset)
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "time": self.time,
-            "partition": self.partition,
-            "offset": self.offset,
-            "value": self.value,
-            "consumer": self.consumer,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ConsumerRead:
-        return cls(
-            time=float(d["time"]),
-            partition=int(d["partition"]),
-            offset=int(d["offset"]),
-            value=_record_value(d.get("value")),
-            consumer=int(d.get("consumer", 0)),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,25 +164,6 @@ class DrainedPartition:
     def covers(self, offset: int) -> bool:
         return self.start_offset <= offset < self.end_offset
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "partition": self.partition,
-            "start_offset": self.start_offset,
-            "end_offset": self.end_offset,
-            "time": self.time,
-            "consumer": self.consumer,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> DrainedPartition:
-        return cls(
-            partition=int(d["partition"]),
-            start_offset=int(d["start_offset"]),
-            end_offset=int(d["end_offset"]),
-            time=float(d["time"]),
-            consumer=_opt_int(d.get("consumer")),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class FaultWindow:
@@ -233,18 +177,6 @@ class FaultWindow:
     target: str
     start: float
     end: float | None = None
-
-    def to_dict(self) -> JsonDict:
-        return {"op": self.op, "target": self.target, "start": self.start, "end": self.end}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> FaultWindow:
-        return cls(
-            op=str(d["op"]),
-            target=str(d["target"]),
-            start=float(d["start"]),
-            end=_opt_float(d.get("end")),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,23 +192,6 @@ class LeaderObservation:
     leader: int
     leader_epoch: int
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "time": self.time,
-            "partition": self.partition,
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> LeaderObservation:
-        return cls(
-            time=float(d["time"]),
-            partition=int(d["partition"]),
-            leader=int(d["leader"]),
-            leader_epoch=int(d["leader_epoch"]),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class ControllerObservation:
@@ -286,21 +201,6 @@ class ControllerObservation:
     time: float
     controller_id: int
     controller_epoch: int
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "time": self.time,
-            "controller_id": self.controller_id,
-            "controller_epoch": self.controller_epoch,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ControllerObservation:
-        return cls(
-            time=float(d["time"]),
-            controller_id=int(d["controller_id"]),
-            controller_epoch=int(d["controller_epoch"]),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,17 +216,6 @@ class IsrObservation:
     def __post_init__(self) -> None:
         object.__setattr__(self, "isr", tuple(self.isr))  # a list from a caller compares too
 
-    def to_dict(self) -> JsonDict:
-        return {"time": self.time, "partition": self.partition, "isr": list(self.isr)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> IsrObservation:
-        return cls(
-            time=float(d["time"]),
-            partition=int(d["partition"]),
-            isr=tuple(int(b) for b in d["isr"]),
-        )
-
 
 @dataclass(frozen=True, slots=True)
 class ReplicaLog:
@@ -340,23 +229,9 @@ class ReplicaLog:
     high_watermark: int
     records: Mapping[int, RecordValue]
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "broker_id": self.broker_id,
-            "partition": self.partition,
-            "high_watermark": self.high_watermark,
-            # JSON object keys are strings; from_dict turns them back into offsets.
-            "records": {str(o): v for o, v in sorted(self.records.items())},
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ReplicaLog:
-        return cls(
-            broker_id=int(d["broker_id"]),
-            partition=int(d["partition"]),
-            high_watermark=int(d["high_watermark"]),
-            records={int(o): _record_value(v) for o, v in d["records"].items()},
-        )
+    def __post_init__(self) -> None:
+        # In offset order, as the JSON lists them.
+        object.__setattr__(self, "records", dict(sorted(self.records.items())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,25 +251,6 @@ class GroupRead:
     @property
     def position(self) -> Position:
         return (self.partition, self.offset)
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "time": self.time,
-            "member": self.member,
-            "partition": self.partition,
-            "offset": self.offset,
-            "value": self.value,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GroupRead:
-        return cls(
-            time=float(d["time"]),
-            member=int(d["member"]),
-            partition=int(d["partition"]),
-            offset=int(d["offset"]),
-            value=_record_value(d.get("value")),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,8 +278,9 @@ class GroupCommit:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
-        object.__setattr__(self, "offsets", dict(self.offsets))
-        object.__setattr__(self, "errors", dict(self.errors))
+        # In partition order, as the JSON lists them.
+        object.__setattr__(self, "offsets", dict(sorted(self.offsets.items())))
+        object.__setattr__(self, "errors", dict(sorted(self.errors.items())))
         if self.outcome is Outcome.OK:
             if self.complete_time is None:
                 raise ValueError("an acknowledged commit needs its completion time")
@@ -431,30 +288,6 @@ class GroupCommit:
                 raise ValueError(
                     f"a commit with errors ({self.error or dict(self.errors)}) was not acknowledged"
                 )
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "member": self.member,
-            "invoke_time": self.invoke_time,
-            "outcome": self.outcome.value,
-            "complete_time": self.complete_time,
-            # JSON object keys are strings; from_dict turns them back into partitions.
-            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
-            "errors": {str(p): e for p, e in sorted(self.errors.items())},
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GroupCommit:
-        return cls(
-            member=int(d["member"]),
-            invoke_time=float(d["invoke_time"]),
-            outcome=Outcome(d["outcome"]),
-            complete_time=_opt_float(d.get("complete_time")),
-            offsets={int(p): int(o) for p, o in d["offsets"].items()},
-            errors={int(p): str(e) for p, e in (d.get("errors") or {}).items()},
-            error=d.get("error"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,22 +301,7 @@ class GroupOffsetRead:
     offsets: Mapping[int, int]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "offsets", dict(self.offsets))
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "invoke_time": self.invoke_time,
-            "complete_time": self.complete_time,
-            "offsets": {str(p): o for p, o in sorted(self.offsets.items())},
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GroupOffsetRead:
-        return cls(
-            invoke_time=float(d["invoke_time"]),
-            complete_time=float(d["complete_time"]),
-            offsets={int(p): int(o) for p, o in d["offsets"].items()},
-        )
+        object.__setattr__(self, "offsets", dict(sorted(self.offsets.items())))
 
 
 class AssignmentChange(StrEnum):
@@ -510,25 +328,6 @@ class GroupAssignment:
         object.__setattr__(self, "changed", tuple(sorted(self.changed)))
         object.__setattr__(self, "partitions", tuple(sorted(self.partitions)))
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "time": self.time,
-            "member": self.member,
-            "change": self.change.value,
-            "changed": list(self.changed),
-            "partitions": list(self.partitions),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GroupAssignment:
-        return cls(
-            time=float(d["time"]),
-            member=int(d["member"]),
-            change=AssignmentChange(d["change"]),
-            changed=tuple(int(p) for p in d.get("changed", ())),
-            partitions=tuple(int(p) for p in d.get("partitions", ())),
-        )
-
 
 GroupEvent = GroupRead | GroupCommit | GroupAssignment
 
@@ -548,6 +347,11 @@ class History:
     group workload, as in histories written before it existed."""
 
     topic: str
+    # Declared here to be written right after the topic (to_json keeps field order);
+    # keyword-only so that History(topic, attempts, reads, ...) keeps its positions.
+    start: float | None = field(default=None, kw_only=True)
+    end: float | None = field(default=None, kw_only=True)
+    meta: JsonDict = field(default_factory=dict, kw_only=True)
     attempts: list[ProduceAttempt] = field(default_factory=list)
     reads: list[ConsumerRead] = field(default_factory=list)
     drained: list[DrainedPartition] = field(default_factory=list)
@@ -556,9 +360,6 @@ class History:
     controllers: list[ControllerObservation] = field(default_factory=list)
     isr: list[IsrObservation] = field(default_factory=list)
     replica_logs: list[ReplicaLog] = field(default_factory=list)
-    start: float | None = None
-    end: float | None = None
-    meta: JsonDict = field(default_factory=dict)
     group: str | None = None
     group_reads: list[GroupRead] = field(default_factory=list)
     group_commits: list[GroupCommit] = field(default_factory=list)
@@ -582,57 +383,9 @@ class History:
         end = self.end if self.end is not None else max(times, default=start)
         return start, max(start, end)
 
-    def to_dict(self) -> JsonDict:
-        return {
-            "topic": self.topic,
-            "start": self.start,
-            "end": self.end,
-            "meta": self.meta,
-            "attempts": [a.to_dict() for a in self.attempts],
-            "reads": [r.to_dict() for r in self.reads],
-            "drained": [d.to_dict() for d in self.drained],
-            "faults": [f.to_dict() for f in self.faults],
-            "leaders": [o.to_dict() for o in self.leaders],
-            "controllers": [o.to_dict() for o in self.controllers],
-            "isr": [o.to_dict() for o in self.isr],
-            "replica_logs": [r.to_dict() for r in self.replica_logs],
-            "group": self.group,
-            "group_reads": [r.to_dict() for r in self.group_reads],
-            "group_commits": [c.to_dict() for c in self.group_commits],
-            "group_assignments": [a.to_dict() for a in self.group_assignments],
-            "group_offset_reads": [r.to_dict() for r in self.group_offset_reads],
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> History:
-        return cls(
-            topic=str(d["topic"]),
-            start=_opt_float(d.get("start")),
-            end=_opt_float(d.get("end")),
-            meta=dict(d.get("meta") or {}),
-            attempts=[ProduceAttempt.from_dict(x) for x in d.get("attempts", ())],
-            reads=[ConsumerRead.from_dict(x) for x in d.get("reads", ())],
-            drained=[DrainedPartition.from_dict(x) for x in d.get("drained", ())],
-            faults=[FaultWindow.from_dict(x) for x in d.get("faults", ())],
-            leaders=[LeaderObservation.from_dict(x) for x in d.get("leaders", ())],
-            controllers=[ControllerObservation.from_dict(x) for x in d.get("controllers", ())],
-            isr=[IsrObservation.from_dict(x) for x in d.get("isr", ())],
-            replica_logs=[ReplicaLog.from_dict(x) for x in d.get("replica_logs", ())],
-            # Absent from histories written before the group workload: no group.
-            group=d.get("group"),
-            group_reads=[GroupRead.from_dict(x) for x in d.get("group_reads", ())],
-            group_commits=[GroupCommit.from_dict(x) for x in d.get("group_commits", ())],
-            group_assignments=[
-                GroupAssignment.from_dict(x) for x in d.get("group_assignments", ())
-            ],
-            group_offset_reads=[
-                GroupOffsetRead.from_dict(x) for x in d.get("group_offset_reads", ())
-            ],
-        )
-
     def dump(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        path.write_text(json.dumps(to_json(self), indent=1) + "\n")
 
     @classmethod
     def load(cls, path: Path) -> History:
-        return cls.from_dict(json.loads(path.read_text()))
+        return from_json(cls, json.loads(path.read_text()))

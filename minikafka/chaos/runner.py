@@ -24,6 +24,7 @@ from minikafka.chaos.history import (
     FaultWindow,
     History,
     ReplicaLog,
+    to_json,
 )
 from minikafka.chaos.nemesis import (
     INSTANT_OPS,
@@ -90,9 +91,6 @@ class ChaosReport:
     history: History
     result: CheckResult
     recovered: bool  # every replica back in every ISR before the drain
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"result": self.result.to_dict(), "history": self.history.to_dict()}
 
 
 async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print) -> ChaosReport:
@@ -423,7 +421,8 @@ def write_report(report: ChaosReport, out_dir: Path) -> dict[str, Path]:
     """report.json (result + history) and timeline.png; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"json": out_dir / "report.json", "plot": out_dir / "timeline.png"}
-    paths["json"].write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+    data = to_json({"result": report.result, "history": report.history})
+    paths["json"].write_text(json.dumps(data, indent=1) + "\n")
     from minikafka.chaos.plot import plot_timeline
 
     plot_timeline(report.history, paths["plot"])

@@ -167,7 +167,7 @@ async def test_negative_control_a_member_committing_past_what_it_was_given_is_ca
     report = await run_chaos(cluster, opts, log=print)
     result = report.result
     assert result.group is not None
-    assert result.group.losses, result.group.to_dict()
+    assert result.group.losses, result.group
     assert not result.valid
     assert all("group" in p for p in result.problems), result.problems
     assert not result.lost and not result.replica_divergence

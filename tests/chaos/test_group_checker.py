@@ -31,7 +31,7 @@ from minikafka.chaos import (
     ProduceAttempt,
     check,
 )
-from minikafka.chaos.history import RecordValue
+from minikafka.chaos.history import RecordValue, from_json, to_json
 from minikafka.chaos.workload import GroupMember
 
 DRAIN = 1_000_000  # the final drain's consumer id, as the runner records it
@@ -294,25 +294,25 @@ def group_history() -> History:
 
 def test_history_json_round_trip_with_group_records(tmp_path: Path) -> None:
     h = group_history()
-    assert History.from_dict(json.loads(json.dumps(h.to_dict()))) == h
+    assert from_json(History, json.loads(json.dumps(to_json(h)))) == h
     h.dump(tmp_path / "history.json")
     assert History.load(tmp_path / "history.json") == h
 
 
 def test_a_history_written_before_the_group_workload_loads_without_a_group() -> None:
-    d = group_history().to_dict()
+    d = to_json(group_history())
     for key in ("group", "group_reads", "group_commits", "group_assignments", "group_offset_reads"):
         del d[key]
-    h = History.from_dict(d)
+    h = from_json(History, d)
     assert h.group is None and not h.group_reads and not h.group_commits
     r = check(h)
-    assert r.group is None and r.to_dict()["group"] is None
+    assert r.group is None and to_json(r)["group"] is None
     assert not any(name.startswith("group") for name, _ in r.summary_rows())
 
 
-def test_result_to_dict_and_summary_rows_carry_the_group_figures() -> None:
+def test_result_json_and_summary_rows_carry_the_group_figures() -> None:
     r = check(group_history())
-    d = json.loads(json.dumps(r.to_dict()))["group"]
+    d = json.loads(json.dumps(to_json(r)))["group"]
     assert d["group"] == "chaos-t"
     assert d["commits_acknowledged"] == 1 and d["commits_in_doubt"] == 1
     assert d["commits_failed"] == 1 and d["lost_assignments"] == 1

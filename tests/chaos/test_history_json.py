@@ -28,7 +28,8 @@ from minikafka.chaos import (
     ReplicaLog,
     check,
 )
-from minikafka.chaos.history import JsonDict
+from minikafka.chaos.history import JsonDict, from_json, to_json
+from minikafka.chaos.runner import ChaosReport, write_report
 
 
 def every_event_history() -> History:
@@ -636,20 +637,27 @@ def as_text(data: Any) -> str:
 
 
 def test_history_json_is_unchanged() -> None:
-    data = every_event_history().to_dict()
+    data = to_json(every_event_history())
     assert data == HISTORY_JSON
     assert as_text(data) == as_text(HISTORY_JSON)
 
 
 def test_check_result_json_is_unchanged() -> None:
-    data = check(every_event_history()).to_dict()
+    data = to_json(check(every_event_history()))
     assert data == RESULT_JSON
     assert as_text(data) == as_text(RESULT_JSON)
 
 
+def test_report_json_is_unchanged(tmp_path: Path) -> None:
+    h = every_event_history()
+    paths = write_report(ChaosReport(h, check(h), recovered=True), tmp_path)
+    golden = {"result": RESULT_JSON, "history": HISTORY_JSON}
+    assert paths["json"].read_text() == as_text(golden) + "\n"
+
+
 def test_history_round_trips_through_json(tmp_path: Path) -> None:
     h = every_event_history()
-    assert History.from_dict(json.loads(json.dumps(h.to_dict()))) == h
+    assert from_json(History, json.loads(json.dumps(to_json(h)))) == h
     h.dump(tmp_path / "history.json")
     assert (tmp_path / "history.json").read_text() == as_text(HISTORY_JSON) + "\n"
     assert History.load(tmp_path / "history.json") == h
@@ -661,7 +669,7 @@ def test_a_history_from_before_the_group_workload_and_the_drain_consumer_loads()
         del data[key]
     for drained in data["drained"]:
         del drained["consumer"]
-    h = History.from_dict(data)
+    h = from_json(History, data)
     assert h.group is None and h.group_reads == h.group_commits == []
     assert h.group_assignments == h.group_offset_reads == []
     assert [d.consumer for d in h.drained] == [None, None]
@@ -671,13 +679,16 @@ def test_a_history_from_before_the_group_workload_and_the_drain_consumer_loads()
 def test_loading_coerces_what_json_cannot_say() -> None:
     data = json.loads(json.dumps(HISTORY_JSON))
     data["attempts"][0]["invoke_time"] = 1  # a float field written as an integer
-    h = History.from_dict(data)
+    data["reads"][6]["value"] = "3132"  # the hex of undecodable bytes: a string, not 3132
+    data["replica_logs"][1]["records"]["1"] = "00"
+    h = from_json(History, data)
+    assert h.reads[6].value == "3132" and h.replica_logs[1].records[1] == "00"
     a = h.attempts[0]
     assert type(a.invoke_time) is float and a.invoke_time == 1.0
     assert a.outcome is Outcome.OK and h.group_commits[4].outcome is Outcome.INFO
     assert h.group_assignments[1].change is AssignmentChange.REVOKE
     assert h.isr[0].isr == (1, 2, 3) and h.group_assignments[0].partitions == (0, 1, 2)
-    assert h.replica_logs[1].records == {0: 10, 1: "zz", 5: 99}
+    assert h.replica_logs[0].records == {0: 10, 1: None}
     assert h.group_commits[2].offsets == {0: 1, 2: 4}
     assert h.group_commits[4].errors == {2: "REQUEST_TIMED_OUT: x"}
     assert type(h.faults[2].start) is float
@@ -687,4 +698,4 @@ def test_loading_keeps_the_events_checks() -> None:
     data = json.loads(json.dumps(HISTORY_JSON))
     data["attempts"][0]["offset"] = None  # acknowledged without a position
     with pytest.raises(ValueError, match="needs its partition and offset"):
-        History.from_dict(data)
+        from_json(History, data)

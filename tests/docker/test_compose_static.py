@@ -121,6 +121,9 @@ NOT_IN_BROKER_IMAGE = {
     "confluent-kafka": None,
     # `minikafka perf`'s latency percentiles: a host tool. Not packaged by Debian.
     "hdrhistogram": None,
+    # The chaos history and report to and from JSON (`minikafka chaos`, a host tool). Not
+    # packaged by Debian bookworm.
+    "msgspec": None,
 }
 # The module a distribution is imported as, where the names differ.
 IMPORT_NAME = {"confluent-kafka": "confluent_kafka", "hdrhistogram": "hdrh"}
