@@ -32,6 +32,7 @@ from types import TracebackType
 
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
+from minikafka.zk.cluster_view import ZkClusterView
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class CommandCluster:
         self.nemesis_command = nemesis_command
         self._words = parse_nemesis_command(nemesis_command)
         self.command_timeout_s = command_timeout_s
-        self._zk: ZkClient | None = None
+        self._view = ZkClusterView(zookeeper_connect)
         self._broker_ids: list[int] | None = None
         # Brokers a network cut was made on and not healed yet: heal(None) heals these.
         self._cut: set[int] = set()
@@ -132,26 +133,15 @@ class CommandCluster:
         self.close()
 
     def close(self) -> None:
-        if self._zk is not None:
-            self._zk.close()
-            self._zk = None
+        self._view.close()
 
     # --- ZooKeeper view ------------------------------------------------------------------
 
     def zk_client(self) -> ZkClient:
-        if self._zk is None:
-            client = ZkClient(
-                self.zookeeper_connect,
-                session_timeout_ms=10000,
-                connection_timeout_ms=5000,
-                request_timeout_ms=5000,
-            )
-            try:
-                client.start()
-            except ZkError as e:
-                raise ClusterError(str(e)) from e  # it names the address
-            self._zk = client
-        return self._zk
+        try:
+            return self._view.client()
+        except ZkError as e:
+            raise ClusterError(str(e)) from e  # it names the address
 
     @property
     def broker_ids(self) -> list[int]:
@@ -167,23 +157,11 @@ class CommandCluster:
 
     def registrations(self) -> dict[int, BrokerInfo]:
         """Live registrations in `/brokers/ids`, empty if ZooKeeper cannot be read now."""
-        try:
-            return self.zk_client().get_all_brokers()
-        except (ZkError, ClusterError):
-            return {}
+        return self._view.read_registrations() or {}
 
     def controller(self) -> tuple[int, int] | None:
         """(controller id, controller epoch) as ZooKeeper has them now, or None."""
-        try:
-            zk = self.zk_client()
-            cid = zk.get_controller_id()
-            epoch = zk.get_controller_epoch()
-            # Two reads: make sure /controller did not change between them.
-            if cid is None or epoch is None or zk.get_controller_id() != cid:
-                return None
-        except (ZkError, ClusterError, ValueError):
-            return None
-        return cid, epoch[0]
+        return self._view.controller()
 
     def wait_for_registered(
         self,

@@ -57,6 +57,7 @@ from minikafka.controller.rebalance import partitions_to_rebalance
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.zk.client import BrokerInfo, ZkClient, ZkError, ZkNodeExistsError
 from minikafka.zk.client import expire_session as zk_expire_session
+from minikafka.zk.cluster_view import ZkClusterView
 from minikafka.zk.server import (
     DEFAULT_INSTALL_DIR,
     LocalZooKeeper,
@@ -323,7 +324,7 @@ class LocalCluster:
             fsync=zookeeper_fsync,
             install_dir=zookeeper_install_dir,
         )
-        self._zk: ZkClient | None = None
+        self._zk_view: ZkClusterView | None = None
 
     def _netns_layout(
         self, saved_net: Mapping[str, Any], subnet: str | None
@@ -819,23 +820,19 @@ class LocalCluster:
 
     def zk_client(self) -> ZkClient:
         """A started client on this cluster's ZooKeeper (closed by `stop`)."""
-        if self._zk is None:
+        return self._view().client()
+
+    def _view(self) -> ZkClusterView:
+        if self._zk_view is None:
             if not self.zookeeper.is_running():
                 raise ClusterError(f"ZooKeeper of {self.data_dir} is not running")
-            client = ZkClient(
-                self.zookeeper.connect_string,
-                session_timeout_ms=10000,
-                connection_timeout_ms=5000,
-                request_timeout_ms=5000,
-            )
-            client.start()
-            self._zk = client
-        return self._zk
+            self._zk_view = ZkClusterView(self.zookeeper.connect_string)
+        return self._zk_view
 
     def close_zk_client(self) -> None:
-        if self._zk is not None:
-            self._zk.close()
-            self._zk = None
+        if self._zk_view is not None:
+            self._zk_view.close()
+            self._zk_view = None
 
     def wait_for_registered(
         self,
@@ -973,15 +970,9 @@ class LocalCluster:
     def controller(self) -> tuple[int, int] | None:
         """(controller id, controller epoch) as ZooKeeper has them now, or None."""
         try:
-            zk = self.zk_client()
-            cid = zk.get_controller_id()
-            epoch = zk.get_controller_epoch()
-            # Two reads: make sure /controller did not change between them.
-            if cid is None or epoch is None or zk.get_controller_id() != cid:
-                return None
-        except (ZkError, ValueError):
+            return self._view().controller()
+        except ClusterError:
             return None
-        return cid, epoch[0]
 
     def registrations(self) -> dict[int, BrokerInfo]:
         """Live registrations in `/brokers/ids` (any id), empty if ZooKeeper is down."""
@@ -1273,8 +1264,8 @@ class LocalCluster:
     def _read_registrations(self) -> dict[int, BrokerInfo] | None:
         """None when ZooKeeper cannot be read (down, or not answering right now)."""
         try:
-            return self.zk_client().get_all_brokers()
-        except (ZkError, ClusterError, ValueError):
+            return self._view().read_registrations()
+        except ClusterError:
             return None
 
     def _registrations(self) -> dict[int, BrokerInfo]:
