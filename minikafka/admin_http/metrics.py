@@ -31,7 +31,7 @@ from minikafka.common import TopicPartition
 from minikafka.protocol import messages as m
 from minikafka.protocol.errors import KafkaError
 from minikafka.protocol.messages import ReplicaState
-from minikafka.server.broker_topic_stats import COUNTER_NAMES, TopicStats
+from minikafka.replication.broker_topic_stats import COUNTER_NAMES, TopicStats
 
 if TYPE_CHECKING:
     from minikafka.server.broker import KafkaServer

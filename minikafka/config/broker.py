@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
-from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 
@@ -297,18 +296,6 @@ class BrokerConfig:
             raise InvalidConfigError(
                 "group.initial.rebalance.delay.ms and offset.metadata.max.bytes must be >= 0"
             )
-
-    def group_config(self) -> GroupConfig:
-        """The group coordinator's settings."""
-        return GroupConfig(
-            offsets_topic_num_partitions=self.offsets_topic_num_partitions,
-            min_session_timeout_ms=self.group_min_session_timeout_ms,
-            max_session_timeout_ms=self.group_max_session_timeout_ms,
-            initial_rebalance_delay_ms=self.group_initial_rebalance_delay_ms,
-            max_size=self.group_max_size,
-            offset_metadata_max_bytes=self.offset_metadata_max_bytes,
-            offsets_retention_ms=self.offsets_retention_minutes * 60_000,
-        )
 
     def resolved_listeners(self) -> Listeners:
         """listeners, advertised.listeners, the protocol map and the inter-broker listener,

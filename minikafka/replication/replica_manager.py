@@ -62,6 +62,7 @@ from minikafka.protocol.messages import (
     StopReplicaRequest,
     StopReplicaResponse,
 )
+from minikafka.replication.broker_topic_stats import BrokerTopicStats
 from minikafka.replication.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -79,7 +80,6 @@ from minikafka.replication.partition_state import (
     refresh_idle_followers,
 )
 from minikafka.replication.purgatory import Purgatory
-from minikafka.server.broker_topic_stats import BrokerTopicStats
 from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig

@@ -28,6 +28,7 @@ from minikafka.config.dynamic import DEFAULT_BROKER_ENTITY, BrokerConfigLayers
 from minikafka.config.listeners import Listeners
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
+from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.replication.fetcher import ReplicaFetcherManager
@@ -248,7 +249,7 @@ class KafkaServer:
             config_layers=self.config_layers,
         )
         self.group_coordinator = GroupCoordinatorAdapter(
-            self.config.group_config(),
+            GroupConfig.from_broker_config(self.config),
             self.replica_manager,
             self.clock,
             commit_timeout_ms=self.config.offsets_commit_timeout_ms,

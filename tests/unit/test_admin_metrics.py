@@ -19,7 +19,7 @@ from minikafka.config.broker import BrokerConfig, parse_admin_listener
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.protocol.messages import ReplicaState
-from minikafka.server.broker_topic_stats import BrokerTopicStats, TopicStats
+from minikafka.replication.broker_topic_stats import BrokerTopicStats, TopicStats
 from minikafka.zk.codecs import BrokerInfo
 
 

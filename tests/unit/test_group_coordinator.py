@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from minikafka.clock import ManualClock
 from minikafka.common import TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.coordinator.group.group_coordinator import (
     GroupConfig,
     GroupCoordinator,
@@ -2150,3 +2151,30 @@ GroupMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestGroupMachine = GroupMachine.TestCase
+
+
+def test_group_config_reads_the_brokers_group_and_offsets_settings() -> None:
+    """Each group.* and offsets.* property reaches the coordinator, retention in ms."""
+    config = BrokerConfig.from_properties(
+        {
+            "broker.id": "1",
+            "offsets.topic.num.partitions": "7",
+            "group.min.session.timeout.ms": "1000",
+            "group.max.session.timeout.ms": "90000",
+            "group.initial.rebalance.delay.ms": "0",
+            "group.max.size": "5",
+            "offset.metadata.max.bytes": "64",
+            "offsets.retention.minutes": "3",
+        }
+    )
+    assert GroupConfig.from_broker_config(config) == GroupConfig(
+        offsets_topic_num_partitions=7,
+        min_session_timeout_ms=1000,
+        max_session_timeout_ms=90000,
+        initial_rebalance_delay_ms=0,
+        max_size=5,
+        offset_metadata_max_bytes=64,
+        offsets_retention_ms=3 * 60_000,
+    )
+    # Kafka's defaults on both sides agree.
+    assert GroupConfig.from_broker_config(BrokerConfig(broker_id=1)) == GroupConfig()

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from minikafka.clock import Clock
 from minikafka.common import TopicPartition
+from minikafka.config.broker import BrokerConfig
 from minikafka.coordinator.group.group_metadata import (
     NO_GENERATION,
     GroupMetadata,
@@ -75,6 +76,21 @@ class GroupConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
     new_member_join_timeout_ms: int = NEW_MEMBER_JOIN_TIMEOUT_MS
+
+    @classmethod
+    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
+        """The settings out of the broker's configuration (as Kafka's GroupCoordinator.apply
+        reads them from KafkaConfig): built here, not in config/, which sits below the
+        coordinator."""
+        return cls(
+            offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+            min_session_timeout_ms=config.group_min_session_timeout_ms,
+            max_session_timeout_ms=config.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            max_size=config.group_max_size,
+            offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+            offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+        )
 
 
 @dataclass(frozen=True, slots=True)
