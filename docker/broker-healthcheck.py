@@ -19,9 +19,9 @@ import os
 import sys
 from pathlib import Path
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.config.broker import BrokerConfig
-from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 DEFAULT_CONFIG = "/etc/minikafka/server.properties"
 TIMEOUT_S = 3.0

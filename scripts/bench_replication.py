@@ -53,10 +53,10 @@ from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, topic_metadata
 from minikafka.cluster import LocalCluster
-from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 ISR_TOPIC = "isr"
 TPUT_TOPIC = "tput"

@@ -53,10 +53,10 @@ from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
-from minikafka.protocol.messages import ApiVersionsRequest, MetadataRequest, MetadataResponse
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import ApiVersionsRequest, MetadataRequest, MetadataResponse
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024

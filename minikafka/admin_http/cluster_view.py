@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from minikafka.common import NO_LEADER
-from minikafka.protocol.messages import BrokerNode, UpdateMetadataPartitionState
+from minikafka.rpc.messages import BrokerNode, UpdateMetadataPartitionState
 
 # Partition status, worst first (the table's sort order).
 OFFLINE = "offline"

@@ -44,8 +44,8 @@ from minikafka.admin_http.events import (
     metadata_events,
 )
 from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
-from minikafka.protocol.messages import BrokerNode
 from minikafka.replication.partition import Partition
+from minikafka.rpc.messages import BrokerNode
 from minikafka.server.metadata_cache import MetadataChange
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkState

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from minikafka.common import NO_LEADER, TopicPartition
-from minikafka.protocol.messages import UpdateMetadataPartitionState
+from minikafka.rpc.messages import UpdateMetadataPartitionState
 from minikafka.server.metadata_cache import MetadataChange
 
 # How many events a broker keeps (a broker failure at 10,000 partitions writes thousands).

@@ -26,12 +26,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from minikafka import __version__
-from minikafka.client.connection import BrokerConnection
 from minikafka.common import TopicPartition
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import KafkaError
-from minikafka.protocol.messages import ReplicaState
 from minikafka.replication.broker_topic_stats import COUNTER_NAMES, TopicStats
+from minikafka.rpc import messages as m
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import ReplicaState
 
 if TYPE_CHECKING:
     from minikafka.server.broker import KafkaServer

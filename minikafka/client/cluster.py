@@ -19,14 +19,14 @@ from typing import Any
 from minikafka.client.bootstrap import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
 from minikafka.client.bootstrap import Address as Address
 from minikafka.client.bootstrap import parse_bootstrap_servers as parse_bootstrap_servers
-from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.client.errors import IllegalStateError
 from minikafka.client.metadata import ClusterMetadata
 from minikafka.protocol.errors import (
     BrokerNotAvailableError,
     KafkaError,
 )
-from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.rpc.connection import BrokerConnection, NetworkError
+from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 log = logging.getLogger(__name__)
 

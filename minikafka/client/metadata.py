@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import BrokerNode, MetadataResponse
+from minikafka.rpc.messages import BrokerNode, MetadataResponse
 
 
 @dataclass(frozen=True, slots=True)

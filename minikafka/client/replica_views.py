@@ -33,7 +33,7 @@ from minikafka.protocol.errors import (
     NotLeaderOrFollowerError,
     error_for_code,
 )
-from minikafka.protocol.messages import (
+from minikafka.rpc.messages import (
     DEBUG_REPLICA_ID,
     DescribeReplicasRequest,
     DescribeReplicasResponse,

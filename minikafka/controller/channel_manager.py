@@ -20,11 +20,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
 
-from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.common import PLAINTEXT, LeaderAndIsr, TopicPartition
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import KafkaError, RequestTimedOutError
-from minikafka.protocol.messages import (
+from minikafka.rpc.connection import BrokerConnection, NetworkError
+from minikafka.rpc.messages import (
     NO_LEADER_EPOCH,
     BrokerNode,
     LeaderAndIsrPartitionState,

@@ -52,7 +52,7 @@ from minikafka.protocol.errors import (
     NotControllerError,
     StaleBrokerEpochError,
 )
-from minikafka.protocol.messages import StopReplicaResponse
+from minikafka.rpc.messages import StopReplicaResponse
 from minikafka.storage.log_config import parse_bool
 from minikafka.zk.client import ControllerMovedError, ZkError, ZkNodeExistsError, ZkNoNodeError
 

@@ -1,1 +1,3 @@
-"""Protocol: framing, request/response types, API keys, error codes."""
+"""Protocol: Kafka's error codes (`errors.py`, shared by both protocols), size-prefixed
+frames on streams and zero-copy file regions (`transport.py`, shared too), and Apache
+Kafka's wire format (`kafka/`). minikafka's own RPC is in minikafka/rpc/."""

@@ -1,14 +1,43 @@
-"""Reading and writing frames on asyncio streams (shared by broker and client)."""
+"""Size-prefixed frames on asyncio streams, shared by both protocols a listener serves:
+Apache Kafka's and minikafka's RPC (minikafka/rpc/) both put a frame's size in its first
+four bytes, and both send record batches from segment files as file regions."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import struct
 from collections.abc import Sequence
+from typing import Protocol
 
-from minikafka.protocol.framing import SIZE_PREFIX, Chunk, FrameError
-from minikafka.protocol.schema import FileRegion
+SIZE_PREFIX = struct.Struct(">I")
+DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # socket.request.max.bytes
+
+
+class FileRegion(Protocol):
+    """Bytes that live in a file: the transport may send them without reading them in
+    (os.sendfile from `fileno()` at `position`). The region owns its descriptor: whoever
+    sends or reads it closes it."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def position(self) -> int: ...
+
+    def fileno(self) -> int: ...
+
+    def read(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+Chunk = bytes | bytearray | memoryview | FileRegion
+
+
+class FrameError(Exception):
+    """The stream cannot be trusted any more (oversized or undecodable frame): close it."""
 
 
 async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | None:
@@ -27,19 +56,6 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | No
     if size > max_bytes:
         raise FrameError(f"frame of {size} bytes is larger than the maximum {max_bytes}")
     return await reader.readexactly(size)
-
-
-def write_chunks(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None:
-    """Write a frame through the transport, copying file regions in (the client's path:
-    its requests carry bytes; the broker sends responses with `send_chunks`)."""
-    for c in chunks:
-        if isinstance(c, bytes | bytearray | memoryview):
-            writer.write(c)
-        else:
-            try:
-                writer.write(c.read())
-            finally:
-                c.close()
 
 
 class RegionTruncatedError(ConnectionError):

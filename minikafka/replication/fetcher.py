@@ -23,11 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import ErrorCode, KafkaError, error_for_code
-from minikafka.protocol.messages import (
+from minikafka.replication.fetch_session import FetchSessionHandler, PartitionData
+from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
+from minikafka.rpc.connection import BrokerConnection, NetworkError
+from minikafka.rpc.messages import (
     NO_LEADER_EPOCH,
     BrokerNode,
     FetchPartition,
@@ -40,8 +42,6 @@ from minikafka.protocol.messages import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from minikafka.replication.fetch_session import FetchSessionHandler, PartitionData
-from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,12 @@ from minikafka.protocol.errors import (
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
-from minikafka.protocol.messages import (
+from minikafka.replication.partition_state import LeaderReplicaState
+from minikafka.rpc.messages import (
     NO_LEADER_EPOCH,
     LeaderAndIsrPartitionState,
     ReplicaState,
 )
-from minikafka.replication.partition_state import LeaderReplicaState
 from minikafka.storage.log import FetchDataInfo, Log
 from minikafka.storage.segment import LogAppendInfo
 

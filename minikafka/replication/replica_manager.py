@@ -32,7 +32,25 @@ from minikafka.protocol.errors import (
     StaleControllerEpochError,
     UnknownTopicOrPartitionError,
 )
-from minikafka.protocol.messages import (
+from minikafka.replication.broker_topic_stats import BrokerTopicStats
+from minikafka.replication.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    CachedPartition,
+    ContextKind,
+    FetchContext,
+    FetchSession,
+    FetchSessionCache,
+    PartitionData,
+)
+from minikafka.replication.partition import Partition
+from minikafka.replication.partition_state import (
+    FollowerState,
+    IsrChangePropagation,
+    refresh_idle_followers,
+)
+from minikafka.replication.purgatory import Purgatory
+from minikafka.rpc.messages import (
     CONSUMER_REPLICA_ID,
     DEBUG_REPLICA_ID,
     EARLIEST_TIMESTAMP,
@@ -62,24 +80,6 @@ from minikafka.protocol.messages import (
     StopReplicaRequest,
     StopReplicaResponse,
 )
-from minikafka.replication.broker_topic_stats import BrokerTopicStats
-from minikafka.replication.fetch_session import (
-    FINAL_EPOCH,
-    INITIAL_EPOCH,
-    CachedPartition,
-    ContextKind,
-    FetchContext,
-    FetchSession,
-    FetchSessionCache,
-    PartitionData,
-)
-from minikafka.replication.partition import Partition
-from minikafka.replication.partition_state import (
-    FollowerState,
-    IsrChangePropagation,
-    refresh_idle_followers,
-)
-from minikafka.replication.purgatory import Purgatory
 from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig

@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from minikafka.client.connection import BrokerConnection, NetworkError
 from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import Endpoint, LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig, parse_admin_listener
@@ -30,9 +29,10 @@ from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.rpc.connection import BrokerConnection, NetworkError
+from minikafka.rpc.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_apis import KafkaApis

@@ -47,8 +47,10 @@ from minikafka.protocol.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
-from minikafka.protocol.framing import RequestHeader
-from minikafka.protocol.messages import (
+from minikafka.protocol.transport import FileRegion
+from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.rpc.framing import RequestHeader
+from minikafka.rpc.messages import (
     API_TYPES,
     ApiVersion,
     ApiVersionsRequest,
@@ -85,8 +87,6 @@ from minikafka.protocol.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
-from minikafka.protocol.schema import FileRegion
-from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import NO_RESPONSE, Handler
 from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from minikafka.common import TopicPartition
 from minikafka.coordinator.group.group_coordinator import JoinRequest
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, OffsetCommitValue
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
 from minikafka.protocol.kafka.entities import as_list, field_or, millis
+from minikafka.rpc import messages as m
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.zk.client import ZkError
 

@@ -23,7 +23,6 @@ from typing import Any
 from minikafka.common import kafka_uuid_text, parse_kafka_uuid
 from minikafka.config.dynamic import AlterableConfig
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.kafka.codec import (
     SUPPORTED_VERSIONS,
@@ -43,6 +42,7 @@ from minikafka.protocol.kafka.produce_response import (
     ProduceTopicData,
     encode_produce_response,
 )
+from minikafka.rpc import messages as m
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.kafka_group_apis import ClientInfo, KafkaGroupApis

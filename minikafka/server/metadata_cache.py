@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.rpc.messages import (
     BrokerNode,
     MetadataPartition,
     MetadataTopic,

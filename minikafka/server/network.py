@@ -27,15 +27,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from minikafka.protocol.errors import KafkaError
-from minikafka.protocol.framing import (
-    DEFAULT_MAX_FRAME_BYTES,
-    Chunk,
-    FrameError,
-    RequestDecodeError,
-    RequestHeader,
-    decode_request,
-    encode_response,
-)
 from minikafka.protocol.kafka.codec import (
     API_VERSIONS_KEY,
     KafkaRequest,
@@ -47,7 +38,20 @@ from minikafka.protocol.kafka.codec import (
     unsupported_api_versions_response,
 )
 from minikafka.protocol.kafka.codec import decode_request as decode_kafka_request
-from minikafka.protocol.transport import RegionTruncatedError, read_frame, send_chunks
+from minikafka.protocol.transport import (
+    DEFAULT_MAX_FRAME_BYTES,
+    Chunk,
+    FrameError,
+    RegionTruncatedError,
+    read_frame,
+    send_chunks,
+)
+from minikafka.rpc.framing import (
+    RequestDecodeError,
+    RequestHeader,
+    decode_request,
+    encode_response,
+)
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.framing import RequestHeader
+from minikafka.rpc import messages as m
+from minikafka.rpc.framing import RequestHeader
 from minikafka.server.network import SocketServer
 from minikafka.storage.record_batch import (
     build_batch,

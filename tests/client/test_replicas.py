@@ -16,7 +16,6 @@ from minikafka.client.replica_views import (
     partition_replicas,
 )
 from minikafka.common import TopicPartition
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import (
     CorruptRecordError,
     ErrorCode,
@@ -24,6 +23,7 @@ from minikafka.protocol.errors import (
     NotLeaderOrFollowerError,
     UnknownTopicOrPartitionError,
 )
+from minikafka.rpc import messages as m
 from minikafka.storage.record_batch import CRC_OFFSET, build_batch
 from tests.client.fake_broker import FakeCluster, ThreadedCluster
 

@@ -34,7 +34,6 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.client.librdkafka import (
     client_config,
     consume_ready,
@@ -47,7 +46,8 @@ from minikafka.client.librdkafka import (
 )
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
-from minikafka.protocol.messages import MetadataRequest, MetadataResponse
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 from minikafka.storage import log_files
 from minikafka.storage.record_batch import BatchHeader
 

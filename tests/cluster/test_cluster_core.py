@@ -17,11 +17,11 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
@@ -309,7 +309,7 @@ async def test_oversized_batch_and_corrupt_crc_are_rejected_without_changing_the
     cluster = make_cluster(1, {"message.max.bytes": "1000"})
     await create_topic(cluster, "t", 1, 1)
     await produce_values(cluster, "t", [b"ok"])
-    from minikafka.protocol.messages import ProducePartition, ProduceRequest, ProduceTopic
+    from minikafka.rpc.messages import ProducePartition, ProduceRequest, ProduceTopic
     from minikafka.storage.record_batch import build_batch
 
     big = build_batch([b"x" * 5000], base_offset=0, partition_leader_epoch=0)

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from minikafka.cluster import LocalCluster
-from minikafka.protocol.messages import MetadataResponse
+from minikafka.rpc.messages import MetadataResponse
 from minikafka.zk.server import pick_free_port
 from tests.cluster.conftest import ClusterFactory, wait_until
 from tests.cluster.helpers import (

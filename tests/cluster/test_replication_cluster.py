@@ -19,12 +19,12 @@ import crc32c
 import pytest
 from confluent_kafka import KafkaError, Message
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.client.librdkafka import position
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import (
     ProducePartition,
     ProduceRequest,
     ProduceResponse,

@@ -34,12 +34,12 @@ from confluent_kafka import KafkaError as ClientError
 from confluent_kafka import Message
 from confluent_kafka.admin import NewTopic
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, read_to_end
 from minikafka.client.replica_views import ReplicaViews
 from minikafka.cluster.compose import REPOSITORY
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.protocol.messages import (
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import (
     MetadataRequest,
     MetadataResponse,
     ProducePartition,

@@ -9,13 +9,13 @@ import threading
 import msgpack
 import pytest
 
-from minikafka.client.connection import BrokerConnection, NetworkError
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import (
     InvalidRequestError,
     NotLeaderOrFollowerError,
     RequestTimedOutError,
 )
+from minikafka.rpc import messages as m
+from minikafka.rpc.connection import BrokerConnection, NetworkError
 from minikafka.server.network import NO_RESPONSE, SocketServer
 
 

@@ -16,8 +16,7 @@ import pytest
 import uvloop
 
 from minikafka.protocol import transport
-from minikafka.protocol.framing import Chunk
-from minikafka.protocol.transport import RegionTruncatedError, send_chunks
+from minikafka.protocol.transport import Chunk, RegionTruncatedError, send_chunks
 from minikafka.storage.record_batch import build_batch, stamp
 from minikafka.storage.segment import LogSegment, SegmentRegion
 

@@ -15,11 +15,13 @@ from typing import Any, cast
 
 import pytest
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.clock import SYSTEM_CLOCK, Clock
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig
-from minikafka.protocol.messages import (
+from minikafka.replication.fetcher import ReplicaFetcherManager
+from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import (
     BrokerNode,
     FetchPartition,
     FetchRequest,
@@ -31,8 +33,6 @@ from minikafka.protocol.messages import (
     ProduceRequest,
     ProduceTopic,
 )
-from minikafka.replication.fetcher import ReplicaFetcherManager
-from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer

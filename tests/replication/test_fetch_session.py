@@ -13,16 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minikafka.common import TopicPartition
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, error_for_code
-from minikafka.protocol.framing import (
-    RequestHeader,
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-)
-from minikafka.protocol.schema import from_wire
 from minikafka.replication.fetch_session import (
     FINAL_EPOCH,
     INITIAL,
@@ -37,6 +28,15 @@ from minikafka.replication.fetch_session import (
     PartitionData,
     next_epoch,
 )
+from minikafka.rpc import messages as m
+from minikafka.rpc.framing import (
+    RequestHeader,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+from minikafka.rpc.schema import from_wire
 
 T0, T1, T2 = (TopicPartition("t", i) for i in range(3))
 U0 = TopicPartition("u", 0)

@@ -12,7 +12,9 @@ import pytest
 
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.replication.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSession
+from minikafka.replication.partition_state import FollowerState
+from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
     LeaderAndIsrPartitionState,
@@ -22,8 +24,6 @@ from minikafka.protocol.messages import (
     ProduceResponse,
     ProduceTopic,
 )
-from minikafka.replication.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSession
-from minikafka.replication.partition_state import FollowerState
 from minikafka.server.network import SocketServer
 from minikafka.storage.record_batch import build_batch
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import cast
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.rpc.messages import (
     FetchPartition,
     FetchRequest,
     FetchResponse,

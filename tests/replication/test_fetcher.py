@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 
-from minikafka.protocol.messages import BrokerNode, StopReplicaPartition, StopReplicaRequest
+from minikafka.rpc.messages import BrokerNode, StopReplicaPartition, StopReplicaRequest
 from minikafka.server.network import SocketServer
 from tests.replication.conftest import (
     TP,

@@ -12,14 +12,14 @@ from typing import cast
 import pytest
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.replication.fetcher import FetchPhase
+from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     ProduceResponse,
 )
-from minikafka.replication.fetcher import FetchPhase
 from minikafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from minikafka.storage.log import Log
 from minikafka.storage.record_batch import decode_all

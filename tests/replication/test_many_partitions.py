@@ -10,7 +10,7 @@ import pytest
 
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import LeaderAndIsrPartitionState, LeaderAndIsrRequest
+from minikafka.rpc.messages import LeaderAndIsrPartitionState, LeaderAndIsrRequest
 from minikafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig

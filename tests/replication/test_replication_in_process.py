@@ -13,7 +13,7 @@ from typing import cast
 
 from minikafka.clock import ManualClock
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import FetchResponse, LeaderAndIsrRequest, ProduceResponse
+from minikafka.rpc.messages import FetchResponse, LeaderAndIsrRequest, ProduceResponse
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import decode_all
 

@@ -45,13 +45,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.clock import ManualClock
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.framing import decode_response, encode_response
-from minikafka.protocol.messages import (
+from minikafka.replication.fetcher import FetchPhase, ReplicaFetcher
+from minikafka.replication.partition import Partition
+from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.framing import decode_response, encode_response
+from minikafka.rpc.messages import (
     BrokerNode,
     FetchRequest,
     FetchResponse,
@@ -60,9 +63,6 @@ from minikafka.protocol.messages import (
     OffsetForLeaderEpochRequest,
     ProducePartitionResponse,
 )
-from minikafka.replication.fetcher import FetchPhase, ReplicaFetcher
-from minikafka.replication.partition import Partition
-from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
 from minikafka.storage.checkpoint import REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig

@@ -18,8 +18,8 @@ from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig, parse_admin_listener
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import InvalidConfigError
-from minikafka.protocol.messages import ReplicaState
 from minikafka.replication.broker_topic_stats import BrokerTopicStats, TopicStats
+from minikafka.rpc.messages import ReplicaState
 from minikafka.zk.codecs import BrokerInfo
 
 

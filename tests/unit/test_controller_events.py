@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from minikafka.client.connection import BrokerConnection
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition, parse_kafka_uuid
 from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import (
@@ -33,7 +32,8 @@ from minikafka.protocol.errors import (
     StaleBrokerEpochError,
     StaleControllerEpochError,
 )
-from minikafka.protocol.messages import (
+from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.messages import (
     BrokerNode,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,

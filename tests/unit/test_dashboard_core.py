@@ -24,7 +24,7 @@ from minikafka.admin_http.events import (
     partition_events,
 )
 from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
-from minikafka.protocol.messages import (
+from minikafka.rpc.messages import (
     BrokerNode,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,

@@ -24,7 +24,6 @@ from minikafka.config.dynamic import (
     DescribedConfig,
 )
 from minikafka.coordinator.group.group_coordinator import GroupConfig
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import (
     ErrorCode,
     InvalidConfigError,
@@ -32,6 +31,7 @@ from minikafka.protocol.errors import (
     InvalidRequiredAcksError,
 )
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
+from minikafka.rpc import messages as m
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from minikafka.zk.client import ZkError

@@ -14,7 +14,7 @@ from minikafka.config.listeners import (
     resolve_listeners,
 )
 from minikafka.protocol.errors import InvalidConfigError
-from minikafka.protocol.messages import BrokerNode, UpdateMetadataRequest
+from minikafka.rpc.messages import BrokerNode, UpdateMetadataRequest
 from minikafka.server.metadata_cache import MetadataCache
 
 

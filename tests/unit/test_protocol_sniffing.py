@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.protocol import messages as m
-from minikafka.protocol.framing import RequestHeader, encode_request
 from minikafka.protocol.kafka.codec import SUPPORTED_VERSIONS, request_type
+from minikafka.rpc import messages as m
+from minikafka.rpc.framing import RequestHeader, encode_request
 from minikafka.server.network import is_minikafka_rpc
 from minikafka.storage.record_batch import build_batch
 from tests.kafka_protocol.wire import request_frame

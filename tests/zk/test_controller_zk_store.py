@@ -14,7 +14,7 @@ from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import ControllerRequest, ResponseCallback
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
-from minikafka.protocol.messages import LeaderAndIsrRequest, UpdateMetadataRequest
+from minikafka.rpc.messages import LeaderAndIsrRequest, UpdateMetadataRequest
 from minikafka.zk.client import (
     BrokerInfo,
     ControllerMovedError,

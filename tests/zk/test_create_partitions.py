@@ -14,7 +14,8 @@ from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.messages import (
+from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.rpc.messages import (
     BrokerNode,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -22,7 +23,6 @@ from minikafka.protocol.messages import (
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
-from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.zk.client import (

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from minikafka.protocol.kafka.wire import append_compact_length
-from minikafka.protocol.schema import FileRegion
+from minikafka.protocol.transport import FileRegion
 
 FIRST_FLEXIBLE_VERSION: Final = 12
 FIRST_TOPIC_ID_VERSION: Final = 13

@@ -16,27 +16,10 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol, TypeVar, Union
+from typing import Any, NamedTuple, TypeVar, Union
 
 from minikafka.protocol.errors import InvalidRequestError
-
-
-class FileRegion(Protocol):
-    """Bytes that live in a file: the transport may send them without reading them in
-    (os.sendfile from `fileno()` at `position`). The region owns its descriptor: whoever
-    sends or reads it closes it."""
-
-    @property
-    def size(self) -> int: ...
-
-    @property
-    def position(self) -> int: ...
-
-    def fileno(self) -> int: ...
-
-    def read(self) -> bytes: ...
-
-    def close(self) -> None: ...
+from minikafka.protocol.transport import FileRegion
 
 
 class Records:

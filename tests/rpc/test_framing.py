@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.protocol import messages as m
 from minikafka.protocol.errors import ErrorCode, InvalidRequestError, NotLeaderOrFollowerError
-from minikafka.protocol.framing import (
-    FrameError,
+from minikafka.protocol.transport import FrameError
+from minikafka.rpc import messages as m
+from minikafka.rpc.framing import (
     RequestDecodeError,
     RequestHeader,
     decode_request,

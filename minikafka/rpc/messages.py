@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from minikafka.common import Endpoint
-from minikafka.protocol.schema import Records, RecordsValue
+from minikafka.rpc.schema import Records, RecordsValue
 
 # Fetch / ListOffsets replica ids (Kafka's)
 CONSUMER_REPLICA_ID = -1

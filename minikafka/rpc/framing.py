@@ -1,4 +1,4 @@
-"""Frames on a TCP connection.
+"""Frames of minikafka's RPC on a TCP connection.
 
     u32  size        bytes that follow this field
     u32  meta_size   bytes of msgpack metadata that follow
@@ -19,18 +19,11 @@ from typing import Any
 import msgpack
 
 from minikafka.protocol.errors import ErrorCode, InvalidRequestError, KafkaError, error_for_code
-from minikafka.protocol.messages import API_KEY_OF_REQUEST, API_TYPES, ApiKey
-from minikafka.protocol.schema import Encoder, FileRegion, from_wire, to_wire
+from minikafka.protocol.transport import SIZE_PREFIX, Chunk, FrameError
+from minikafka.rpc.messages import API_KEY_OF_REQUEST, API_TYPES, ApiKey
+from minikafka.rpc.schema import Encoder, from_wire, to_wire
 
 FRAME_PREFIX = struct.Struct(">II")
-SIZE_PREFIX = struct.Struct(">I")
-DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # socket.request.max.bytes
-
-Chunk = bytes | bytearray | memoryview | FileRegion
-
-
-class FrameError(Exception):
-    """The stream cannot be trusted any more (oversized or undecodable frame): close it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,17 +18,14 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from minikafka.protocol.errors import ErrorCode, KafkaError, RequestTimedOutError
-from minikafka.protocol.framing import (
-    DEFAULT_MAX_FRAME_BYTES,
-    Chunk,
-    FrameError,
+from minikafka.protocol.transport import DEFAULT_MAX_FRAME_BYTES, Chunk, FrameError, read_frame
+from minikafka.rpc.framing import (
     RequestHeader,
     api_key_for,
     decode_response,
     encode_request,
     response_type_for,
 )
-from minikafka.protocol.transport import read_frame, write_chunks
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +39,19 @@ def set_tcp_nodelay(writer: asyncio.StreamWriter) -> None:
     if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def write_chunks(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None:
+    """Write a frame through the transport, copying file regions in (the client's path:
+    its requests carry bytes; the broker sends responses with `send_chunks`)."""
+    for c in chunks:
+        if isinstance(c, bytes | bytearray | memoryview):
+            writer.write(c)
+        else:
+            try:
+                writer.write(c.read())
+            finally:
+                c.close()
 
 
 def write_request(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None:
