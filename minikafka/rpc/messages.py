@@ -38,7 +38,6 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
     CREATE_PARTITIONS = 37
-    ALTER_ISR = 56
     # minikafka's own admin APIs live above Kafka's range.
     DESCRIBE_REPLICAS = 1000
 
@@ -497,49 +496,6 @@ class ControlledShutdownResponse:
     remaining_partitions: list[PartitionRef]
 
 
-@dataclass(frozen=True)
-class AlterIsrPartition:
-    partition: int
-    leader_epoch: int
-    new_isr: list[int]
-    current_isr_version: int
-
-
-@dataclass(frozen=True)
-class AlterIsrTopic:
-    name: str
-    partitions: list[AlterIsrPartition]
-
-
-@dataclass(frozen=True)
-class AlterIsrRequest:
-    broker_id: int
-    broker_epoch: int
-    topics: list[AlterIsrTopic]
-
-
-@dataclass(frozen=True)
-class AlterIsrPartitionResponse:
-    partition: int
-    error_code: int
-    leader_id: int = -1
-    leader_epoch: int = NO_LEADER_EPOCH
-    isr: list[int] = field(default_factory=list)
-    current_isr_version: int = -1
-
-
-@dataclass(frozen=True)
-class AlterIsrTopicResponse:
-    name: str
-    partitions: list[AlterIsrPartitionResponse]
-
-
-@dataclass(frozen=True)
-class AlterIsrResponse:
-    error_code: int
-    topics: list[AlterIsrTopicResponse]
-
-
 # --- minikafka admin ----------------------------------------------------------------------
 
 
@@ -588,7 +544,6 @@ API_TYPES: dict[ApiKey, tuple[type, type]] = {
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
-    ApiKey.ALTER_ISR: (AlterIsrRequest, AlterIsrResponse),
     ApiKey.DESCRIBE_REPLICAS: (DescribeReplicasRequest, DescribeReplicasResponse),
 }
 

@@ -96,7 +96,6 @@ SAMPLES = [
     ),
     m.StopReplicaRequest(1, 5, 77, [m.StopReplicaPartition("t", 0, True, 3)]),
     m.ControlledShutdownRequest(2, 88),
-    m.AlterIsrRequest(1, 5, [m.AlterIsrTopic("t", [m.AlterIsrPartition(0, 3, [1, 2], 7)])]),
     m.DescribeReplicasRequest(["t"]),
 ]
 
