@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import struct
 import subprocess
 import sys
@@ -407,3 +408,11 @@ def http_get(url: str, method: str = "GET", timeout: float = 10) -> tuple[int, b
             return resp.status, resp.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """preexec_fn for a command a test stops with Ctrl-C (SIGINT): the default disposition,
+    as in a terminal. A command started in the background by a non-interactive shell (as CI
+    may start pytest) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    handler: the command would rightly ignore the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -31,7 +31,7 @@ from minikafka.cluster import (
 )
 from minikafka.cluster.local import DATA_DIR_ENV
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, TEST_OVERRIDES, ClusterFactory, wait_until
-from tests.cluster.helpers import create_topic
+from tests.cluster.helpers import create_topic, ctrl_c_as_in_a_terminal
 
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
 FAKE_BROKER = [sys.executable, str(Path(__file__).with_name("fake_broker.py"))]
@@ -437,6 +437,7 @@ def test_cli_up_in_the_foreground_stops_everything_on_ctrl_c_or_sigterm(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+            preexec_fn=ctrl_c_as_in_a_terminal,
         )
     try:
         wait_until(

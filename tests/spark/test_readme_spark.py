@@ -18,6 +18,7 @@ import pytest
 from minikafka.cluster import LocalCluster
 from minikafka.spark import pipeline
 from tests.cluster.conftest import wait_until
+from tests.cluster.helpers import ctrl_c_as_in_a_terminal
 from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning
 from tests.readme import block
 
@@ -48,6 +49,7 @@ def test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c(
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=ctrl_c_as_in_a_terminal,
         )
     try:
         wait_until(
