@@ -358,6 +358,20 @@ class ControllerBrokerRequestBatch:
                     tp.topic, tp.partition, delete_partition, epoch
                 )
 
+    def send_update_metadata_request(
+        self,
+        broker_ids: Iterable[int],
+        controller_epoch: int,
+        partitions: Iterable[TopicPartition] = (),
+        deleted_topics: Iterable[str] = (),
+    ) -> None:
+        """UpdateMetadata alone, in a batch of its own, sent at once (Kafka's
+        `KafkaController.sendUpdateMetadataRequest`)."""
+        self.new_batch()
+        self.add_update_metadata_request_for_brokers(broker_ids, partitions)
+        self.add_deleted_topics(broker_ids, deleted_topics)
+        self.send_requests_to_brokers(controller_epoch)
+
     def send_requests_to_brokers(self, controller_epoch: int) -> None:
         ctx = self.context
         live = ctx.live_or_shutting_down_broker_ids

@@ -37,6 +37,11 @@ def _sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
     return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
 
 
+def format_partitions(tps: Iterable[TopicPartition]) -> str:
+    """Partitions for the controller's log lines: `t-0,t-1`, or `-` for none."""
+    return ",".join(str(tp) for tp in tps) or "-"
+
+
 class ControllerContext:
     """Live brokers, assignments, leadership and topic deletion progress, by Kafka's names."""
 

@@ -24,7 +24,8 @@ from minikafka.controller.channel_manager import (
     ResponseCallback,
 )
 from minikafka.controller.context import ControllerContext
-from minikafka.controller.controller import AutoPreferredReplicaLeaderElection, KafkaController
+from minikafka.controller.controller import KafkaController
+from minikafka.controller.events import AutoPreferredReplicaLeaderElection
 from minikafka.protocol.errors import (
     BrokerNotAvailableError,
     ErrorCode,

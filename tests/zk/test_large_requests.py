@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from minikafka.common import LeaderAndIsr, TopicPartition
-from minikafka.controller.controller import state_creation_chunks
+from minikafka.controller.partition_state_machine import state_creation_chunks
 from minikafka.zk import client as zk_client_module
 from minikafka.zk import paths
 from minikafka.zk.client import JUTE_MAX_BUFFER, ZkClient, ZkRequestTooLargeError

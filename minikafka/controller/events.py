@@ -1,0 +1,130 @@
+"""What the controller's event task handles: Kafka's `ControllerEvent`s.
+
+ZooKeeper watches, timers, responses and API calls do not act: they put one of these on the
+controller's queue (`event_manager.py`), and `KafkaController` handles it on its one task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from minikafka.common import TopicPartition
+
+
+class ControllerEvent:
+    """Something the controller's event task must handle (Kafka's `ControllerEvent`)."""
+
+    def __repr__(self) -> str:
+        return type(self).__name__
+
+    def fail(self, error: Exception) -> None:
+        """The event was not processed, or failed: answer whoever waits for it (Kafka's
+        `preempt`). Only API calls wait; events from watches and timers have nobody."""
+
+
+class Startup(ControllerEvent):
+    """Watch `/controller` and try to become controller."""
+
+
+class Reelect(ControllerEvent):
+    """`/controller` was deleted: resign if we were controller, then run the election."""
+
+
+class ControllerChange(ControllerEvent):
+    """`/controller` was created or changed: resign if it no longer names us."""
+
+
+class RegisterBrokerAndReelect(ControllerEvent):
+    """A new ZooKeeper session (the broker registered itself again): re-run the election."""
+
+
+class Expire(ControllerEvent):
+    """The ZooKeeper session expired: `/controller`, if ours, is gone; resign."""
+
+
+class BrokerChange(ControllerEvent):
+    """Children of `/brokers/ids` changed."""
+
+
+class TopicChange(ControllerEvent):
+    """Children of `/brokers/topics` changed."""
+
+
+class TopicDeletion(ControllerEvent):
+    """Children of `/admin/delete_topics` changed."""
+
+
+@dataclass(repr=False)
+class PartitionModifications(ControllerEvent):
+    """`/brokers/topics/<topic>` (its assignment) changed: Kafka's PartitionModifications,
+    from its PartitionModificationsHandler. Partitions added by an admin get created."""
+
+    topic: str
+
+    def __repr__(self) -> str:
+        return f"PartitionModifications({self.topic})"
+
+
+class IsrChangeNotification(ControllerEvent):
+    """Children of `/isr_change_notification` changed."""
+
+
+class PreferredReplicaLeaderElection(ControllerEvent):
+    """`/admin/preferred_replica_election` was created."""
+
+
+class UncleanLeaderElectionEnable(ControllerEvent):
+    """`unclean.leader.election.enable` became true (a topic's, or the brokers' dynamic
+    default): Kafka's UncleanLeaderElectionEnable and TopicUncleanLeaderElectionEnable, which
+    try the offline partitions again."""
+
+
+class AutoPreferredReplicaLeaderElection(ControllerEvent):
+    """The leader-imbalance timer fired."""
+
+
+@dataclass(repr=False)
+class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
+    """A broker answered StopReplica(delete_partition=True) for a topic being deleted."""
+
+    broker_id: int
+    partitions: list[TopicPartition]
+    response: object  # StopReplicaResponse, or the error the request failed with
+    controller_epoch: int  # of the controller that sent the request
+
+
+@dataclass(repr=False)
+class ControlledShutdown(ControllerEvent):
+    """A broker asks to have leadership moved off it; `result` gets the partitions it
+    still leads, or the error."""
+
+    broker_id: int
+    broker_epoch: int
+    result: asyncio.Future[list[TopicPartition]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def fail(self, error: Exception) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
+__all__ = [
+    "AutoPreferredReplicaLeaderElection",
+    "BrokerChange",
+    "ControlledShutdown",
+    "ControllerChange",
+    "ControllerEvent",
+    "Expire",
+    "IsrChangeNotification",
+    "PartitionModifications",
+    "PreferredReplicaLeaderElection",
+    "Reelect",
+    "RegisterBrokerAndReelect",
+    "Startup",
+    "TopicChange",
+    "TopicDeletion",
+    "TopicDeletionStopReplicaResponseReceived",
+    "UncleanLeaderElectionEnable",
+]
