@@ -35,8 +35,8 @@ from minikafka.rpc.connection import BrokerConnection, NetworkError
 from minikafka.rpc.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
+from minikafka.server.kafka_api.handler import KafkaApiHandler
 from minikafka.server.kafka_apis import KafkaApis
-from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
 from minikafka.storage.log_cleaner import CleanerStopped, PassResult
@@ -262,7 +262,7 @@ class KafkaServer:
                 ep.host or "0.0.0.0",
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,
-                kafka_handler=KafkaProtocolApis(self.apis, ep.listener, self._serving_clients),
+                kafka_handler=KafkaApiHandler(self.apis, ep.listener, self._serving_clients),
             )
             self.socket_servers[ep.listener] = server
             await server.start()

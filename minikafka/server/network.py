@@ -31,6 +31,7 @@ from minikafka.protocol.kafka.codec import (
     API_VERSIONS_KEY,
     KafkaRequest,
     MalformedRequest,
+    ServedVersions,
     UnsupportedVersion,
     codecs_loaded,
     load_codecs,
@@ -67,7 +68,7 @@ NO_RESPONSE = _NoResponse()
 
 
 class KafkaHandler(Protocol):
-    """What serves Kafka's protocol on a listener (server/kafka_protocol_apis.py)."""
+    """What serves Kafka's protocol on a listener (server/kafka_api/handler.py)."""
 
     versions: dict[int, tuple[int, int]]  # api key -> (min, max): what ApiVersions says
 
@@ -213,10 +214,10 @@ class SocketServer:
         chunks: list[Chunk]
         while frame is not None:
             api = request_api(frame)
-            if api is not None and not codecs_loaded(*api):
-                await self._load_codecs(api)
+            if api is not None and not codecs_loaded(*api, kafka.versions):
+                await self._load_codecs(api, kafka.versions)
             try:
-                request = decode_kafka_request(frame)
+                request = decode_kafka_request(frame, kafka.versions)
                 if not kafka.serves(request.api_key):
                     raise UnsupportedVersion(
                         request.api_key, request.api_version, request.correlation_id
@@ -245,12 +246,12 @@ class SocketServer:
                 await send_chunks(writer, chunks)
             frame = await read_frame(reader, self._max_frame)
 
-    async def _load_codecs(self, api: tuple[int, int]) -> None:
+    async def _load_codecs(self, api: tuple[int, int], served: ServedVersions) -> None:
         """Load a Kafka request version's codecs in a worker thread, once for all the
         connections that meet it meanwhile: the event loop keeps serving the others."""
         loading = self._loading_codecs.get(api)
         if loading is None:
-            loading = asyncio.ensure_future(asyncio.to_thread(load_codecs, *api))
+            loading = asyncio.ensure_future(asyncio.to_thread(load_codecs, *api, served))
             self._loading_codecs[api] = loading
             loading.add_done_callback(lambda _: self._loading_codecs.pop(api, None))
         # A failure to load is met again, and answered, by decode_request.

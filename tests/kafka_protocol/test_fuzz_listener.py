@@ -21,7 +21,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition as MkTopicPartition
-from minikafka.protocol.kafka.codec import SUPPORTED_VERSIONS, request_type
+from minikafka.protocol.kafka.codec import request_type
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from tests.cluster.conftest import ClusterFactory
 from tests.kafka_protocol.test_confluent_kafka import consume_from_beginning, create_topic
 from tests.kafka_protocol.wire import KafkaWire, request_frame
@@ -77,7 +78,7 @@ def test_damaged_requests_of_every_api_never_hurt_the_broker(
     assert pid is not None
 
     rng = random.Random(SEED)
-    versions = [(k, v) for k, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]
+    versions = [(k, v) for k, (lo, hi) in SERVED_VERSIONS.items() for v in range(lo, hi + 1)]
     samples = {
         kv: request_frame(sample(request_type(*kv)), rng.randrange(2**31)) for kv in versions
     }

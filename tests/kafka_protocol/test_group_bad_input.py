@@ -42,7 +42,11 @@ def ms(n: int) -> datetime.timedelta:
 
 
 def coordinator_wire(cluster: LocalCluster, group: str) -> KafkaWire:
-    """A connection to `group`'s coordinator (FindCoordinator asked until it answers)."""
+    """A connection to `group`'s coordinator, ready for the group: FindCoordinator asked
+    until it answers, and again while that broker does not serve the group yet. (A broker
+    may learn the new leader of the group's offsets partition from UpdateMetadata before
+    the leader has its LeaderAndIsr and loads the partition: NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS meanwhile, as in Kafka; clients ask again.)"""
     found: list[Any] = []
 
     def find() -> bool:
@@ -52,10 +56,16 @@ def coordinator_wire(cluster: LocalCluster, group: str) -> KafkaWire:
             ).coordinators
         if c.error_code != 0:
             return False
+        with KafkaWire(c.host, c.port) as w:
+            (g,) = w.call(
+                DescribeGroupsRequest(groups=(group,), include_authorized_operations=False)
+            ).groups
+        if g.error_code != 0:
+            return False
         found.append(c)
         return True
 
-    wait_until(find, 30, f"a coordinator for {group}")
+    wait_until(find, 30, f"a coordinator serving {group}")
     c = found[-1]
     return KafkaWire(c.host, c.port)
 

@@ -315,9 +315,9 @@ async def test_a_kafka_request_versions_codecs_load_off_the_event_loop(monkeypat
     loaded_in: list[threading.Thread] = []
     real_load = network.load_codecs
 
-    def load(api_key: int, api_version: int) -> None:
+    def load(api_key: int, api_version: int, served: dict[int, tuple[int, int]]) -> None:
         loaded_in.append(threading.current_thread())
-        real_load(api_key, api_version)
+        real_load(api_key, api_version, served)
 
     monkeypatch.setattr(network, "load_codecs", load)
     monkeypatch.setattr(codec, "_loaded", set())  # as in a broker that never met ApiVersions v3
@@ -337,5 +337,5 @@ async def test_a_kafka_request_versions_codecs_load_off_the_event_loop(monkeypat
     finally:
         await server.stop()
     assert len(loaded_in) == 1 and loaded_in[0] is not threading.main_thread()
-    assert codec.codecs_loaded(18, 3)
+    assert codec.codecs_loaded(18, 3, kafka.versions)
     assert [r.api_version for r in kafka.requests] == [3]

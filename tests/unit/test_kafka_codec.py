@@ -41,7 +41,6 @@ from kio.static.primitive import (
 
 from minikafka.protocol.kafka import codec
 from minikafka.protocol.kafka.codec import (
-    SUPPORTED_VERSIONS,
     KafkaRequest,
     MalformedRequest,
     UnsupportedVersion,
@@ -51,11 +50,18 @@ from minikafka.protocol.kafka.codec import (
     response_type,
     unsupported_api_versions_response,
 )
-from minikafka.protocol.kafka.entities import build
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS
+from tests.kio_build import build
+
+
+def decode(frame: bytes | bytearray | memoryview) -> KafkaRequest:
+    """decode_request with the versions the broker serves."""
+    return decode_request(frame, SERVED_VERSIONS)
+
 
 ALL_VERSIONS = [
     (key, version)
-    for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+    for key, (low, high) in sorted(SERVED_VERSIONS.items())
     for version in range(low, high + 1)
 ]
 FLEXIBLE_VERSIONS = [kv for kv in ALL_VERSIONS if request_type(*kv).__flexible__]
@@ -252,16 +258,16 @@ def test_every_supported_version_has_kio_schemas(api_key: int, api_version: int)
 
 def test_minimums_are_kafka_4s() -> None:
     # Kafka 4.x refuses older versions of these (KIP-896); kio has no schemas for them.
-    assert SUPPORTED_VERSIONS[0][0] == 3  # Produce
-    assert SUPPORTED_VERSIONS[1][0] == 4  # Fetch
-    assert SUPPORTED_VERSIONS[2][0] == 1  # ListOffsets
-    assert SUPPORTED_VERSIONS[19][0] == 2  # CreateTopics
-    assert SUPPORTED_VERSIONS[20][0] == 1  # DeleteTopics
-    assert SUPPORTED_VERSIONS[23][0] == 2  # OffsetForLeaderEpoch
-    assert SUPPORTED_VERSIONS[32][0] == 1  # DescribeConfigs
+    assert SERVED_VERSIONS[0][0] == 3  # Produce
+    assert SERVED_VERSIONS[1][0] == 4  # Fetch
+    assert SERVED_VERSIONS[2][0] == 1  # ListOffsets
+    assert SERVED_VERSIONS[19][0] == 2  # CreateTopics
+    assert SERVED_VERSIONS[20][0] == 1  # DeleteTopics
+    assert SERVED_VERSIONS[23][0] == 2  # OffsetForLeaderEpoch
+    assert SERVED_VERSIONS[32][0] == 1  # DescribeConfigs
     for api_key in (0, 1, 2, 19, 20, 23, 32):
         with pytest.raises(KioIndexError):
-            request_type(api_key, SUPPORTED_VERSIONS[api_key][0] - 1)
+            request_type(api_key, SERVED_VERSIONS[api_key][0] - 1)
 
 
 # -- round trips ---------------------------------------------------------------------------
@@ -273,7 +279,7 @@ def test_request_and_response_round_trip(api_key: int, api_version: int) -> None
     flexible = body.__flexible__
     frame = request_frame(body, correlation_id=7, client_id="test-client")
 
-    request = decode_request(frame)
+    request = decode(frame)
 
     assert request == KafkaRequest(
         api_key=api_key,
@@ -299,17 +305,17 @@ def test_request_and_response_round_trip(api_key: int, api_version: int) -> None
 @pytest.mark.parametrize("frame_type", [bytes, bytearray, memoryview])
 def test_decode_accepts_any_bytes_like_frame(frame_type: type) -> None:
     body = sample(request_type(0, 9))
-    request = decode_request(frame_type(request_frame(body)))
+    request = decode(frame_type(request_frame(body)))
     assert request.body == body
 
 
 def test_null_client_id_decodes_as_none() -> None:
-    request = decode_request(request_frame(sample(request_type(3, 12)), client_id=None))
+    request = decode(request_frame(sample(request_type(3, 12)), client_id=None))
     assert request.client_id is None
 
 
 def test_api_versions_response_uses_header_v0_even_when_flexible() -> None:
-    request = decode_request(request_frame(sample(request_type(18, 3))))
+    request = decode(request_frame(sample(request_type(18, 3))))
     assert (request.request_header_version, request.response_header_version) == (2, 0)
     frame = encode_response(request, sample(response_type(18, 3)))
     # v0 header: the body's error code follows the correlation id directly.
@@ -324,14 +330,14 @@ def test_large_records_blob_comes_back_whole() -> None:
     body = dataclasses.replace(
         body, topic_data=(dataclasses.replace(topic, partition_data=(partition,)),)
     )
-    request = decode_request(request_frame(body))
+    request = decode(request_frame(body))
     assert request.body.topic_data[0].partition_data[0].records == blob
 
 
 def test_response_records_may_be_a_memoryview() -> None:
     # The broker hands out slices of segment data without copying them into bytes first.
     blob = b"batch-bytes" * 1000
-    request = decode_request(request_frame(sample(request_type(1, 12))))
+    request = decode(request_frame(sample(request_type(1, 12))))
     response = sample(response_type(1, 12))
     topic = response.responses[0]
 
@@ -347,7 +353,7 @@ def test_response_records_may_be_a_memoryview() -> None:
 
 
 def test_encode_response_refuses_a_body_of_another_version() -> None:
-    request = decode_request(request_frame(sample(request_type(3, 12))))
+    request = decode(request_frame(sample(request_type(3, 12))))
     with pytest.raises(TypeError):
         encode_response(request, sample(response_type(3, 11)))
 
@@ -361,18 +367,18 @@ def test_api_versions_newer_than_supported_gets_the_kip_511_answer() -> None:
         correlation_id=1234,
     )
     with pytest.raises(UnsupportedVersion) as raised:
-        decode_request(frame)
+        decode(frame)
     assert (raised.value.api_key, raised.value.api_version) == (18, 4)
     assert raised.value.correlation_id == 1234
 
-    answer = unsupported_api_versions_response(raised.value.correlation_id)
+    answer = unsupported_api_versions_response(raised.value.correlation_id, SERVED_VERSIONS)
     (size, correlation_id) = struct.unpack_from(">ii", answer)
     assert (size, correlation_id) == (len(answer) - 4, 1234)
     body, used = entity_reader(ApiVersionsResponseV0)(answer, 8)  # header v0: no tags
     assert 8 + used == len(answer)
     assert body.error_code == ErrorCode.unsupported_version == 35
     ranges = {v.api_key: (v.min_version, v.max_version) for v in body.api_keys}
-    assert ranges == SUPPORTED_VERSIONS
+    assert ranges == SERVED_VERSIONS
     assert ranges[18] == (0, 3)
 
 
@@ -380,7 +386,7 @@ def test_version_below_the_minimum_is_unsupported() -> None:
     frame = request_frame(sample(request_type(0, 3)))
     frame = frame[:2] + struct.pack(">h", 2) + frame[4:]  # Produce v2: Kafka 4.x refuses it
     with pytest.raises(UnsupportedVersion) as raised:
-        decode_request(frame)
+        decode(frame)
     assert (raised.value.api_key, raised.value.api_version) == (0, 2)
 
 
@@ -388,23 +394,23 @@ def test_version_below_the_minimum_is_unsupported() -> None:
 def test_unknown_api_key_is_unsupported_and_only_the_fixed_header_is_read(api_key: int) -> None:
     frame = struct.pack(">hhi", api_key, 0, 99) + b"\xff\xff\xff garbage, not a header"
     with pytest.raises(UnsupportedVersion) as raised:
-        decode_request(frame)
+        decode(frame)
     assert (raised.value.api_key, raised.value.api_version) == (api_key, 0)
     assert raised.value.correlation_id == 99
 
 
 def test_the_table_is_editable_at_run_time(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = request_frame(sample(request_type(18, 3)))
-    monkeypatch.setitem(SUPPORTED_VERSIONS, 18, (0, 2))
+    monkeypatch.setitem(SERVED_VERSIONS, 18, (0, 2))
     with pytest.raises(UnsupportedVersion):
-        decode_request(frame)
+        decode(frame)
 
 
 def test_version_kio_has_no_schema_for_is_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(SUPPORTED_VERSIONS, 0, (0, 9))
+    monkeypatch.setitem(SERVED_VERSIONS, 0, (0, 9))
     frame = struct.pack(">hhi", 0, 1, 5) + b"\x00\x00"
     with pytest.raises(UnsupportedVersion) as raised:
-        decode_request(frame)
+        decode(frame)
     assert raised.value.correlation_id == 5
 
 
@@ -421,7 +427,7 @@ def test_kio_native_reader_still_rejects_unknown_tags() -> None:
 @pytest.mark.parametrize(("api_key", "api_version"), FLEXIBLE_VERSIONS)
 def test_unknown_tagged_fields_are_skipped_at_every_level(api_key: int, api_version: int) -> None:
     body = sample(request_type(api_key, api_version))
-    request = decode_request(future_request_frame(body, correlation_id=11))
+    request = decode(future_request_frame(body, correlation_id=11))
     assert request.body == body
     assert (request.correlation_id, request.client_id) == (11, "future-client")
 
@@ -431,13 +437,13 @@ def test_unknown_tag_in_the_header_only_is_skipped() -> None:
     header = RequestHeaderV2(
         request_api_key=i16(1), request_api_version=i16(12), correlation_id=i32(3), client_id="c"
     )
-    request = decode_request(_serialise(to_future(header)) + _serialise(body))
+    request = decode(_serialise(to_future(header)) + _serialise(body))
     assert (request.correlation_id, request.client_id, request.body) == (3, "c", body)
 
 
 def test_unknown_tag_deep_in_a_produce_request_keeps_the_records() -> None:
     body = sample(request_type(0, 9))
-    request = decode_request(future_request_frame(body))
+    request = decode(future_request_frame(body))
     records = request.body.topic_data[0].partition_data[0].records
     assert records == body.topic_data[0].partition_data[0].records
 
@@ -448,11 +454,11 @@ def test_nullable_struct_with_unknown_tags(
 ) -> None:
     # DescribeTopicPartitions (75) is not served yet, but its request carries the only
     # nullable struct (KIP-893) in a request kio knows: the tolerant reader must handle it.
-    monkeypatch.setitem(SUPPORTED_VERSIONS, 75, (0, 0))
+    monkeypatch.setitem(SERVED_VERSIONS, 75, (0, 0))
     body = sample(request_type(75, 0))
     if cursor is None:
         body = dataclasses.replace(body, cursor=None)
-    request = decode_request(future_request_frame(body))
+    request = decode(future_request_frame(body))
     assert request.body == body
 
 
@@ -467,10 +473,10 @@ def test_unknown_tag_with_a_lying_length_is_malformed() -> None:
         # one tagged field: tag 4242 (varint 0x92 0x21), its length, 3 bytes of value
         return frame[:-1] + b"\x01\x92\x21" + bytes([length]) + b"abc"
 
-    assert decode_request(with_unknown_tag(3)).body == body
+    assert decode(with_unknown_tag(3)).body == body
     for length in (4, 50):
         with pytest.raises(MalformedRequest):
-            decode_request(with_unknown_tag(length))
+            decode(with_unknown_tag(length))
 
 
 def test_known_tag_whose_value_disagrees_with_its_length_is_malformed() -> None:
@@ -481,12 +487,12 @@ def test_known_tag_whose_value_disagrees_with_its_length_is_malformed() -> None:
     def with_cluster_id_tag(length: int, value: bytes) -> bytes:
         return frame[:-1] + b"\x01\x00" + bytes([length]) + value  # tag 0: ClusterId
 
-    request = decode_request(with_cluster_id_tag(3, b"\x03ab"))  # compact string "ab"
+    request = decode(with_cluster_id_tag(3, b"\x03ab"))  # compact string "ab"
     assert request.body == dataclasses.replace(body, cluster_id="ab")
     with pytest.raises(MalformedRequest):
-        decode_request(with_cluster_id_tag(5, b"\x03ab\x00\x00"))
+        decode(with_cluster_id_tag(5, b"\x03ab\x00\x00"))
     with pytest.raises(MalformedRequest):
-        decode_request(with_cluster_id_tag(2, b"\x03ab"))
+        decode(with_cluster_id_tag(2, b"\x03ab"))
 
 
 # -- malformed frames ----------------------------------------------------------------------
@@ -505,15 +511,15 @@ TRUNCATION_CASES = {
 @pytest.mark.parametrize("name", sorted(TRUNCATION_CASES))
 def test_every_truncation_is_malformed(name: str) -> None:
     frame = TRUNCATION_CASES[name]
-    decode_request(frame)  # whole, it decodes
+    decode(frame)  # whole, it decodes
     for cut in range(len(frame)):
         with pytest.raises(MalformedRequest):
-            decode_request(frame[:cut])
+            decode(frame[:cut])
 
 
 def test_frame_shorter_than_the_fixed_header_is_malformed_without_ids() -> None:
     with pytest.raises(MalformedRequest) as raised:
-        decode_request(b"\x00\x12\x00\x03\x00\x00")
+        decode(b"\x00\x12\x00\x03\x00\x00")
     assert raised.value.api_key is None and raised.value.correlation_id is None
 
 
@@ -521,10 +527,10 @@ def test_bytes_left_over_after_the_body_are_ignored_as_kafka_does() -> None:
     # librdkafka 2.16's all-topics Metadata v12 request, as it sent it (three bytes after the
     # body's end), then the ApiVersions fixture with one more byte.
     metadata = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
-    request = decode_request(metadata)
+    request = decode(metadata)
     assert (request.api_key, request.api_version, request.correlation_id) == (3, 12, 3)
     assert request.body.topics is None  # type: ignore[attr-defined]
-    assert decode_request(RDKAFKA_API_VERSIONS_V3 + b"\x00").correlation_id == 1
+    assert decode(RDKAFKA_API_VERSIONS_V3 + b"\x00").correlation_id == 1
 
 
 def test_invalid_utf8_is_malformed() -> None:
@@ -534,7 +540,7 @@ def test_invalid_utf8_is_malformed() -> None:
     in_body[-3] = 0xC3  # last string's last character: a lone UTF-8 lead byte
     for frame in (in_client_id, in_body):
         with pytest.raises(MalformedRequest):
-            decode_request(bytes(frame))
+            decode(bytes(frame))
 
 
 def test_garbage_lengths_are_malformed() -> None:
@@ -546,11 +552,11 @@ def test_garbage_lengths_are_malformed() -> None:
     ]
     for frame in cases:
         with pytest.raises(MalformedRequest):
-            decode_request(frame)
+            decode(frame)
     # Kafka reads any negative client id length as null; kio refuses all but -1.
     with pytest.raises(MalformedRequest):
-        decode_request(struct.pack(">hhi", 3, 4, 1) + b"\xff\xfe" + b"\xff\xff\xff\xff\x00")
-    assert decode_request(header + b"\xff\xff\xff\xff\x00").body.topics is None
+        decode(struct.pack(">hhi", 3, 4, 1) + b"\xff\xfe" + b"\xff\xff\xff\xff\x00")
+    assert decode(header + b"\xff\xff\xff\xff\x00").body.topics is None
 
 
 def test_huge_array_counts_are_malformed_not_a_crash() -> None:
@@ -571,7 +577,7 @@ def test_huge_array_counts_are_malformed_not_a_crash() -> None:
     ]
     for frame in cases:
         with pytest.raises(MalformedRequest):
-            decode_request(frame)
+            decode(frame)
 
 
 # -- fuzzing -------------------------------------------------------------------------------
@@ -579,17 +585,17 @@ def test_huge_array_counts_are_malformed_not_a_crash() -> None:
 
 def _decode_or_refuse(frame: bytes) -> None:
     try:
-        request = decode_request(frame)
+        request = decode(frame)
     except (MalformedRequest, UnsupportedVersion):
         return
     assert isinstance(request, KafkaRequest)
 
 
-@pytest.mark.parametrize("api_key", sorted(SUPPORTED_VERSIONS))
+@pytest.mark.parametrize("api_key", sorted(SERVED_VERSIONS))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_bytes_after_a_valid_header(api_key: int, data: st.DataObject) -> None:
-    low, high = SUPPORTED_VERSIONS[api_key]
+    low, high = SERVED_VERSIONS[api_key]
     version = data.draw(st.integers(low - 1, high + 1))
     header = struct.pack(">hhi", api_key, version, 1) + b"\x00\x01c"
     if low <= version <= high and request_type(api_key, version).__flexible__:
@@ -597,11 +603,11 @@ def test_random_bytes_after_a_valid_header(api_key: int, data: st.DataObject) ->
     _decode_or_refuse(header + data.draw(st.binary(max_size=120)))
 
 
-@pytest.mark.parametrize("api_key", sorted(SUPPORTED_VERSIONS))
+@pytest.mark.parametrize("api_key", sorted(SERVED_VERSIONS))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_real_requests(api_key: int, data: st.DataObject) -> None:
-    low, high = SUPPORTED_VERSIONS[api_key]
+    low, high = SERVED_VERSIONS[api_key]
     version = data.draw(st.integers(low, high))
     body = sample(request_type(api_key, version))
     frame = bytearray(
@@ -619,7 +625,7 @@ def test_mutated_real_requests(api_key: int, data: st.DataObject) -> None:
 
 
 def test_librdkafka_api_versions_v3_request_decodes() -> None:
-    request = decode_request(RDKAFKA_API_VERSIONS_V3)
+    request = decode(RDKAFKA_API_VERSIONS_V3)
     assert (request.api_key, request.api_version, request.correlation_id) == (18, 3, 1)
     assert request.client_id == "rdkafka-fixture"
     assert request.body.client_software_name == "confluent-kafka-python"
@@ -628,14 +634,14 @@ def test_librdkafka_api_versions_v3_request_decodes() -> None:
 
 
 def test_librdkafka_retry_after_the_kip_511_answer_decodes() -> None:
-    request = decode_request(RDKAFKA_API_VERSIONS_V0)
+    request = decode(RDKAFKA_API_VERSIONS_V0)
     assert (request.api_key, request.api_version, request.correlation_id) == (18, 0, 2)
     assert request.client_id == "rdkafka-fixture"
     assert request.request_header_version == 1
 
 
 def test_librdkafka_metadata_v12_request_decodes() -> None:
-    request = decode_request(RDKAFKA_METADATA_V12)
+    request = decode(RDKAFKA_METADATA_V12)
     assert (request.api_key, request.api_version, request.correlation_id) == (3, 12, 3)
     assert request.body.topics == ()  # librdkafka's bootstrap asks for brokers, no topics
     assert request.body.allow_auto_topic_creation is False
@@ -643,7 +649,7 @@ def test_librdkafka_metadata_v12_request_decodes() -> None:
 
 def test_kio_reads_the_librdkafka_requests_the_same() -> None:
     for frame in (RDKAFKA_API_VERSIONS_V3, RDKAFKA_API_VERSIONS_V0, RDKAFKA_METADATA_V12):
-        request = decode_request(frame)
+        request = decode(frame)
         offset = len(frame) - len(_serialise(request.body))
         assert entity_reader(type(request.body))(frame, offset) == (
             request.body,
@@ -655,7 +661,7 @@ def test_v1_header_is_used_for_non_flexible_versions() -> None:
     frame = request_frame(sample(request_type(3, 8)))
     header, used = entity_reader(RequestHeaderV1)(frame, 0)
     assert header.request_api_version == 8
-    assert decode_request(frame).request_header_version == 1
+    assert decode(frame).request_header_version == 1
     assert used == 2 + 2 + 4 + 2 + len("test-client")
 
 
@@ -663,11 +669,13 @@ def test_loading_a_versions_codecs_marks_it_loaded_and_other_versions_need_none(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(codec, "_loaded", set())
-    low, high = codec.SUPPORTED_VERSIONS[3]  # Metadata
-    assert not codec.codecs_loaded(3, high)
-    codec.load_codecs(3, high)
-    assert codec.codecs_loaded(3, high) and not codec.codecs_loaded(3, low)
+    low, high = SERVED_VERSIONS[3]  # Metadata
+    assert not codec.codecs_loaded(3, high, SERVED_VERSIONS)
+    codec.load_codecs(3, high, SERVED_VERSIONS)
+    assert codec.codecs_loaded(3, high, SERVED_VERSIONS)
+    assert not codec.codecs_loaded(3, low, SERVED_VERSIONS)
     # Nothing to load for what the broker does not serve: decode_request refuses it.
-    assert codec.codecs_loaded(3, high + 1) and codec.codecs_loaded(9999, 0)
+    assert codec.codecs_loaded(3, high + 1, SERVED_VERSIONS)
+    assert codec.codecs_loaded(9999, 0, SERVED_VERSIONS)
     assert codec.request_api(struct.pack(">hhi", 3, high, 1)) == (3, high)
     assert codec.request_api(b"\x00\x03\x00") is None

@@ -12,18 +12,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.protocol.kafka.codec import (
-    SUPPORTED_VERSIONS,
-)
 from minikafka.protocol.kafka.fetch_response import (
     FetchPartitionData,
     FetchTopicData,
     encode_fetch_response,
 )
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from tests.unit.test_kafka_codec import kio_response_frame, parse_response
 
 FETCH = 1
-VERSIONS = range(SUPPORTED_VERSIONS[FETCH][0], SUPPORTED_VERSIONS[FETCH][1] + 1)
+VERSIONS = range(SERVED_VERSIONS[FETCH][0], SERVED_VERSIONS[FETCH][1] + 1)
 
 
 def kio_frame(version: int, correlation_id: int, error: int, session: int, topics: Any) -> bytes:

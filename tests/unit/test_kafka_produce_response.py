@@ -11,18 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.protocol.kafka.codec import (
-    SUPPORTED_VERSIONS,
-)
 from minikafka.protocol.kafka.produce_response import (
     ProducePartitionData,
     ProduceTopicData,
     encode_produce_response,
 )
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from tests.unit.test_kafka_codec import kio_response_frame, parse_response
 
 PRODUCE = 0
-VERSIONS = range(SUPPORTED_VERSIONS[PRODUCE][0], SUPPORTED_VERSIONS[PRODUCE][1] + 1)
+VERSIONS = range(SERVED_VERSIONS[PRODUCE][0], SERVED_VERSIONS[PRODUCE][1] + 1)
 
 
 def kio_frame(version: int, correlation_id: int, topics: list[ProduceTopicData]) -> bytes:

@@ -8,9 +8,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.protocol.kafka.codec import SUPPORTED_VERSIONS, request_type
+from minikafka.protocol.kafka.codec import request_type
 from minikafka.rpc import messages as m
 from minikafka.rpc.framing import RequestHeader, encode_request
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from minikafka.server.network import is_minikafka_rpc
 from minikafka.storage.record_batch import build_batch
 from tests.kafka_protocol.wire import request_frame
@@ -22,7 +23,7 @@ RPC_REQUESTS = [
     m.ProduceRequest(-1, 1000, [m.ProduceTopic("t", [m.ProducePartition(0, build_batch([b"x"]))])]),
     m.FetchRequest(1, 500, 1, 1 << 20, [m.FetchTopic("t", [m.FetchPartition(0, 0, 1 << 20)])]),
 ]
-KAFKA_VERSIONS = [(k, v) for k, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]
+KAFKA_VERSIONS = [(k, v) for k, (lo, hi) in SERVED_VERSIONS.items() for v in range(lo, hi + 1)]
 
 
 def frame_body(chunks: list[object]) -> bytes:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any, Final, cast
@@ -55,10 +55,10 @@ from kio.static.primitive import i16
 from kio.static.protocol import Entity, RequestPayload, ResponsePayload
 
 __all__ = [
-    "SUPPORTED_VERSIONS",
     "KafkaCodecError",
     "KafkaRequest",
     "MalformedRequest",
+    "ServedVersions",
     "UnsupportedVersion",
     "codecs_loaded",
     "decode_request",
@@ -72,39 +72,10 @@ __all__ = [
 
 API_VERSIONS_KEY: Final = 18
 
-# api key -> (min, max) version the broker serves. Every version here must have kio 0.6.5
-# schemas (tests/unit/test_kafka_codec.py checks it). The minimums are Kafka 4.x's (KIP-896
-# made Kafka 2.1's protocol the baseline): Produce < 3, Fetch < 4, ListOffsets < 1,
-# CreateTopics < 2, DeleteTopics < 1, OffsetForLeaderEpoch < 2 and DescribeConfigs < 1 are
-# refused, and kio has no schemas for them either. Metadata, CreatePartitions, InitProducerId,
-# IncrementalAlterConfigs, DescribeCluster and ApiVersions keep their v0.
-SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
-    0: (3, 13),  # Produce
-    1: (4, 17),  # Fetch
-    2: (1, 7),  # ListOffsets
-    3: (0, 13),  # Metadata
-    8: (2, 9),  # OffsetCommit (v10 names topics by id: not yet)
-    9: (1, 9),  # OffsetFetch (likewise v10)
-    10: (0, 4),  # FindCoordinator
-    11: (0, 9),  # JoinGroup
-    12: (0, 4),  # Heartbeat
-    13: (0, 5),  # LeaveGroup
-    14: (0, 5),  # SyncGroup
-    15: (0, 5),  # DescribeGroups
-    16: (0, 5),  # ListGroups
-    18: (0, 3),  # ApiVersions
-    19: (2, 7),  # CreateTopics
-    20: (1, 6),  # DeleteTopics
-    22: (0, 4),  # InitProducerId
-    23: (2, 4),  # OffsetForLeaderEpoch
-    32: (1, 4),  # DescribeConfigs
-    33: (0, 2),  # AlterConfigs (the non-incremental one)
-    37: (0, 3),  # CreatePartitions
-    42: (0, 2),  # DeleteGroups
-    44: (0, 1),  # IncrementalAlterConfigs
-    47: (0, 0),  # OffsetDelete
-    60: (0, 1),  # DescribeCluster
-}
+# api key -> (min, max): the versions a broker serves, which it passes in (the Kafka API
+# layer's registry, server/kafka_api/registry.py). Every version served must have kio
+# 0.6.5 schemas.
+ServedVersions = Mapping[int, tuple[int, int]]
 
 _FIXED_HEADER: Final = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _SIZE: Final = struct.Struct(">i")
@@ -119,7 +90,7 @@ class KafkaCodecError(Exception):
 
 
 class UnsupportedVersion(KafkaCodecError):
-    """Unknown api key, or a version outside SUPPORTED_VERSIONS (or kio's schemas).
+    """Unknown api key, or a version the broker does not serve (or kio has no schema for).
 
     Only the fixed header fields were parsed. An ApiVersions request is answered with
     `unsupported_api_versions_response` (KIP-511); Kafka closes the connection for others.
@@ -208,8 +179,9 @@ def _request_codec(api_key: int, api_version: int) -> _RequestCodec:
     )
 
 
-def decode_request(frame: bytes | bytearray | memoryview) -> KafkaRequest:
-    """Decode one request frame, given without its 4-byte size prefix.
+def decode_request(frame: bytes | bytearray | memoryview, served: ServedVersions) -> KafkaRequest:
+    """Decode one request frame, given without its 4-byte size prefix, of a version in
+    `served`.
 
     Raises UnsupportedVersion (the header's fixed fields parsed, the rest not) or
     MalformedRequest; nothing else.
@@ -223,7 +195,7 @@ def decode_request(frame: bytes | bytearray | memoryview) -> KafkaRequest:
     if size < _FIXED_HEADER.size:
         raise MalformedRequest(f"frame of {size} bytes is shorter than a request header")
     api_key, api_version, correlation_id = _FIXED_HEADER.unpack_from(buffer)
-    supported = SUPPORTED_VERSIONS.get(api_key)
+    supported = served.get(api_key)
     if supported is None or not supported[0] <= api_version <= supported[1]:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
     try:
@@ -433,10 +405,10 @@ def request_api(frame: bytes | bytearray | memoryview) -> tuple[int, int] | None
     return api_key, api_version
 
 
-def codecs_loaded(api_key: int, api_version: int) -> bool:
+def codecs_loaded(api_key: int, api_version: int, served: ServedVersions) -> bool:
     """Whether decoding and answering this version needs no more loading (also for a
     version the broker does not serve: nothing to load)."""
-    supported = SUPPORTED_VERSIONS.get(api_key)
+    supported = served.get(api_key)
     return (
         supported is None
         or not supported[0] <= api_version <= supported[1]
@@ -444,10 +416,10 @@ def codecs_loaded(api_key: int, api_version: int) -> bool:
     )
 
 
-def load_codecs(api_key: int, api_version: int) -> None:
+def load_codecs(api_key: int, api_version: int, served: ServedVersions) -> None:
     """Import kio's schemas of a version the broker serves and build its request reader and
     response writer (thread-safe: at worst two threads build the same one)."""
-    if codecs_loaded(api_key, api_version):
+    if codecs_loaded(api_key, api_version, served):
         return
     try:
         _request_codec(api_key, api_version)
@@ -480,18 +452,13 @@ def encode_response(request: KafkaRequest, body: object) -> bytes:
     return out.getvalue()
 
 
-def unsupported_api_versions_response(
-    correlation_id: int, ranges: dict[int, tuple[int, int]] | None = None
-) -> bytes:
+def unsupported_api_versions_response(correlation_id: int, ranges: ServedVersions) -> bytes:
     """The whole frame answering an ApiVersions request newer than the broker serves.
 
     KIP-511: an ApiVersions v0 response (header v0) with UNSUPPORTED_VERSION and the
-    ranges the broker serves (`ranges`, default SUPPORTED_VERSIONS), so the client retries
-    with the highest version it shares. (Kafka lists only ApiVersions' own range here;
-    listing all is equally valid v0.)
+    ranges the broker serves (`ranges`), so the client retries with the highest version it
+    shares. (Kafka lists only ApiVersions' own range here; listing all is equally valid v0.)
     """
-    if ranges is None:
-        ranges = SUPPORTED_VERSIONS
     body = ApiVersionsResponseV0(
         error_code=ErrorCode.unsupported_version,
         api_keys=tuple(

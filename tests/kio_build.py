@@ -1,12 +1,10 @@
-"""Build kio entities of any version from one plain description.
+"""Tests' kio entities of any version from one plain description.
 
-kio has one class per message version (Metadata v0 ... v12 are thirteen classes, each with
-the fields its version has). The broker's adapters describe a response once, as nested
-dicts and lists with plain values (ints for error codes, milliseconds for durations and
-times), and `build` makes the entity of the version a client asked for: fields the
-version lacks are dropped, fields it has but the description leaves out take their schema
-defaults, nested entities are built recursively. `field_or` reads a request's field that
-older versions lack.
+kio has one class per message version. A test describes a response once, as nested dicts
+and lists with plain values (ints for error codes, milliseconds for durations and times),
+and `build` makes the entity of a version: fields the version lacks are dropped, fields it
+has but the description leaves out take their schema defaults. (The broker's own
+conversion, server/kafka_api/model.py, is strict instead.)
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import functools
 import types
 import typing
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from typing import Any, TypeVar, cast
 
@@ -95,23 +93,3 @@ def _convert(f: _Field, value: Any) -> Any:
     if isinstance(value, list):
         return tuple(value)
     return value
-
-
-def field_or(entity: object, name: str, default: Any) -> Any:
-    """A request's field, or `default` for versions without it."""
-    return getattr(entity, name, default)
-
-
-def millis(value: datetime.timedelta | datetime.datetime | int | None, default: int = -1) -> int:
-    """A kio duration or time as Kafka's milliseconds (None: `default`)."""
-    if value is None:
-        return default
-    if isinstance(value, datetime.timedelta):
-        return int(value / datetime.timedelta(milliseconds=1))
-    if isinstance(value, datetime.datetime):
-        return int((value - _EPOCH) / datetime.timedelta(milliseconds=1))
-    return int(value)
-
-
-def as_list(value: Sequence[E] | None) -> list[E]:
-    return [] if value is None else list(value)

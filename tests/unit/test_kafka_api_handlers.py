@@ -1,4 +1,4 @@
-"""The Kafka-protocol adapter (server/kafka_protocol_apis.py) for every version it serves:
+"""The Kafka API handlers (server/kafka_api/) for every version they serve:
 a request of that version (every field set, from kio's schema) goes in, and the response
 frame that comes out decodes with kio as that version's response, with the values the
 broker's own answer held. The broker behind is a fake returning canned answers: what is
@@ -33,7 +33,7 @@ from minikafka.protocol.errors import (
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.rpc import messages as m
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
-from minikafka.server.kafka_protocol_apis import KafkaProtocolApis
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS, KafkaApiHandler
 from minikafka.zk.client import ZkError
 from tests.unit.test_kafka_codec import parse_response, sample
 
@@ -229,13 +229,13 @@ class FakeApis:
         )
 
 
-SERVED = KafkaProtocolApis(FakeApis(), "PLAINTEXT").versions  # type: ignore[arg-type]
+SERVED = SERVED_VERSIONS
 ALL = [(k, v) for k, (lo, hi) in SERVED.items() for v in range(lo, hi + 1)]
 
 
 def run(body: Any, fake: FakeApis | None = None) -> tuple[Any, FakeApis]:
     fake = fake or FakeApis()
-    apis = KafkaProtocolApis(fake, "EXTERNAL")  # type: ignore[arg-type]
+    apis = KafkaApiHandler(fake, "EXTERNAL")  # type: ignore[arg-type]
     key, version = body.__api_key__, body.__version__
     request = KafkaRequest(
         api_key=key,

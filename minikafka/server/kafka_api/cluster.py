@@ -1,0 +1,68 @@
+"""ApiVersions and DescribeCluster: what this broker serves, and which brokers there are."""
+
+from __future__ import annotations
+
+from minikafka.protocol.errors import ErrorCode
+from minikafka.rpc import messages as m
+from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.server.kafka_api.models.cluster import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    DescribeClusterBroker,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
+from minikafka.server.kafka_apis import KafkaApis
+
+API_VERSIONS, DESCRIBE_CLUSTER = 18, 60
+BROKER_ENDPOINTS = 1  # DescribeCluster's endpoint type for brokers (KIP-919)
+
+
+class ClusterApis(ApiFamily):
+    def __init__(self, apis: KafkaApis, served: dict[int, tuple[int, int]]) -> None:
+        self.apis = apis
+        self.served = served  # registry.served_versions of every family
+
+    @api(API_VERSIONS, "ApiVersions", versions=(0, 3))
+    async def api_versions(
+        self, req: ApiVersionsRequest, ctx: RequestContext
+    ) -> ApiVersionsResponse:
+        return ApiVersionsResponse(
+            error_code=ErrorCode.NONE,
+            api_keys=tuple(
+                ApiVersion(api_key=key, min_version=low, max_version=high)
+                for key, (low, high) in self.served.items()
+            ),
+        )
+
+    @api(DESCRIBE_CLUSTER, "DescribeCluster", versions=(0, 1))
+    async def describe_cluster(
+        self, req: DescribeClusterRequest, ctx: RequestContext
+    ) -> DescribeClusterResponse:
+        meta = await self.apis.handle_metadata(m.MetadataRequest([], False), ctx.listener)
+        cluster_id = self.apis.cluster_id or ""
+        # v1 may ask for the controllers (KIP-919): a ZooKeeper-era cluster has no quorum
+        # controllers to list, and Kafka's ZooKeeper brokers refuse it the same way.
+        if req.endpoint_type != BROKER_ENDPOINTS:
+            return DescribeClusterResponse(
+                error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+                error_message="only brokers (endpoint type 1) can be described",
+                endpoint_type=req.endpoint_type,
+                cluster_id=cluster_id,
+                brokers=(),
+            )
+        return DescribeClusterResponse(
+            error_code=ErrorCode.NONE,
+            endpoint_type=BROKER_ENDPOINTS,
+            cluster_id=cluster_id,
+            controller_id=meta.controller_id,
+            cluster_authorized_operations=authorized_operations(
+                ResourceType.CLUSTER, req.include_cluster_authorized_operations
+            ),
+            brokers=tuple(
+                DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                for b in meta.brokers
+            ),
+        )

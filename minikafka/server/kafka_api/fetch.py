@@ -1,0 +1,127 @@
+"""Fetch, as consumers send it (followers replicate over the inter-broker RPC).
+
+The response is written by hand (protocol/kafka/fetch_response.py): the log's record
+batches go out as it hands them over, file regions sent with sendfile (zero-copy, as
+Kafka's)."""
+
+from __future__ import annotations
+
+import uuid
+
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.kafka.fetch_response import (
+    FetchPartitionData,
+    FetchTopicData,
+    encode_fetch_response,
+)
+from minikafka.rpc import messages as m
+from minikafka.server.kafka_api.models.fetch import FetchRequest, FetchTopic
+from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
+from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
+from minikafka.server.kafka_apis import KafkaApis
+
+FETCH = 1
+
+# Consumers send replica id -1; anything else on a client listener is refused (followers
+# replicate over the inter-broker RPC).
+CONSUMER_REPLICA_ID = m.CONSUMER_REPLICA_ID
+
+
+class FetchApis(ApiFamily):
+    def __init__(self, apis: KafkaApis) -> None:
+        self.apis = apis
+
+    @api(FETCH, "Fetch", versions=(4, 17))
+    async def fetch(self, req: FetchRequest, ctx: RequestContext) -> EncodedResponse:
+        error_code, session_id, topics = await self._fetch(ctx.api_version, req)
+        return EncodedResponse(
+            encode_fetch_response(
+                ctx.api_version, ctx.correlation_id, error_code, session_id, topics
+            )
+        )
+
+    async def _fetch(
+        self, version: int, req: FetchRequest
+    ) -> tuple[int, int, list[FetchTopicData]]:
+        """(error code, session id, topics) of the response."""
+        # v15+ (KIP-903) send it in replica_state.
+        replica_id = req.replica_id if req.replica_state is None else req.replica_state.replica_id
+        if replica_id != CONSUMER_REPLICA_ID:
+            return 0, 0, [_fetch_topic_error(t, ErrorCode.INVALID_REQUEST) for t in req.topics]
+        cache = self.apis.cache
+        # v13+ name topics by id (KIP-516): each id is resolved to its topic here, and an id
+        # no topic has is answered UNKNOWN_TOPIC_ID (the fetch session never sees it).
+        known: list[tuple[str, FetchTopic]] = []
+        unknown: list[FetchTopic] = []
+        ids: dict[str, uuid.UUID] = {}
+        for t in req.topics:
+            name = t.topic if version < 13 else topic_named(cache, t.topic_id)
+            if name is None:
+                unknown.append(t)
+                continue
+            known.append((name, t))
+            if version >= 13 and t.topic_id is not None:
+                ids[name] = t.topic_id
+        forgotten: list[m.ForgottenTopic] = []
+        for f in req.forgotten_topics_data:
+            forgotten_name = f.topic if version < 13 else topic_named(cache, f.topic_id)
+            if forgotten_name is not None:
+                forgotten.append(m.ForgottenTopic(forgotten_name, list(f.partitions)))
+        internal = m.FetchRequest(
+            replica_id=CONSUMER_REPLICA_ID,
+            max_wait_ms=req.max_wait,
+            min_bytes=req.min_bytes,
+            max_bytes=req.max_bytes,
+            topics=[
+                m.FetchTopic(
+                    name,
+                    [
+                        m.FetchPartition(
+                            p.partition,
+                            p.fetch_offset,
+                            p.partition_max_bytes,
+                            p.current_leader_epoch,
+                            p.log_start_offset,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for name, t in known
+            ],
+            # Before v7 (no sessions) the model's defaults are Kafka's: no session, a
+            # sessionless full fetch.
+            session_id=req.session_id,
+            session_epoch=req.session_epoch,
+            forgotten_topics=forgotten,
+        )
+        resp = await self.apis.handle_fetch(internal)
+        topics = [
+            FetchTopicData(
+                t.name,
+                ids.get(t.name) or topic_uuid(cache, t.name),
+                [
+                    FetchPartitionData(
+                        p.partition,
+                        p.error_code,
+                        p.high_watermark,
+                        p.log_start_offset,
+                        # Empty, never null, records on an error, as Kafka's MemoryRecords.EMPTY:
+                        # librdkafka fails to parse a null record set.
+                        b"" if p.records is None else p.records,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in resp.topics
+        ]
+        topics += [_fetch_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
+        return resp.error_code, resp.session_id, topics
+
+
+def _fetch_topic_error(t: FetchTopic, code: int) -> FetchTopicData:
+    """Every partition of a request's fetch topic (any version) answered `code`."""
+    return FetchTopicData(
+        t.topic,
+        t.topic_id or ZERO_UUID,
+        [FetchPartitionData(p.partition, int(code), -1, -1, b"") for p in t.partitions],
+    )

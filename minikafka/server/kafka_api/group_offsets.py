@@ -1,0 +1,207 @@
+"""A group's committed offsets: OffsetCommit, OffsetFetch and OffsetDelete (kept by the
+group coordinator in `__consumer_offsets`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from minikafka.common import TopicPartition
+from minikafka.coordinator.group.offsets_topic import OffsetCommitValue
+from minikafka.protocol.errors import ErrorCode
+from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
+from minikafka.server.kafka_api.groups import group_coordinator
+from minikafka.server.kafka_api.models.group_offsets import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
+from minikafka.server.kafka_apis import KafkaApis
+
+E = ErrorCode
+OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
+
+# One group's fetched offsets: its error and each topic's (partition, offset or None, error).
+_Fetched = tuple[ErrorCode, dict[str, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]
+
+
+class GroupOffsetApis(ApiFamily):
+    def __init__(self, apis: KafkaApis) -> None:
+        self.apis = apis
+
+    @property
+    def groups(self) -> GroupCoordinatorAdapter:
+        return group_coordinator(self.apis)
+
+    @api(OFFSET_COMMIT, "OffsetCommit", versions=(2, 9))
+    async def offset_commit(
+        self, req: OffsetCommitRequest, ctx: RequestContext
+    ) -> OffsetCommitResponse:
+        now = self.apis.now_ms()
+        retention = req.retention_time  # -1 (the broker's offsets.retention) from v5 on
+        errors: dict[TopicPartition, ErrorCode] = {}
+        offsets: dict[TopicPartition, OffsetCommitValue] = {}
+        cache = self.apis.cache
+        for t in req.topics:
+            count = cache.partition_count(t.name)
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if p.partition_index < 0 or p.partition_index >= count:
+                    errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                offsets[tp] = OffsetCommitValue(
+                    offset=p.committed_offset,
+                    leader_epoch=p.committed_leader_epoch,
+                    metadata=p.committed_metadata or "",
+                    commit_timestamp=now,
+                    expire_timestamp=now + retention if retention >= 0 else -1,
+                )
+        if offsets:
+            errors.update(
+                await self.groups.commit_offsets(
+                    req.group_id,
+                    req.member_id,
+                    req.group_instance_id,
+                    req.generation_id_or_member_epoch,
+                    offsets,
+                )
+            )
+        return OffsetCommitResponse(
+            topics=tuple(
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    partitions=tuple(
+                        OffsetCommitResponsePartition(
+                            partition_index=p.partition_index,
+                            error_code=errors[TopicPartition(t.name, p.partition_index)],
+                        )
+                        for p in t.partitions
+                    ),
+                )
+                for t in req.topics
+            )
+        )
+
+    @api(OFFSET_FETCH, "OffsetFetch", versions=(1, 9))
+    async def offset_fetch(
+        self, req: OffsetFetchRequest, ctx: RequestContext
+    ) -> OffsetFetchResponse:
+        version = ctx.api_version
+        if version >= 8:
+            return OffsetFetchResponse(
+                groups=tuple(
+                    _group_v8(g.group_id, self._fetch_group(g.group_id, g.topics, version))
+                    for g in req.groups
+                )
+            )
+        error, by_topic = self._fetch_group(req.group_id, req.topics, version)
+        return OffsetFetchResponse(
+            error_code=error,
+            topics=tuple(
+                OffsetFetchResponseTopic(
+                    name=name,
+                    partitions=tuple(
+                        OffsetFetchResponsePartition(
+                            partition_index=partition,
+                            committed_offset=-1 if value is None else value.offset,
+                            committed_leader_epoch=-1 if value is None else value.leader_epoch,
+                            metadata="" if value is None else value.metadata,
+                            error_code=code,
+                        )
+                        for partition, value, code in parts
+                    ),
+                )
+                for name, parts in by_topic.items()
+            ),
+        )
+
+    def _fetch_group(
+        self,
+        group_id: str,
+        topics: Sequence[OffsetFetchRequestTopic] | Sequence[OffsetFetchRequestTopics] | None,
+        version: int,
+    ) -> _Fetched:
+        asked = (
+            None
+            if topics is None
+            else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+        )
+        error, offsets = self.groups.core.fetch_offsets(group_id, asked)
+        by_topic: dict[str, list[tuple[int, OffsetCommitValue | None, ErrorCode]]] = {}
+        if error != E.NONE and asked is not None and version < 2:
+            # v0-1 have no group-level error: every partition carries it.
+            for tp in asked:
+                by_topic.setdefault(tp.topic, []).append((tp.partition, None, error))
+        else:
+            for tp, value in offsets.items():
+                by_topic.setdefault(tp.topic, []).append((tp.partition, value, E.NONE))
+        return error, by_topic
+
+    @api(OFFSET_DELETE, "OffsetDelete", versions=(0, 0))
+    async def offset_delete(
+        self, req: OffsetDeleteRequest, ctx: RequestContext
+    ) -> OffsetDeleteResponse:
+        asked = [
+            TopicPartition(t.name, p.partition_index) for t in req.topics for p in t.partitions
+        ]
+        top, per_partition = await self.groups.delete_offsets(req.group_id, asked)
+        cache = self.apis.cache
+        for tp in asked:
+            if tp.partition >= cache.partition_count(tp.topic) and top == E.NONE:
+                per_partition[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
+        by_topic: dict[str, list[OffsetDeleteResponsePartition]] = {}
+        if top == E.NONE:
+            for tp in asked:
+                by_topic.setdefault(tp.topic, []).append(
+                    OffsetDeleteResponsePartition(
+                        partition_index=tp.partition, error_code=per_partition.get(tp, E.NONE)
+                    )
+                )
+        return OffsetDeleteResponse(
+            error_code=top,
+            topics=tuple(
+                OffsetDeleteResponseTopic(name=name, partitions=tuple(parts))
+                for name, parts in by_topic.items()
+            ),
+        )
+
+
+def _group_v8(group_id: str, fetched: _Fetched) -> OffsetFetchResponseGroup:
+    error, by_topic = fetched
+    return OffsetFetchResponseGroup(
+        group_id=group_id,
+        error_code=error,
+        topics=tuple(
+            OffsetFetchResponseTopics(name=name, partitions=_partitions_v8(parts))
+            for name, parts in by_topic.items()
+        ),
+    )
+
+
+def _partitions_v8(
+    parts: Iterable[tuple[int, OffsetCommitValue | None, ErrorCode]],
+) -> tuple[OffsetFetchResponsePartitions, ...]:
+    return tuple(
+        OffsetFetchResponsePartitions(
+            partition_index=partition,
+            committed_offset=-1 if value is None else value.offset,
+            committed_leader_epoch=-1 if value is None else value.leader_epoch,
+            metadata="" if value is None else value.metadata,
+            error_code=code,
+        )
+        for partition, value, code in parts
+    )

@@ -1,0 +1,1 @@
+"""The request and response models of each API family (see ../model.py)."""

@@ -1,0 +1,95 @@
+"""Produce: record batches in, as the client sent them (validated, stored as sent).
+
+The response is written by hand (protocol/kafka/produce_response.py): kio's writer is too
+slow for every produce."""
+
+from __future__ import annotations
+
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.kafka.produce_response import (
+    ProducePartitionData,
+    ProduceTopicData,
+    encode_produce_response,
+)
+from minikafka.rpc import messages as m
+from minikafka.server.kafka_api.models.produce import ProduceRequest, TopicProduceData
+from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
+from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
+from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.network import NO_RESPONSE
+
+PRODUCE = 0
+
+
+class ProduceApis(ApiFamily):
+    def __init__(self, apis: KafkaApis) -> None:
+        self.apis = apis
+
+    @api(PRODUCE, "Produce", versions=(3, 13))
+    async def produce(self, req: ProduceRequest, ctx: RequestContext) -> EncodedResponse | None:
+        """None when no response is sent (acks=0)."""
+        topics = await self._produce(ctx.api_version, req)
+        if topics is None:
+            return None
+        return EncodedResponse(
+            [encode_produce_response(ctx.api_version, ctx.correlation_id, topics)]
+        )
+
+    async def _produce(self, version: int, req: ProduceRequest) -> list[ProduceTopicData] | None:
+        if req.transactional_id is not None:
+            # No transactions here: Kafka answers a broker without them the same way.
+            return _produce_error(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        cache = self.apis.cache
+        # v13 names topics by id (KIP-516); an id no topic has is UNKNOWN_TOPIC_ID.
+        topics: list[m.ProduceTopic] = []
+        unknown: list[TopicProduceData] = []
+        for t in req.topic_data:
+            name = t.name if version < 13 else topic_named(cache, t.topic_id)
+            if name is None:
+                unknown.append(t)
+                continue
+            topics.append(
+                m.ProduceTopic(
+                    name, [m.ProducePartition(p.index, p.records) for p in t.partition_data]
+                )
+            )
+        try:
+            resp = await self.apis.handle_produce(m.ProduceRequest(req.acks, req.timeout, topics))
+        except KafkaError as e:
+            return _produce_error(req, e.code)
+        if resp is NO_RESPONSE or req.acks == 0:
+            return None
+        return [
+            ProduceTopicData(
+                t.name,
+                topic_uuid(cache, t.name),
+                [
+                    ProducePartitionData(
+                        p.partition,
+                        p.error_code,
+                        p.base_offset,
+                        p.log_start_offset,
+                        p.error_message,
+                        [(e.batch_index, e.message) for e in p.record_errors],
+                        p.log_append_time,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in resp.topics
+        ] + [_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
+
+
+def _produce_error(req: ProduceRequest, code: int) -> list[ProduceTopicData] | None:
+    if req.acks == 0:
+        return None
+    return [_produce_topic_error(t, code) for t in req.topic_data]
+
+
+def _produce_topic_error(t: TopicProduceData, code: int) -> ProduceTopicData:
+    """Every partition of a request's produce topic (any version) answered `code`."""
+    return ProduceTopicData(
+        t.name,
+        t.topic_id or ZERO_UUID,
+        [ProducePartitionData(p.index, int(code)) for p in t.partition_data],
+    )
