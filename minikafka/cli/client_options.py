@@ -12,7 +12,8 @@ import click
 
 from minikafka.client.bootstrap import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
 from minikafka.client.librdkafka import MissingClientError, require_librdkafka
-from minikafka.cluster.local import STATE_FILE, LocalCluster, default_data_dir
+from minikafka.cluster.data_dir import STATE_FILE, default_data_dir
+from minikafka.cluster.local import LocalCluster
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -25,16 +25,15 @@ from rich.console import Console
 from rich.table import Table
 
 from minikafka.cli.signals import sigterm_as_interrupt
-from minikafka.cluster.local import (
+from minikafka.cluster.broker_config import parse_overrides
+from minikafka.cluster.data_dir import (
     DEFAULT_DATA_DIR_TEXT,
-    NETWORK_MODES,
     OLD_DEFAULT_DATA_DIR,
     STATE_FILE,
-    ClusterError,
-    LocalCluster,
     default_data_dir,
-    parse_overrides,
 )
+from minikafka.cluster.errors import ClusterError
+from minikafka.cluster.local import NETWORK_MODES, LocalCluster
 from minikafka.zk import install as zookeeper_install
 from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minikafka.cluster.local import STATE_FILE, default_data_dir, user_data_home
+from minikafka.cluster.data_dir import STATE_FILE, default_data_dir, user_data_home
 
 # Beside the default data dir, for a cluster without one here (reached with
 # --bootstrap-server, docker-compose's...): a name that says why the output is there.

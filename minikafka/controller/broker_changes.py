@@ -14,13 +14,12 @@ import logging
 
 from minikafka.controller.channel_manager import (
     BrokerRequestSender,
-    ControllerBrokerRequestBatch,
 )
-from minikafka.controller.context import ControllerContext, PartitionAndReplica
+from minikafka.controller.context import PartitionAndReplica
 from minikafka.controller.partition_state_machine import PartitionStateMachine
+from minikafka.controller.parts import ControllerParts
 from minikafka.controller.replica_state_machine import ReplicaStateMachine
 from minikafka.controller.topic_deletion import TopicDeletionManager
-from minikafka.controller.zk_store import ControllerZkStore
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +27,16 @@ log = logging.getLogger(__name__)
 class BrokerChangeProcessor:
     def __init__(
         self,
-        context: ControllerContext,
-        zk: ControllerZkStore,
+        parts: ControllerParts,
         channel: BrokerRequestSender,
-        batch: ControllerBrokerRequestBatch,
         partition_state_machine: PartitionStateMachine,
         replica_state_machine: ReplicaStateMachine,
         topic_deletion: TopicDeletionManager,
     ) -> None:
-        self._context = context
-        self._zk = zk
+        self._context = parts.context
+        self._zk = parts.zk
         self._channel = channel
-        self._batch = batch
+        self._batch = parts.batch
         self._partition_state_machine = partition_state_machine
         self._replica_state_machine = replica_state_machine
         self._topic_deletion = topic_deletion

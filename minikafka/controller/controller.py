@@ -59,6 +59,7 @@ from minikafka.controller.events import (
     UncleanLeaderElectionEnable,
 )
 from minikafka.controller.partition_state_machine import PartitionStateMachine
+from minikafka.controller.parts import ControllerParts
 from minikafka.controller.preferred_replica_election import PreferredReplicaElectionProcessor
 from minikafka.controller.replica_state_machine import ReplicaStateMachine
 from minikafka.controller.topic_changes import TopicChangeProcessor
@@ -79,14 +80,9 @@ ELECTION_RETRY_BACKOFF_S = 1.0
 class _ControllerDeletionClient:
     """Kafka's `ControllerDeletionClient`: what topic deletion asks of the controller."""
 
-    def __init__(
-        self,
-        context: ControllerContext,
-        batch: ControllerBrokerRequestBatch,
-        topic_changes: TopicChangeProcessor,
-    ) -> None:
-        self._context = context
-        self._batch = batch
+    def __init__(self, parts: ControllerParts, topic_changes: TopicChangeProcessor) -> None:
+        self._context = parts.context
+        self._batch = parts.batch
         self._topic_changes = topic_changes
 
     def mute_partition_modifications(self, topic: str) -> None:
@@ -141,40 +137,29 @@ class KafkaController:
         self._rebalance_timer: asyncio.Task[None] | None = None
         self.active_since_ms: int | None = None
 
-        # The jobs, each in its own module; all share the context and the request batch,
-        # and run only on the event task.
+        # The jobs, each in its own module; all share these parts (the context and the
+        # request batch among them), and run only on the event task.
         def current_config() -> BrokerConfig:
             return self.config
 
-        self._partition_state_machine = PartitionStateMachine(
-            current_config, self.context, zk, self._batch
-        )
-        self._replica_state_machine = ReplicaStateMachine(self.context, zk, self._batch)
+        parts = ControllerParts(current_config, self.context, zk, self._batch)
+        self._partition_state_machine = PartitionStateMachine(parts)
+        self._replica_state_machine = ReplicaStateMachine(parts)
         self._topic_changes = TopicChangeProcessor(
-            self.context,
-            zk,
-            self._batch,
-            self._partition_state_machine,
-            self._on_partition_modification,
+            parts, self._partition_state_machine, self._on_partition_modification
         )
         self._topic_deletion = TopicDeletionManager(
-            current_config,
-            self.context,
-            zk,
-            self._batch,
-            _ControllerDeletionClient(self.context, self._batch, self._topic_changes),
+            parts, _ControllerDeletionClient(parts, self._topic_changes)
         )
         self._broker_changes = BrokerChangeProcessor(
-            self.context,
-            zk,
+            parts,
             self.channel,
-            self._batch,
             self._partition_state_machine,
             self._replica_state_machine,
             self._topic_deletion,
         )
         self._preferred_replica_election = PreferredReplicaElectionProcessor(
-            current_config, self.context, zk, self._batch, self._partition_state_machine
+            parts, self._partition_state_machine
         )
 
     # --- public interface (called by the broker) -----------------------------------------------

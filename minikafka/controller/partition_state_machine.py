@@ -10,13 +10,10 @@ request batch. Which replica leads is decided in `election.py`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import Enum
 
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
-from minikafka.config.broker import BrokerConfig
-from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
-from minikafka.controller.context import ControllerContext
 from minikafka.controller.election import (
     ElectionResult,
     controlled_shutdown_election,
@@ -24,7 +21,7 @@ from minikafka.controller.election import (
     offline_partition_election,
     preferred_replica_election,
 )
-from minikafka.controller.zk_store import ControllerZkStore
+from minikafka.controller.parts import ControllerParts
 from minikafka.storage.log_config import parse_bool
 from minikafka.zk.client import ZkNodeExistsError, ZkNoNodeError
 
@@ -80,18 +77,11 @@ class PartitionStateMachine:
     ones, preferred and controlled-shutdown elections. The caller owns the batch: it starts
     one before and sends it after (new partitions may send it earlier, chunk by chunk)."""
 
-    def __init__(
-        self,
-        current_config: Callable[[], BrokerConfig],
-        context: ControllerContext,
-        zk: ControllerZkStore,
-        batch: ControllerBrokerRequestBatch,
-    ) -> None:
-        # A getter: the broker replaces the controller's config when a dynamic config changes.
-        self._current_config = current_config
-        self._context = context
-        self._zk = zk
-        self._batch = batch
+    def __init__(self, parts: ControllerParts) -> None:
+        self._current_config = parts.current_config
+        self._context = parts.context
+        self._zk = parts.zk
+        self._batch = parts.batch
 
     async def trigger_online_partition_state_change(self) -> None:
         """Elect leaders for new partitions and partitions whose leader is gone (Kafka's

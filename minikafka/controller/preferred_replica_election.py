@@ -10,36 +10,28 @@ check (Kafka's `checkAndTriggerAutoLeaderRebalance`, every
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from minikafka.common import TopicPartition
-from minikafka.config.broker import BrokerConfig
-from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
-from minikafka.controller.context import ControllerContext, format_partitions
+from minikafka.controller.context import format_partitions
 from minikafka.controller.partition_state_machine import (
     PartitionLeaderElectionStrategy,
     PartitionStateMachine,
 )
+from minikafka.controller.parts import ControllerParts
 from minikafka.controller.rebalance import partitions_to_rebalance
-from minikafka.controller.zk_store import ControllerZkStore
 
 log = logging.getLogger(__name__)
 
 
 class PreferredReplicaElectionProcessor:
     def __init__(
-        self,
-        current_config: Callable[[], BrokerConfig],
-        context: ControllerContext,
-        zk: ControllerZkStore,
-        batch: ControllerBrokerRequestBatch,
-        partition_state_machine: PartitionStateMachine,
+        self, parts: ControllerParts, partition_state_machine: PartitionStateMachine
     ) -> None:
-        # A getter: the broker replaces the controller's config when a dynamic config changes.
-        self._current_config = current_config
-        self._context = context
-        self._zk = zk
-        self._batch = batch
+        self._current_config = parts.current_config
+        self._context = parts.context
+        self._zk = parts.zk
+        self._batch = parts.batch
         self._partition_state_machine = partition_state_machine
 
     async def process_preferred_replica_election_znode(self) -> None:

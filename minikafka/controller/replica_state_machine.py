@@ -12,13 +12,11 @@ import logging
 from collections.abc import Sequence
 
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
-from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
 from minikafka.controller.context import (
-    ControllerContext,
     PartitionAndReplica,
     format_partitions,
 )
-from minikafka.controller.zk_store import ControllerZkStore
+from minikafka.controller.parts import ControllerParts
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +24,10 @@ log = logging.getLogger(__name__)
 class ReplicaStateMachine:
     """Takes replicas offline; adds its requests to the controller's current batch."""
 
-    def __init__(
-        self,
-        context: ControllerContext,
-        zk: ControllerZkStore,
-        batch: ControllerBrokerRequestBatch,
-    ) -> None:
-        self._context = context
-        self._zk = zk
-        self._batch = batch
+    def __init__(self, parts: ControllerParts) -> None:
+        self._context = parts.context
+        self._zk = parts.zk
+        self._batch = parts.batch
 
     async def offline_replicas(self, replicas: Sequence[PartitionAndReplica]) -> None:
         """Kafka's OfflineReplica transition: StopReplica(delete_partition=False) to the

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from minikafka.common import TopicPartition, new_kafka_uuid
-from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
-from minikafka.controller.context import ControllerContext, format_partitions
+from minikafka.controller.context import format_partitions
 from minikafka.controller.partition_state_machine import PartitionStateMachine
-from minikafka.controller.zk_store import ControllerZkStore, WatchHandle
+from minikafka.controller.parts import ControllerParts
+from minikafka.controller.zk_store import WatchHandle
 from minikafka.zk.client import ZkNoNodeError
 
 log = logging.getLogger(__name__)
@@ -27,15 +27,13 @@ log = logging.getLogger(__name__)
 class TopicChangeProcessor:
     def __init__(
         self,
-        context: ControllerContext,
-        zk: ControllerZkStore,
-        batch: ControllerBrokerRequestBatch,
+        parts: ControllerParts,
         partition_state_machine: PartitionStateMachine,
         on_partition_modification: Callable[[str], None],
     ) -> None:
-        self._context = context
-        self._zk = zk
-        self._batch = batch
+        self._context = parts.context
+        self._zk = parts.zk
+        self._batch = parts.batch
         self._partition_state_machine = partition_state_machine
         # Called from the watch: only enqueues a PartitionModifications event.
         self._on_partition_modification = on_partition_modification

@@ -14,20 +14,17 @@ deleted, and UpdateMetadata leaves them out.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from minikafka.common import TopicPartition
-from minikafka.config.broker import BrokerConfig
-from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
 from minikafka.controller.context import (
-    ControllerContext,
     PartitionAndReplica,
     ReplicaDeletionState,
     format_partitions,
 )
 from minikafka.controller.events import TopicDeletionStopReplicaResponseReceived
-from minikafka.controller.zk_store import ControllerZkStore
+from minikafka.controller.parts import ControllerParts
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.rpc.messages import StopReplicaResponse
 
@@ -47,19 +44,11 @@ class DeletionClient(Protocol):
 
 
 class TopicDeletionManager:
-    def __init__(
-        self,
-        current_config: Callable[[], BrokerConfig],
-        context: ControllerContext,
-        zk: ControllerZkStore,
-        batch: ControllerBrokerRequestBatch,
-        client: DeletionClient,
-    ) -> None:
-        # A getter: the broker replaces the controller's config when a dynamic config changes.
-        self._current_config = current_config
-        self._context = context
-        self._zk = zk
-        self._batch = batch
+    def __init__(self, parts: ControllerParts, client: DeletionClient) -> None:
+        self._current_config = parts.current_config
+        self._context = parts.context
+        self._zk = parts.zk
+        self._batch = parts.batch
         self._client = client
 
     @property

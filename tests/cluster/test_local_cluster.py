@@ -29,7 +29,7 @@ from minikafka.cluster import (
     ZooKeeperNotInstalledError,
     parse_overrides,
 )
-from minikafka.cluster.local import DATA_DIR_ENV
+from minikafka.cluster.data_dir import DATA_DIR_ENV
 from tests.cluster.conftest import SESSION_TIMEOUT_MS, TEST_OVERRIDES, ClusterFactory, wait_until
 from tests.cluster.helpers import create_topic, ctrl_c_as_in_a_terminal
 
