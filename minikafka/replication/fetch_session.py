@@ -176,8 +176,9 @@ class FetchSession(Generic[S]):
         # settled, and those of a follower in `idle` with its state.
         self.dirty: dict[TopicPartition, None] = dict.fromkeys(partitions)
         self.idle: dict[TopicPartition, S] = {}
-        # Set by a request parked on this session: called with each partition that moves,
-        # or None when the request must stop waiting (superseded, closed, shutdown).
+        # Set by a request parked on this session (the replica manager's delayed fetch, in
+        # its purgatory): called with each partition that moves, or None when the request
+        # must stop waiting (superseded, closed, shutdown).
         self.waiter: Callable[[TopicPartition | None], None] | None = None
         self._check_at_ms = now_ms
         self._check_credit = 0.0

@@ -49,7 +49,7 @@ from minikafka.replication.partition_state import (
     IsrChangePropagation,
     refresh_idle_followers,
 )
-from minikafka.replication.purgatory import Purgatory
+from minikafka.replication.purgatory import FetchSessionKey, Purgatory
 from minikafka.rpc.messages import (
     CONSUMER_REPLICA_ID,
     DEBUG_REPLICA_ID,
@@ -664,9 +664,10 @@ class ReplicaManager:
         Idle partitions (a follower at the leader's LEO, nothing moved since) are not read:
         their follower fetch state is refreshed in one loop, so a caught-up follower stays
         caught up (lastCaughtUpTimeMs keeps advancing) without appearing on the wire. A
-        long poll parks on the session, not on each partition: whatever moves a session
-        partition (purgatory.notify) marks it dirty and wakes the request, which reads just
-        that partition and completes once min_bytes are there or a partition has an error.
+        long poll waits in the purgatory under the session's key, not under each partition:
+        whatever moves a session partition (purgatory.notify) marks it dirty and has the
+        request checked, which reads just that partition; it completes once min_bytes are
+        there or a partition has an error, or at max_wait.
         Every partition in the response had something new (Kafka's rule): records, a HW
         or log start change, or an error.
         """
@@ -711,44 +712,45 @@ class ReplicaManager:
 
         read(list(session.dirty), first_read=True)
         if req.max_wait_ms > 0 and total < req.min_bytes and not errors:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + req.max_wait_ms / 1000
-            woken: dict[TopicPartition, None] = {}
-            fut: asyncio.Future[None] = loop.create_future()
-            stop = False
+            # DelayedFetch, watching the session: whatever moves one of its partitions
+            # (purgatory.notify, through the session cache's partition index) queues that
+            # partition here and checks this fetch under the session's key, once the
+            # notifying step is done; the check reads just the queued partitions.
+            # Superseded by the next epoch, closed or shut down (tp None): done at once.
+            moved: dict[TopicPartition, None] = {}
+            released = False
+            key = FetchSessionKey(session.id)
 
-            def wake(tp: TopicPartition | None) -> None:
-                nonlocal stop
+            def on_session_moved(tp: TopicPartition | None) -> None:
+                nonlocal released
                 if tp is None:
-                    stop = True
+                    released = True
                 else:
-                    woken[tp] = None
-                if not fut.done():
-                    fut.set_result(None)
+                    moved[tp] = None
+                self.purgatory.check_and_complete(key)
 
-            session.waiter = wake
-            # One timer for the whole wait (not one per wake-up): the deadline stops it.
-            timer = loop.call_at(deadline, wake, None)
+            def read_moved() -> None:
+                if moved:
+                    batch = list(moved)
+                    moved.clear()
+                    read(batch, first_read=False)
+
+            def complete() -> bool:
+                read_moved()
+                return released or total >= req.min_bytes or errors
+
+            session.waiter = on_session_moved
             try:
-                while True:
-                    if woken:
-                        batch = list(woken)
-                        woken.clear()
-                        read(batch, first_read=False)
-                        if total >= req.min_bytes or errors:
-                            break
-                    if stop or deadline - loop.time() <= 0:
-                        break
-                    if fut.done():
-                        fut = loop.create_future()
-                    await fut
+                await self.purgatory.wait_until([key], complete, req.max_wait_ms / 1000)
             finally:
-                timer.cancel()
-                if session.waiter is wake:
+                if session.waiter is on_session_moved:
                     session.waiter = None
             if not self.fetch_sessions.is_current(session, ctx.expected_epoch):
                 # Kafka: a later request moved the session on (a duplicate).
                 return FetchResponse(int(ErrorCode.INVALID_FETCH_SESSION_EPOCH), [], session.id)
+            # What moved after the check that completed this fetch and before it resumed:
+            # read now, or a partition read before that could be settled idle with news.
+            read_moved()
         by_topic: dict[str, list[FetchPartitionResponse]] = {}
         for tp, (r, data, done) in reads.items():
             cp = session.partitions.get(tp)

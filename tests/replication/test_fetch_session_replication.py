@@ -14,6 +14,7 @@ from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSession
 from minikafka.replication.partition_state import FollowerState
+from minikafka.replication.purgatory import FetchSessionKey
 from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
@@ -160,7 +161,8 @@ async def test_a_parked_incremental_fetch_wakes_on_new_data(brokers: BrokerFacto
         assert loop.time() - started < 5
     assert len(follower.log_values()) == 5
     [session] = leader.rm.fetch_sessions.sessions.values()
-    await wait_for(lambda: session.waiter is not None)  # parked on the session
+    # Parked in the purgatory, on the session.
+    await wait_for(lambda: leader.rm.purgatory.watched(FetchSessionKey(session.id)) == 1)
 
 
 async def test_many_idle_partitions_cost_nothing_on_the_wire(brokers: BrokerFactory) -> None:

@@ -6,10 +6,11 @@ import asyncio
 import pytest
 
 from minikafka.common import TopicPartition
-from minikafka.replication.purgatory import Purgatory
+from minikafka.replication.purgatory import FetchSessionKey, Purgatory
 
 TP = TopicPartition("t", 0)
 OTHER = TopicPartition("t", 1)
+SESSION = FetchSessionKey(7)
 
 
 class Counter:
@@ -123,3 +124,46 @@ async def test_notify_all_checks_every_waiter_and_on_notify_hears_every_partitio
     p.notify_all()
     assert await wa is True and await wb is True
     assert sorted(heard) == sorted([TP, OTHER])
+
+
+async def test_a_waiter_under_a_session_key_is_checked_by_check_and_complete():
+    """An incremental fetch waits under its session's key: a partition notification reaches
+    it only through on_notify (the session cache), which checks the session key."""
+    p = Purgatory()
+    cond = Counter(1)
+    heard: list[TopicPartition] = []
+
+    def session_cache(tp: TopicPartition) -> None:
+        heard.append(tp)
+        if tp == TP:  # a partition of the session moved
+            p.check_and_complete(SESSION)
+
+    p.on_notify = session_cache
+    waiting = asyncio.ensure_future(p.wait_until([SESSION], cond, 30))
+    await settle()
+    assert p.watched(SESSION) == 1 and p.watched(TP) == 0
+    p.notify(OTHER)  # not in the session
+    await settle()
+    assert cond.checks == 1
+    p.notify(TP)
+    await settle()
+    assert cond.checks == 2 and not waiting.done()
+    cond.value = 1
+    p.notify(TP)
+    assert await waiting is True
+    assert p.watched(SESSION) == 0 and heard == [OTHER, TP, TP]
+    assert FetchSessionKey(0) != TopicPartition("t", 0)  # no key equals a partition
+
+
+async def test_notify_all_checks_session_keys_without_telling_on_notify():
+    p = Purgatory()
+    heard: list[TopicPartition] = []
+    p.on_notify = heard.append
+    a, b = Counter(1), Counter(1)
+    wa = asyncio.ensure_future(p.wait_until([TP], a, 30))
+    wb = asyncio.ensure_future(p.wait_until([SESSION], b, 30))
+    await settle()
+    a.value = b.value = 1
+    p.notify_all()
+    assert await wa is True and await wb is True
+    assert heard == [TP]
