@@ -57,9 +57,11 @@ DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 
 ZERO_UUID = uuid.UUID(int=0)  # Kafka's "no topic id"
 
-# Consumers send replica id -1; anything else on a client listener is refused (followers
-# replicate over the inter-broker RPC).
+# Consumers send replica id -1, tools reading any replica up to its LEO Kafka's debugging
+# id -2 (FetchRequest.DEBUGGING_CONSUMER_ID); anything else on a client listener is refused
+# (followers replicate over the inter-broker RPC).
 CONSUMER_REPLICA_ID = m.CONSUMER_REPLICA_ID
+DEBUG_REPLICA_ID = m.DEBUG_REPLICA_ID
 
 _Handler = Callable[[int, Any], Awaitable[dict[str, Any] | None]]
 
@@ -306,7 +308,7 @@ class KafkaProtocolApis:
         replica_id = field_or(req, "replica_id", None)
         if replica_id is None:  # v15+ (KIP-903): in replica_state
             replica_id = req.replica_state.replica_id
-        if replica_id != CONSUMER_REPLICA_ID:
+        if replica_id not in (CONSUMER_REPLICA_ID, DEBUG_REPLICA_ID):
             return 0, 0, [_fetch_topic_error(t, ErrorCode.INVALID_REQUEST) for t in req.topics]
         # v13+ name topics by id (KIP-516): each id is resolved to its topic here, and an id
         # no topic has is answered UNKNOWN_TOPIC_ID (the fetch session never sees it).
@@ -327,7 +329,7 @@ class KafkaProtocolApis:
             if name is not None:
                 forgotten.append(m.ForgottenTopic(name, list(f.partitions)))
         internal = m.FetchRequest(
-            replica_id=CONSUMER_REPLICA_ID,
+            replica_id=replica_id,
             max_wait_ms=millis(req.max_wait),
             min_bytes=req.min_bytes,
             max_bytes=req.max_bytes,
