@@ -262,7 +262,8 @@ def test_the_dashboard_on_a_published_admin_port_sees_every_broker(
     project: ComposeCluster,
 ) -> None:
     """The page and its JSON from the host; the serving broker reaches the others' admin
-    endpoints at their INTERNAL host (brokerN:9644 on the compose network)."""
+    endpoints at their INTERNAL host (brokerN on the compose network), on the port each is
+    published on (the same inside its container)."""
     p = project
     base = f"http://localhost:{p.admin_ports[2]}"
     with urllib.request.urlopen(base + "/", timeout=10) as resp:
@@ -281,7 +282,7 @@ def test_the_dashboard_on_a_published_admin_port_sees_every_broker(
     assert view["served_by"] == 2
     by_id = {b["id"]: b for b in view["brokers"]}
     for b in BROKERS:
-        assert by_id[b]["admin_url"] == f"http://broker{b}:9644"
+        assert by_id[b]["admin_url"] == f"http://broker{b}:{p.admin_ports[b]}"
         assert f"INTERNAL://broker{b}:19092" in by_id[b]["endpoints"]
 
 
