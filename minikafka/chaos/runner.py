@@ -44,7 +44,7 @@ from minikafka.chaos.workload import (
     consumer_config,
     decode_value,
 )
-from minikafka.client.replica_views import ReplicaViews
+from minikafka.client.replicas import ReplicaClient
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.storage.log_files import read_records
@@ -374,7 +374,7 @@ async def _collect_replica_logs(
     cluster: ChaosCluster, opts: ChaosOptions, history: History
 ) -> None:
     """Every replica's records below what it knows to be committed: min(leader HW, its LEO)."""
-    async with ReplicaViews(cluster.bootstrap_servers) as views:
+    async with ReplicaClient(cluster.bootstrap_servers) as views:
         described = await views.describe_replicas([opts.topic], timeout_ms=30_000)
         source, read = _replica_reader(cluster, views)
         history.meta["replica_logs_from"] = source
@@ -396,11 +396,11 @@ async def _collect_replica_logs(
                 )
 
 
-def _replica_reader(cluster: ChaosCluster, views: ReplicaViews) -> tuple[str, ReplicaReader]:
+def _replica_reader(cluster: ChaosCluster, views: ReplicaClient) -> tuple[str, ReplicaReader]:
     """Where replicas are read back from, and how. A local cluster's segment files: the
     stronger check, the bytes on disk as recovery would read them, not what a broker
-    chooses to serve. Other clusters' brokers over the wire: a Fetch as a debug replica,
-    which a follower answers too, up to the same offset."""
+    chooses to serve. Other clusters' brokers over the wire: Kafka's Fetch as the debugging
+    consumer (replica id -2), which a follower answers too, up to the same offset."""
     if isinstance(cluster, LocalCluster):
         log_dir = cluster.log_dir
 

@@ -1,9 +1,10 @@
 """`minikafka replicas --describe`: each partition's replicas as its leader sees them.
 
-For every partition the leader (found through metadata) is asked with minikafka's
-DescribeReplicas; one row per replica shows its role, ISR membership, LEO, the partition's
-HW, its lag behind the leader in messages, and how long ago it last caught up with the
-leader (design §7: `lastCaughtUpTimeMs`, the clock that drives ISR shrinking).
+For every partition the leader (found through metadata) is asked at its HTTP admin
+endpoint (`GET /v1/partitions`, found through the broker's `admin.listeners`); one row per
+replica shows its role, ISR membership, LEO, the partition's HW, its lag behind the leader
+in messages, and how long ago it last caught up with the leader (design §7:
+`lastCaughtUpTimeMs`, the clock that drives ISR shrinking).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from minikafka.cli.client_options import bootstrap_server_option
-from minikafka.client.replica_views import PartitionReplicas, ReplicaDescription, ReplicaViews
+from minikafka.client.replica_states import PartitionReplicas, ReplicaDescription
+from minikafka.client.replicas import ReplicaClient
 from minikafka.protocol.errors import KafkaError, UnknownTopicOrPartitionError
 
 COLUMNS = ("Partition", "Replica", "Role", "InIsr", "LEO", "HW", "Lag", "LastCaughtUpAgeMs")
@@ -69,7 +71,7 @@ def print_tables(console: Console, described: list[PartitionReplicas]) -> None:
 
 
 async def _describe(bootstrap_server: str, topic: str | None, timeout_ms: int) -> int:
-    async with ReplicaViews(bootstrap_server, default_api_timeout_ms=timeout_ms) as views:
+    async with ReplicaClient(bootstrap_server, default_api_timeout_ms=timeout_ms) as views:
         try:
             described = await views.describe_replicas(None if topic is None else [topic])
         except UnknownTopicOrPartitionError:

@@ -33,7 +33,7 @@ from minikafka.chaos.nemesis import plan
 from minikafka.chaos.runner import ChaosOptions, run_chaos, write_report
 from minikafka.chaos.workload import decode_value
 from minikafka.cli.main import cli
-from minikafka.client.replica_views import ReplicaViews
+from minikafka.client.replicas import ReplicaClient
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.storage.log_files import read_records
@@ -188,12 +188,12 @@ async def test_command_mode_kill_and_pause_run_is_safe(
         )
         assert r.records == {o: decode_value(v) for o, v in on_disk.items()}
     # The client's helper without an end: each replica whole, up to its own LEO.
-    async with ReplicaViews(cluster.bootstrap_servers) as views:
+    async with ReplicaClient(cluster.bootstrap_servers) as client:
         for b in cluster.broker_ids:
             for p in range(opts.partitions):
                 tp = TopicPartition(opts.topic, p)
                 # Small fetches: many rounds, batches cut at the byte limit.
-                whole = await views.fetch_replica_records(b, tp, max_bytes=4096)
+                whole = await client.fetch_replica_records(b, tp, max_bytes=4096)
                 assert whole and whole == read_records(cluster.log_dir(b), tp)
 
 
@@ -202,11 +202,11 @@ async def test_replicas_are_read_from_files_locally_and_fetched_otherwise(
 ) -> None:
     local = LocalCluster(tmp_path / "local")  # not started: only its directory is read
     remote = CommandCluster("localhost:1", "localhost:2", "fault.sh {op} {broker}")
-    async with ReplicaViews("localhost:1") as views:
-        source, read = runner._replica_reader(local, views)
+    async with ReplicaClient("localhost:1") as client:
+        source, read = runner._replica_reader(local, client)
         assert source == "files"
         assert await read(1, TopicPartition("t", 0), 10) == {}
-        assert runner._replica_reader(remote, views)[0] == "fetch"
+        assert runner._replica_reader(remote, client)[0] == "fetch"
 
 
 @pytest.mark.timeout(180)

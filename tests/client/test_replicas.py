@@ -1,20 +1,24 @@
-"""The replica views client (`ReplicaViews`) and `minikafka replicas --describe` against the
-fake cluster, whose brokers answer DescribeReplicas from canned leader views (`leader_view`)
-and Fetch from their partitions' logs; and the decoding of fetched record batches."""
+"""The replica client (`ReplicaClient`) and `minikafka replicas --describe` against the
+fake cluster, whose brokers answer Kafka's Metadata, DescribeConfigs, ListOffsets and Fetch
+through the broker's own Kafka adapter, and `/v1/partitions` on their admin endpoints from
+canned leader views (`FakeCluster.leader_row`); and the decoding of fetched record batches."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from minikafka.cli.main import cli
 from minikafka.cli.replicas import partition_rows
-from minikafka.client.replica_views import (
+from minikafka.client.replica_reads import parse_fetched_records
+from minikafka.client.replica_states import (
     PartitionReplicas,
-    ReplicaViews,
-    parse_fetched_records,
+    admin_url,
     partition_replicas,
+    serves_broker,
 )
+from minikafka.client.replicas import AdminEndpointError, ReplicaClient
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import (
     CorruptRecordError,
@@ -25,72 +29,58 @@ from minikafka.protocol.errors import (
 )
 from minikafka.rpc import messages as m
 from minikafka.storage.record_batch import CRC_OFFSET, build_batch
-from tests.client.fake_broker import FakeCluster, ThreadedCluster
+from tests.client.fake_broker import FakeCluster, PartitionsGet, ThreadedCluster
 
 
-def leader_view(cluster: FakeCluster, topic: str, partition: int) -> m.PartitionReplicaStates:
-    """What the fake leader says: the leader at its LEO, follower i (in the leader's order,
-    which here is reversed assignment order) i+1 messages behind, caught up (i+1)*100 ms ago,
-    the last one outside the ISR."""
-    p = cluster.partition(topic, partition)
-    followers = [b for b in reversed(p.replicas) if b != p.leader]
-    replicas = [m.ReplicaState(p.leader, p.log_end_offset, 0, True)]
-    for i, b in enumerate(followers):
-        replicas.append(
-            m.ReplicaState(b, p.log_end_offset - i - 1, (i + 1) * 100, i < len(followers) - 1)
-        )
-    return m.PartitionReplicaStates(
-        topic,
-        partition,
-        0,
-        p.leader,
-        p.leader_epoch,
-        p.log_end_offset - 1,
-        p.log_end_offset,
-        replicas,
-    )
-
-
-def answer_describe_replicas(cluster: FakeCluster, times: int = 1000) -> None:
-    def answer(broker_id: int, r: m.DescribeReplicasRequest) -> m.DescribeReplicasResponse:
-        out = [
-            leader_view(cluster, name, i)
-            for name in sorted(cluster.topics)
-            if r.topics is None or name in r.topics
-            for i, p in sorted(cluster.topics[name].items())
-            if p.leader == broker_id
-        ]
-        return m.DescribeReplicasResponse(out)
-
-    cluster.inject(m.DescribeReplicasRequest, answer, times=times)
-
-
-def fast_views(cluster: FakeCluster, **kw) -> ReplicaViews:
+def fast_client(cluster: FakeCluster, **kw: Any) -> ReplicaClient:
     kw.setdefault("retry_backoff_ms", 10)
     kw.setdefault("default_api_timeout_ms", 3000)
-    return ReplicaViews(cluster.bootstrap, **kw)
+    return ReplicaClient(cluster.bootstrap, **kw)
+
+
+def replica_state(broker_id: int, leo: int, age: int, in_isr: bool, leader_leo: int) -> dict:
+    """A row of a leader's `replica_states`, as the admin endpoint writes it."""
+    return {
+        "broker_id": broker_id,
+        "log_end_offset": leo,
+        "lag": None if leo < 0 else leader_leo - leo,
+        "in_isr": in_isr,
+        "last_caught_up_ms_ago": age,
+    }
+
+
+def leader_view(partition: int, leader: int, epoch: int, hw: int, leo: int, states: list) -> dict:
+    """A leader's row of `/v1/partitions`, with what this client reads of it."""
+    return {
+        "topic": "t",
+        "partition": partition,
+        "role": "leader",
+        "leader": leader,
+        "leader_epoch": epoch,
+        "high_watermark": hw,
+        "log_end_offset": leo,
+        "replica_states": [replica_state(*s, leader_leo=leo) for s in states],
+    }
 
 
 # --- the pure conversion -----------------------------------------------------------------
 
 
 def test_replicas_come_in_assignment_order_with_lag_against_the_leaders_leo():
-    state = m.PartitionReplicaStates(
-        "t",
-        0,
+    view = leader_view(
         0,
         leader=2,
-        leader_epoch=4,
-        high_watermark=7,
-        log_end_offset=10,
-        replicas=[
-            m.ReplicaState(2, 10, 0, True),
-            m.ReplicaState(1, 7, 1500, True),
-            m.ReplicaState(3, -1, -1, False),  # not fetched since this leader took over
-            m.ReplicaState(9, 10, 5, True),  # outside the assignment: goes last
+        epoch=4,
+        hw=7,
+        leo=10,
+        states=[
+            (2, 10, 0, True),
+            (1, 7, 1500, True),
+            (3, -1, -1, False),  # not fetched since this leader took over
+            (9, 10, 5, True),  # outside the assignment: goes last
         ],
     )
-    p = partition_replicas(state, assignment=[3, 1, 2])
+    p = partition_replicas(view, assignment=[3, 1, 2])
     got = [(r.broker_id, r.is_leader, r.in_isr, r.lag, r.last_caught_up_ms_ago) for r in p.replicas]
     assert got == [
         (3, False, False, None, -1),
@@ -102,10 +92,8 @@ def test_replicas_come_in_assignment_order_with_lag_against_the_leaders_leo():
 
 
 def test_rows_show_unknowns_and_errors_plainly():
-    state = m.PartitionReplicaStates(
-        "t", 3, 0, 1, 0, 5, 6, [m.ReplicaState(1, 6, 0, True), m.ReplicaState(2, -1, -1, False)]
-    )
-    assert partition_rows(partition_replicas(state, [1, 2])) == [
+    view = leader_view(3, 1, 0, 5, 6, [(1, 6, 0, True), (2, -1, -1, False)])
+    assert partition_rows(partition_replicas(view, [1, 2])) == [
         ["3", "1", "leader", "yes", "6", "5", "0", "0"],
         ["3", "2", "follower", "no", "?", "5", "?", "never"],
     ]
@@ -118,15 +106,18 @@ def test_rows_show_unknowns_and_errors_plainly():
 # --- the client --------------------------------------------------------------------------
 
 
+def asked_leaders(cluster: FakeCluster) -> list[int]:
+    """The brokers whose admin endpoint was asked for its partitions, in that order."""
+    return [b for b, _ in cluster.requests_of(PartitionsGet)]
+
+
 async def test_describe_replicas_asks_each_partitions_leader(cluster):
     cluster.create_topic("t", partitions=3, replication_factor=3)
     for p in range(3):
         await cluster.append("t", p, [b"x"] * (p + 5))
-    answer_describe_replicas(cluster)
-    async with fast_views(cluster) as views:
-        described = await views.describe_replicas(["t"])
-    asked = sorted(b for b, _ in cluster.requests_of(m.DescribeReplicasRequest))
-    assert asked == [1, 2, 3]  # partition i is led by broker i+1
+    async with fast_client(cluster) as client:
+        described = await client.describe_replicas(["t"])
+    assert sorted(asked_leaders(cluster)) == [1, 2, 3]  # partition i is led by broker i+1
     assert [(p.partition, p.leader, p.error) for p in described] == [
         (0, 1, None),
         (1, 2, None),
@@ -146,34 +137,105 @@ async def test_a_moved_leader_is_found_again_through_metadata(cluster):
     cluster.create_topic("t", partitions=1, replication_factor=3)
 
     def moved(broker_id, r):
-        # Broker 1 answers without the partition: it lost the leadership meanwhile.
+        # Broker 1 answers as a follower: it lost the leadership meanwhile.
         cluster.move_leader("t", 0, 2)
-        return m.DescribeReplicasResponse([])
+        return cluster.partitions_answer(broker_id, r)
 
-    cluster.inject(m.DescribeReplicasRequest, moved, broker=1)
-    answer_describe_replicas(cluster)
-    async with fast_views(cluster) as views:
-        (p,) = await views.describe_replicas()
+    cluster.inject(PartitionsGet, moved, broker=1)
+    async with fast_client(cluster) as client:
+        (p,) = await client.describe_replicas()
     assert (p.leader, p.leader_epoch, p.error) == (2, 1, None)
-    assert [b for b, _ in cluster.requests_of(m.DescribeReplicasRequest)] == [1, 2]
+    assert asked_leaders(cluster) == [1, 2]
 
 
 async def test_partitions_that_cannot_be_described_carry_their_error(cluster):
     cluster.create_topic("t", partitions=2, replication_factor=1)
     await cluster.stop_broker(2)  # sole replica of partition 1
-    cluster.inject(
-        m.DescribeReplicasRequest, lambda b, r: m.DescribeReplicasResponse([]), broker=1, times=1000
-    )
-    async with fast_views(cluster) as views:
-        p0, p1 = await views.describe_replicas(["t"], timeout_ms=300)
+    cluster.inject(PartitionsGet, lambda b, r: (200, {"partitions": []}), broker=1, times=1000)
+    async with fast_client(cluster) as client:
+        p0, p1 = await client.describe_replicas(["t"], timeout_ms=300)
     assert isinstance(p0.error, NotLeaderOrFollowerError) and p0.replicas == []
     assert isinstance(p1.error, LeaderNotAvailableError)
 
 
 async def test_an_unknown_topic_raises(cluster):
-    async with fast_views(cluster) as views:
+    async with fast_client(cluster) as client:
         with pytest.raises(UnknownTopicOrPartitionError):
-            await views.describe_replicas(["nope"])
+            await client.describe_replicas(["nope"])
+
+
+# --- finding the leaders' admin endpoints -------------------------------------------------
+
+
+def test_a_wildcard_admin_listener_is_reached_at_the_brokers_own_host():
+    assert admin_url("http://0.0.0.0:9645", "localhost") == "http://localhost:9645"
+    assert admin_url("http://:9645", "::1") == "http://[::1]:9645"
+    assert admin_url("http://10.0.0.7:9644", "localhost") == "http://10.0.0.7:9644"
+    with pytest.raises(ValueError):
+        admin_url("localhost:9644", "localhost")
+
+
+def test_an_admin_endpoint_is_the_brokers_when_it_says_so_for_the_address_reached():
+    broker = {
+        "broker_id": 2,
+        "listeners": ["INTERNAL://broker2:19092", "EXTERNAL://localhost:9093"],
+    }
+    assert serves_broker(broker, 2, "localhost", 9093)
+    assert not serves_broker(broker, 1, "localhost", 9093)  # another broker's endpoint
+    assert not serves_broker(broker, 2, "localhost", 9092)  # another cluster's broker 2
+
+
+async def test_a_wildcard_admin_listener_is_asked_at_the_host_metadata_gives(cluster):
+    cluster.create_topic("t", partitions=3, replication_factor=3)
+    for b in cluster.broker_ids:
+        cluster.admin_listeners[b] = f"http://0.0.0.0:{cluster.admin_ports[b]}"
+    async with fast_client(cluster) as client:
+        described = await client.describe_replicas(["t"])
+    assert [(p.leader, p.error) for p in described] == [(1, None), (2, None), (3, None)]
+
+
+async def test_an_admin_endpoint_that_is_another_brokers_fails_its_partitions_at_once(cluster):
+    # As a container's wildcard admin listener whose port the host maps to another broker.
+    cluster.create_topic("t", partitions=2, replication_factor=3)
+    cluster.admin_listeners[2] = f"http://0.0.0.0:{cluster.admin_ports[1]}"
+    async with fast_client(cluster, default_api_timeout_ms=60_000) as client:
+        p0, p1 = await client.describe_replicas(["t"])
+    assert p0.error is None
+    assert isinstance(p1.error, AdminEndpointError)
+    assert str(p1.error) == (
+        f"broker 2's admin endpoint: http://127.0.0.1:{cluster.admin_ports[1]} (from its "
+        f"admin.listeners http://0.0.0.0:{cluster.admin_ports[1]}) is not the admin endpoint "
+        f"of broker 2 at 127.0.0.1:{cluster.ports[2]} (broker 1 answered)"
+    )
+    assert asked_leaders(cluster) == [1]  # broker 1's own partition only, asked once
+
+
+async def test_a_leader_without_an_admin_endpoint_is_an_error_row(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    cluster.admin_listeners[1] = None
+    async with fast_client(cluster, default_api_timeout_ms=60_000) as client:
+        (p,) = await client.describe_replicas(["t"])
+    assert str(p.error) == (
+        "broker 1 has no admin endpoint (admin.listeners is not set): only it shows each "
+        "replica as the leader sees it"
+    )
+
+
+async def test_an_unreachable_admin_endpoint_is_found_again_once_it_answers(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    port = cluster.admin_ports[1]
+    await cluster.stop_admin_endpoint(1)  # the admin endpoint down, Kafka's listener up
+    # One attempt only (the backoff is longer than the call may take): its own error.
+    async with fast_client(cluster, retry_backoff_ms=10_000) as client:
+        (p,) = await client.describe_replicas(["t"], timeout_ms=5_000)
+        assert p.error is not None and p.error.code == ErrorCode.NETWORK_EXCEPTION
+        assert str(p.error).startswith(
+            f"NETWORK_EXCEPTION: broker 1's admin endpoint http://127.0.0.1:{port}: "
+        )
+        assert p.error.retriable
+        await cluster.start_admin_endpoint(1)
+        (p,) = await client.describe_replicas(["t"])
+    assert (p.leader, p.error) == (1, None)
 
 
 # --- debug replica reads -----------------------------------------------------------------
@@ -184,14 +246,22 @@ async def test_a_replica_is_read_whole_in_small_fetches_as_the_debug_replica(clu
     for i in range(10):
         await cluster.append("t", 0, [f"{i}-{j}".encode() for j in range(3)])
     tp = TopicPartition("t", 0)
-    async with fast_views(cluster) as views:
-        whole = await views.fetch_replica_records(1, tp, max_bytes=100)
+    async with fast_client(cluster) as client:
+        whole = await client.fetch_replica_records(1, tp, max_bytes=100)
         assert whole == {o: f"{o // 3}-{o % 3}".encode() for o in range(30)}
         # An end offset in the middle of a batch: nothing at or past it.
-        assert await views.fetch_replica_records(1, tp, 8) == {o: whole[o] for o in range(8)}
+        assert await client.fetch_replica_records(1, tp, 8) == {o: whole[o] for o in range(8)}
+        # A follower's replica too (broker 2 does not lead the partition).
+        assert await client.fetch_replica_records(2, tp, max_bytes=100) == whole
     fetches = [r for _, r in cluster.requests_of(m.FetchRequest)]
     assert len(fetches) > 10  # one batch (or two) per small fetch
     assert all((r.replica_id, r.max_wait_ms) == (m.DEBUG_REPLICA_ID, 0) for r in fetches)
+    # The replica's end, where none is given: its LEO, asked as the debug replica too.
+    ends = cluster.requests_of(m.ListOffsetsRequest)
+    assert [(b, r.replica_id) for b, r in ends] == [
+        (1, m.DEBUG_REPLICA_ID),
+        (2, m.DEBUG_REPLICA_ID),
+    ]
 
 
 async def test_a_replica_read_starts_at_its_log_start(cluster):
@@ -208,8 +278,8 @@ async def test_a_replica_read_starts_at_its_log_start(cluster):
         return m.FetchResponse(0, [m.FetchTopicResponse("t", [part])])
 
     cluster.inject(m.FetchRequest, out_of_range)
-    async with fast_views(cluster) as views:
-        got = await views.fetch_replica_records(1, TopicPartition("t", 0))
+    async with fast_client(cluster) as client:
+        got = await client.fetch_replica_records(1, TopicPartition("t", 0))
     assert got == {2: b"c", 3: b"d"}
     offsets = [
         r.topics[0].partitions[0].fetch_offset for _, r in cluster.requests_of(m.FetchRequest)
@@ -219,9 +289,11 @@ async def test_a_replica_read_starts_at_its_log_start(cluster):
 
 async def test_a_replica_read_raises_the_partitions_error(cluster):
     cluster.create_topic("t", partitions=1, replication_factor=1)  # only on broker 1
-    async with fast_views(cluster) as views:
+    async with fast_client(cluster) as client:
         with pytest.raises(NotLeaderOrFollowerError, match=r"on broker 2"):
-            await views.fetch_replica_records(2, TopicPartition("t", 0))
+            await client.fetch_replica_records(2, TopicPartition("t", 0))
+        with pytest.raises(NotLeaderOrFollowerError, match=r"on broker 2"):
+            await client.fetch_replica_records(2, TopicPartition("t", 0), 1)
 
 
 # --- decoding fetched bytes ----------------------------------------------------------------
@@ -298,7 +370,6 @@ def test_describe_prints_one_row_per_replica_per_topic(threaded):
     threaded.run(threaded.cluster.append("a", 0, [b"x"] * 2))
     threaded.run(threaded.cluster.append("a", 1, [b"x"] * 4))
     threaded.run(threaded.cluster.append("b", 0, [b"x"] * 1))
-    threaded.call(lambda: answer_describe_replicas(threaded.cluster))
     result = run(threaded, "--describe")
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -330,7 +401,7 @@ def test_undescribable_partitions_are_shown_and_fail_the_command(threaded):
     threaded.call(lambda: threaded.cluster.create_topic("t", partitions=1, replication_factor=3))
     threaded.call(
         lambda: threaded.cluster.inject(
-            m.DescribeReplicasRequest, lambda b, r: m.DescribeReplicasResponse([]), times=1000
+            PartitionsGet, lambda b, r: (200, {"partitions": []}), times=1000
         )
     )
     result = run(threaded, "--describe", "--timeout-ms", "300")

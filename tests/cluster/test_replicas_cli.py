@@ -12,7 +12,8 @@ from confluent_kafka.admin import NewTopic, PartitionMetadata
 
 from minikafka.cli.main import cli
 from minikafka.client.librdkafka import client_config, new_admin, new_producer
-from minikafka.client.replica_views import PartitionReplicas, ReplicaViews
+from minikafka.client.replica_states import PartitionReplicas
+from minikafka.client.replicas import ReplicaClient
 from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import wait_until
 
@@ -74,8 +75,8 @@ def produce(bootstrap: str, count: int, acks: str) -> None:
 
 def describe_replicas(bootstrap: str) -> list[PartitionReplicas]:
     async def describe() -> list[PartitionReplicas]:
-        async with ReplicaViews(bootstrap) as views:
-            return await views.describe_replicas([TOPIC])
+        async with ReplicaClient(bootstrap) as client:
+            return await client.describe_replicas([TOPIC])
 
     return asyncio.run(describe())
 

@@ -35,7 +35,7 @@ from confluent_kafka import Message
 from confluent_kafka.admin import NewTopic
 
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, read_to_end
-from minikafka.client.replica_views import ReplicaViews
+from minikafka.client.replicas import ReplicaClient
 from minikafka.cluster.compose import REPOSITORY
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.rpc.connection import BrokerConnection
@@ -200,15 +200,15 @@ def replica_equals_leader_up_to_hw(p: ComposeCluster, topic: str, broker: int) -
     the HW (read from each broker with Fetch as the debug replica, as chaos does)."""
 
     async def compare() -> bool:
-        async with ReplicaViews(p.bootstrap_servers) as views:
-            for part in await views.describe_replicas([topic], timeout_ms=10_000):
+        async with ReplicaClient(p.bootstrap_servers) as client:
+            for part in await client.describe_replicas([topic], timeout_ms=10_000):
                 if part.error is not None or part.leader == broker:
                     return False
                 if broker not in [r.broker_id for r in part.replicas if r.in_isr]:
                     return False
                 hw = part.high_watermark
-                mine = await views.fetch_replica_records(broker, part.tp, hw, timeout_ms=10_000)
-                theirs = await views.fetch_replica_records(
+                mine = await client.fetch_replica_records(broker, part.tp, hw, timeout_ms=10_000)
+                theirs = await client.fetch_replica_records(
                     part.leader, part.tp, hw, timeout_ms=10_000
                 )
                 if mine != theirs or sorted(mine) != list(range(hw)):
@@ -262,7 +262,8 @@ def test_the_dashboard_on_a_published_admin_port_sees_every_broker(
     project: ComposeCluster,
 ) -> None:
     """The page and its JSON from the host; the serving broker reaches the others' admin
-    endpoints at their INTERNAL host (brokerN:9644 on the compose network)."""
+    endpoints at their INTERNAL host (brokerN on the compose network), on the port each is
+    published on (the same inside its container)."""
     p = project
     base = f"http://localhost:{p.admin_ports[2]}"
     with urllib.request.urlopen(base + "/", timeout=10) as resp:
@@ -281,7 +282,7 @@ def test_the_dashboard_on_a_published_admin_port_sees_every_broker(
     assert view["served_by"] == 2
     by_id = {b["id"]: b for b in view["brokers"]}
     for b in BROKERS:
-        assert by_id[b]["admin_url"] == f"http://broker{b}:9644"
+        assert by_id[b]["admin_url"] == f"http://broker{b}:{p.admin_ports[b]}"
         assert f"INTERNAL://broker{b}:19092" in by_id[b]["endpoints"]
 
 

@@ -33,7 +33,7 @@ from packaging.version import Version
 
 from minikafka.chaos.command_cluster import COMMAND_NEMESIS_OPS, COMMAND_OPS
 from minikafka.cli.main import cli
-from minikafka.config.broker import BrokerConfig, parse_properties
+from minikafka.config.broker import BrokerConfig, parse_admin_listener, parse_properties
 from minikafka.config.listeners import parse_endpoints
 from minikafka.protocol.errors import InvalidConfigError
 
@@ -502,6 +502,24 @@ def test_the_host_ports_are_variables_and_the_advertised_port_follows() -> None:
         assert any(f"${{{variable}:-" in str(p) for p in raw[name]["ports"]), name
         assert any(f"${{MINIKAFKA_BROKER{n}_ADMIN_PORT:-" in str(p) for p in raw[name]["ports"])
     assert "${MINIKAFKA_ZOOKEEPER_PORT:-2181}" in str(raw["zookeeper"]["ports"])
+
+
+def test_each_admin_endpoint_listens_on_the_port_the_host_reaches_it_at() -> None:
+    """A broker's admin.listeners is a wildcard on its published admin port (the same inside
+    and outside), so a client on the host that reads it with DescribeConfigs reaches the
+    endpoint at the broker's Metadata host and that port (`minikafka replicas`)."""
+    raw = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    for n, name in enumerate(BROKERS, 1):
+        variable = f"${{MINIKAFKA_BROKER{n}_ADMIN_PORT:-"
+        assert variable in environment(raw[name])["MINIKAFKA_ADMIN_LISTENERS"], name
+    published = set()
+    for name in BROKERS:
+        svc = services()[name]
+        host, port = parse_admin_listener(environment(svc)["MINIKAFKA_ADMIN_LISTENERS"])
+        assert host == "0.0.0.0", f"{name}: every interface"
+        assert Port("127.0.0.1", port, port) in ports(svc), f"{name}: publish {port} as {port}"
+        published.add(port)
+    assert published == {9644, 9645, 9646}  # `minikafka cluster up`'s, as the README says
 
 
 def test_data_lives_on_named_volumes() -> None:

@@ -435,6 +435,24 @@ def test_a_fetch_from_a_replica_id_is_refused_on_the_client_listener(version: in
     assert fake.seen == []
 
 
+@pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
+def test_a_fetch_as_the_debug_replica_reaches_the_replica_manager_as_one(version: int) -> None:
+    """Replica id -2 (Kafka's FetchRequest.DEBUGGING_CONSUMER_ID): a tool reading any
+    replica, a follower's too, up to its LEO. It is passed on as it came, not as a
+    consumer's -1 (which would be read from leaders only, up to the HW)."""
+    body = sample(request_type(1, version))
+    if version >= 15:
+        body = dataclasses.replace(
+            body, replica_state=dataclasses.replace(body.replica_state, replica_id=-2)
+        )
+    else:
+        body = dataclasses.replace(body, replica_id=-2)
+    response, fake = run(body)
+    assert [int(p.error_code) for t in response.responses for p in t.partitions] == [0]
+    (seen,) = fake.seen
+    assert seen.replica_id == m.DEBUG_REPLICA_ID
+
+
 def test_a_transactional_produce_is_refused() -> None:
     body = dataclasses.replace(sample(request_type(0, 9)), acks=-1, transactional_id="tx")
     response, fake = run(body)

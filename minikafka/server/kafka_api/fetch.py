@@ -22,9 +22,11 @@ from minikafka.server.kafka_apis import KafkaApis
 
 FETCH = 1
 
-# Consumers send replica id -1; anything else on a client listener is refused (followers
-# replicate over the inter-broker RPC).
+# Consumers send replica id -1, tools reading any replica up to its LEO Kafka's debugging
+# id -2 (FetchRequest.DEBUGGING_CONSUMER_ID); anything else on a client listener is refused
+# (followers replicate over the inter-broker RPC).
 CONSUMER_REPLICA_ID = m.CONSUMER_REPLICA_ID
+DEBUG_REPLICA_ID = m.DEBUG_REPLICA_ID
 
 
 class FetchApis(ApiFamily):
@@ -46,7 +48,7 @@ class FetchApis(ApiFamily):
         """(error code, session id, topics) of the response."""
         # v15+ (KIP-903) send it in replica_state.
         replica_id = req.replica_id if req.replica_state is None else req.replica_state.replica_id
-        if replica_id != CONSUMER_REPLICA_ID:
+        if replica_id not in (CONSUMER_REPLICA_ID, DEBUG_REPLICA_ID):
             return 0, 0, [_fetch_topic_error(t, ErrorCode.INVALID_REQUEST) for t in req.topics]
         cache = self.apis.cache
         # v13+ name topics by id (KIP-516): each id is resolved to its topic here, and an id
@@ -68,7 +70,7 @@ class FetchApis(ApiFamily):
             if forgotten_name is not None:
                 forgotten.append(m.ForgottenTopic(forgotten_name, list(f.partitions)))
         internal = m.FetchRequest(
-            replica_id=CONSUMER_REPLICA_ID,
+            replica_id=replica_id,
             max_wait_ms=req.max_wait,
             min_bytes=req.min_bytes,
             max_bytes=req.max_bytes,

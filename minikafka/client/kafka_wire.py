@@ -1,0 +1,131 @@
+"""A Kafka-protocol connection for the few requests no librdkafka call can send: kio's
+request entities written to a broker's client listener as any Kafka client frames them,
+the answers read back as kio's response entities. One request at a time; a connection
+that failed or timed out is closed (a late answer must not be taken for the next one's)
+and opened again by the next request.
+
+The tools' Kafka clients are librdkafka's (`librdkafka.py`); this is for what librdkafka
+does not expose, such as a Fetch as Kafka's debugging consumer (replica id -2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import struct
+from typing import Any
+
+from minikafka.protocol.errors import ErrorCode, KafkaError
+
+_SIZE = struct.Struct(">i")
+
+
+class NetworkError(KafkaError):
+    """The connection could not be made, failed, or closed (Kafka's NETWORK_EXCEPTION);
+    retriable."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+    retriable = True
+
+
+def request_frame(request: Any, correlation_id: int, client_id: str) -> bytes:
+    """The size-prefixed frame of a kio request entity, in the header version its schema
+    names."""
+    # Imported here: kio's schemas take a noticeable part of a second to import, which
+    # every `minikafka` command would pay at start.
+    from kio.serial import entity_writer
+    from kio.static.primitive import i16, i32
+
+    header = request.__header_schema__(
+        request_api_key=i16(request.__api_key__),
+        request_api_version=i16(request.__version__),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    out = io.BytesIO()
+    entity_writer(type(header))(out, header)
+    entity_writer(type(request))(out, request)
+    payload = out.getvalue()
+    return _SIZE.pack(len(payload)) + payload
+
+
+def parse_response(request: Any, frame: bytes) -> tuple[int, Any]:
+    """(correlation id, kio response entity) of a response frame (its size prefix read
+    off) answering a request of `request`'s api key and version."""
+    from kio.serial import entity_reader
+
+    from minikafka.protocol.kafka.codec import response_type
+
+    (correlation_id,) = _SIZE.unpack_from(frame)
+    rtype = response_type(request.__api_key__, request.__version__)
+    offset = _SIZE.size
+    if rtype.__header_schema__.__version__ >= 1:
+        offset += 1  # the header's tagged fields: brokers send none
+    value, _ = entity_reader(rtype)(memoryview(frame), offset)
+    return correlation_id, value
+
+
+class KafkaConnection:
+    """One broker's client listener at `host:port`."""
+
+    def __init__(
+        self, host: str, port: int, *, client_id: str, connect_timeout_s: float = 10.0
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._connect_timeout_s = connect_timeout_s
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._lock = asyncio.Lock()
+        self._correlation_id = 0
+
+    async def call(self, request: Any, timeout_s: float) -> Any:
+        """Send `request` (a kio request entity) and return the broker's response entity.
+        NetworkError when the connection fails or `timeout_s` passes first."""
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._call(request), timeout_s)
+            except TimeoutError:
+                await self._drop()
+                raise NetworkError(
+                    f"broker at {self.host}:{self.port} did not answer within "
+                    f"{round(timeout_s * 1000)} ms"
+                ) from None
+            except (OSError, asyncio.IncompleteReadError) as e:
+                await self._drop()
+                raise NetworkError(f"broker at {self.host}:{self.port}: {e}") from None
+            except asyncio.CancelledError:
+                self._abort()  # mid-request: its answer may still come
+                raise
+
+    async def _call(self, request: Any) -> Any:
+        if self._streams is None:
+            self._streams = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self._connect_timeout_s
+            )
+        reader, writer = self._streams
+        self._correlation_id += 1
+        writer.write(request_frame(request, self._correlation_id, self.client_id))
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+        correlation_id, response = parse_response(request, await reader.readexactly(size))
+        if correlation_id != self._correlation_id:
+            raise OSError(f"answer {correlation_id} came where {self._correlation_id}'s was due")
+        return response
+
+    def _abort(self) -> None:
+        streams, self._streams = self._streams, None
+        if streams is not None:
+            streams[1].close()
+
+    async def _drop(self) -> None:
+        streams = self._streams
+        self._abort()
+        if streams is not None:
+            with contextlib.suppress(OSError):
+                await streams[1].wait_closed()
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._drop()
