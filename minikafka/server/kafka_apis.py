@@ -5,46 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from minikafka.common import PLAINTEXT, TopicPartition
 from minikafka.config.broker import BrokerConfig
-from minikafka.config.dynamic import (
-    AlterableConfig,
-    BrokerConfigLayers,
-    DescribedConfig,
-    ResourceType,
-    altered_broker_configs,
-    altered_topic_overrides,
-    broker_entity,
-    describe_broker,
-    describe_broker_default,
-    describe_topic,
-    replaced_broker_configs,
-    replaced_topic_overrides,
-)
-from minikafka.controller.assignment import (
-    assign_replicas,
-    new_partitions_assignment,
-    random_start_index,
-    validate_manual_assignment,
-)
+from minikafka.config.dynamic import BrokerConfigLayers
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
-    InvalidPartitionsError,
-    InvalidReplicationFactorError,
-    InvalidRequestError,
     InvalidTopicError,
     KafkaError,
     NotControllerError,
-    RequestTimedOutError,
     TopicAlreadyExistsError,
-    TopicDeletionDisabledError,
-    UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
 from minikafka.protocol.transport import FileRegion
@@ -57,10 +31,8 @@ from minikafka.rpc.messages import (
     ApiVersionsResponse,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
-    CreatableTopic,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
-    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -87,32 +59,23 @@ from minikafka.rpc.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from minikafka.server.admin_manager import (
+    AdminManager,
+    NewPartitions,
+    NewTopic,
+    validate_topic_name,
+)
+from minikafka.server.admin_manager import TopicResult as AdminTopicResult
+from minikafka.server.admin_zk_store import KazooAdminZkStore
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import NO_RESPONSE, Handler
 from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
-from minikafka.zk.client import ZkBadVersionError, ZkClient, ZkError, ZkNoNodeError
+from minikafka.zk.client import ZkClient, ZkError
 
 if TYPE_CHECKING:
     from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 
 log = logging.getLogger(__name__)
-
-# CreatePartitions re-reads and re-validates a topic whose assignment changed between its
-# read and its conditional write (another admin), at most this many times.
-CREATE_PARTITIONS_ATTEMPTS = 5
-
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate."""
-    if name in (".", ".."):
-        raise InvalidTopicError(f"Topic name cannot be '{name}'")
-    if not _LEGAL_TOPIC.match(name):
-        raise InvalidTopicError(
-            f"Topic name '{name}' is illegal: it must be 1-249 characters of "
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
 
 
 class ControllerLike(Protocol):
@@ -144,6 +107,13 @@ class KafkaApis:
         self.config = config  # the settings in force (the broker replaces it when they change)
         # server.properties and the dynamic broker configs (the broker keeps it current).
         self.config_layers = config_layers or BrokerConfigLayers(config)
+        self.admin = AdminManager(
+            KazooAdminZkStore(zk),
+            metadata_cache,
+            controller,
+            lambda: self.config,
+            lambda: self.config_layers,
+        )
         self.cluster_id = cluster_id  # /cluster/id, read or created at startup
         self.producer_ids = ProducerIdManager(
             lambda: asyncio.to_thread(
@@ -152,7 +122,6 @@ class KafkaApis:
         )
         self.rm = replica_manager
         self.cache = metadata_cache
-        self.zk = zk
         self.controller = controller
         self._now_ms = now_ms
         # Set by the broker once created (server/group_coordinator_adapter.py).
@@ -231,11 +200,11 @@ class KafkaApis:
         except InvalidTopicError as e:
             return MetadataTopic(int(e.code), name, [])
         try:
-            if await asyncio.to_thread(self.zk.topic_exists, name):
+            if await self.admin.topic_exists(name):
                 return not_yet
             if not (allow_auto_create and self.config.auto_create_topics_enable):
                 return MetadataTopic(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name, [])
-            await self._create_topic(CreatableTopic(name, -1, -1, {}, {}), validate_only=False)
+            await self.admin.create_topic(NewTopic(name))
         except ZkError as e:
             # No ZooKeeper now: we cannot tell, so the client retries (a retriable code).
             log.info("metadata for unknown topic %s: ZooKeeper unavailable (%s)", name, e)
@@ -308,139 +277,6 @@ class KafkaApis:
         except ZkError as e:
             raise CoordinatorNotAvailableError(f"no producer id block from ZooKeeper: {e}") from e
 
-    # --- configs (DescribeConfigs, IncrementalAlterConfigs: Kafka listener only) ---------
-
-    async def describe_configs(
-        self,
-        resource_type: int,
-        name: str,
-        keys: list[str] | None,
-        include_synonyms: bool,
-    ) -> list[DescribedConfig]:
-        """One resource's configs; KafkaError with Kafka's code for what cannot be described."""
-        if resource_type == ResourceType.TOPIC:
-            validate_topic_name(name)
-            try:
-                if not await asyncio.to_thread(self.zk.topic_exists, name):
-                    raise UnknownTopicOrPartitionError(f"Topic {name} does not exist.")
-                overrides = await asyncio.to_thread(self.zk.get_topic_config, name)
-            except ZkError as e:
-                raise KafkaError(f"cannot read topic {name}'s config: {e}") from e
-            return describe_topic(self.config_layers, overrides, keys, include_synonyms)
-        if resource_type == ResourceType.BROKER:
-            if not name:
-                return describe_broker_default(self.config_layers, keys, include_synonyms)
-            self._check_own_broker_id(name, " or empty string,")
-            return describe_broker(self.config_layers, keys, include_synonyms)
-        raise InvalidRequestError(f"Unsupported resource type: {resource_type}")
-
-    def _check_own_broker_id(self, name: str, alternative: str = ",") -> None:
-        if name != str(self.config.broker_id):
-            raise InvalidRequestError(
-                f"Unexpected broker id, expected {self.config.broker_id}{alternative} but "
-                f"received {name}"
-            )
-
-    async def incremental_alter_configs(
-        self,
-        resource_type: int,
-        name: str,
-        changes: list[AlterableConfig],
-        validate_only: bool,
-    ) -> None:
-        """Change a topic's overrides or a broker's dynamic configs (SET, DELETE, APPEND,
-        SUBTRACT) and tell every broker, or only check the change; KafkaError with Kafka's
-        code when it cannot be made."""
-        if resource_type == ResourceType.BROKER:
-            await self._change_broker_config(
-                name,
-                validate_only,
-                lambda entity, current: altered_broker_configs(
-                    self.config_layers, entity, current, changes
-                ),
-            )
-            return
-        await self._change_topic_config(
-            resource_type,
-            name,
-            validate_only,
-            lambda current: altered_topic_overrides(self.config, current, changes),
-        )
-
-    async def alter_configs(
-        self,
-        resource_type: int,
-        name: str,
-        configs: list[tuple[str, str | None]],
-        validate_only: bool,
-    ) -> None:
-        """AlterConfigs (the non-incremental API): the topic's overrides, or the broker
-        entity's dynamic configs, become exactly `configs`, or the change is only checked."""
-        if resource_type == ResourceType.BROKER:
-            await self._change_broker_config(
-                name,
-                validate_only,
-                lambda entity, _current: replaced_broker_configs(
-                    self.config_layers, entity, configs
-                ),
-            )
-            return
-        await self._change_topic_config(
-            resource_type,
-            name,
-            validate_only,
-            lambda _current: replaced_topic_overrides(self.config, configs),
-        )
-
-    async def _change_broker_config(
-        self,
-        name: str,
-        validate_only: bool,
-        configs_after: Callable[[str, dict[str, str]], dict[str, str]],
-    ) -> None:
-        """Write a broker entity's dynamic configs (`/config/brokers/<id>`, or `<default>` for
-        the resource named "") with a change notification every broker reads; only this
-        broker's own id or the default can be changed through it, as in Kafka."""
-        if name:
-            self._check_own_broker_id(name)
-        entity = broker_entity(name)
-        try:
-            current = await asyncio.to_thread(self.zk.get_broker_config, entity)
-            new = configs_after(entity, current)
-            if validate_only or new == current:
-                return
-            await asyncio.to_thread(self.zk.change_broker_config, entity, new)
-        except ZkError as e:
-            raise KafkaError(f"cannot change the broker config {entity}: {e}") from e
-        log.info("broker config %s: %s -> %s", entity, current, new)
-
-    async def _change_topic_config(
-        self,
-        resource_type: int,
-        name: str,
-        validate_only: bool,
-        overrides_after: Callable[[dict[str, str]], dict[str, str]],
-    ) -> None:
-        """Write the topic's overrides `overrides_after` makes of its current ones (checked
-        there) to `/config/topics/<t>` with a change notification for every broker."""
-        if resource_type != ResourceType.TOPIC:
-            raise InvalidRequestError(
-                "AlterConfigs is only supported for topics and brokers, but resource type is "
-                f"{resource_type}"
-            )
-        validate_topic_name(name)
-        try:
-            if not await asyncio.to_thread(self.zk.topic_exists, name):
-                raise UnknownTopicOrPartitionError(f"Topic {name} does not exist.")
-            current = await asyncio.to_thread(self.zk.get_topic_config, name)
-            new = overrides_after(current)
-            if validate_only or new == current:
-                return
-            await asyncio.to_thread(self.zk.change_topic_config, name, new)
-        except ZkError as e:
-            raise KafkaError(f"cannot change topic {name}'s config: {e}") from e
-        log.info("topic %s: config overrides %s -> %s", name, current, new)
-
     async def handle_list_offsets(self, req: ListOffsetsRequest) -> Any:
         return self.rm.list_offsets(req)
 
@@ -512,218 +348,32 @@ class KafkaApis:
             int(ErrorCode.NONE), [PartitionRef(tp.topic, tp.partition) for tp in remaining]
         )
 
-    # --- admin ---------------------------------------------------------------------------
+    # --- admin (the RPC's copies, for tests; Kafka's are server/kafka_api/topics.py) ------
 
     async def handle_create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
-        results: dict[str, TopicResult] = {}
-        created: dict[str, int] = {}
-        seen: set[str] = set()
-        for t in req.topics:
-            if t.name in seen:
-                results[t.name] = TopicResult(
-                    t.name, int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
-                )
-                continue
-            seen.add(t.name)
-            try:
-                partitions = await self._create_topic(t, validate_only=req.validate_only)
-                results[t.name] = TopicResult(t.name, int(ErrorCode.NONE))
-                if not req.validate_only:
-                    created[t.name] = partitions
-            except KafkaError as e:
-                results[t.name] = TopicResult(t.name, int(e.code), e.message)
-        if created and req.timeout_ms > 0:
-            # Kafka's DelayedCreatePartitions: answer once every new partition has a leader
-            # in this broker's metadata, or REQUEST_TIMED_OUT (the topic still gets created).
-            done = await self._wait_for_metadata(
-                lambda: all(
-                    self.cache.all_partitions_have_leaders(name, n) for name, n in created.items()
-                ),
-                req.timeout_ms,
-            )
-            if not done:
-                for name, n in created.items():
-                    if not self.cache.all_partitions_have_leaders(name, n):
-                        err = RequestTimedOutError(
-                            f"topic {name} was created but not all {n} partitions have "
-                            f"leaders after {req.timeout_ms} ms"
-                        )
-                        results[name] = TopicResult(name, int(err.code), err.message)
-        return CreateTopicsResponse([results[t.name] for t in req.topics if t.name in results])
-
-    async def create_topic(self, t: CreatableTopic) -> int:
-        """Create a topic as CreateTopics does (for the broker's own internal topics)."""
-        return await self._create_topic(t, validate_only=False)
-
-    async def _create_topic(self, t: CreatableTopic, *, validate_only: bool) -> int:
-        validate_topic_name(t.name)
-        live = await asyncio.to_thread(self.zk.get_broker_ids)
-        self.config.log_config().with_overrides(t.configs).validate()
-        if t.assignments:
-            if t.num_partitions != -1 or t.replication_factor != -1:
-                raise InvalidRequestError(
-                    "Both numPartitions or replicationFactor and replicasAssignments were set."
-                )
-            assignment = {p: tuple(r) for p, r in t.assignments.items()}
-            validate_manual_assignment(assignment, live)
-        else:
-            partitions = self.config.num_partitions if t.num_partitions == -1 else t.num_partitions
-            rf = (
-                self.config.default_replication_factor
-                if t.replication_factor == -1
-                else t.replication_factor
-            )
-            if partitions <= 0:
-                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-            if rf <= 0:
-                raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-            if rf > len(live):
-                raise InvalidReplicationFactorError(
-                    f"Replication factor: {rf} larger than available brokers: {len(live)}."
-                )
-            assignment = assign_replicas(
-                live, partitions, rf, start_index=random_start_index(len(live), None)
-            )
-        if not validate_only:
-            await asyncio.to_thread(self.zk.create_topic, t.name, assignment, dict(t.configs))
-            log.info("created topic %s with assignment %s", t.name, assignment)
-        return len(assignment)
+        results = await self.admin.create_topics(
+            [
+                NewTopic(t.name, t.num_partitions, t.replication_factor, t.assignments, t.configs)
+                for t in req.topics
+            ],
+            req.timeout_ms,
+            req.validate_only,
+        )
+        return CreateTopicsResponse([_topic_result(r) for r in results])
 
     async def handle_delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
-        results: dict[str, TopicResult] = {}
-        requested: list[str] = []
-        for name in req.topic_names:
-            try:
-                if not self.config.delete_topic_enable:
-                    raise TopicDeletionDisabledError(
-                        "Topic deletion is disabled (delete.topic.enable=false)."
-                    )
-                # A name no topic can have names none that exists (and no znode path).
-                legal = bool(_LEGAL_TOPIC.match(name)) and name not in (".", "..")
-                if not legal or not await asyncio.to_thread(self.zk.topic_exists, name):
-                    raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
-                await asyncio.to_thread(self.zk.request_topic_deletion, name)
-                requested.append(name)
-                results[name] = TopicResult(name, int(ErrorCode.NONE))
-            except KafkaError as e:
-                results[name] = TopicResult(name, int(e.code), e.message)
-        if requested and req.timeout_ms > 0:
-            done = await self._wait_for_metadata(
-                lambda: not any(self.cache.contains_topic(n) for n in requested), req.timeout_ms
-            )
-            if not done:
-                for name in requested:
-                    if self.cache.contains_topic(name):
-                        err = RequestTimedOutError(
-                            f"deletion of {name} was requested but has not completed "
-                            f"after {req.timeout_ms} ms"
-                        )
-                        results[name] = TopicResult(name, int(err.code), err.message)
-        return DeleteTopicsResponse([results[n] for n in req.topic_names if n in results])
+        results = await self.admin.delete_topics(list(req.topic_names), req.timeout_ms)
+        return DeleteTopicsResponse([_topic_result(r) for r in results])
 
     async def handle_create_partitions(
         self, req: CreatePartitionsRequest
     ) -> CreatePartitionsResponse:
-        """Kafka's handleCreatePartitionsRequest + ZkAdminManager.createPartitions: the new
-        partitions go into the topic's assignment znode (a conditional write of the whole
-        assignment); the controller's watch on it creates them."""
-        names = list(dict.fromkeys(t.name for t in req.topics))
-        if self.controller is None or not self.controller.is_active:
-            return CreatePartitionsResponse(
-                [TopicResult(n, int(ErrorCode.NOT_CONTROLLER)) for n in names]
-            )
-        counts: dict[str, int] = {}
-        for t in req.topics:
-            counts[t.name] = counts.get(t.name, 0) + 1
-        results: dict[str, TopicResult] = {}
-        changed: dict[str, int] = {}
-        for t in req.topics:
-            if t.name in results:
-                continue
-            if counts[t.name] > 1:
-                results[t.name] = TopicResult(
-                    t.name, int(ErrorCode.INVALID_REQUEST), "Duplicate topic in request."
-                )
-                continue
-            if self.controller.is_topic_queued_for_deletion(t.name):
-                err: KafkaError = InvalidTopicError("The topic is queued for deletion.")
-                results[t.name] = TopicResult(t.name, int(err.code), err.message)
-                continue
-            try:
-                await self._create_partitions(t, validate_only=req.validate_only)
-            except KafkaError as e:
-                results[t.name] = TopicResult(t.name, int(e.code), e.message)
-                continue
-            results[t.name] = TopicResult(t.name, int(ErrorCode.NONE))
-            if not req.validate_only:
-                changed[t.name] = t.count
-        if changed and req.timeout_ms > 0:
-            # Kafka's DelayedCreatePartitions: answer once every partition of the topics has
-            # a leader in this broker's metadata, or REQUEST_TIMED_OUT (the partitions are
-            # still added).
-            done = await self._wait_for_metadata(
-                lambda: all(
-                    self.cache.all_partitions_have_leaders(name, n) for name, n in changed.items()
-                ),
-                req.timeout_ms,
-            )
-            if not done:
-                for name, n in changed.items():
-                    if not self.cache.all_partitions_have_leaders(name, n):
-                        err = RequestTimedOutError(
-                            f"partitions were added to topic {name} but not all {n} "
-                            f"partitions have leaders after {req.timeout_ms} ms"
-                        )
-                        results[name] = TopicResult(name, int(err.code), err.message)
-        return CreatePartitionsResponse([results[n] for n in names])
-
-    async def _create_partitions(self, t: CreatePartitionsTopic, *, validate_only: bool) -> None:
-        if not _LEGAL_TOPIC.match(t.name) or t.name in (".", ".."):
-            raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
-        for _ in range(CREATE_PARTITIONS_ATTEMPTS):
-            got = await asyncio.to_thread(self.zk.get_assignment_and_version, t.name)
-            if got is None:
-                raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
-            existing, version, topic_id = got
-            brokers = await asyncio.to_thread(self.zk.get_broker_ids)
-            added = new_partitions_assignment(t.name, existing, brokers, t.count, t.assignments)
-            if validate_only:
-                return
-            try:
-                await asyncio.to_thread(
-                    self.zk.set_topic_assignment,
-                    t.name,
-                    {**existing, **added},
-                    version,
-                    topic_id,
-                )
-            except ZkBadVersionError:
-                log.info("assignment of topic %s changed while adding partitions; again", t.name)
-                continue
-            except ZkNoNodeError:
-                raise UnknownTopicOrPartitionError(
-                    f"The topic '{t.name}' does not exist."
-                ) from None
-            log.info(
-                "Creating %d partitions for '%s' with the following replica assignment: %s",
-                len(added),
-                t.name,
-                added,
-            )
-            return
-        raise KafkaError(
-            f"the assignment of topic {t.name} kept changing while partitions were added to it"
+        results = await self.admin.create_partitions(
+            [NewPartitions(t.name, t.count, t.assignments) for t in req.topics],
+            req.timeout_ms,
+            req.validate_only,
         )
-
-    async def _wait_for_metadata(self, condition: Callable[[], bool], timeout_ms: int) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_ms / 1000
-        while not condition():
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return False
-            await self.cache.wait_for_change(remaining)
-        return True
+        return CreatePartitionsResponse([_topic_result(r) for r in results])
 
     async def handle_describe_replicas(self, req: DescribeReplicasRequest) -> Any:
         """minikafka's own: the leader's view of each replica (LEO, lag, caught-up age)."""
@@ -745,3 +395,7 @@ class KafkaApis:
                 )
             )
         return DescribeReplicasResponse(out)
+
+
+def _topic_result(r: AdminTopicResult) -> TopicResult:
+    return TopicResult(r.name, r.error_code, r.error_message)

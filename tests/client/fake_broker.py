@@ -113,6 +113,7 @@ class _BrokerApis:
         self.cluster = cluster
         self.broker_id = broker_id
         self.cache = _NoTopicIds()
+        self.admin = self  # DescribeConfigs asks the admin manager
 
     async def handle_metadata(self, req: m.MetadataRequest, listener: str) -> Any:
         return await self.cluster._handle(self.broker_id, req)

@@ -32,6 +32,7 @@ from minikafka.protocol.errors import (
 )
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.rpc import messages as m
+from minikafka.server.admin_manager import NewPartitions, NewTopic, TopicResult
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS, KafkaApiHandler
 from minikafka.zk.client import ZkError
@@ -94,13 +95,14 @@ class FakeApis:
         self.seen: list[Any] = []
         self.cluster_id = "mk-cluster-id-22-chars"
         self.group_coordinator = group_coordinator()
-        self.created: list[m.CreatableTopic] = []
+        self.created: list[NewTopic] = []
         self.create_error: Exception | None = None
+        self.admin = self  # the admin manager's part, answered here too
 
     def now_ms(self) -> int:
         return 1_700_000_000_000
 
-    async def create_topic(self, t: m.CreatableTopic) -> int:
+    async def create_topic(self, t: NewTopic) -> int:
         if self.create_error is not None:
             raise self.create_error
         self.created.append(t)
@@ -163,22 +165,24 @@ class FakeApis:
             ]
         )
 
-    async def handle_create_topics(self, req: m.CreateTopicsRequest) -> m.CreateTopicsResponse:
-        self.seen.append(req)
-        return m.CreateTopicsResponse([m.TopicResult(t.name, 0) for t in req.topics])
+    async def create_topics(
+        self, topics: list[NewTopic], timeout_ms: int, validate_only: bool
+    ) -> list[TopicResult]:
+        self.seen.append((topics, timeout_ms, validate_only))
+        return [TopicResult(t.name, 0) for t in topics]
 
     async def handle_init_producer_id(self) -> int:
         return 4242
 
-    async def handle_delete_topics(self, req: m.DeleteTopicsRequest) -> m.DeleteTopicsResponse:
-        self.seen.append(req)
-        return m.DeleteTopicsResponse([m.TopicResult(n, 0) for n in req.topic_names])
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
+        self.seen.append((names, timeout_ms))
+        return [TopicResult(n, 0) for n in names]
 
-    async def handle_create_partitions(
-        self, req: m.CreatePartitionsRequest
-    ) -> m.CreatePartitionsResponse:
-        self.seen.append(req)
-        return m.CreatePartitionsResponse([m.TopicResult(t.name, 37, "no") for t in req.topics])
+    async def create_partitions(
+        self, topics: list[NewPartitions], timeout_ms: int, validate_only: bool
+    ) -> list[TopicResult]:
+        self.seen.append((topics, timeout_ms, validate_only))
+        return [TopicResult(t.name, 37, "no") for t in topics]
 
     async def describe_configs(
         self, resource_type: int, name: str, keys: list[str] | None, include_synonyms: bool

@@ -51,7 +51,7 @@ class ConfigApis(ApiFamily):
             # Null or empty: every config (Kafka answers an empty list with all of them too).
             keys = list(r.configuration_keys) if r.configuration_keys else None
             try:
-                described = await self.apis.describe_configs(
+                described = await self.apis.admin.describe_configs(
                     r.resource_type, r.resource_name, keys, req.include_synonyms
                 )
             except KafkaError as e:
@@ -98,7 +98,7 @@ class ConfigApis(ApiFamily):
     ) -> IncrementalAlterConfigsResponse:
         answers = await _alter_each(
             req.resources,
-            lambda r: self.apis.incremental_alter_configs(
+            lambda r: self.apis.admin.incremental_alter_configs(
                 r.resource_type,
                 r.resource_name,
                 [dynamic.AlterableConfig(c.name, c.config_operation, c.value) for c in r.configs],
@@ -125,7 +125,7 @@ class ConfigApis(ApiFamily):
         replace all of its overrides."""
         answers = await _alter_each(
             req.resources,
-            lambda r: self.apis.alter_configs(
+            lambda r: self.apis.admin.alter_configs(
                 r.resource_type,
                 r.resource_name,
                 [(c.name, c.value) for c in r.configs],

@@ -15,8 +15,8 @@ from minikafka.common import TopicPartition
 from minikafka.coordinator.group.group_coordinator import JoinRequest
 from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
-from minikafka.rpc import messages as m
 from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.server.admin_manager import NewTopic
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.models.groups import (
     Coordinator,
@@ -152,10 +152,8 @@ class GroupApis(ApiFamily):
             "min.insync.replicas": str(min(2, rf)),
         }
         try:
-            await self.apis.create_topic(
-                m.CreatableTopic(
-                    OFFSETS_TOPIC, config.offsets_topic_num_partitions, rf, None, topic_config
-                )
+            await self.apis.admin.create_topic(
+                NewTopic(OFFSETS_TOPIC, config.offsets_topic_num_partitions, rf, None, topic_config)
             )
             log.info(
                 "created %s (%d partitions, RF %d)",

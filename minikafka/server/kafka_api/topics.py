@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.rpc import messages as m
+from minikafka.server.admin_manager import NewPartitions, NewTopic
 from minikafka.server.kafka_api.models.topics import (
     CreatableTopicResult,
     CreatePartitionsRequest,
@@ -32,9 +32,9 @@ class TopicApis(ApiFamily):
     async def create_topics(
         self, req: CreateTopicsRequest, ctx: RequestContext
     ) -> CreateTopicsResponse:
-        internal = m.CreateTopicsRequest(
+        created = await self.apis.admin.create_topics(
             [
-                m.CreatableTopic(
+                NewTopic(
                     t.name,
                     t.num_partitions,
                     t.replication_factor,
@@ -46,11 +46,10 @@ class TopicApis(ApiFamily):
             req.timeout,
             req.validate_only,
         )
-        resp = await self.apis.handle_create_topics(internal)
         asked = {t.name: t for t in req.topics}
         config = self.apis.config
         results: list[CreatableTopicResult] = []
-        for r in resp.topics:
+        for r in created:
             t = asked[r.name]
             ok = r.error_code == ErrorCode.NONE
             partitions = t.num_partitions if t.num_partitions > 0 else config.num_partitions
@@ -95,7 +94,7 @@ class TopicApis(ApiFamily):
             names = list(req.topic_names)
         # The ids before the topics are gone from the metadata cache.
         ids = {name: topic_uuid(cache, name) for name in names}
-        resp = await self.apis.handle_delete_topics(m.DeleteTopicsRequest(names, req.timeout))
+        deleted = await self.apis.admin.delete_topics(names, req.timeout)
         results = [
             DeletableTopicResult(
                 name=r.name,
@@ -103,7 +102,7 @@ class TopicApis(ApiFamily):
                 error_code=r.error_code,
                 error_message=r.error_message,
             )
-            for r in resp.topics
+            for r in deleted
         ]
         results += [
             DeletableTopicResult(
@@ -120,27 +119,23 @@ class TopicApis(ApiFamily):
     async def create_partitions(
         self, req: CreatePartitionsRequest, ctx: RequestContext
     ) -> CreatePartitionsResponse:
-        resp = await self.apis.handle_create_partitions(
-            m.CreatePartitionsRequest(
-                [
-                    m.CreatePartitionsTopic(
-                        t.name,
-                        t.count,
-                        None
-                        if t.assignments is None
-                        else [list(a.broker_ids) for a in t.assignments],
-                    )
-                    for t in req.topics
-                ],
-                req.timeout,
-                req.validate_only,
-            )
+        added = await self.apis.admin.create_partitions(
+            [
+                NewPartitions(
+                    t.name,
+                    t.count,
+                    None if t.assignments is None else [list(a.broker_ids) for a in t.assignments],
+                )
+                for t in req.topics
+            ],
+            req.timeout,
+            req.validate_only,
         )
         return CreatePartitionsResponse(
             results=tuple(
                 CreatePartitionsTopicResult(
                     name=r.name, error_code=r.error_code, error_message=r.error_message
                 )
-                for r in resp.results
+                for r in added
             )
         )
