@@ -50,13 +50,15 @@ from typing import Any
 
 import aiohttp
 from confluent_kafka.cimpl import NewTopic
+from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.client.kafka_wire import KafkaConnection
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
 from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import ApiVersionsRequest, MetadataRequest, MetadataResponse
+from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -195,17 +197,16 @@ async def create_and_wait(
 async def ping_while(
     host: str, port: int, busy: asyncio.Future[Any] | None, seconds: float
 ) -> list[float]:
-    """Round trips (s) of ApiVersions requests sent one after another to a broker, until
-    `busy` is done (or for `seconds` when there is none)."""
-    conn = BrokerConnection(host, port, client_id="bench-scale-ping")
-    await conn.connect()
+    """Round trips (s) of Kafka ApiVersions requests sent one after another to a broker,
+    until `busy` is done (or for `seconds` when there is none)."""
+    conn = KafkaConnection(host, port, client_id="bench-scale-ping")
     times: list[float] = []
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
     try:
         while (busy is not None and not busy.done()) or (busy is None and loop.time() < end):
             t = time.perf_counter()
-            await conn.send(ApiVersionsRequest(), timeout_s=30)
+            await conn.call(ApiVersionsRequest(), timeout_s=30)
             times.append(time.perf_counter() - t)
     finally:
         await conn.close()

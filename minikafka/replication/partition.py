@@ -206,7 +206,7 @@ class Partition:
 
     def replica_states(self, now_ms: int) -> list[ReplicaState]:
         """On the leader: each replica as the leader sees it (itself first), for
-        DescribeReplicas and the admin endpoint. A follower not seen caught up since this
+        the admin endpoint. A follower not seen caught up since this
         broker became leader has age -1 (before, only the previous leader knew)."""
         states = [ReplicaState(self.local_broker_id, self.log_end_offset, 0, True)]
         for st in self.replica_state.followers.values():

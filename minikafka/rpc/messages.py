@@ -33,34 +33,7 @@ class ApiKey(IntEnum):
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
     CONTROLLED_SHUTDOWN = 7
-    API_VERSIONS = 18
-    CREATE_TOPICS = 19
-    DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
-    CREATE_PARTITIONS = 37
-    # minikafka's own admin APIs live above Kafka's range.
-    DESCRIBE_REPLICAS = 1000
-
-
-# --- ApiVersions --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ApiVersionsRequest:
-    pass
-
-
-@dataclass(frozen=True)
-class ApiVersion:
-    api_key: int
-    min_version: int
-    max_version: int
-
-
-@dataclass(frozen=True)
-class ApiVersionsResponse:
-    error_code: int
-    api_keys: list[ApiVersion]
 
 
 # --- Metadata -----------------------------------------------------------------------------
@@ -318,72 +291,6 @@ class OffsetForLeaderEpochResponse:
     topics: list[OffsetForLeaderTopicResult]
 
 
-# --- CreateTopics / DeleteTopics ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CreatableTopic:
-    name: str
-    num_partitions: int  # -1: broker default (num.partitions)
-    replication_factor: int  # -1: broker default (default.replication.factor)
-    assignments: dict[int, list[int]] | None = None
-    configs: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CreateTopicsRequest:
-    topics: list[CreatableTopic]
-    timeout_ms: int
-    validate_only: bool = False
-
-
-@dataclass(frozen=True)
-class TopicResult:
-    name: str
-    error_code: int
-    error_message: str | None = None
-
-
-@dataclass(frozen=True)
-class CreateTopicsResponse:
-    topics: list[TopicResult]
-
-
-@dataclass(frozen=True)
-class DeleteTopicsRequest:
-    topic_names: list[str]
-    timeout_ms: int
-
-
-@dataclass(frozen=True)
-class DeleteTopicsResponse:
-    topics: list[TopicResult]
-
-
-# --- CreatePartitions -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CreatePartitionsTopic:
-    name: str
-    count: int  # the new total number of partitions
-    # Replicas of each new partition, in partition order (partition `old count` first);
-    # None: the broker assigns them as topic creation does.
-    assignments: list[list[int]] | None = None
-
-
-@dataclass(frozen=True)
-class CreatePartitionsRequest:
-    topics: list[CreatePartitionsTopic]
-    timeout_ms: int
-    validate_only: bool = False
-
-
-@dataclass(frozen=True)
-class CreatePartitionsResponse:
-    results: list[TopicResult]
-
-
 # --- Controller -> broker -----------------------------------------------------------------
 
 
@@ -496,12 +403,7 @@ class ControlledShutdownResponse:
     remaining_partitions: list[PartitionRef]
 
 
-# --- minikafka admin ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DescribeReplicasRequest:
-    topics: list[str] | None = None
+# --- a leader's view of its replicas (admin endpoint, metrics) ---------------------------
 
 
 @dataclass(frozen=True)
@@ -512,24 +414,6 @@ class ReplicaState:
     in_isr: bool
 
 
-@dataclass(frozen=True)
-class PartitionReplicaStates:
-    topic: str
-    partition: int
-    error_code: int
-    leader: int
-    leader_epoch: int
-    high_watermark: int
-    log_end_offset: int
-    replicas: list[ReplicaState]
-
-
-@dataclass(frozen=True)
-class DescribeReplicasResponse:
-    partitions: list[PartitionReplicaStates]
-
-
-# api key -> (request type, response type, max version)
 API_TYPES: dict[ApiKey, tuple[type, type]] = {
     ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
     ApiKey.FETCH: (FetchRequest, FetchResponse),
@@ -539,12 +423,7 @@ API_TYPES: dict[ApiKey, tuple[type, type]] = {
     ApiKey.STOP_REPLICA: (StopReplicaRequest, StopReplicaResponse),
     ApiKey.UPDATE_METADATA: (UpdateMetadataRequest, UpdateMetadataResponse),
     ApiKey.CONTROLLED_SHUTDOWN: (ControlledShutdownRequest, ControlledShutdownResponse),
-    ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
-    ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
-    ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
-    ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
-    ApiKey.DESCRIBE_REPLICAS: (DescribeReplicasRequest, DescribeReplicasResponse),
 }
 
 API_KEY_OF_REQUEST: dict[type, ApiKey] = {req: key for key, (req, _) in API_TYPES.items()}

@@ -33,12 +33,13 @@ from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.rpc.connection import BrokerConnection, NetworkError
 from minikafka.rpc.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import KafkaApiHandler
-from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
+from minikafka.server.rpc_apis import RpcApis
 from minikafka.storage.log_cleaner import CleanerStopped, PassResult
 from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.log_manager import LogManager
@@ -86,7 +87,7 @@ class KafkaServer:
         self.fetcher_manager = ReplicaFetcherManager(self.replica_manager, config)
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.controller: KafkaController | None = None
-        self.apis: KafkaApis | None = None
+        self.services: BrokerServices | None = None
         self.group_coordinator: GroupCoordinatorAdapter | None = None
         # One socket server per listener (`listeners`), by listener name.
         self.socket_servers: dict[str, SocketServer] = {}
@@ -176,8 +177,8 @@ class KafkaServer:
         defaults at once, the cleaner its next backoff, the controller its next election."""
         old, new = self.config, layers.effective()
         self.config_layers = layers
-        if self.apis is not None:
-            self.apis.config_layers = layers
+        if self.services is not None:
+            self.services.config_layers = layers
         if new == old:
             return
         changed = {
@@ -188,8 +189,8 @@ class KafkaServer:
         log.info("broker %d: dynamic configs now in force: %s", self.broker_id, changed)
         self.config = new
         self.replica_manager.config = new
-        if self.apis is not None:
-            self.apis.config = new
+        if self.services is not None:
+            self.services.config = new
         if self.controller is not None:
             self.controller.config = new
         if new.log_config() != old.log_config():
@@ -238,7 +239,7 @@ class KafkaServer:
         self.controller = KafkaController(
             self.config, KazooControllerZkStore(self.zk, loop), clock=self.clock
         )
-        self.apis = KafkaApis(
+        self.services = services = BrokerServices(
             self.config,
             self.replica_manager,
             self.metadata_cache,
@@ -254,15 +255,16 @@ class KafkaServer:
             self.clock,
             commit_timeout_ms=self.config.offsets_commit_timeout_ms,
         )
-        self.apis.group_coordinator = self.group_coordinator
+        services.group_coordinator = self.group_coordinator
+        rpc_apis = RpcApis(services)
         listeners = self.config.resolved_listeners()
         for ep in listeners.bind:
             server = SocketServer(
-                self.apis.handler_for(ep.listener),
+                rpc_apis.handler_for(ep.listener),
                 ep.host or "0.0.0.0",
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,
-                kafka_handler=KafkaApiHandler(self.apis, ep.listener, self._serving_clients),
+                kafka_handler=KafkaApiHandler(services, ep.listener, self._serving_clients),
             )
             self.socket_servers[ep.listener] = server
             await server.start()

@@ -60,11 +60,11 @@ log = logging.getLogger(__name__)
 Handler = Callable[[RequestHeader, Any], Awaitable[Any]]
 
 
-class _NoResponse:
+class NoResponse:
     """Returned by a handler for requests Kafka does not answer (produce with acks=0)."""
 
 
-NO_RESPONSE = _NoResponse()
+NO_RESPONSE = NoResponse()
 
 
 class KafkaHandler(Protocol):

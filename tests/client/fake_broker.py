@@ -105,7 +105,7 @@ class _NoTopicIds:
 
 
 class _BrokerApis:
-    """What the Kafka adapter calls on a broker (KafkaApis), answered by the fake cluster."""
+    """What the Kafka API handlers call on a broker (BrokerServices), answered by the fake cluster."""
 
     cluster_id = "fake-cluster-0000000000"
 
@@ -115,13 +115,13 @@ class _BrokerApis:
         self.cache = _NoTopicIds()
         self.admin = self  # DescribeConfigs asks the admin manager
 
-    async def handle_metadata(self, req: m.MetadataRequest, listener: str) -> Any:
+    async def metadata(self, req: m.MetadataRequest, listener: str) -> Any:
         return await self.cluster._handle(self.broker_id, req)
 
-    async def handle_fetch(self, req: m.FetchRequest) -> Any:
+    async def fetch(self, req: m.FetchRequest) -> Any:
         return await self.cluster._handle(self.broker_id, req)
 
-    async def handle_list_offsets(self, req: m.ListOffsetsRequest) -> Any:
+    async def list_offsets(self, req: m.ListOffsetsRequest) -> Any:
         return await self.cluster._handle(self.broker_id, req)
 
     async def describe_configs(

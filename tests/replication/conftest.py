@@ -33,9 +33,10 @@ from minikafka.rpc.messages import (
     ProduceRequest,
     ProduceTopic,
 )
-from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
+from minikafka.server.rpc_apis import RpcApis
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_manager import LogManager
@@ -96,7 +97,7 @@ class Broker:
         )
         self.fetchers = ReplicaFetcherManager(self.rm, self.config)
         self.rm.fetcher_manager = self.fetchers
-        self.apis = KafkaApis(
+        self.services = BrokerServices(
             self.config,
             self.rm,
             MetadataCache(broker_id),
@@ -104,6 +105,7 @@ class Broker:
             None,
             SYSTEM_CLOCK.now_ms,
         )
+        self.apis = RpcApis(self.services)
         self.server = SocketServer(self.apis.handle, "127.0.0.1", 0)
         self.stopped = False
 

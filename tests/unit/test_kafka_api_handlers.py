@@ -86,7 +86,8 @@ def group_coordinator() -> GroupCoordinatorAdapter:
 
 
 class FakeApis:
-    """Canned answers of KafkaApis for whatever the request names."""
+    """Canned answers of BrokerServices (and its admin manager) for whatever the request
+    names."""
 
     def __init__(self) -> None:
         self.cache = FakeCache()
@@ -108,7 +109,7 @@ class FakeApis:
         self.created.append(t)
         return t.num_partitions
 
-    async def handle_metadata(self, req: m.MetadataRequest, listener: str) -> m.MetadataResponse:
+    async def metadata(self, req: m.MetadataRequest, listener: str) -> m.MetadataResponse:
         self.seen.append((req, listener))
         return m.MetadataResponse(
             [m.BrokerNode(1, "broker1", 9092, "rack-a")],
@@ -123,7 +124,7 @@ class FakeApis:
             ],
         )
 
-    async def handle_produce(self, req: m.ProduceRequest) -> Any:
+    async def produce(self, req: m.ProduceRequest) -> Any:
         self.seen.append(req)
         if self.produce_error is not None:
             raise self.produce_error
@@ -137,7 +138,7 @@ class FakeApis:
             ]
         )
 
-    async def handle_fetch(self, req: m.FetchRequest) -> m.FetchResponse:
+    async def fetch(self, req: m.FetchRequest) -> m.FetchResponse:
         self.seen.append(req)
         return m.FetchResponse(
             0,
@@ -153,7 +154,7 @@ class FakeApis:
             ],
         )
 
-    async def handle_list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
+    async def list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
         self.seen.append(req)
         return m.ListOffsetsResponse(
             [
@@ -171,7 +172,7 @@ class FakeApis:
         self.seen.append((topics, timeout_ms, validate_only))
         return [TopicResult(t.name, 0) for t in topics]
 
-    async def handle_init_producer_id(self) -> int:
+    async def init_producer_id(self) -> int:
         return 4242
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
@@ -219,7 +220,7 @@ class FakeApis:
         if name == "refused":
             raise InvalidConfigError("no such config")
 
-    async def handle_offsets_for_leader_epoch(
+    async def offsets_for_leader_epoch(
         self, req: m.OffsetForLeaderEpochRequest
     ) -> m.OffsetForLeaderEpochResponse:
         self.seen.append(req)
@@ -419,7 +420,7 @@ def test_acks_0_gets_no_response(version: int) -> None:
 
         return NO_RESPONSE
 
-    fake.handle_produce = no_response  # type: ignore[method-assign]
+    fake.produce = no_response  # type: ignore[method-assign]
     assert run(body, fake)[0] is None
 
 

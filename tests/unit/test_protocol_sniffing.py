@@ -18,7 +18,7 @@ from tests.kafka_protocol.wire import request_frame
 from tests.unit.test_kafka_codec import sample
 
 RPC_REQUESTS = [
-    m.ApiVersionsRequest(),
+    m.ControlledShutdownRequest(1, 1),
     m.MetadataRequest(["t"], False),
     m.ProduceRequest(-1, 1000, [m.ProduceTopic("t", [m.ProducePartition(0, build_batch([b"x"]))])]),
     m.FetchRequest(1, 500, 1, 1 << 20, [m.FetchTopic("t", [m.FetchPartition(0, 0, 1 << 20)])]),

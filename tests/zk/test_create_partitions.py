@@ -1,29 +1,26 @@
-"""CreatePartitions against a real ZooKeeper: the broker's handler (Kafka's
+"""CreatePartitions against a real ZooKeeper: the broker's admin manager (Kafka's
 ZkAdminManager.createPartitions path: validation, a conditional write of the whole
-assignment, DelayedCreatePartitions), the znode writes, and the controller's per-topic
+assignment, DelayedCreatePartitions) over its kazoo store, the znode writes, and the controller's per-topic
 watch on `/brokers/topics/<t>` (Kafka's PartitionModificationsHandler)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import cast
 
 import pytest
 
 from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
+from minikafka.config.dynamic import BrokerConfigLayers
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.protocol.errors import ErrorCode
-from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.rpc.messages import (
     BrokerNode,
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreatePartitionsTopic,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
-from minikafka.server.kafka_apis import KafkaApis
+from minikafka.server.admin_manager import AdminManager, NewPartitions
+from minikafka.server.admin_zk_store import KazooAdminZkStore
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.zk.client import (
     BrokerInfo,
@@ -39,7 +36,7 @@ from .conftest import ZkClientFactory
 
 
 class FakeController:
-    """The part of the controller KafkaApis asks (`ControllerLike`)."""
+    """The part of the controller the admin manager asks (`ControllerView`)."""
 
     def __init__(self) -> None:
         self.is_active = True
@@ -57,24 +54,30 @@ def register_brokers(client: ZkClient, *ids: int) -> None:
         client.register_broker(BrokerInfo(b, "127.0.0.1", 9090 + b))
 
 
-def apis(client: ZkClient, controller: FakeController | None) -> KafkaApis:
-    return KafkaApis(
-        BrokerConfig(broker_id=1),
-        cast(ReplicaManager, None),  # not used by the admin path
-        MetadataCache(1),
-        client,
-        controller,
-        lambda: 0,
-    )
+class Admin(AdminManager):
+    """The broker's admin manager, with the metadata cache it waits on at hand."""
+
+    def __init__(self, client: ZkClient, controller: FakeController | None) -> None:
+        config = BrokerConfig(broker_id=1)
+        self.cache = MetadataCache(1)
+        super().__init__(
+            KazooAdminZkStore(client),
+            self.cache,
+            controller,
+            lambda: config,
+            lambda: BrokerConfigLayers(config),
+        )
+
+
+def apis(client: ZkClient, controller: FakeController | None) -> Admin:
+    return Admin(client, controller)
 
 
 async def create_partitions(
-    api: KafkaApis, *topics: CreatePartitionsTopic, timeout_ms: int = 0, validate_only: bool = False
+    api: AdminManager, *topics: NewPartitions, timeout_ms: int = 0, validate_only: bool = False
 ) -> dict[str, tuple[int, str | None]]:
-    request = CreatePartitionsRequest(list(topics), timeout_ms, validate_only)
-    resp = await api.handle_create_partitions(request)
-    assert isinstance(resp, CreatePartitionsResponse)
-    return {r.name: (r.error_code, r.error_message) for r in resp.results}
+    results = await api.create_partitions(list(topics), timeout_ms, validate_only)
+    return {r.name: (r.error_code, r.error_message) for r in results}
 
 
 def metadata_with(topic: str, partitions: int) -> UpdateMetadataRequest:
@@ -166,7 +169,7 @@ async def test_partitions_are_added_to_the_assignment_znode(zk_client: ZkClient)
     register_brokers(zk_client, 1, 2, 3)
     zk_client.create_topic("t", {0: [2, 3], 1: [3, 1], 2: [1, 2]})
     api = apis(zk_client, FakeController())
-    assert await create_partitions(api, CreatePartitionsTopic("t", 5)) == {"t": (0, None)}
+    assert await create_partitions(api, NewPartitions("t", 5)) == {"t": (0, None)}
     # The rotation goes on from partition 0's first replica (broker 2).
     assert zk_client.get_assignment("t") == {
         0: (2, 3),
@@ -175,7 +178,7 @@ async def test_partitions_are_added_to_the_assignment_znode(zk_client: ZkClient)
         3: (2, 3),
         4: (3, 1),
     }
-    manual = CreatePartitionsTopic("t", 7, [[1, 3], [3, 2]])
+    manual = NewPartitions("t", 7, [[1, 3], [3, 2]])
     assert await create_partitions(api, manual) == {"t": (0, None)}
     assert zk_client.get_assignment("t") == {
         0: (2, 3),
@@ -192,9 +195,9 @@ async def test_validate_only_writes_nothing(zk_client: ZkClient) -> None:
     register_brokers(zk_client, 1, 2)
     topic_id = zk_client.create_topic("t", {0: [1, 2]})
     api = apis(zk_client, FakeController())
-    ok = await create_partitions(api, CreatePartitionsTopic("t", 3), validate_only=True)
+    ok = await create_partitions(api, NewPartitions("t", 3), validate_only=True)
     assert ok == {"t": (0, None)}
-    bad = await create_partitions(api, CreatePartitionsTopic("t", 1), validate_only=True)
+    bad = await create_partitions(api, NewPartitions("t", 1), validate_only=True)
     assert bad["t"][0] == ErrorCode.INVALID_PARTITIONS
     assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id)
 
@@ -208,12 +211,12 @@ async def test_errors_per_topic_with_kafkas_codes_and_messages(zk_client: ZkClie
     api = apis(zk_client, controller)
     results = await create_partitions(
         api,
-        CreatePartitionsTopic("nope", 4),
-        CreatePartitionsTopic("t", 2),
-        CreatePartitionsTopic("deleting", 4),
-        CreatePartitionsTopic("dup", 4),
-        CreatePartitionsTopic("dup", 5),
-        CreatePartitionsTopic("bad/name", 4),
+        NewPartitions("nope", 4),
+        NewPartitions("t", 2),
+        NewPartitions("deleting", 4),
+        NewPartitions("dup", 4),
+        NewPartitions("dup", 5),
+        NewPartitions("bad/name", 4),
     )
     assert results == {
         "nope": (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The topic 'nope' does not exist."),
@@ -229,15 +232,15 @@ async def test_errors_per_topic_with_kafkas_codes_and_messages(zk_client: ZkClie
         3: (ErrorCode.INVALID_PARTITIONS, "Topic already has 3 partitions."),
         4: (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica assignment: 7."),
     }
-    assert (await create_partitions(api, CreatePartitionsTopic("t", 3)))["t"] == cases[3]
-    wrong_broker = CreatePartitionsTopic("t", 4, [[1, 7]])
+    assert (await create_partitions(api, NewPartitions("t", 3)))["t"] == cases[3]
+    wrong_broker = NewPartitions("t", 4, [[1, 7]])
     assert (await create_partitions(api, wrong_broker))["t"] == cases[4]
-    too_few = CreatePartitionsTopic("t", 5, [[1, 2]])
+    too_few = NewPartitions("t", 5, [[1, 2]])
     assert (await create_partitions(api, too_few))["t"] == (
         ErrorCode.INVALID_REPLICA_ASSIGNMENT,
         "Increasing the number of partitions by 2 but 1 assignments provided.",
     )
-    wrong_rf = CreatePartitionsTopic("t", 4, [[1, 2, 3]])
+    wrong_rf = NewPartitions("t", 4, [[1, 2, 3]])
     code, message = (await create_partitions(api, wrong_rf))["t"]
     assert code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert message is not None and "Inconsistent replication factor" in message
@@ -248,9 +251,7 @@ async def test_errors_per_topic_with_kafkas_codes_and_messages(zk_client: ZkClie
 async def test_too_few_live_brokers_for_the_replication_factor(zk_client: ZkClient) -> None:
     register_brokers(zk_client, 1, 2)
     zk_client.create_topic("t", {0: [1, 2, 3]})  # broker 3 is gone
-    results = await create_partitions(
-        apis(zk_client, FakeController()), CreatePartitionsTopic("t", 2)
-    )
+    results = await create_partitions(apis(zk_client, FakeController()), NewPartitions("t", 2))
     assert results == {
         "t": (
             ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -266,9 +267,7 @@ async def test_only_the_controller_answers(zk_client: ZkClient) -> None:
     inactive.is_active = False
     for controller in (None, inactive):
         api = apis(zk_client, controller)
-        results = await create_partitions(
-            api, CreatePartitionsTopic("t", 2), CreatePartitionsTopic("t", 3)
-        )
+        results = await create_partitions(api, NewPartitions("t", 2), NewPartitions("t", 3))
         assert results == {"t": (ErrorCode.NOT_CONTROLLER, None)}
     assert zk_client.get_assignment("t") == {0: (1, 2)}
 
@@ -294,11 +293,11 @@ async def test_a_concurrent_change_is_read_again_before_writing(
 
     monkeypatch.setattr(zk_client, "get_assignment_and_version", read_then_race)
     api = apis(zk_client, FakeController())
-    assert await create_partitions(api, CreatePartitionsTopic("t", 3)) == {
+    assert await create_partitions(api, NewPartitions("t", 3)) == {
         "t": (ErrorCode.INVALID_PARTITIONS, "Topic already has 3 partitions.")
     }
     assert len(reads) == 2
-    assert await create_partitions(api, CreatePartitionsTopic("t", 4)) == {"t": (0, None)}
+    assert await create_partitions(api, NewPartitions("t", 4)) == {"t": (0, None)}
     assert zk_client.get_assignment("t") == {0: (1, 2), 1: (2, 1), 2: (1, 2), 3: (2, 1)}
 
 
@@ -312,9 +311,7 @@ async def test_the_answer_waits_for_leaders_in_this_brokers_metadata(zk_client: 
     api.cache.update(metadata_with("t", 1))
     api.cache.update(metadata_with("u", 1))
 
-    answer = asyncio.create_task(
-        create_partitions(api, CreatePartitionsTopic("t", 3), timeout_ms=30_000)
-    )
+    answer = asyncio.create_task(create_partitions(api, NewPartitions("t", 3), timeout_ms=30_000))
     await wait_until_async(
         lambda: len(zk_client.get_assignment("t") or {}) == 3, what="the assignment write"
     )
@@ -322,7 +319,7 @@ async def test_the_answer_waits_for_leaders_in_this_brokers_metadata(zk_client: 
     api.cache.update(metadata_with("t", 3))
     assert await asyncio.wait_for(answer, 10) == {"t": (0, None)}
 
-    timed_out = await create_partitions(api, CreatePartitionsTopic("u", 2), timeout_ms=200)
+    timed_out = await create_partitions(api, NewPartitions("u", 2), timeout_ms=200)
     code, message = timed_out["u"]
     assert code == ErrorCode.REQUEST_TIMED_OUT
     assert message is not None and "not all 2 partitions have leaders" in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 from minikafka.protocol.errors import ErrorCode
 from minikafka.rpc import messages as m
 from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.cluster import (
     ApiVersion,
     ApiVersionsRequest,
@@ -14,14 +15,13 @@ from minikafka.server.kafka_api.models.cluster import (
     DescribeClusterResponse,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_apis import KafkaApis
 
 API_VERSIONS, DESCRIBE_CLUSTER = 18, 60
 BROKER_ENDPOINTS = 1  # DescribeCluster's endpoint type for brokers (KIP-919)
 
 
 class ClusterApis(ApiFamily):
-    def __init__(self, apis: KafkaApis, served: dict[int, tuple[int, int]]) -> None:
+    def __init__(self, apis: BrokerServices, served: dict[int, tuple[int, int]]) -> None:
         self.apis = apis
         self.served = served  # registry.served_versions of every family
 
@@ -41,7 +41,7 @@ class ClusterApis(ApiFamily):
     async def describe_cluster(
         self, req: DescribeClusterRequest, ctx: RequestContext
     ) -> DescribeClusterResponse:
-        meta = await self.apis.handle_metadata(m.MetadataRequest([], False), ctx.listener)
+        meta = await self.apis.metadata(m.MetadataRequest([], False), ctx.listener)
         cluster_id = self.apis.cluster_id or ""
         # v1 may ask for the controllers (KIP-919): a ZooKeeper-era cluster has no quorum
         # controllers to list, and Kafka's ZooKeeper brokers refuse it the same way.

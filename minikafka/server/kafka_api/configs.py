@@ -8,6 +8,7 @@ from typing import Protocol, TypeVar
 
 from minikafka.config import dynamic
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.configs import (
     AlterConfigsRequest,
     AlterConfigsResourceResponse,
@@ -22,7 +23,6 @@ from minikafka.server.kafka_api.models.configs import (
     IncrementalAlterConfigsResponse,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_apis import KafkaApis
 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 
@@ -39,7 +39,7 @@ R = TypeVar("R", bound=_Resource)
 
 
 class ConfigApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(DESCRIBE_CONFIGS, "DescribeConfigs", versions=(1, 4))

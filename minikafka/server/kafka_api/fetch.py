@@ -7,18 +7,20 @@ Kafka's)."""
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.kafka.fetch_response import (
     FetchPartitionData,
     FetchTopicData,
+    RecordsChunk,
     encode_fetch_response,
 )
 from minikafka.rpc import messages as m
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.fetch import FetchRequest, FetchTopic
 from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
 from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
-from minikafka.server.kafka_apis import KafkaApis
 
 FETCH = 1
 
@@ -30,7 +32,7 @@ DEBUG_REPLICA_ID = m.DEBUG_REPLICA_ID
 
 
 class FetchApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(FETCH, "Fetch", versions=(4, 17))
@@ -96,7 +98,7 @@ class FetchApis(ApiFamily):
             session_epoch=req.session_epoch,
             forgotten_topics=forgotten,
         )
-        resp = await self.apis.handle_fetch(internal)
+        resp = await self.apis.fetch(internal)
         topics = [
             FetchTopicData(
                 t.name,
@@ -109,7 +111,7 @@ class FetchApis(ApiFamily):
                         p.log_start_offset,
                         # Empty, never null, records on an error, as Kafka's MemoryRecords.EMPTY:
                         # librdkafka fails to parse a null record set.
-                        b"" if p.records is None else p.records,
+                        b"" if p.records is None else cast(RecordsChunk, p.records),
                     )
                     for p in t.partitions
                 ],

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from minikafka.common import TopicPartition
 from minikafka.coordinator.group.offsets_topic import OffsetCommitValue
 from minikafka.protocol.errors import ErrorCode
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.groups import group_coordinator
 from minikafka.server.kafka_api.models.group_offsets import (
@@ -30,7 +31,6 @@ from minikafka.server.kafka_api.models.group_offsets import (
     OffsetFetchResponseTopics,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_apis import KafkaApis
 
 E = ErrorCode
 OFFSET_COMMIT, OFFSET_FETCH, OFFSET_DELETE = 8, 9, 47
@@ -40,7 +40,7 @@ _Fetched = tuple[ErrorCode, dict[str, list[tuple[int, OffsetCommitValue | None, 
 
 
 class GroupOffsetApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @property

@@ -17,6 +17,7 @@ from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.admin_manager import NewTopic
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.models.groups import (
     Coordinator,
@@ -44,7 +45,6 @@ from minikafka.server.kafka_api.models.groups import (
     SyncGroupResponse,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_apis import KafkaApis
 from minikafka.zk.client import ZkError
 
 log = logging.getLogger(__name__)
@@ -55,14 +55,14 @@ DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 
 
-def group_coordinator(apis: KafkaApis) -> GroupCoordinatorAdapter:
+def group_coordinator(apis: BrokerServices) -> GroupCoordinatorAdapter:
     groups = apis.group_coordinator
     assert groups is not None, "the broker sets its group coordinator before serving clients"
     return groups
 
 
 class GroupApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
         self._creating_offsets_topic: asyncio.Task[None] | None = None
 

@@ -14,6 +14,7 @@ from typing import Final
 
 from minikafka.protocol.kafka.codec import KafkaRequest, encode_response, response_type
 from minikafka.protocol.kafka.fetch_response import Chunk
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.cluster import ClusterApis
 from minikafka.server.kafka_api.configs import ConfigApis
 from minikafka.server.kafka_api.fetch import FetchApis
@@ -33,7 +34,6 @@ from minikafka.server.kafka_api.registry import (
     served_versions,
 )
 from minikafka.server.kafka_api.topics import TopicApis
-from minikafka.server.kafka_apis import KafkaApis
 
 FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     ClusterApis,
@@ -62,7 +62,9 @@ class KafkaApiHandler:
 
     versions: dict[int, tuple[int, int]] = SERVED_VERSIONS
 
-    def __init__(self, apis: KafkaApis, listener: str, ready: asyncio.Event | None = None) -> None:
+    def __init__(
+        self, apis: BrokerServices, listener: str, ready: asyncio.Event | None = None
+    ) -> None:
         self.listener = listener
         # As Kafka's socket server (startProcessingRequests): clients' requests wait until
         # the broker has started (registered, and told of the cluster by the controller).

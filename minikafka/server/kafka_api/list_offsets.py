@@ -4,6 +4,7 @@ of a time, and the end of a leader epoch (KIP-320's truncation check)."""
 from __future__ import annotations
 
 from minikafka.rpc import messages as m
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.list_offsets import (
     EpochEndOffset,
     ListOffsetsPartitionResponse,
@@ -15,13 +16,12 @@ from minikafka.server.kafka_api.models.list_offsets import (
     OffsetForLeaderTopicResult,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_apis import KafkaApis
 
 LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 2, 23
 
 
 class ListOffsetsApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(LIST_OFFSETS, "ListOffsets", versions=(1, 7))
@@ -43,7 +43,7 @@ class ListOffsetsApis(ApiFamily):
                 for t in req.topics
             ],
         )
-        resp = await self.apis.handle_list_offsets(internal)
+        resp = await self.apis.list_offsets(internal)
         # The answer lists the request's topics and partitions in the request's order.
         return ListOffsetsResponse(
             topics=tuple(
@@ -85,7 +85,7 @@ class ListOffsetsApis(ApiFamily):
                 for t in req.topics
             ],
         )
-        resp = await self.apis.handle_offsets_for_leader_epoch(internal)
+        resp = await self.apis.offsets_for_leader_epoch(internal)
         return OffsetForLeaderEpochResponse(
             topics=tuple(
                 OffsetForLeaderTopicResult(

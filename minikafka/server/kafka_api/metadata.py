@@ -8,6 +8,7 @@ from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import ErrorCode
 from minikafka.rpc import messages as m
 from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -17,13 +18,12 @@ from minikafka.server.kafka_api.models.metadata import (
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
 from minikafka.server.kafka_api.topic_ids import topic_named, uuid_of
-from minikafka.server.kafka_apis import KafkaApis
 
 METADATA = 3
 
 
 class MetadataApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(METADATA, "Metadata", versions=(0, 13))
@@ -48,7 +48,7 @@ class MetadataApis(ApiFamily):
                     unknown_ids.append(t.topic_id)
         # Before v4 a Metadata request always allowed auto-creation (Kafka's rule; the
         # model's default for those versions).
-        resp = await self.apis.handle_metadata(
+        resp = await self.apis.metadata(
             m.MetadataRequest(names, req.allow_auto_topic_creation), ctx.listener
         )
         # KIP-430 (v8+): what the client may do, when it asks.

@@ -12,17 +12,17 @@ from minikafka.protocol.kafka.produce_response import (
     encode_produce_response,
 )
 from minikafka.rpc import messages as m
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.produce import ProduceRequest, TopicProduceData
 from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
 from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
-from minikafka.server.kafka_apis import KafkaApis
-from minikafka.server.network import NO_RESPONSE
+from minikafka.server.network import NoResponse
 
 PRODUCE = 0
 
 
 class ProduceApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(PRODUCE, "Produce", versions=(3, 13))
@@ -54,10 +54,10 @@ class ProduceApis(ApiFamily):
                 )
             )
         try:
-            resp = await self.apis.handle_produce(m.ProduceRequest(req.acks, req.timeout, topics))
+            resp = await self.apis.produce(m.ProduceRequest(req.acks, req.timeout, topics))
         except KafkaError as e:
             return _produce_error(req, e.code)
-        if resp is NO_RESPONSE or req.acks == 0:
+        if isinstance(resp, NoResponse) or req.acks == 0:
             return None
         return [
             ProduceTopicData(

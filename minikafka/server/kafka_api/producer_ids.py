@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.producer_ids import (
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_apis import KafkaApis
 
 INIT_PRODUCER_ID = 22
 
 
 class ProducerIdApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(INIT_PRODUCER_ID, "InitProducerId", versions=(0, 4))
@@ -27,7 +27,7 @@ class ProducerIdApis(ApiFamily):
         if req.transactional_id is not None:
             return _refused(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         try:
-            producer_id = await self.apis.handle_init_producer_id()
+            producer_id = await self.apis.init_producer_id()
         except KafkaError as e:
             return _refused(e.code)
         return InitProducerIdResponse(

@@ -6,6 +6,7 @@ import uuid
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.server.admin_manager import NewPartitions, NewTopic
+from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.topics import (
     CreatableTopicResult,
     CreatePartitionsRequest,
@@ -19,13 +20,12 @@ from minikafka.server.kafka_api.models.topics import (
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
 from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
-from minikafka.server.kafka_apis import KafkaApis
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 
 
 class TopicApis(ApiFamily):
-    def __init__(self, apis: KafkaApis) -> None:
+    def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
 
     @api(CREATE_TOPICS, "CreateTopics", versions=(2, 7))

@@ -1,0 +1,226 @@
+"""What the request handlers of both protocols call: the broker's parts and the rules a
+Kafka request and its inter-broker RPC counterpart share.
+
+Kafka's APIs (server/kafka_api/) and minikafka's RPC between brokers (server/rpc_apis.py)
+both read Metadata from here (the metadata cache, with a requested topic it lacks looked up
+in ZooKeeper and auto-created), append and fetch records through the replica manager
+(clients may not write `__consumer_offsets`; fetched bytes are counted per topic), and ask
+the admin manager (topics, configs) and the producer id manager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, cast
+
+from minikafka.common import PLAINTEXT, TopicPartition
+from minikafka.config.broker import BrokerConfig
+from minikafka.config.dynamic import BrokerConfigLayers
+from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
+from minikafka.protocol.errors import (
+    CoordinatorNotAvailableError,
+    ErrorCode,
+    InvalidTopicError,
+    KafkaError,
+    TopicAlreadyExistsError,
+)
+from minikafka.protocol.transport import FileRegion
+from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.rpc.messages import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataTopic,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+    ProduceTopicResponse,
+)
+from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
+from minikafka.server.admin_zk_store import KazooAdminZkStore
+from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.network import NO_RESPONSE, NoResponse
+from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
+from minikafka.zk.client import ZkClient, ZkError
+
+if TYPE_CHECKING:
+    from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
+
+log = logging.getLogger(__name__)
+
+
+class ControllerLike(Protocol):
+    """The part of the controller the request handlers use."""
+
+    @property
+    def is_active(self) -> bool: ...
+
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> list[TopicPartition]: ...
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool: ...
+
+
+class BrokerServices:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        replica_manager: ReplicaManager,
+        metadata_cache: MetadataCache,
+        zk: ZkClient,
+        controller: ControllerLike | None,
+        now_ms: Callable[[], int],
+        *,
+        cluster_id: str | None = None,
+        config_layers: BrokerConfigLayers | None = None,
+    ) -> None:
+        self.config = config  # the settings in force (the broker replaces it when they change)
+        # server.properties and the dynamic broker configs (the broker keeps it current).
+        self.config_layers = config_layers or BrokerConfigLayers(config)
+        self.admin = AdminManager(
+            KazooAdminZkStore(zk),
+            metadata_cache,
+            controller,
+            lambda: self.config,
+            lambda: self.config_layers,
+        )
+        self.cluster_id = cluster_id  # /cluster/id, read or created at startup
+        self.producer_ids = ProducerIdManager(
+            lambda: asyncio.to_thread(
+                zk.allocate_producer_id_block, config.broker_id, PRODUCER_ID_BLOCK_SIZE
+            )
+        )
+        self.rm = replica_manager
+        self.cache = metadata_cache
+        self.controller = controller
+        self._now_ms = now_ms
+        # Set by the broker once created (server/group_coordinator_adapter.py).
+        self.group_coordinator: GroupCoordinatorAdapter | None = None
+
+    def now_ms(self) -> int:
+        return self._now_ms()
+
+    async def metadata(self, req: MetadataRequest, listener: str = PLAINTEXT) -> MetadataResponse:
+        """The cluster as this broker's metadata cache has it, with the brokers' addresses on
+        `listener`; requested topics it lacks are looked up (and maybe auto-created)."""
+        topics = self.cache.get_topic_metadata(req.topics)
+        if req.topics is not None:
+            topics = [
+                await self._unknown_topic_metadata(t.name, req.allow_auto_topic_creation)
+                if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else t
+                for t in topics
+            ]
+        return MetadataResponse(
+            self.cache.alive_brokers_on(listener), self.cache.controller_id, topics
+        )
+
+    async def _unknown_topic_metadata(self, name: str, allow_auto_create: bool) -> MetadataTopic:
+        """A requested topic missing from the metadata cache. ZooKeeper decides whether it
+        exists: a topic being created (or whose UpdateMetadata has not reached us yet) is
+        LEADER_NOT_AVAILABLE, so clients retry; only a topic absent from ZooKeeper is
+        UNKNOWN_TOPIC_OR_PARTITION, which clients can then trust to fail at once. With
+        auto.create.topics.enable and the client's allowAutoTopicCreation it is created
+        with num.partitions and default.replication.factor (Kafka's createTopic in
+        KafkaApis), answered LEADER_NOT_AVAILABLE until its leaders are elected."""
+        not_yet = MetadataTopic(int(ErrorCode.LEADER_NOT_AVAILABLE), name, [])
+        try:
+            validate_topic_name(name)
+        except InvalidTopicError as e:
+            return MetadataTopic(int(e.code), name, [])
+        try:
+            if await self.admin.topic_exists(name):
+                return not_yet
+            if not (allow_auto_create and self.config.auto_create_topics_enable):
+                return MetadataTopic(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name, [])
+            await self.admin.create_topic(NewTopic(name))
+        except ZkError as e:
+            # No ZooKeeper now: we cannot tell, so the client retries (a retriable code).
+            log.info("metadata for unknown topic %s: ZooKeeper unavailable (%s)", name, e)
+            return not_yet
+        except TopicAlreadyExistsError:
+            pass  # another broker's client asked at the same moment
+        except KafkaError as e:
+            log.info("auto-creation of topic %s failed: %s", name, e)
+            return MetadataTopic(int(e.code), name, [])
+        log.info("auto-created topic %s (auto.create.topics.enable)", name)
+        return not_yet
+
+    async def produce(self, req: ProduceRequest) -> ProduceResponse | NoResponse:
+        """Append each partition's records as the replica manager decides (acks,
+        min.insync.replicas); NO_RESPONSE for acks=0."""
+        # Decoded requests carry records as a memoryview of the received frame.
+        entries = {
+            TopicPartition(t.name, p.partition): (
+                p.records if isinstance(p.records, bytes | bytearray | memoryview) else None
+            )
+            for t in req.topics
+            for p in t.partitions
+        }
+        # Only the group coordinator writes its internal topic (Kafka: "Cannot append to
+        # internal topic"); a client's records there could not be loaded as groups.
+        internal = {tp for tp in entries if tp.topic == OFFSETS_TOPIC}
+        results = await self.rm.append_records(
+            req.acks, req.timeout_ms, {tp: r for tp, r in entries.items() if tp not in internal}
+        )
+        for tp in internal:
+            results[tp] = ProducePartitionResponse(
+                tp.partition,
+                int(ErrorCode.INVALID_TOPIC_EXCEPTION),
+                -1,
+                -1,
+                f"Cannot append to internal topic {tp.topic}",
+            )
+        if req.acks == 0:
+            return NO_RESPONSE
+        return ProduceResponse(
+            [
+                ProduceTopicResponse(
+                    t.name, [results[TopicPartition(t.name, p.partition)] for p in t.partitions]
+                )
+                for t in req.topics
+            ]
+        )
+
+    async def fetch(self, req: FetchRequest) -> FetchResponse:
+        """A consumer's or a follower's fetch, counted in the topics' byte rates."""
+        resp = await self.rm.fetch_messages(req)
+        stats = self.rm.topic_stats
+        to_follower = req.replica_id >= 0
+        for t in resp.topics:
+            for r in t.partitions:
+                records = r.records
+                if records is None:
+                    size = 0
+                elif isinstance(records, bytes | bytearray | memoryview):
+                    size = len(records)
+                else:
+                    size = cast(FileRegion, records).size  # sent with sendfile
+                stats.record_fetch(
+                    t.name, size, failed=r.error_code != ErrorCode.NONE, to_follower=to_follower
+                )
+        return resp
+
+    async def init_producer_id(self) -> int:
+        """A new producer id for an idempotent producer (epoch 0), as Kafka's transaction
+        coordinator answers a producer without a transactional id."""
+        try:
+            return await self.producer_ids.generate()
+        except ZkError as e:
+            raise CoordinatorNotAvailableError(f"no producer id block from ZooKeeper: {e}") from e
+
+    async def list_offsets(self, req: ListOffsetsRequest) -> ListOffsetsResponse:
+        return self.rm.list_offsets(req)
+
+    async def offsets_for_leader_epoch(
+        self, req: OffsetForLeaderEpochRequest
+    ) -> OffsetForLeaderEpochResponse:
+        return self.rm.offsets_for_leader_epoch(req)
