@@ -10,7 +10,7 @@ import pytest
 
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.controller.partition_state_machine import state_creation_chunks
-from minikafka.zk import client as zk_client_module
+from minikafka.zk import multi as zk_multi_module
 from minikafka.zk import paths
 from minikafka.zk.client import JUTE_MAX_BUFFER, ZkClient, ZkRequestTooLargeError
 
@@ -108,7 +108,7 @@ def test_batched_controller_writes_find_the_conflicting_partition(
     # A leader changes the ISR of t-17 meanwhile (zk version 0 -> 1).
     tp17 = TopicPartition("t", 17)
     assert leader.update_partition_state_as_leader(tp17, LeaderAndIsr(1, 0, (1, 2), 1), 0) == 1
-    monkeypatch.setattr(zk_client_module, "MULTI_CHUNK_OPS", 10)
+    monkeypatch.setattr(zk_multi_module, "MULTI_CHUNK_OPS", 10)
     sent = multis(controller, monkeypatch)
     done, conflicts = controller.update_partition_states_as_controller(
         {tp: (LeaderAndIsr(2, 1, (2, 3), 1), 0) for tp in states}, fence
@@ -130,7 +130,7 @@ def test_fenced_deletes_go_in_chunks_and_skip_what_is_already_gone(
     fence = elect(controller)
     names = [broker.create_isr_change_notification([TopicPartition("t", i)]) for i in range(25)]
     broker._kazoo().delete(paths.isr_change_notification(names[12]))  # gone meanwhile
-    monkeypatch.setattr(zk_client_module, "MULTI_CHUNK_OPS", 10)
+    monkeypatch.setattr(zk_multi_module, "MULTI_CHUNK_OPS", 10)
     sent = multis(controller, monkeypatch)
     controller.delete_isr_change_notifications(names, fence)
     assert controller.get_isr_change_notifications() == []
