@@ -36,6 +36,7 @@ class _Resource(Protocol):
 
 
 R = TypeVar("R", bound=_Resource)
+A = TypeVar("A", AlterConfigsResourceResponse, IncrementalAlterConfigsResourceResponse)
 
 
 class ConfigApis(ApiFamily):
@@ -97,6 +98,7 @@ class ConfigApis(ApiFamily):
         self, req: IncrementalAlterConfigsRequest, ctx: RequestContext
     ) -> IncrementalAlterConfigsResponse:
         answers = await _alter_each(
+            IncrementalAlterConfigsResourceResponse,
             req.resources,
             lambda r: self.apis.admin.incremental_alter_configs(
                 r.resource_type,
@@ -105,17 +107,7 @@ class ConfigApis(ApiFamily):
                 req.validate_only,
             ),
         )
-        return IncrementalAlterConfigsResponse(
-            responses=tuple(
-                IncrementalAlterConfigsResourceResponse(
-                    error_code=code,
-                    error_message=message,
-                    resource_type=r.resource_type,
-                    resource_name=r.resource_name,
-                )
-                for r, (code, message) in zip(req.resources, answers, strict=True)
-            )
-        )
+        return IncrementalAlterConfigsResponse(responses=answers)
 
     @api(ALTER_CONFIGS, "AlterConfigs", versions=(0, 2))
     async def alter_configs(
@@ -124,6 +116,7 @@ class ConfigApis(ApiFamily):
         """AlterConfigs, which older tools and clients still send: each resource's configs
         replace all of its overrides."""
         answers = await _alter_each(
+            AlterConfigsResourceResponse,
             req.resources,
             lambda r: self.apis.admin.alter_configs(
                 r.resource_type,
@@ -132,29 +125,26 @@ class ConfigApis(ApiFamily):
                 req.validate_only,
             ),
         )
-        return AlterConfigsResponse(
-            responses=tuple(
-                AlterConfigsResourceResponse(
-                    error_code=code,
-                    error_message=message,
-                    resource_type=r.resource_type,
-                    resource_name=r.resource_name,
-                )
-                for r, (code, message) in zip(req.resources, answers, strict=True)
-            )
-        )
+        return AlterConfigsResponse(responses=answers)
 
 
 async def _alter_each(
-    resources: Sequence[R], alter: Callable[[R], Awaitable[None]]
-) -> list[tuple[int, str | None]]:
-    """Both alter APIs' answer: each resource's error code and message, one at a time."""
-    answers: list[tuple[int, str | None]] = []
+    answer: type[A], resources: Sequence[R], alter: Callable[[R], Awaitable[None]]
+) -> tuple[A, ...]:
+    """Both alter APIs' answer: each resource altered in turn, with its error or none."""
+    answers: list[A] = []
     for r in resources:
+        code, message = int(ErrorCode.NONE), None
         try:
             await alter(r)
         except KafkaError as e:
-            answers.append((int(e.code), e.message))
-        else:
-            answers.append((int(ErrorCode.NONE), None))
-    return answers
+            code, message = int(e.code), e.message
+        answers.append(
+            answer(
+                error_code=code,
+                error_message=message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+        )
+    return tuple(answers)

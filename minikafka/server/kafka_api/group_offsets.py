@@ -4,6 +4,7 @@ group coordinator in `__consumer_offsets`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from minikafka.common import TopicPartition
 from minikafka.coordinator.group.offsets_topic import OffsetCommitValue
@@ -113,17 +114,7 @@ class GroupOffsetApis(ApiFamily):
             error_code=error,
             topics=tuple(
                 OffsetFetchResponseTopic(
-                    name=name,
-                    partitions=tuple(
-                        OffsetFetchResponsePartition(
-                            partition_index=partition,
-                            committed_offset=-1 if value is None else value.offset,
-                            committed_leader_epoch=-1 if value is None else value.leader_epoch,
-                            metadata="" if value is None else value.metadata,
-                            error_code=code,
-                        )
-                        for partition, value, code in parts
-                    ),
+                    name=name, partitions=_partitions(OffsetFetchResponsePartition, parts)
                 )
                 for name, parts in by_topic.items()
             ),
@@ -186,17 +177,23 @@ def _group_v8(group_id: str, fetched: _Fetched) -> OffsetFetchResponseGroup:
         group_id=group_id,
         error_code=error,
         topics=tuple(
-            OffsetFetchResponseTopics(name=name, partitions=_partitions_v8(parts))
+            OffsetFetchResponseTopics(
+                name=name, partitions=_partitions(OffsetFetchResponsePartitions, parts)
+            )
             for name, parts in by_topic.items()
         ),
     )
 
 
-def _partitions_v8(
-    parts: Iterable[tuple[int, OffsetCommitValue | None, ErrorCode]],
-) -> tuple[OffsetFetchResponsePartitions, ...]:
+P = TypeVar("P", OffsetFetchResponsePartition, OffsetFetchResponsePartitions)
+
+
+def _partitions(
+    model: type[P], parts: Iterable[tuple[int, OffsetCommitValue | None, ErrorCode]]
+) -> tuple[P, ...]:
+    """A topic's fetched offsets as `model` (v8+ nests them in a struct of its own)."""
     return tuple(
-        OffsetFetchResponsePartitions(
+        model(
             partition_index=partition,
             committed_offset=-1 if value is None else value.offset,
             committed_leader_epoch=-1 if value is None else value.leader_epoch,
