@@ -44,7 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition as MkTopicPartition
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, partition_for
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC, partition_for
 
 PARTITIONS = 6
 OFFSETS_PARTITIONS = 50  # Kafka's default offsets.topic.num.partitions

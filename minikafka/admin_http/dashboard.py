@@ -51,7 +51,7 @@ from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkState
 
 if TYPE_CHECKING:
-    from minikafka.server.broker import KafkaServer
+    from minikafka.server.admin_endpoint import BrokerView
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +91,13 @@ def leader_state(p: Partition, now_ms: int) -> LeaderState:
     )
 
 
-def local_broker_facts(server: KafkaServer, leaders: int) -> dict[str, Any]:
-    rm = server.replica_manager
-    controller = server.controller
+def local_broker_facts(broker: BrokerView, leaders: int) -> dict[str, Any]:
+    rm = broker.replica_manager
+    controller = broker.controller
     return {
-        "broker_id": server.broker_id,
-        "broker_epoch": server.broker_epoch,
-        "zookeeper_connected": server.zk.connected,
+        "broker_id": broker.broker_id,
+        "broker_epoch": broker.broker_epoch,
+        "zookeeper_connected": broker.zk.connected,
         "controller_epoch": rm.controller_epoch,
         "is_controller": controller is not None and controller.is_active,
         "partitions": len(rm.partitions),
@@ -106,8 +106,8 @@ def local_broker_facts(server: KafkaServer, leaders: int) -> dict[str, Any]:
 
 
 class Dashboard:
-    def __init__(self, server: KafkaServer) -> None:
-        self._server = server
+    def __init__(self, broker: BrokerView) -> None:
+        self._broker = broker
         self.events = EventLog()
         self.rates = RateSampler()
         self.throughput = ClusterThroughput()
@@ -131,7 +131,7 @@ class Dashboard:
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        s = self._server
+        s = self._broker
         s.metadata_cache.add_listener(self._on_metadata)
         bridge = LoopBridge(asyncio.get_running_loop())
         s.zk.add_connection_listener(bridge.wrap(self._on_zk_state))
@@ -157,11 +157,11 @@ class Dashboard:
     # --- events --------------------------------------------------------------------------
 
     def _on_metadata(self, change: MetadataChange) -> None:
-        self._last_live.update(self._server.metadata_cache.live_brokers)
-        self.events.append(metadata_events(change), self._server.clock.now_ms())
+        self._last_live.update(self._broker.metadata_cache.live_brokers)
+        self.events.append(metadata_events(change), self._broker.clock.now_ms())
 
     def _on_zk_state(self, state: ZkState) -> None:
-        bid = self._server.broker_id
+        bid = self._broker.broker_id
         if state is ZkState.LOST:
             self._zk_lost = True
             draft = EventDraft(
@@ -178,12 +178,12 @@ class Dashboard:
             )
         else:
             return
-        self.events.append([draft], self._server.clock.now_ms())
+        self.events.append([draft], self._broker.clock.now_ms())
 
     # --- throughput ----------------------------------------------------------------------
 
     def _sample_now(self) -> None:
-        stats = self._server.replica_manager.topic_stats.topics
+        stats = self._broker.replica_manager.topic_stats.topics
         self.rates.sample(
             time.time(), {t: [getattr(s, n) for n in RATE_NAMES] for t, s in stats.items()}
         )
@@ -200,7 +200,7 @@ class Dashboard:
     # --- the local view (what other brokers ask of this one) -----------------------------
 
     def local_view(self, throughput_after_s: int) -> dict[str, Any]:
-        s = self._server
+        s = self._broker
         now = s.clock.now_ms()
         led = s.replica_manager.leader_partitions()
         return {
@@ -223,7 +223,7 @@ class Dashboard:
         return await asyncio.shield(self._gathering)
 
     def _read_zk(self) -> ZkView:
-        zk = self._server.zk
+        zk = self._broker.zk
         brokers = zk.get_all_brokers()
         controller = zk.get_controller_id()
         epoch = zk.get_controller_epoch()
@@ -276,7 +276,7 @@ class Dashboard:
         return PeerAnswer(body["broker"], leaders)
 
     async def _gather(self) -> ClusterView:
-        s = self._server
+        s = self._broker
         # The view's time is when gathering began: every broker's throughput rows up to
         # the second before it exist by then.
         started_ms = s.clock.now_ms()

@@ -34,7 +34,7 @@ from minikafka.rpc.connection import BrokerConnection
 from minikafka.rpc.messages import ReplicaState
 
 if TYPE_CHECKING:
-    from minikafka.server.broker import KafkaServer
+    from minikafka.server.admin_endpoint import BrokerView
 
 log = logging.getLogger(__name__)
 
@@ -139,11 +139,11 @@ class BrokerSnapshot:
 LOG_END_TIMEOUT_S = 1.0
 
 
-async def group_offsets(server: KafkaServer) -> list[GroupOffset]:
+async def group_offsets(broker: BrokerView) -> list[GroupOffset]:
     """Committed offsets of the groups this broker coordinates, each with its partition's
     high watermark: from this broker when it leads the partition, else asked of the
     leader (internal ListOffsets, LOG_END_TIMEOUT_S at most; unanswered: None)."""
-    coordinator = server.group_coordinator
+    coordinator = broker.group_coordinator
     if coordinator is None:
         return []
     core = coordinator.core
@@ -153,7 +153,7 @@ async def group_offsets(server: KafkaServer) -> list[GroupOffset]:
         if group.partition in core.owned
         for tp, value in group.offsets.items()
     )
-    rm = server.replica_manager
+    rm = broker.replica_manager
     ends: dict[TopicPartition, int] = {}
     remote: dict[int, set[TopicPartition]] = {}
     for _, tp, _ in committed:
@@ -161,14 +161,14 @@ async def group_offsets(server: KafkaServer) -> list[GroupOffset]:
         if p is not None and p.is_leader:
             ends[tp] = p.high_watermark
             continue
-        state = server.metadata_cache.partition_state(tp)
+        state = broker.metadata_cache.partition_state(tp)
         if state is not None and state.leader >= 0:
             remote.setdefault(state.leader, set()).add(tp)
     if remote:
         brokers = {
             b.node_id: b
-            for b in server.metadata_cache.alive_brokers_on(
-                server.config.resolved_listeners().inter_broker
+            for b in broker.metadata_cache.alive_brokers_on(
+                broker.config.resolved_listeners().inter_broker
             )
         }
         answers = await asyncio.gather(
@@ -220,11 +220,11 @@ async def _log_ends(host: str, port: int, tps: set[TopicPartition]) -> dict[Topi
     }
 
 
-def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
+def take_snapshot(broker: BrokerView) -> BrokerSnapshot:
     """The broker's numbers as of now. Run it on the broker's event loop."""
-    rm = server.replica_manager
-    lm = server.log_manager
-    now = server.clock.now_ms()
+    rm = broker.replica_manager
+    lm = broker.log_manager
+    now = broker.clock.now_ms()
     partitions = []
     for tp, p in sorted(rm.partitions.items()):
         log = p.log
@@ -249,7 +249,7 @@ def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
                 led,
             )
         )
-    controller = server.controller
+    controller = broker.controller
     ctx = controller.context if controller is not None else None
     controller_snapshot = None
     if ctx is not None and controller is not None and controller.is_active:
@@ -260,10 +260,10 @@ def take_snapshot(server: KafkaServer) -> BrokerSnapshot:
             len(ctx.partition_leadership),
         )
     return BrokerSnapshot(
-        broker_id=server.broker_id,
-        broker_epoch=server.broker_epoch,
-        zk_connected=server.zk.connected,
-        zk_expirations=server.zk_session_expirations,
+        broker_id=broker.broker_id,
+        broker_epoch=broker.broker_epoch,
+        zk_connected=broker.zk.connected,
+        zk_expirations=broker.zk_session_expirations,
         isr_shrinks=rm.isr_shrinks,
         isr_expands=rm.isr_expands,
         failed_isr_updates=rm.failed_isr_updates,

@@ -43,7 +43,7 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.partition import Partition
 
 if TYPE_CHECKING:
-    from minikafka.server.broker import KafkaServer
+    from minikafka.server.admin_endpoint import BrokerView
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +92,16 @@ def partition_view(p: Partition, now_ms: int) -> dict[str, Any]:
 
 
 class AdminHttpServer:
-    def __init__(self, server: KafkaServer, host: str, port: int) -> None:
-        self._server = server
+    """A broker's admin endpoint (server/admin_endpoint.py's AdminEndpoint): it reads the
+    broker through a BrokerView and changes nothing."""
+
+    def __init__(self, broker: BrokerView, host: str, port: int) -> None:
+        self._broker = broker
         self._host = host
         self._requested_port = port
         self._runner: web.AppRunner | None = None
         self.port = port
-        self.dashboard = Dashboard(server)
+        self.dashboard = Dashboard(broker)
 
     def app(self) -> web.Application:
         # GET (and HEAD) only: no request can change anything; others get 405.
@@ -146,16 +149,16 @@ class AdminHttpServer:
 
     async def metrics(self, request: web.Request) -> web.Response:
         # The numbers on the loop that owns them, the text in a thread (see metrics.py).
-        snap = take_snapshot(self._server)
+        snap = take_snapshot(self._broker)
         # Consumer lag needs other brokers' high watermarks: asked after the snapshot.
-        snap = replace(snap, group_offsets=await group_offsets(self._server))
+        snap = replace(snap, group_offsets=await group_offsets(self._broker))
         body = await asyncio.to_thread(render, snap)
         # aiohttp wants the charset apart from the content type.
         content_type, _, charset = CONTENT_TYPE_LATEST.partition("; charset=")
         return web.Response(body=body, content_type=content_type, charset=charset or None)
 
     async def health(self, request: web.Request) -> web.Response:
-        s = self._server
+        s = self._broker
         problems = []
         if not s.zk.connected:
             problems.append("no ZooKeeper session")
@@ -172,7 +175,7 @@ class AdminHttpServer:
         return web.json_response(body, status=503 if problems else 200)
 
     async def broker(self, request: web.Request) -> web.Response:
-        s = self._server
+        s = self._broker
         rm = s.replica_manager
         controller = s.controller
         host, port = s.advertised
@@ -199,17 +202,17 @@ class AdminHttpServer:
 
     async def partitions(self, request: web.Request) -> web.Response:
         topic = request.query.get("topic")
-        now = self._server.clock.now_ms()
+        now = self._broker.clock.now_ms()
         views = [
             partition_view(p, now)
-            for tp, p in sorted(self._server.replica_manager.partitions.items())
+            for tp, p in sorted(self._broker.replica_manager.partitions.items())
             if topic is None or tp.topic == topic
         ]
         if topic is not None and not views:
             return error_response(
                 404,
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                f"broker {self._server.broker_id} has no replica of topic {topic!r}",
+                f"broker {self._broker.broker_id} has no replica of topic {topic!r}",
             )
         return web.json_response({"partitions": views})
 
@@ -244,7 +247,7 @@ class AdminHttpServer:
         log_ = self.dashboard.events
         return _json(
             {
-                "served_by": self._server.broker_id,
+                "served_by": self._broker.broker_id,
                 "last_seq": log_.last_seq,
                 "events": [e.to_json() for e in log_.newest(after, limit)],
             }

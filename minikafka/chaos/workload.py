@@ -69,7 +69,7 @@ from minikafka.chaos.history import (
     RecordValue,
 )
 from minikafka.common import TopicPartition
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, partition_for
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC, partition_for
 from minikafka.zk.client import ZkClient
 
 if TYPE_CHECKING:

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import uvloop
@@ -15,6 +16,9 @@ import uvloop
 from minikafka.cli.client_options import parse_key_values
 from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from minikafka.server.admin_endpoint import AdminEndpoint, BrokerView
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +32,20 @@ def dump_tasks() -> None:
     log.warning("asyncio tasks:\n%s", out.getvalue())
 
 
+def admin_endpoint(broker: BrokerView, host: str, port: int) -> AdminEndpoint:
+    """The broker's admin endpoint: the broker makes it with this when `admin.listeners` is
+    set, and only then is it imported (aiohttp's server side and prometheus_client add to
+    every broker's start-up)."""
+    from minikafka.admin_http.server import AdminHttpServer
+
+    return AdminHttpServer(broker, host, port)
+
+
 async def run_broker(config: BrokerConfig) -> None:
     # Imported here so that `minikafka` subcommands that are not the broker start fast.
     from minikafka.server.broker import KafkaServer
 
-    server = KafkaServer(config)
+    server = KafkaServer(config, admin_endpoint=admin_endpoint)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -33,7 +33,7 @@ from minikafka.client.librdkafka import (
     new_admin,
     quiet_log_config,
 )
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, KafkaException

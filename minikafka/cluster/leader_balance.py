@@ -9,7 +9,7 @@ import time
 
 from minikafka.cluster.waiting import POLL_INTERVAL_S
 from minikafka.common import TopicPartition
-from minikafka.controller.rebalance import partitions_to_rebalance
+from minikafka.rules.rebalance import partitions_to_rebalance
 from minikafka.zk.client import ZkClient, ZkNodeExistsError
 
 

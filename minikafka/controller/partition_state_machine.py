@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from enum import Enum
 
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
-from minikafka.controller.election import (
+from minikafka.controller.parts import ControllerParts
+from minikafka.rules.election import (
     ElectionResult,
     controlled_shutdown_election,
     new_partition_election,
     offline_partition_election,
     preferred_replica_election,
 )
-from minikafka.controller.parts import ControllerParts
 from minikafka.storage.log_config import parse_bool
 from minikafka.zk.client import ZkNodeExistsError, ZkNoNodeError
 

@@ -19,7 +19,7 @@ from minikafka.controller.partition_state_machine import (
     PartitionStateMachine,
 )
 from minikafka.controller.parts import ControllerParts
-from minikafka.controller.rebalance import partitions_to_rebalance
+from minikafka.rules.rebalance import partitions_to_rebalance
 
 log = logging.getLogger(__name__)
 

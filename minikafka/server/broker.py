@@ -48,7 +48,7 @@ from minikafka.zk.client import ZkClient, ZkError, ZkState
 from minikafka.zk.codecs import BrokerInfo, new_cluster_id
 
 if TYPE_CHECKING:
-    from minikafka.admin_http.server import AdminHttpServer
+    from minikafka.server.admin_endpoint import AdminEndpoint, AdminEndpointFactory
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,17 @@ ZK_SESSION_FILE_ENV = "MINIKAFKA_ZK_SESSION_FILE"
 
 
 class KafkaServer:
-    def __init__(self, config: BrokerConfig, *, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        admin_endpoint: AdminEndpointFactory | None = None,
+    ) -> None:
+        """`admin_endpoint` makes the admin endpoint when admin.listeners is set (the endpoint
+        lives in a layer above the broker: `minikafka broker` gives admin_http's)."""
+        if config.admin_listeners is not None and admin_endpoint is None:
+            raise ValueError("admin.listeners is set but the broker was given no admin endpoint")
         self.config = config
         self.clock = clock
         self.broker_id = config.broker_id
@@ -106,7 +116,8 @@ class KafkaServer:
         self._session_file = os.environ.get(ZK_SESSION_FILE_ENV) or None
         self._published_session: int | None = None
         self.zk_session_expirations = 0  # Kafka's ZooKeeperExpiresPerSec, as a count
-        self.admin_server: AdminHttpServer | None = None
+        self._admin_endpoint = admin_endpoint
+        self.admin_server: AdminEndpoint | None = None
         # server.properties under the dynamic broker configs (KIP-226), read at startup.
         self.config_layers = BrokerConfigLayers(config)
         self.config_changes = ConfigChangeListener(
@@ -271,13 +282,9 @@ class KafkaServer:
         self.advertised_endpoints = self._advertised_endpoints(listeners)
         inter = next(e for e in self.advertised_endpoints if e.listener == listeners.inter_broker)
         self.advertised = (inter.host, inter.port)
-        if self.config.admin_listeners is not None:
-            # Imported only when asked for: aiohttp's server side and prometheus_client
-            # add to every broker's start-up.
-            from minikafka.admin_http.server import AdminHttpServer
-
+        if self.config.admin_listeners is not None and self._admin_endpoint is not None:
             host_port = parse_admin_listener(self.config.admin_listeners)
-            self.admin_server = AdminHttpServer(self, *host_port)
+            self.admin_server = self._admin_endpoint(self, *host_port)
             await self.admin_server.start()
         await self._register()
         await self.controller.startup()

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Protocol, cast
 from minikafka.common import PLAINTEXT, TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import BrokerConfigLayers
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -43,6 +42,7 @@ from minikafka.rpc.messages import (
     ProduceResponse,
     ProduceTopicResponse,
 )
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
 from minikafka.server.metadata_cache import MetadataCache

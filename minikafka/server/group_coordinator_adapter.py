@@ -27,8 +27,9 @@ from minikafka.coordinator.group.group_coordinator import (
     Record,
 )
 from minikafka.coordinator.group.group_metadata import JoinResult, SyncResult
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, OffsetCommitValue
+from minikafka.coordinator.group.offsets_topic import OffsetCommitValue
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.storage.record_batch import build_batch, decode_records, iter_batches
 
 if TYPE_CHECKING:

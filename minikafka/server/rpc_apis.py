@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from minikafka.common import TopicPartition
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import (
     ErrorCode,
     KafkaError,
@@ -36,6 +35,7 @@ from minikafka.rpc.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.network import Handler
 

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition as MkTopicPartition
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC, partition_for
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC, partition_for
 from tests.cluster.conftest import ClusterFactory, wait_until
 from tests.kafka_protocol.test_confluent_kafka import create_topic
 

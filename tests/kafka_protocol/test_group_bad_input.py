@@ -290,7 +290,7 @@ def test_member_metadata_too_big_to_store_fails_the_sync_not_the_broker(
 def test_clients_cannot_write_to_the_offsets_topic(cluster: LocalCluster, calm: CalmGroup) -> None:
     """Only the coordinator appends to __consumer_offsets: a client's records there would be
     loaded as groups. Kafka answers INVALID_TOPIC_EXCEPTION, and so does minikafka."""
-    from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
+    from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
     from minikafka.storage.record_batch import build_batch
     from tests.kafka_protocol.test_kafka_listener import produce, produce_error
 

@@ -14,8 +14,8 @@ from confluent_kafka.cimpl import NewTopic
 from minikafka.cli.main import cli
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.perf.offered_load import run_offered_load_latency
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from tests.cluster.conftest import ClusterFactory
 from tests.cluster.helpers import http_get
 from tests.perf.patterns import (

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minikafka.controller.election import (
+from minikafka.rules.election import (
     ElectionResult,
     controlled_shutdown_election,
     new_partition_election,

@@ -32,7 +32,6 @@ from kio.static.primitive import i32
 from kio.static.protocol import Entity
 
 from minikafka.coordinator.group.offsets_topic import (
-    OFFSETS_TOPIC,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,
@@ -46,10 +45,9 @@ from minikafka.coordinator.group.offsets_topic import (
     encode_group_metadata_value,
     encode_offset_commit_key,
     encode_offset_commit_value,
-    java_string_hash,
-    partition_for,
     subscribed_topics,
 )
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC, java_string_hash, partition_for
 
 # -- hand encoding of Kafka's primitives, for the vectors ---------------------------------
 

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
 from minikafka.controller.assignment import assign_replicas
-from minikafka.controller.rebalance import partitions_to_rebalance
+from minikafka.rules.rebalance import partitions_to_rebalance
 
 
 def state(leader: int, *isr: int) -> LeaderAndIsr:

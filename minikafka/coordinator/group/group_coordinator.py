@@ -49,10 +49,10 @@ from minikafka.coordinator.group.offsets_topic import (
     encode_group_metadata_value,
     encode_offset_commit_key,
     encode_offset_commit_value,
-    partition_for,
 )
 from minikafka.coordinator.group.timers import Timers
 from minikafka.protocol.errors import ErrorCode
+from minikafka.rules.consumer_offsets import partition_for
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """The records Kafka's group coordinator keeps in `__consumer_offsets`, byte for byte Kafka's.
 
 The coordinator of a group is the leader of partition `partition_for(group_id, n)` of the
-internal topic `__consumer_offsets`. It writes there, keyed records compacted by key:
+internal topic `__consumer_offsets` (both in rules/consumer_offsets.py, where the tools find
+them too). It writes there, keyed records compacted by key:
 
 - an offset commit: key OffsetCommitKey (group, topic, partition), value OffsetCommitValue
   (offset, leader epoch, metadata, commit timestamp, expire timestamp);
@@ -51,7 +52,6 @@ from typing import Final, NoReturn
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
     "GROUP_METADATA_VALUE_VERSION",
-    "OFFSETS_TOPIC",
     "OFFSET_COMMIT_KEY_VERSION",
     "GroupMetadataKey",
     "GroupMetadataValue",
@@ -66,12 +66,8 @@ __all__ = [
     "encode_group_metadata_value",
     "encode_offset_commit_key",
     "encode_offset_commit_value",
-    "java_string_hash",
-    "partition_for",
     "subscribed_topics",
 ]
-
-OFFSETS_TOPIC: Final = "__consumer_offsets"
 
 # Key versions double as record types (GroupCoordinatorRecordSerde.apiMessageKeyFor).
 OFFSET_COMMIT_KEY_VERSION: Final = 1  # 0 was written by Kafka before 0.10.1; same schema
@@ -103,29 +99,6 @@ class OffsetsRecordError(ValueError):
     """A `__consumer_offsets` record (or consumer-protocol subscription) that cannot be read
     or written: truncated, a null where the schema forbids one, a length out of range,
     invalid UTF-8, an unknown value version, or a field value out of its type's range."""
-
-
-# -- partitioning ---------------------------------------------------------------------------
-
-
-def java_string_hash(s: str) -> int:
-    """Java's `String.hashCode()`: `s[0]*31^(n-1) + ... + s[n-1]` in signed 32-bit arithmetic,
-    over UTF-16 code units, so a character outside the BMP counts as its two surrogates."""
-    units = s.encode("utf-16-be", "surrogatepass")  # lone surrogates are Java chars too
-    h = 0
-    for (unit,) in struct.iter_unpack(">H", units):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - 0x1_0000_0000 if h & 0x8000_0000 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """The `__consumer_offsets` partition whose leader coordinates `group_id`:
-    `Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions`, where Kafka's
-    `Utils.abs(Integer.MIN_VALUE)` is 0 (Java's Math.abs would leave it negative)."""
-    if num_partitions <= 0:
-        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
-    h = java_string_hash(group_id)
-    return (0 if h == -0x8000_0000 else abs(h)) % num_partitions
 
 
 # -- records -----------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import logging
 
 from minikafka.common import TopicPartition
 from minikafka.coordinator.group.group_coordinator import JoinRequest
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.admin_manager import NewTopic
 from minikafka.server.broker_services import BrokerServices

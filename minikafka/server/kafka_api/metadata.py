@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from minikafka.coordinator.group.offsets_topic import OFFSETS_TOPIC
 from minikafka.protocol.errors import ErrorCode
 from minikafka.rpc import messages as m
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.metadata import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from minikafka.common import LeaderAndIsr, TopicPartition
-from minikafka.controller.election import preferred_replica_election
+from minikafka.rules.election import preferred_replica_election
 
 
 def partitions_to_rebalance(
