@@ -29,7 +29,7 @@ class NetworkError(KafkaError):
     retriable = True
 
 
-def request_frame(request: Any, correlation_id: int, client_id: str) -> bytes:
+def request_frame(request: Any, correlation_id: int, client_id: str | None) -> bytes:
     """The size-prefixed frame of a kio request entity, in the header version its schema
     names."""
     # Imported here: kio's schemas take a noticeable part of a second to import, which

@@ -4,31 +4,20 @@ sends (bad CRCs, unknown API versions, garbage frames)."""
 
 from __future__ import annotations
 
-import io
 import socket
 import struct
 from typing import Any
 
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
+from kio.serial import entity_reader
 
+from minikafka.client import kafka_wire
 from minikafka.protocol.kafka.codec import response_type
 
 
 def request_frame(body: Any, correlation_id: int = 1, client_id: str | None = "raw") -> bytes:
     """The size-prefixed frame of a kio request entity (header of the version its schema
     names)."""
-    header = body.__header_schema__(
-        request_api_key=i16(body.__api_key__),
-        request_api_version=i16(body.__version__),
-        correlation_id=i32(correlation_id),
-        client_id=client_id,
-    )
-    out = io.BytesIO()
-    entity_writer(type(header))(out, header)
-    entity_writer(type(body))(out, body)
-    payload = out.getvalue()
-    return struct.pack(">i", len(payload)) + payload
+    return kafka_wire.request_frame(body, correlation_id, client_id)
 
 
 class KafkaWire:
