@@ -1,8 +1,8 @@
 """minikafka's RPC between brokers, served (rpc/ holds its messages and framing): what the
 controller sends brokers (LeaderAndIsr, UpdateMetadata, StopReplica), what brokers send the
 controller (ControlledShutdown) and what followers send leaders (Fetch,
-OffsetForLeaderEpoch). Metadata, Produce and ListOffsets are still served for the tests and
-scripts that ask a broker directly.
+OffsetForLeaderEpoch). Nothing else: clients, tools, tests and scripts ask a broker in
+Kafka's protocol (server/kafka_api/).
 """
 
 from __future__ import annotations
@@ -26,11 +26,8 @@ from minikafka.rpc.messages import (
     FetchRequest,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    ListOffsetsRequest,
-    MetadataRequest,
     OffsetForLeaderEpochRequest,
     PartitionRef,
-    ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataRequest,
@@ -46,10 +43,7 @@ class RpcApis:
     def __init__(self, services: BrokerServices) -> None:
         self.services = services
         self._handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
-            MetadataRequest: services.metadata,
-            ProduceRequest: services.produce,
             FetchRequest: services.fetch,
-            ListOffsetsRequest: services.list_offsets,
             OffsetForLeaderEpochRequest: services.offsets_for_leader_epoch,
             LeaderAndIsrRequest: self.handle_leader_and_isr,
             UpdateMetadataRequest: self.handle_update_metadata,
@@ -58,16 +52,10 @@ class RpcApis:
         }
 
     def handler_for(self, listener: str) -> Handler:
-        """The socket server's handler for one listener: Metadata answers with the brokers'
-        addresses on the listener the request came in on (as Kafka does), so a client that
-        bootstrapped from an external address is sent external addresses."""
-
-        async def handle(header: RequestHeader, request: Any) -> Any:
-            if isinstance(request, MetadataRequest):
-                return await self.services.metadata(request, listener)
-            return await self.handle(header, request)
-
-        return handle
+        """The socket server's handler for one listener: the same on every listener, since
+        no request between brokers depends on the listener it came in on (Metadata, whose
+        answer does, is Kafka's protocol's alone)."""
+        return self.handle
 
     async def handle(self, header: RequestHeader, request: Any) -> Any:
         handler = self._handlers.get(type(request))

@@ -37,6 +37,8 @@ from confluent_kafka import (
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import (
@@ -431,12 +433,14 @@ async def produce_at(
     than the request's own timeout)."""
     request = ProduceRequest(
         transactional_id=None,
-        acks=acks,
-        timeout=datetime.timedelta(milliseconds=timeout_ms),
+        acks=i16(acks),
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
         topic_data=(
             TopicProduceData(
-                name=tp.topic,
-                partition_data=(PartitionProduceData(index=tp.partition, records=records),),
+                name=TopicName(tp.topic),
+                partition_data=(
+                    PartitionProduceData(index=i32(tp.partition), records=Records(records)),
+                ),
             ),
         ),
     )
