@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Health check of a minikafka broker container (installed as `minikafka-healthcheck`).
 
-Reads the server.properties the entrypoint wrote, sends a Metadata request (no topics) to
-this broker's own inter-broker listener, and exits 0 only if the broker lists itself among the live
-brokers: then it serves requests, is registered in ZooKeeper, and the controller has sent
-it UpdateMetadata. A broker that is up but cut off from ZooKeeper or the controller, or
-still recovering its logs, is reported unhealthy, with the reason on stdout (shown by
-`docker inspect --format '{{json .State.Health}}' CONTAINER`).
+Reads the server.properties the entrypoint wrote, sends Kafka's Metadata request (no
+topics) to this broker's own inter-broker listener, and exits 0 only if the broker lists
+itself among the live brokers: then it serves requests, is registered in ZooKeeper, and the
+controller has sent it UpdateMetadata. A broker that is up but cut off from ZooKeeper or
+the controller, or still recovering its logs, is reported unhealthy, with the reason on
+stdout (shown by `docker inspect --format '{{json .State.Health}}' CONTAINER`); a starting
+broker holds Kafka requests until it has registered and heard from the controller, so
+until then the answer does not come in time.
 
 Usage: minikafka-healthcheck [SERVER_PROPERTIES]  (default: $SERVER_PROPERTIES, then
 /etc/minikafka/server.properties)
@@ -19,9 +21,8 @@ import os
 import sys
 from pathlib import Path
 
+from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.config.broker import BrokerConfig
-from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 DEFAULT_CONFIG = "/etc/minikafka/server.properties"
 TIMEOUT_S = 3.0
@@ -37,10 +38,9 @@ def local_address(config: BrokerConfig) -> tuple[str, int]:
 
 async def check(host: str, port: int, broker_id: int, timeout_s: float = TIMEOUT_S) -> str | None:
     """None if healthy, else why not."""
-    conn = BrokerConnection(host, port, client_id="healthcheck", connect_timeout_s=timeout_s)
+    conn = KafkaConnection(host, port, client_id="healthcheck", connect_timeout_s=timeout_s)
     try:
-        await conn.connect()
-        response: MetadataResponse = await conn.send(MetadataRequest(topics=[]), timeout_s)
+        response = await conn.call(metadata_request([]), timeout_s)
     except Exception as e:
         return f"no Metadata response from {host}:{port}: {e}"
     finally:

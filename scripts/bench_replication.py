@@ -53,10 +53,9 @@ from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, topic_metadata
 from minikafka.cluster import LocalCluster
-from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 ISR_TOPIC = "isr"
 TPUT_TOPIC = "tput"
@@ -77,7 +76,7 @@ class Probe:
         self.cluster = cluster
         self.zk = KazooClient(hosts=cluster.zookeeper_connect, timeout=10.0)
         self.zk.start(timeout=15)
-        self._conns: dict[int, BrokerConnection] = {}
+        self._conns: dict[int, KafkaConnection] = {}
 
     def state(self, topic: str, partition: int = 0) -> tuple[dict[str, Any], float]:
         """(state JSON, mtime in wall-clock seconds)."""
@@ -86,17 +85,16 @@ class Probe:
 
     async def metadata_isr(self, broker_id: int, topic: str, partition: int = 0) -> list[int]:
         conn = self._conns.get(broker_id)
-        if conn is None or not conn.connected:
+        if conn is None:
+            # One connection per broker, kept: it connects again by itself after a failure.
             port = self.cluster.broker_ports[broker_id]
-            conn = BrokerConnection(self.cluster.host, port, client_id="bench-probe")
-            await conn.connect()
+            conn = KafkaConnection(self.cluster.host, port, client_id="bench-probe")
             self._conns[broker_id] = conn
-        resp = await conn.send(MetadataRequest([topic]), timeout_s=2.0)
-        assert isinstance(resp, MetadataResponse)
+        resp = await conn.call(metadata_request([topic]), timeout_s=2.0)
         for t in resp.topics:
             for p in t.partitions:
-                if t.name == topic and p.partition == partition:
-                    return list(p.isr)
+                if t.name == topic and p.partition_index == partition:
+                    return list(p.isr_nodes)
         return []
 
     async def wait_zk(

@@ -54,11 +54,9 @@ from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.client.kafka_wire import KafkaConnection
+from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster import LocalCluster
-from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import MetadataRequest, MetadataResponse
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -101,15 +99,15 @@ class BrokerView:
 
 
 async def count_ready(
-    conn: BrokerConnection, sizes: dict[str, int], rf: int, timeout_s: float
+    conn: KafkaConnection, sizes: dict[str, int], rf: int, timeout_s: float
 ) -> int:
-    resp: MetadataResponse = await conn.send(MetadataRequest(sorted(sizes)), timeout_s=timeout_s)
+    resp = await conn.call(metadata_request(sorted(sizes)), timeout_s=timeout_s)
     ready = 0
     for t in resp.topics:
         if t.name not in sizes or t.error_code != 0:
             continue
         for p in t.partitions:
-            if p.error_code == 0 and p.leader >= 0 and len(p.isr) >= rf:
+            if p.error_code == 0 and p.leader_id >= 0 and len(p.isr_nodes) >= rf:
                 ready += 1
     return ready
 
@@ -126,18 +124,16 @@ async def watch_broker(
 ) -> None:
     total = sum(sizes.values())
     host, port = cluster.broker_address(broker_id)
-    conn = BrokerConnection(host, port, client_id="bench-scale")
+    # Connects on the first request, and again on the next one after a failure.
+    conn = KafkaConnection(host, port, client_id="bench-scale")
     try:
         while time.monotonic() < deadline:
             try:
-                if not conn.connected:
-                    await conn.connect()
                 view.led_full_isr = await count_ready(conn, sizes, rf, 60.0)
                 view.polls += 1
             except Exception as e:  # a busy broker may time out: just ask again
                 view.errors.append(f"{type(e).__name__}: {e}")
                 await conn.close()
-                conn = BrokerConnection(host, port, client_id="bench-scale")
             if view.led_full_isr >= total:
                 view.done_after_s = time.monotonic() - started
                 return

@@ -5,7 +5,8 @@ that failed or timed out is closed (a late answer must not be taken for the next
 and opened again by the next request.
 
 The tools' Kafka clients are librdkafka's (`librdkafka.py`); this is for what librdkafka
-does not expose, such as a Fetch as Kafka's debugging consumer (replica id -2).
+does not expose, such as a Fetch as Kafka's debugging consumer (replica id -2), or a
+Metadata request to one broker of one's choosing (librdkafka asks whichever it likes).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import io
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -64,6 +66,21 @@ def parse_response(request: Any, frame: bytes) -> tuple[int, Any]:
         offset += 1  # the header's tagged fields: brokers send none
     value, _ = entity_reader(rtype)(memoryview(frame), offset)
     return correlation_id, value
+
+
+def metadata_request(topics: Sequence[str] | None) -> Any:
+    """Kafka's Metadata request (v13, the latest brokers serve) for `topics`, every topic
+    when None; it never auto-creates a topic (what Kafka's admin client sends)."""
+    from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+    from kio.schema.types import TopicName
+
+    return MetadataRequest(
+        topics=None
+        if topics is None
+        else tuple(MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
 
 
 class KafkaConnection:

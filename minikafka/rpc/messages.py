@@ -2,6 +2,10 @@
 
 Each message is a frozen dataclass; `schema.py` turns it into a msgpack array. Fields added
 later go at the end with a default, so older peers keep decoding (see `from_wire`).
+
+The RPC carries only what brokers send each other (`API_TYPES`). The Metadata, Produce and
+ListOffsets types here are not RPC messages: they are what the metadata cache, the replica
+manager and the request handlers of Kafka's protocol pass each other.
 """
 
 from __future__ import annotations
@@ -25,10 +29,7 @@ NO_LEADER_EPOCH = -1
 
 
 class ApiKey(IntEnum):
-    PRODUCE = 0
     FETCH = 1
-    LIST_OFFSETS = 2
-    METADATA = 3
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
@@ -37,15 +38,6 @@ class ApiKey(IntEnum):
 
 
 # --- Metadata -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MetadataRequest:
-    topics: list[str] | None = None  # None: all topics
-    # Kafka's allowAutoTopicCreation (v4+): a named topic that does not exist is created
-    # when the broker's auto.create.topics.enable is also true. Producers send true,
-    # consumers their allow.auto.create.topics, admin clients false.
-    allow_auto_topic_creation: bool = True
 
 
 @dataclass(frozen=True)
@@ -90,25 +82,6 @@ class MetadataResponse:
 
 
 @dataclass(frozen=True)
-class ProducePartition:
-    partition: int
-    records: Records | RecordsValue | None
-
-
-@dataclass(frozen=True)
-class ProduceTopic:
-    name: str
-    partitions: list[ProducePartition]
-
-
-@dataclass(frozen=True)
-class ProduceRequest:
-    acks: int
-    timeout_ms: int
-    topics: list[ProduceTopic]
-
-
-@dataclass(frozen=True)
 class RecordError:
     """KIP-467: a record a batch was refused for, by its index in its batch, and why."""
 
@@ -125,17 +98,6 @@ class ProducePartitionResponse:
     error_message: str | None = None
     record_errors: list[RecordError] = field(default_factory=list)
     log_append_time: int = -1  # the time the leader stamped (LogAppendTime topics)
-
-
-@dataclass(frozen=True)
-class ProduceTopicResponse:
-    name: str
-    partitions: list[ProducePartitionResponse]
-
-
-@dataclass(frozen=True)
-class ProduceResponse:
-    topics: list[ProduceTopicResponse]
 
 
 # --- Fetch --------------------------------------------------------------------------------
@@ -415,10 +377,7 @@ class ReplicaState:
 
 
 API_TYPES: dict[ApiKey, tuple[type, type]] = {
-    ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
     ApiKey.FETCH: (FetchRequest, FetchResponse),
-    ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
-    ApiKey.METADATA: (MetadataRequest, MetadataResponse),
     ApiKey.LEADER_AND_ISR: (LeaderAndIsrRequest, LeaderAndIsrResponse),
     ApiKey.STOP_REPLICA: (StopReplicaRequest, StopReplicaResponse),
     ApiKey.UPDATE_METADATA: (UpdateMetadataRequest, UpdateMetadataResponse),

@@ -271,7 +271,7 @@ class KafkaServer:
         listeners = self.config.resolved_listeners()
         for ep in listeners.bind:
             server = SocketServer(
-                rpc_apis.handler_for(ep.listener),
+                rpc_apis.handle,
                 ep.host or "0.0.0.0",
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,

@@ -1,21 +1,22 @@
 """What the request handlers of both protocols call: the broker's parts and the rules a
 Kafka request and its inter-broker RPC counterpart share.
 
-Kafka's APIs (server/kafka_api/) and minikafka's RPC between brokers (server/rpc_apis.py)
-both read Metadata from here (the metadata cache, with a requested topic it lacks looked up
-in ZooKeeper and auto-created), append and fetch records through the replica manager
-(clients may not write `__consumer_offsets`; fetched bytes are counted per topic), and ask
-the admin manager (topics, configs) and the producer id manager.
+Kafka's APIs (server/kafka_api/) read Metadata from here (the metadata cache, with a
+requested topic it lacks looked up in ZooKeeper and auto-created), append records and list
+offsets through the replica manager (clients may not write `__consumer_offsets`), and ask
+the admin manager (topics, configs) and the producer id manager. They and minikafka's RPC
+between brokers (server/rpc_apis.py) both fetch here (fetched bytes are counted per topic)
+and ask for leader epochs' end offsets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol, cast
 
-from minikafka.common import PLAINTEXT, TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import BrokerConfigLayers
 from minikafka.protocol.errors import (
@@ -32,21 +33,16 @@ from minikafka.rpc.messages import (
     FetchResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
-    MetadataRequest,
     MetadataResponse,
     MetadataTopic,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     ProducePartitionResponse,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceTopicResponse,
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
 from minikafka.server.metadata_cache import MetadataCache
-from minikafka.server.network import NO_RESPONSE, NoResponse
 from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minikafka.zk.client import ZkClient, ZkError
 
@@ -108,19 +104,26 @@ class BrokerServices:
     def now_ms(self) -> int:
         return self._now_ms()
 
-    async def metadata(self, req: MetadataRequest, listener: str = PLAINTEXT) -> MetadataResponse:
+    async def metadata(
+        self,
+        topics: list[str] | None,
+        allow_auto_topic_creation: bool,
+        listener: str,
+    ) -> MetadataResponse:
         """The cluster as this broker's metadata cache has it, with the brokers' addresses on
-        `listener`; requested topics it lacks are looked up (and maybe auto-created)."""
-        topics = self.cache.get_topic_metadata(req.topics)
-        if req.topics is not None:
-            topics = [
-                await self._unknown_topic_metadata(t.name, req.allow_auto_topic_creation)
+        `listener`, and `topics` (None: every topic the cache has); requested topics it lacks
+        are looked up, and maybe auto-created. Kafka's allowAutoTopicCreation: producers
+        send true, consumers their allow.auto.create.topics, admin clients false."""
+        found = self.cache.get_topic_metadata(topics)
+        if topics is not None:
+            found = [
+                await self._unknown_topic_metadata(t.name, allow_auto_topic_creation)
                 if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else t
-                for t in topics
+                for t in found
             ]
         return MetadataResponse(
-            self.cache.alive_brokers_on(listener), self.cache.controller_id, topics
+            self.cache.alive_brokers_on(listener), self.cache.controller_id, found
         )
 
     async def _unknown_topic_metadata(self, name: str, allow_auto_create: bool) -> MetadataTopic:
@@ -154,22 +157,20 @@ class BrokerServices:
         log.info("auto-created topic %s (auto.create.topics.enable)", name)
         return not_yet
 
-    async def produce(self, req: ProduceRequest) -> ProduceResponse | NoResponse:
+    async def produce(
+        self,
+        acks: int,
+        timeout_ms: int,
+        entries: Mapping[TopicPartition, bytes | bytearray | memoryview | None],
+    ) -> dict[TopicPartition, ProducePartitionResponse]:
         """Append each partition's records as the replica manager decides (acks,
-        min.insync.replicas); NO_RESPONSE for acks=0."""
-        # Decoded requests carry records as a memoryview of the received frame.
-        entries = {
-            TopicPartition(t.name, p.partition): (
-                p.records if isinstance(p.records, bytes | bytearray | memoryview) else None
-            )
-            for t in req.topics
-            for p in t.partitions
-        }
+        min.insync.replicas, acks=all waiting for the ISR) and return each partition's
+        result; a partition given None (no records) is refused."""
         # Only the group coordinator writes its internal topic (Kafka: "Cannot append to
         # internal topic"); a client's records there could not be loaded as groups.
         internal = {tp for tp in entries if tp.topic == OFFSETS_TOPIC}
         results = await self.rm.append_records(
-            req.acks, req.timeout_ms, {tp: r for tp, r in entries.items() if tp not in internal}
+            acks, timeout_ms, {tp: r for tp, r in entries.items() if tp not in internal}
         )
         for tp in internal:
             results[tp] = ProducePartitionResponse(
@@ -179,16 +180,7 @@ class BrokerServices:
                 -1,
                 f"Cannot append to internal topic {tp.topic}",
             )
-        if req.acks == 0:
-            return NO_RESPONSE
-        return ProduceResponse(
-            [
-                ProduceTopicResponse(
-                    t.name, [results[TopicPartition(t.name, p.partition)] for p in t.partitions]
-                )
-                for t in req.topics
-            ]
-        )
+        return results
 
     async def fetch(self, req: FetchRequest) -> FetchResponse:
         """A consumer's or a follower's fetch, counted in the topics' byte rates."""

@@ -1,8 +1,8 @@
 """minikafka's RPC between brokers, served (rpc/ holds its messages and framing): what the
 controller sends brokers (LeaderAndIsr, UpdateMetadata, StopReplica), what brokers send the
 controller (ControlledShutdown) and what followers send leaders (Fetch,
-OffsetForLeaderEpoch). Metadata, Produce and ListOffsets are still served for the tests and
-scripts that ask a broker directly.
+OffsetForLeaderEpoch). Nothing else: clients, tools, tests and scripts ask a broker in
+Kafka's protocol (server/kafka_api/).
 """
 
 from __future__ import annotations
@@ -25,11 +25,8 @@ from minikafka.rpc.messages import (
     FetchRequest,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    ListOffsetsRequest,
-    MetadataRequest,
     OffsetForLeaderEpochRequest,
     PartitionRef,
-    ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
     UpdateMetadataRequest,
@@ -37,7 +34,6 @@ from minikafka.rpc.messages import (
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.server.broker_services import BrokerServices
-from minikafka.server.network import Handler
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +42,7 @@ class RpcApis:
     def __init__(self, services: BrokerServices) -> None:
         self.services = services
         self._handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
-            MetadataRequest: services.metadata,
-            ProduceRequest: services.produce,
             FetchRequest: services.fetch,
-            ListOffsetsRequest: services.list_offsets,
             OffsetForLeaderEpochRequest: services.offsets_for_leader_epoch,
             LeaderAndIsrRequest: self.handle_leader_and_isr,
             UpdateMetadataRequest: self.handle_update_metadata,
@@ -57,19 +50,9 @@ class RpcApis:
             ControlledShutdownRequest: self.handle_controlled_shutdown,
         }
 
-    def handler_for(self, listener: str) -> Handler:
-        """The socket server's handler for one listener: Metadata answers with the brokers'
-        addresses on the listener the request came in on (as Kafka does), so a client that
-        bootstrapped from an external address is sent external addresses."""
-
-        async def handle(header: RequestHeader, request: Any) -> Any:
-            if isinstance(request, MetadataRequest):
-                return await self.services.metadata(request, listener)
-            return await self.handle(header, request)
-
-        return handle
-
     async def handle(self, header: RequestHeader, request: Any) -> Any:
+        """The socket server's handler, the same on every listener: no request between
+        brokers depends on the listener it came in on."""
         handler = self._handlers.get(type(request))
         if handler is None:
             raise UnsupportedVersionError(f"{type(request).__name__} is not supported")

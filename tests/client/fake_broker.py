@@ -7,9 +7,9 @@ broker's does. Behind both, partitions kept in memory, answered like a broker wo
 
 Tests steer it directly: move a leader, stop a broker, change a broker's
 `admin.listeners`, or `inject` a canned answer (or an exception) for the next requests of
-some type to some broker. Kafka requests arrive as the RPC messages the adapter turns them
-into (m.MetadataRequest, m.FetchRequest, m.ListOffsetsRequest); admin endpoint requests as
-`BrokerGet` and `PartitionsGet`, answered with (HTTP status, JSON body).
+some type to some broker. Kafka requests arrive as what the adapter hands the broker's
+services (`MetadataQuery`, m.FetchRequest, m.ListOffsetsRequest); admin endpoint requests
+as `BrokerGet` and `PartitionsGet`, answered with (HTTP status, JSON body).
 """
 
 from __future__ import annotations
@@ -80,6 +80,14 @@ def _count(data: bytes) -> int:
 
 
 @dataclass(frozen=True)
+class MetadataQuery:
+    """A Kafka Metadata request, as the adapter asks BrokerServices.metadata: `topics`, or
+    every topic when None."""
+
+    topics: list[str] | None
+
+
+@dataclass(frozen=True)
 class BrokerGet:
     """`GET /v1/broker` on a broker's admin endpoint."""
 
@@ -115,8 +123,10 @@ class _BrokerApis:
         self.cache = _NoTopicIds()
         self.admin = self  # DescribeConfigs asks the admin manager
 
-    async def metadata(self, req: m.MetadataRequest, listener: str) -> Any:
-        return await self.cluster._handle(self.broker_id, req)
+    async def metadata(
+        self, topics: list[str] | None, allow_auto_topic_creation: bool, listener: str
+    ) -> Any:
+        return await self.cluster._handle(self.broker_id, MetadataQuery(topics))
 
     async def fetch(self, req: m.FetchRequest) -> Any:
         return await self.cluster._handle(self.broker_id, req)
@@ -349,7 +359,7 @@ class FakeCluster:
 
     # --- Kafka's protocol -------------------------------------------------------------------
 
-    async def _on_MetadataRequest(self, broker_id: int, r: m.MetadataRequest) -> Any:
+    async def _on_MetadataQuery(self, broker_id: int, r: MetadataQuery) -> Any:
         brokers = [m.BrokerNode(b, "127.0.0.1", self.ports[b]) for b in sorted(self.alive)]
         names = sorted(self.topics) if r.topics is None else r.topics
         topics = []

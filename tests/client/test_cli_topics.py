@@ -17,8 +17,8 @@ from click.testing import CliRunner, Result
 
 from minikafka.cli.main import cli
 from minikafka.cli.topics import API_TIMEOUT_S
+from minikafka.client.kafka_wire import NetworkError
 from minikafka.cluster import LocalCluster
-from minikafka.rpc.connection import NetworkError
 from tests.cluster.conftest import (  # noqa: F401
     ClusterFactory,
     cluster,

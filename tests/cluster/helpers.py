@@ -1,8 +1,9 @@
 """What cluster tests do again and again: create topics, produce, consume, read state.
 
 Everything here goes through a real Kafka client (confluent-kafka, that is librdkafka), the
-real CLI, real ZooKeeper, minikafka's own RPC to a broker (its Metadata answer) or the
-brokers' files on disk, never through a broker's internals.
+real CLI, real ZooKeeper, Kafka requests built with kio and sent to one broker (its Metadata
+answer, a Produce exactly as given) or the brokers' files on disk, never through a broker's
+internals.
 
 librdkafka's calls block: the async helpers run them in `asyncio.to_thread`, so that an
 event loop awaiting them goes on with whatever else it does (a stream, a fault).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import signal
 import struct
 import subprocess
@@ -34,7 +36,11 @@ from confluent_kafka import (
 )
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import (
     client_config,
     consume_ready,
@@ -46,9 +52,8 @@ from minikafka.client.librdkafka import (
     watermarks,
 )
 from minikafka.cluster import LocalCluster
-from minikafka.common import LeaderAndIsr, TopicPartition
-from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import MetadataRequest, MetadataResponse
+from minikafka.common import LeaderAndIsr, TopicPartition, kafka_uuid_text
+from minikafka.rpc.messages import BrokerNode, MetadataPartition, MetadataResponse, MetadataTopic
 from minikafka.storage import log_files
 from minikafka.storage.record_batch import BatchHeader
 
@@ -378,14 +383,76 @@ async def metadata(cluster: LocalCluster, broker_id: int | None = None) -> Metad
 
 
 async def metadata_at(host: str, port: int) -> MetadataResponse:
-    """The Metadata answer of whatever broker listens at host:port (minikafka's RPC)."""
-    conn = BrokerConnection(host, port)
-    await conn.connect()
+    """The Metadata answer of whatever broker listens at host:port to Kafka's Metadata
+    request for every topic (creating none), in the shape of the broker's metadata cache."""
+    conn = KafkaConnection(host, port, client_id="cluster-tests")
     try:
-        resp: MetadataResponse = await conn.send(MetadataRequest(None), timeout_s=10)
-        return resp
+        resp = await conn.call(metadata_request(None), timeout_s=10)
     finally:
         await conn.close()
+    return MetadataResponse(
+        [BrokerNode(b.node_id, b.host, b.port, b.rack) for b in resp.brokers],
+        resp.controller_id,
+        [
+            MetadataTopic(
+                int(t.error_code),
+                t.name,
+                [
+                    MetadataPartition(
+                        int(p.error_code),
+                        p.partition_index,
+                        p.leader_id,
+                        p.leader_epoch,
+                        list(p.replica_nodes),
+                        list(p.isr_nodes),
+                        list(p.offline_replicas),
+                    )
+                    for p in t.partitions
+                ],
+                # Kafka's zero id means none, as the metadata cache's None does.
+                None if t.topic_id is None or t.topic_id.int == 0 else kafka_uuid_text(t.topic_id),
+            )
+            for t in resp.topics
+        ],
+    )
+
+
+async def produce_at(
+    host: str,
+    port: int,
+    tp: TopicPartition,
+    records: bytes,
+    *,
+    acks: int,
+    timeout_ms: int,
+    timeout_s: float | None = None,
+) -> tuple[int, int]:
+    """(error code, base offset) of one Kafka Produce of `records`, exactly as given, to
+    `tp` sent to the broker at host:port alone: no client's retries, batching or checks in
+    between. NetworkError when no answer comes within `timeout_s` (by default 10 s more
+    than the request's own timeout)."""
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=i16(acks),
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        topic_data=(
+            TopicProduceData(
+                name=TopicName(tp.topic),
+                partition_data=(
+                    PartitionProduceData(index=i32(tp.partition), records=Records(records)),
+                ),
+            ),
+        ),
+    )
+    conn = KafkaConnection(host, port, client_id="cluster-tests")
+    try:
+        resp = await conn.call(
+            request, timeout_s=timeout_ms / 1000 + 10 if timeout_s is None else timeout_s
+        )
+    finally:
+        await conn.close()
+    p = resp.responses[0].partition_responses[0]
+    return int(p.error_code), p.base_offset
 
 
 def replica_batches(log_dir: Path, tp: TopicPartition) -> list[tuple[BatchHeader, bytes]]:

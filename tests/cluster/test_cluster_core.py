@@ -36,6 +36,7 @@ from tests.cluster.helpers import (
     create_topic,
     metadata,
     partition_states,
+    produce_at,
     produce_values,
     run_cli,
 )
@@ -309,23 +310,16 @@ async def test_oversized_batch_and_corrupt_crc_are_rejected_without_changing_the
     cluster = make_cluster(1, {"message.max.bytes": "1000"})
     await create_topic(cluster, "t", 1, 1)
     await produce_values(cluster, "t", [b"ok"])
-    from minikafka.rpc.messages import ProducePartition, ProduceRequest, ProduceTopic
     from minikafka.storage.record_batch import build_batch
 
     big = build_batch([b"x" * 5000], base_offset=0, partition_leader_epoch=0)
     corrupt = bytearray(build_batch([b"abc"], base_offset=0, partition_leader_epoch=0))
     corrupt[-1] ^= 0xFF
-    conn = BrokerConnection("127.0.0.1", cluster.broker_ports[1])
-    await conn.connect()
-    try:
-        codes = []
-        for records in (big, bytes(corrupt)):
-            resp = await conn.send(
-                ProduceRequest(1, 5000, [ProduceTopic("t", [ProducePartition(0, records)])])
-            )
-            codes.append(resp.topics[0].partitions[0].error_code)
-    finally:
-        await conn.close()
+    host, port = cluster.broker_address(1)
+    codes = [
+        (await produce_at(host, port, TopicPartition("t", 0), records, acks=1, timeout_ms=5000))[0]
+        for records in (big, bytes(corrupt))
+    ]
     assert codes == [ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE]
     assert await consume_all(cluster, "t", 1) == [b"ok"]
 

@@ -23,13 +23,6 @@ from minikafka.client.librdkafka import position
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.protocol.errors import ErrorCode
-from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import (
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceTopic,
-)
 from minikafka.storage import compression
 from minikafka.storage.record_batch import build_batch
 from minikafka.zk import paths
@@ -41,6 +34,7 @@ from tests.cluster.helpers import (
     create_topic,
     metadata,
     partition_states,
+    produce_at,
     produce_values,
     producing,
     replica_batches,
@@ -96,17 +90,8 @@ async def raw_produce(
     `value`, unless `batch` is given."""
     if batch is None:
         batch = build_batch([value], base_offset=0, partition_leader_epoch=0)
-    conn = BrokerConnection("127.0.0.1", cluster.broker_ports[broker_id])
-    await conn.connect()
-    try:
-        resp: ProduceResponse = await conn.send(
-            ProduceRequest(-1, timeout_ms, [ProduceTopic(TP.topic, [ProducePartition(0, batch)])]),
-            timeout_s=timeout_ms / 1000 + 10,
-        )
-    finally:
-        await conn.close()
-    part = resp.topics[0].partitions[0]
-    return part.error_code, part.base_offset
+    host, port = cluster.broker_address(broker_id)
+    return await produce_at(host, port, TP, batch, acks=-1, timeout_ms=timeout_ms)
 
 
 async def isr_in_metadata(

@@ -34,20 +34,14 @@ from confluent_kafka import KafkaError as ClientError
 from confluent_kafka import Message
 from confluent_kafka.admin import NewTopic
 
+from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, read_to_end
 from minikafka.client.replicas import ReplicaClient
 from minikafka.cluster.compose import REPOSITORY
+from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.rpc.connection import BrokerConnection
-from minikafka.rpc.messages import (
-    MetadataRequest,
-    MetadataResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceTopic,
-)
 from minikafka.storage.record_batch import build_batch
+from tests.cluster.helpers import produce_at
 from tests.docker.compose import BROKERS, CHAOS_SCRIPT, ComposeCluster, require_engine, wait_for
 from tests.readme import block, commands
 
@@ -291,12 +285,13 @@ def live_brokers_of(p: ComposeCluster, broker: int) -> set[int]:
     while it does not answer."""
 
     async def ask() -> set[int]:
-        conn = BrokerConnection("localhost", p.broker_ports[broker], connect_timeout_s=2)
+        conn = KafkaConnection(
+            "localhost", p.broker_ports[broker], client_id="compose-tests", connect_timeout_s=2
+        )
         try:
-            await conn.connect()
-            resp: MetadataResponse = await conn.send(MetadataRequest(topics=[]), timeout_s=5)
+            resp = await conn.call(metadata_request([]), timeout_s=5)
             return {b.node_id for b in resp.brokers}
-        except (OSError, TimeoutError, KafkaError):
+        except KafkaError:  # the connection failed or the answer did not come in time
             return set()
         finally:
             await conn.close()
@@ -489,23 +484,22 @@ def docker_time_ms(rfc3339: str) -> float:
 
 def produce_directly(p: ComposeCluster, broker: int, topic: str, value: bytes) -> int:
     """One acks=all Produce to partition 0 sent to `broker` itself; its error code
-    (REQUEST_TIMED_OUT if no answer comes within 15 s)."""
+    (NETWORK_EXCEPTION if no answer comes within 15 s)."""
 
     async def send() -> int:
-        conn = BrokerConnection("localhost", p.broker_ports[broker])
         try:
-            await conn.connect()
-            req = ProduceRequest(
+            code, _ = await produce_at(
+                "localhost",
+                p.broker_ports[broker],
+                TopicPartition(topic, 0),
+                build_batch([value]),
                 acks=-1,
                 timeout_ms=10_000,
-                topics=[ProduceTopic(topic, [ProducePartition(0, build_batch([value]))])],
+                timeout_s=15,
             )
-            resp: ProduceResponse = await conn.send(req, timeout_s=15)
-            return int(resp.topics[0].partitions[0].error_code)
         except KafkaError as e:
             return int(e.code)
-        finally:
-            await conn.close()
+        return code
 
     return asyncio.run(send())
 

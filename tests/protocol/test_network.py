@@ -20,22 +20,23 @@ from minikafka.server.network import NO_RESPONSE, SocketServer
 
 
 async def handler(header, request):
-    if isinstance(request, m.ListOffsetsRequest):
+    if isinstance(request, m.FetchRequest):
         # answer after a random delay: responses must still come back in request order
         await asyncio.sleep(random.random() / 100)
         p = request.topics[0].partitions[0]
-        return m.ListOffsetsResponse(
+        return m.FetchResponse(
+            0,
             [
-                m.ListOffsetsTopicResponse(
-                    "t", [m.ListOffsetsPartitionResponse(p.partition, 0, p.timestamp)]
+                m.FetchTopicResponse(
+                    "t", [m.FetchPartitionResponse(p.partition, 0, p.fetch_offset, 0, 0, None)]
                 )
-            ]
+            ],
         )
-    if isinstance(request, m.ProduceRequest):
-        if request.acks == 0:
-            return NO_RESPONSE
+    if isinstance(request, m.UpdateMetadataRequest):
+        return NO_RESPONSE  # as a handler may answer a request that wants none
+    if isinstance(request, m.LeaderAndIsrRequest):
         raise NotLeaderOrFollowerError("not me")
-    if isinstance(request, m.MetadataRequest):
+    if isinstance(request, m.ControlledShutdownRequest) and request.broker_id < 0:
         raise RuntimeError("handler bug")
     if isinstance(request, m.StopReplicaRequest):
         await asyncio.sleep(3600)  # never answered in time
@@ -46,6 +47,8 @@ async def handler(header, request):
 
 # A request the handler answers at once (with no error).
 PING = m.ControlledShutdownRequest(1, 1)
+# One it answers with nothing, sent without waiting for an answer.
+UNANSWERED = m.UpdateMetadataRequest(1, 1, 1, [], [])
 
 
 @pytest.fixture
@@ -62,14 +65,19 @@ async def connect(server):
     return c
 
 
-def offsets_request(i):
-    return m.ListOffsetsRequest(-1, [m.ListOffsetsTopic("t", [m.ListOffsetsPartition(i, i * 10)])])
+def fetch_request(i):
+    """A fetch of partition i from offset i * 10, answered with that offset as its HW."""
+    return m.FetchRequest(
+        -1, 0, 1, 1 << 20, [m.FetchTopic("t", [m.FetchPartition(i, i * 10, 1 << 20)])]
+    )
 
 
 async def test_pipelined_requests_are_answered_in_order(server):
     c = await connect(server)
-    results = await asyncio.gather(*(c.send(offsets_request(i)) for i in range(200)))
-    assert [r.topics[0].partitions[0].offset for r in results] == [i * 10 for i in range(200)]
+    results = await asyncio.gather(*(c.send(fetch_request(i)) for i in range(200)))
+    assert [r.topics[0].partitions[0].high_watermark for r in results] == [
+        i * 10 for i in range(200)
+    ]
     await c.close()
 
 
@@ -98,7 +106,7 @@ async def test_one_connections_requests_are_handled_one_at_a_time_in_arrival_ord
             await other_arrived.wait()
         await asyncio.sleep(random.random() / 200)
         running[who] -= 1
-        return m.ListOffsetsResponse([])
+        return m.FetchResponse(0, [])
 
     s = SocketServer(record, "127.0.0.1", 0)
     await s.start()
@@ -107,9 +115,9 @@ async def test_one_connections_requests_are_handled_one_at_a_time_in_arrival_ord
     await a.connect()
     await b.connect()
     try:
-        sent = [asyncio.ensure_future(a.send(offsets_request(i), 10)) for i in range(50)]
+        sent = [asyncio.ensure_future(a.send(fetch_request(i), 10)) for i in range(50)]
         await asyncio.wait_for(first_started.wait(), 10)
-        await b.send(offsets_request(0), 10)
+        await b.send(fetch_request(0), 10)
         await asyncio.gather(*sent)
     finally:
         await a.close()
@@ -123,9 +131,9 @@ async def test_one_connections_requests_are_handled_one_at_a_time_in_arrival_ord
 async def test_errors_come_back_as_exceptions_and_connection_survives(server):
     c = await connect(server)
     with pytest.raises(NotLeaderOrFollowerError, match="not me"):
-        await c.send(m.ProduceRequest(1, 1000, []))
+        await c.send(m.LeaderAndIsrRequest(1, 1, 1, [], []))
     with pytest.raises(Exception, match="handler bug"):
-        await c.send(m.MetadataRequest())
+        await c.send(m.ControlledShutdownRequest(-1, 1))
     assert (await c.send(PING)).error_code == 0
     await c.close()
 
@@ -134,14 +142,14 @@ async def test_an_unanswered_request_times_out_failing_all_in_flight_and_closing
     c = await connect(server)
     slow = asyncio.ensure_future(c.send(m.StopReplicaRequest(1, 1, 1, []), timeout_s=0.2))
     # Behind the unanswered one, so its response can never come first.
-    queued = asyncio.ensure_future(c.send(offsets_request(1), timeout_s=30))
+    queued = asyncio.ensure_future(c.send(fetch_request(1), timeout_s=30))
     with pytest.raises(RequestTimedOutError, match="no response"):
         await slow
     with pytest.raises(RequestTimedOutError):
         await queued
     assert not c.connected
     with pytest.raises(NetworkError):
-        await c.send(offsets_request(2))
+        await c.send(fetch_request(2))
 
 
 async def test_a_brokers_request_timed_out_answer_keeps_the_connection(server):
@@ -149,15 +157,15 @@ async def test_a_brokers_request_timed_out_answer_keeps_the_connection(server):
     with pytest.raises(RequestTimedOutError, match="broker's own timeout"):
         await c.send(m.OffsetForLeaderEpochRequest(1, []), timeout_s=5)
     assert c.connected
-    assert (await c.send(offsets_request(4))).topics[0].partitions[0].offset == 40
+    assert (await c.send(fetch_request(4))).topics[0].partitions[0].high_watermark == 40
     await c.close()
 
 
-async def test_acks_zero_gets_no_response_and_later_requests_still_match(server):
+async def test_a_request_answered_with_nothing_leaves_later_answers_matched(server):
     c = await connect(server)
-    assert await c.send(m.ProduceRequest(0, 1000, []), expect_response=False) is None
-    r = await c.send(offsets_request(3))
-    assert r.topics[0].partitions[0].offset == 30
+    assert await c.send(UNANSWERED, expect_response=False) is None
+    r = await c.send(fetch_request(3))
+    assert r.topics[0].partitions[0].high_watermark == 30
     await c.close()
 
 
@@ -249,7 +257,7 @@ async def test_requests_read_before_a_disconnect_still_run():
     await s.start()
     c = BrokerConnection("127.0.0.1", s.port)
     await c.connect()
-    await c.send(m.ProduceRequest(0, 1000, []), expect_response=False)
+    await c.send(UNANSWERED, expect_response=False)
     await c.close()
     await asyncio.wait_for(seen.wait(), 5)
     await s.stop()

@@ -1,9 +1,11 @@
 """Shared helpers for replication tests that run whole replica managers in one event loop.
 
-Each `Broker` is a replica manager, its fetchers, log manager and socket server, talking to
-the others over real TCP on loopback. No ZooKeeper and no controller: a test plays the
-controller by sending LeaderAndIsr itself, and `FakeStateZnodes` stands in for the state
-znodes' conditional writes.
+Each `Broker` is a replica manager, its fetchers, log manager and socket server (the
+brokers' RPC), talking to the others over real TCP on loopback. No ZooKeeper and no
+controller: a test plays the controller by sending LeaderAndIsr itself, and
+`FakeStateZnodes` stands in for the state znodes' conditional writes. A producer's records
+are handed to the broker's services in process, as its Kafka Produce handler hands them on:
+what these tests check is replication (acks, the ISR, the high watermark), not the wire.
 """
 
 from __future__ import annotations
@@ -29,9 +31,7 @@ from minikafka.rpc.messages import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
-    ProducePartition,
-    ProduceRequest,
-    ProduceTopic,
+    ProducePartitionResponse,
 )
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.metadata_cache import MetadataCache
@@ -198,6 +198,7 @@ async def leader_and_isr(
 
 
 async def send(b: Broker, request: Any) -> Any:
+    """An RPC request (a consumer's fetch, or what brokers send) over b's socket server."""
     conn = BrokerConnection("127.0.0.1", b.server.port)
     await conn.connect()
     try:
@@ -206,9 +207,16 @@ async def send(b: Broker, request: Any) -> Any:
         await conn.close()
 
 
-def produce(values: list[bytes], acks: int = -1, timeout_ms: int = 5_000) -> ProduceRequest:
+async def produce(
+    b: Broker, values: list[bytes], acks: int = -1, timeout_ms: int = 5_000, partition: int = 0
+) -> ProducePartitionResponse:
+    """A producer's batch of `values` to partition `partition` of "t" on broker `b`: the
+    partition's result, once `acks` has it (as its Produce answer would carry)."""
+    tp = TopicPartition("t", partition)
     batch = build_batch(values, base_offset=0, partition_leader_epoch=0)
-    return ProduceRequest(acks, timeout_ms, [ProduceTopic("t", [ProducePartition(0, batch)])])
+    # A produce that never completes fails the test, as `send` does after 10 s unanswered.
+    results = await asyncio.wait_for(b.services.produce(acks, timeout_ms, {tp: batch}), 10)
+    return results[tp]
 
 
 def consumer_fetch(offset: int, epoch: int = -1) -> FetchRequest:

@@ -20,15 +20,10 @@ from minikafka.rpc.messages import (
     FetchResponse,
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
-    ProducePartition,
-    ProduceRequest,
-    ProduceResponse,
-    ProduceTopic,
 )
 from minikafka.server.network import SocketServer
-from minikafka.storage.record_batch import build_batch
 
-from .conftest import TP, Broker, BrokerFactory, leader_and_isr, produce, send, state, wait_for
+from .conftest import TP, Broker, BrokerFactory, leader_and_isr, produce, state, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -95,15 +90,6 @@ async def leader_and_isr_many(
     )
 
 
-def produce_to(partition: int, values: list[bytes], acks: int = -1) -> ProduceRequest:
-    batch = build_batch(values, base_offset=0, partition_leader_epoch=0)
-    return ProduceRequest(acks, 5_000, [ProduceTopic("t", [ProducePartition(partition, batch)])])
-
-
-def error_of(resp: ProduceResponse) -> int:
-    return resp.topics[0].partitions[0].error_code
-
-
 async def replicating_pair(
     brokers: BrokerFactory, **leader_overrides: object
 ) -> tuple[Broker, Broker]:
@@ -113,7 +99,7 @@ async def replicating_pair(
     st = state(1, 0, [1, 2], [1, 2])
     await leader_and_isr(leader, st, [leader.node])
     await leader_and_isr(follower, st, [leader.node])
-    assert error_of(await send(leader, produce([b"a", b"b"]))) == ErrorCode.NONE
+    assert (await produce(leader, [b"a", b"b"])).error_code == ErrorCode.NONE
     await wait_for(lambda: follower.log.high_watermark == 2)
     return leader, follower
 
@@ -136,7 +122,7 @@ async def test_a_follower_replicates_through_an_incremental_session(
     epochs = [ex.epoch for ex in seen]
     assert epochs == list(range(epochs[0], epochs[0] + len(epochs)))
     # New data: only the partition that moved is listed and answered.
-    assert error_of(await send(leader, produce([b"c"]))) == ErrorCode.NONE
+    assert (await produce(leader, [b"c"])).error_code == ErrorCode.NONE
     assert follower.log_values() == [b"a", b"b", b"c"]
     await wait_for(lambda: any(ex.answered == [TP] for ex in seen))  # the data, the new HW
     await wait_for(lambda: any(ex.listed == [TP] for ex in seen))  # the follower's new offset
@@ -157,7 +143,7 @@ async def test_a_parked_incremental_fetch_wakes_on_new_data(brokers: BrokerFacto
     loop = asyncio.get_running_loop()
     for i in range(5):
         started = loop.time()
-        assert error_of(await send(leader, produce([f"m{i}".encode()]))) == ErrorCode.NONE
+        assert (await produce(leader, [f"m{i}".encode()])).error_code == ErrorCode.NONE
         assert loop.time() - started < 5
     assert len(follower.log_values()) == 5
     [session] = leader.rm.fetch_sessions.sessions.values()
@@ -176,7 +162,7 @@ async def test_many_idle_partitions_cost_nothing_on_the_wire(brokers: BrokerFact
     [session] = await _one_session(leader)
     await wait_for(lambda: len(session.idle) == len(parts))
     seen = spy_fetches(leader, 2)
-    assert error_of(await send(leader, produce_to(7, [b"x"]))) == ErrorCode.NONE
+    assert (await produce(leader, [b"x"], partition=7)).error_code == ErrorCode.NONE
     tp7 = TopicPartition("t", 7)
     assert follower.rm.partitions[tp7].log.log_end_offset == 1
     await wait_for(lambda: len(seen) >= 4)
@@ -211,7 +197,7 @@ async def test_an_idle_caught_up_follower_stays_in_the_isr(brokers: BrokerFactor
     # Negative control: the follower dies; its idle session refreshes nothing any more.
     await follower.crash()
     await asyncio.sleep(1.2)
-    assert error_of(await send(leader, produce([b"c"], acks=1))) == ErrorCode.NONE
+    assert (await produce(leader, [b"c"], acks=1)).error_code == ErrorCode.NONE
     await leader.rm.shrink_isrs()
     assert p.isr == (1,)
 
@@ -232,7 +218,7 @@ async def test_an_evicted_session_is_replaced_by_a_full_fetch(brokers: BrokerFac
     assert seen[i].session_id == old.id and seen[i + 1].full
     assert seen[i + 1].listed == [TP] and seen[i + 1].response_session_id == new.id
     assert fetcher.failed_requests == 0
-    assert error_of(await send(leader, produce([b"c"]))) == ErrorCode.NONE
+    assert (await produce(leader, [b"c"])).error_code == ErrorCode.NONE
     assert follower.log_values() == [b"a", b"b", b"c"]
 
 
@@ -250,7 +236,7 @@ async def test_a_stale_epoch_gets_a_full_fetch_that_closes_the_old_session(
     i = codes.index(ErrorCode.INVALID_FETCH_SESSION_EPOCH)
     # Kafka's nextCloseExisting: the full request names the old session, which is closed.
     assert (seen[i + 1].session_id, seen[i + 1].epoch) == (old.id, INITIAL_EPOCH)
-    assert error_of(await send(leader, produce([b"c"]))) == ErrorCode.NONE
+    assert (await produce(leader, [b"c"])).error_code == ErrorCode.NONE
     assert follower.log_values() == [b"a", b"b", b"c"]
 
 
@@ -268,7 +254,7 @@ async def test_replication_survives_a_leader_restart_that_loses_the_session(
     await new.start()
     await leader_and_isr(new, state(1, 0, [1, 2], [1, 2]), [new.node])
     assert follower.fetchers.fetchers[1] is fetcher  # same fetcher, same address
-    assert error_of(await send(new, produce([b"c"]))) == ErrorCode.NONE
+    assert (await produce(new, [b"c"])).error_code == ErrorCode.NONE
     assert follower.log_values() == [b"a", b"b", b"c"]
     assert fetcher.session.full_requests > full_before
     [session] = new.rm.fetch_sessions.sessions.values()
@@ -294,8 +280,8 @@ async def test_a_partition_that_changes_leader_is_forgotten_by_the_old_session(
     tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
     await wait_for(lambda: any(tp1 in ex.forgotten for ex in seen))
     assert tp1 not in s1.partitions
-    assert error_of(await send(b2, produce_to(1, [b"on-2"]))) == ErrorCode.NONE
-    assert error_of(await send(b1, produce_to(0, [b"on-1"]))) == ErrorCode.NONE
+    assert (await produce(b2, [b"on-2"], partition=1)).error_code == ErrorCode.NONE
+    assert (await produce(b1, [b"on-1"], partition=0)).error_code == ErrorCode.NONE
     assert b1.rm.partitions[tp1].log.log_end_offset == 1
     assert b2.rm.partitions[tp0].log.log_end_offset == 1
     assert len(b2.rm.fetch_sessions) == 1  # broker 1's session on broker 2
@@ -315,5 +301,5 @@ async def test_sessions_can_be_disabled(brokers: BrokerFactory) -> None:
     assert len(seen) >= 5 and len(leader.rm.fetch_sessions) == 0
     assert all(ex.full and ex.listed == [TP] and ex.answered == [TP] for ex in answered(seen))
     assert all(ex.response_session_id == 0 for ex in answered(seen))
-    assert error_of(await send(leader, produce([b"c"]))) == ErrorCode.NONE
+    assert (await produce(leader, [b"c"])).error_code == ErrorCode.NONE
     assert follower.log_values() == [b"a", b"b", b"c"]

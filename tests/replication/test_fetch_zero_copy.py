@@ -14,7 +14,6 @@ from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
     FetchTopic,
-    ProduceResponse,
 )
 from minikafka.storage.record_batch import LOG_OVERHEAD, iter_batches
 from tests.replication.conftest import Broker, leader_and_isr, produce, send, state
@@ -35,8 +34,8 @@ async def test_fetched_bytes_equal_buffered_reads_across_segments(
     rng = random.Random(6)
     for i in range(120):  # batches of 1 to 12 records of 10 to 600 bytes: uneven sizes
         values = [rng.randbytes(rng.randint(10, 600)) for _ in range(rng.randint(1, 12))]
-        resp: ProduceResponse = await send(leader, produce(values, acks=1))
-        assert resp.topics[0].partitions[0].error_code == ErrorCode.NONE, i
+        resp = await produce(leader, values, acks=1)
+        assert resp.error_code == ErrorCode.NONE, i
     log = leader.log
     assert len(log.segments) > 3, "the data must span several segments"
     hw = log.high_watermark

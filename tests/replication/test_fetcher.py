@@ -17,7 +17,6 @@ from tests.replication.conftest import (
     BrokerFactory,
     leader_and_isr,
     produce,
-    send,
     state,
     wait_for,
 )
@@ -37,7 +36,7 @@ def leader_node(broker_id: int, port: int) -> BrokerNode:
 async def produce_one_by_one(leader: Broker, n: int, acks: int) -> None:
     """m0 .. m<n-1>, a batch each: offsets a log can be cut at (logs keep whole batches)."""
     for i in range(n):
-        await send(leader, produce([f"m{i}".encode()], acks=acks))
+        await produce(leader, [f"m{i}".encode()], acks=acks)
 
 
 async def test_a_follower_below_the_leaders_log_start_restarts_there(
@@ -67,7 +66,7 @@ async def test_a_follower_moves_its_log_start_with_the_leaders(brokers: BrokerFa
     assert leader.log.maybe_increment_log_start_offset(4)
     # The next fetch response carries the leader's log start; the follower follows (capped
     # by its own HW).
-    await send(leader, produce([b"m10"]))
+    await produce(leader, [b"m10"])
     await wait_for(lambda: follower.log.log_start_offset == 4)
     assert follower.log_values() == [f"m{i}".encode() for i in range(4, 11)]
 
@@ -88,7 +87,7 @@ async def test_a_follower_ahead_of_its_leader_truncates_to_the_leaders_leo(
     # fetch, at 10, is out of range, and the follower cuts back to the leader's LEO.
     leader.log.truncate_to(7)
     await wait_for(lambda: follower.log.log_end_offset == 7)
-    await send(leader, produce([b"x7", b"x8"], acks=1))
+    await produce(leader, [b"x7", b"x8"], acks=1)
     await wait_for(lambda: follower.log_values() == leader.log_values())
     assert follower.log_values() == [*(f"m{i}".encode() for i in range(7)), b"x7", b"x8"]
 
@@ -102,14 +101,14 @@ async def test_stop_replica_stops_the_fetcher_and_keeps_the_replica(
     st = state(1, 0, [1, 2], [1, 2])
     await leader_and_isr(leader, st, [leader.node])
     await leader_and_isr(follower, st, [leader.node])
-    await send(leader, produce([b"a"]))
+    await produce(leader, [b"a"])
     fetcher = follower.fetchers.fetchers[1]
     await follower.rm.stop_replicas(
         StopReplicaRequest(0, 1, -1, [StopReplicaPartition("t", 0, delete_partition=False)])
     )
     assert follower.fetchers.partition_count() == 0 and not follower.fetchers.fetchers
     await wait_for(lambda: fetcher.stopped)
-    await send(leader, produce([b"b"], acks=1))
+    await produce(leader, [b"b"], acks=1)
     assert follower.log_values() == [b"a"]  # on disk still, and no longer fetching
     assert TP in follower.rm.partitions and not follower.rm.partitions[TP].is_leader
 
@@ -121,12 +120,12 @@ async def test_becoming_leader_stops_fetching_from_the_old_leader(brokers: Broke
     st = state(1, 0, [1, 2], [1, 2])
     await leader_and_isr(old, st, [old.node])
     await leader_and_isr(new, st, [old.node])
-    await send(old, produce([b"a"]))
+    await produce(old, [b"a"])
     await leader_and_isr(new, state(2, 1, [2], [1, 2]), [new.node])
     assert new.fetchers.partition_count() == 0
     assert new.rm.partitions[TP].is_leader
-    await send(old, produce([b"stale"], acks=1))  # the old leader does not know yet
-    await send(new, produce([b"b"], acks=1))
+    await produce(old, [b"stale"], acks=1)  # the old leader does not know yet
+    await produce(new, [b"b"], acks=1)
     assert new.log_values() == [b"a", b"b"]
 
 
@@ -145,5 +144,5 @@ async def test_an_unreachable_leader_is_retried_with_backoff_until_it_answers(
     leader.server = SocketServer(leader.apis.handle, "127.0.0.1", port)
     await leader.start()
     await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
-    await send(leader, produce([b"a"], acks=1))
+    await produce(leader, [b"a"], acks=1)
     await wait_for(lambda: follower.log_values() == [b"a"])

@@ -18,7 +18,7 @@ from minikafka.rpc.messages import (
     FetchResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
-    ProduceResponse,
+    ProducePartitionResponse,
 )
 from minikafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from minikafka.storage.log import Log
@@ -48,8 +48,8 @@ def epochs_on_disk(lg: Log) -> list[tuple[int, int]]:
     return [(e.epoch, e.start_offset) for e in entries]
 
 
-def error_of(resp: ProduceResponse) -> ErrorCode:
-    return ErrorCode(resp.topics[0].partitions[0].error_code)
+def error_of(resp: ProducePartitionResponse) -> ErrorCode:
+    return ErrorCode(resp.error_code)
 
 
 async def consume(b: Broker, epoch: int) -> tuple[int, list[bytes | None]]:
@@ -115,8 +115,8 @@ async def _acked_m2_above_followers_hw(brokers: BrokerFactory) -> tuple[Broker, 
     st = state(2, 0, [2, 1], REPLICAS)
     await leader_and_isr(b, st, [b.node])
     await leader_and_isr(a, st, [b.node])
-    assert error_of(await send(b, produce([b"m1"]))) == ErrorCode.NONE
-    assert error_of(await send(b, produce([b"m2"]))) == ErrorCode.NONE
+    assert error_of(await produce(b, [b"m1"])) == ErrorCode.NONE
+    assert error_of(await produce(b, [b"m2"])) == ErrorCode.NONE
     assert b.log.high_watermark == 2
     assert a.log_values() == [b"m1", b"m2"]
     assert (a.log.high_watermark, a.log.log_end_offset) == (1, 2)
@@ -187,8 +187,8 @@ async def test_diverged_follower_truncates_by_leader_epoch(
     await b.start()
     # Epoch 0: A leads alone and writes m1, m2; B got m1 only.
     await leader_and_isr(a, state(1, 0, [1], [1, 2]), [a.node])
-    await send(a, produce([b"m1"], acks=1))
-    await send(a, produce([b"m2"], acks=1))
+    await produce(a, [b"m1"], acks=1)
+    await produce(a, [b"m2"], acks=1)
     await leader_and_isr(b, state(3, 0, [1], [1, 2]), [])  # B is a follower with no leader yet
     b_log = b.rm.partitions[TP].log
     first = a.rm.partitions[TP].log.read(0, 1 << 20, max_offset=1)
@@ -197,7 +197,7 @@ async def test_diverged_follower_truncates_by_leader_epoch(
     assert b.log_values() == [b"m1"]
     # Epoch 1: B leads (A is down) and writes m3 at offset 1.
     await leader_and_isr(b, state(2, 1, [2], [1, 2]), [b.node])
-    await send(b, produce([b"m3"], acks=1))
+    await produce(b, [b"m3"], acks=1)
     # A comes back as follower of B in epoch 2.
     st = state(2, 2, [2, 1], [1, 2])
     await leader_and_isr(b, st, [b.node])
@@ -232,18 +232,18 @@ async def test_fast_leader_changes_follower_iterates_epoch_queries(
     st0 = state(1, 0, both, REPLICAS)
     await leader_and_isr(a, st0, [a.node])
     await leader_and_isr(b, st0, [a.node])
-    assert error_of(await send(a, produce([b"m0"]))) == ErrorCode.NONE
+    assert error_of(await produce(a, [b"m0"])) == ErrorCode.NONE
     await wait_for(lambda: b.log.high_watermark == 1)
 
     # Epoch 1: B leads; A never hears of it and still thinks it leads epoch 0.
     await leader_and_isr(b, state(2, 1, both, REPLICAS), [b.node])
-    assert error_of(await send(b, produce([b"m1"], acks=1))) == ErrorCode.NONE
+    assert error_of(await produce(b, [b"m1"], acks=1)) == ErrorCode.NONE
     # Epoch 2: A leads; B never hears of it and still thinks it leads epoch 1.
     await leader_and_isr(a, state(1, 2, both, REPLICAS), [a.node])
-    assert error_of(await send(a, produce([b"m2"], acks=1))) == ErrorCode.NONE
+    assert error_of(await produce(a, [b"m2"], acks=1)) == ErrorCode.NONE
     # Epoch 3: B leads again and writes; this time A is told to follow it.
     await leader_and_isr(b, state(2, 3, both, REPLICAS), [b.node])
-    assert error_of(await send(b, produce([b"m3"], acks=1))) == ErrorCode.NONE
+    assert error_of(await produce(b, [b"m3"], acks=1)) == ErrorCode.NONE
     assert epochs(a.log) == [(0, 0), (2, 1)]
     assert epochs(b.log) == [(0, 0), (1, 1), (3, 2)]
     assert a.log_values() == [b"m0", b"m2"]
@@ -260,7 +260,7 @@ async def test_fast_leader_changes_follower_iterates_epoch_queries(
     assert fetched_from[0] == 1
 
     # A committed write after the flapping: both replicas have everything B has.
-    assert error_of(await send(b, produce([b"m4"]))) == ErrorCode.NONE
+    assert error_of(await produce(b, [b"m4"])) == ErrorCode.NONE
     await wait_for(lambda: a.log.high_watermark == 4)
     assert b.log.high_watermark == 4
     assert a.log_values() == b.log_values() == [b"m0", b"m1", b"m3", b"m4"]
@@ -287,7 +287,7 @@ async def test_follower_forgets_an_epoch_it_led_without_writing(
     await b.start()
     both = [1, 2]
     await leader_and_isr(a, state(1, 0, both, REPLICAS), [a.node])
-    assert error_of(await send(a, produce([b"m0"], acks=1))) == ErrorCode.NONE
+    assert error_of(await produce(a, [b"m0"], acks=1)) == ErrorCode.NONE
     await leader_and_isr(b, state(2, 1, both, REPLICAS), [b.node])  # A never hears of it
     assert epochs(b.log) == [(1, 0)] and b.log.log_end_offset == 0
 
@@ -296,6 +296,6 @@ async def test_follower_forgets_an_epoch_it_led_without_writing(
     await leader_and_isr(b, st2, [a.node])
     await wait_for(lambda: b.log_values() == [b"m0"])
     assert epochs(b.log) == epochs_on_disk(b.log) == [(0, 0)]
-    assert error_of(await send(a, produce([b"m1"]))) == ErrorCode.NONE
+    assert error_of(await produce(a, [b"m1"])) == ErrorCode.NONE
     assert b.log_values() == a.log_values() == [b"m0", b"m1"]
     assert epochs(b.log) == epochs(a.log) == [(0, 0), (2, 1)]

@@ -13,7 +13,7 @@ from typing import cast
 
 from minikafka.clock import ManualClock
 from minikafka.protocol.errors import ErrorCode
-from minikafka.rpc.messages import FetchResponse, LeaderAndIsrRequest, ProduceResponse
+from minikafka.rpc.messages import FetchResponse, LeaderAndIsrRequest
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import decode_all
 
@@ -39,8 +39,7 @@ async def test_acks_all_is_answered_once_the_follower_has_the_records(
     await leader_and_isr(leader, st, [leader.node])
     await leader_and_isr(follower, st, [leader.node])
 
-    resp: ProduceResponse = await send(leader, produce([b"a", b"b", b"c"]))
-    part = resp.topics[0].partitions[0]
+    part = await produce(leader, [b"a", b"b", b"c"])
     assert (part.error_code, part.base_offset) == (ErrorCode.NONE, 0)
     # acks=all returned, so the follower holds all three records and the HW covers them.
     assert follower.log_values() == [b"a", b"b", b"c"]
@@ -61,8 +60,8 @@ async def test_consumers_see_only_up_to_the_high_watermark(
     await leader.start()
     # Follower 2 is in the ISR but not running: the HW cannot pass what it has (nothing).
     await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
-    resp: ProduceResponse = await send(leader, produce([b"x"], acks=1))
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.NONE
+    resp = await produce(leader, [b"x"], acks=1)
+    assert resp.error_code == ErrorCode.NONE
     fetched: FetchResponse = await send(leader, consumer_fetch(0))
     p = fetched.topics[0].partitions[0]
     assert (p.error_code, p.high_watermark, p.log_end_offset) == (ErrorCode.NONE, 0, 1)
@@ -75,8 +74,8 @@ async def test_acks_all_times_out_when_the_follower_does_not_fetch(
     leader = brokers(1)
     await leader.start()
     await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
-    resp: ProduceResponse = await send(leader, produce([b"x"], timeout_ms=200))
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    resp = await produce(leader, [b"x"], timeout_ms=200)
+    assert resp.error_code == ErrorCode.REQUEST_TIMED_OUT
 
 
 async def test_acks_all_below_min_isr_is_rejected_before_append(
@@ -86,8 +85,8 @@ async def test_acks_all_below_min_isr_is_rejected_before_append(
     await leader.start()
     await leader_and_isr(leader, state(1, 0, [1], [1, 2]), [leader.node])
     leader.rm.partitions[TP].log.config = LogConfig(min_insync_replicas=2)
-    resp: ProduceResponse = await send(leader, produce([b"x"]))
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    resp = await produce(leader, [b"x"])
+    assert resp.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     assert leader.rm.partitions[TP].log_end_offset == 0
 
 
@@ -100,8 +99,8 @@ async def test_produce_to_a_follower_is_refused_and_changes_nothing(
     st = state(1, 0, [1, 2], [1, 2])
     await leader_and_isr(leader, st, [leader.node])
     await leader_and_isr(follower, st, [leader.node])
-    resp: ProduceResponse = await send(follower, produce([b"x"], acks=1))
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    resp = await produce(follower, [b"x"], acks=1)
+    assert resp.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert follower.rm.partitions[TP].log_end_offset == 0
 
 
@@ -142,7 +141,7 @@ async def test_caught_up_follower_joins_the_isr_and_the_change_is_propagated(
     await leader.start()
     await follower.start()
     await leader_and_isr(leader, state(1, 0, [1], [1, 2]), [leader.node])
-    await send(leader, produce([b"a", b"b"], acks=1))
+    await produce(leader, [b"a", b"b"], acks=1)
     assert leader.rm.partitions[TP].high_watermark == 2  # ISR is only the leader
     await leader_and_isr(follower, state(1, 0, [1], [1, 2]), [leader.node])
     # §7.4: once the follower's LEO reaches the HW (and the epoch start) it is added.
@@ -164,7 +163,7 @@ async def test_lagging_follower_is_removed_from_the_isr_after_the_lag_time(
     leader = brokers(1, clock=clock, replica_lag_time_max_ms=10_000)
     await leader.start()
     await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
-    await send(leader, produce([b"a"], acks=1))
+    await produce(leader, [b"a"], acks=1)
     assert leader.rm.partitions[TP].high_watermark == 0  # held back by follower 2
     await leader.rm.shrink_isrs()
     assert leader.rm.partitions[TP].isr == (1, 2)  # not lagging long enough yet
@@ -199,11 +198,11 @@ async def test_acks_all_survives_an_epoch_bump_that_keeps_the_leader(
     leader = brokers(1)
     await leader.start()
     await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
-    waiting = asyncio.create_task(send(leader, produce([b"x"], timeout_ms=10_000)))
+    waiting = asyncio.create_task(produce(leader, [b"x"], timeout_ms=10_000))
     await wait_for(lambda: leader.rm.partitions[TP].log_end_offset == 1)
     await leader_and_isr(leader, state(1, 1, [1], [1, 2]), [leader.node])
-    resp: ProduceResponse = await waiting
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.NONE
+    resp = await waiting
+    assert resp.error_code == ErrorCode.NONE
 
 
 async def test_acks_all_fails_when_the_leader_becomes_a_follower(
@@ -212,8 +211,8 @@ async def test_acks_all_fails_when_the_leader_becomes_a_follower(
     leader = brokers(1)
     await leader.start()
     await leader_and_isr(leader, state(1, 0, [1, 2], [1, 2]), [leader.node])
-    waiting = asyncio.create_task(send(leader, produce([b"x"], timeout_ms=10_000)))
+    waiting = asyncio.create_task(produce(leader, [b"x"], timeout_ms=10_000))
     await wait_for(lambda: leader.rm.partitions[TP].log_end_offset == 1)
     await leader_and_isr(leader, state(2, 1, [2], [1, 2]), [])
-    resp: ProduceResponse = await waiting
-    assert resp.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    resp = await waiting
+    assert resp.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from minikafka.clock import ManualClock
-from minikafka.common import kafka_uuid_text, new_kafka_uuid
+from minikafka.common import TopicPartition, kafka_uuid_text, new_kafka_uuid
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import (
     AlterableConfig,
@@ -109,8 +109,10 @@ class FakeApis:
         self.created.append(t)
         return t.num_partitions
 
-    async def metadata(self, req: m.MetadataRequest, listener: str) -> m.MetadataResponse:
-        self.seen.append((req, listener))
+    async def metadata(
+        self, topics: list[str] | None, allow_auto_topic_creation: bool, listener: str
+    ) -> m.MetadataResponse:
+        self.seen.append((topics, allow_auto_topic_creation, listener))
         return m.MetadataResponse(
             [m.BrokerNode(1, "broker1", 9092, "rack-a")],
             1,
@@ -124,19 +126,13 @@ class FakeApis:
             ],
         )
 
-    async def produce(self, req: m.ProduceRequest) -> Any:
-        self.seen.append(req)
+    async def produce(
+        self, acks: int, timeout_ms: int, entries: dict[TopicPartition, Any]
+    ) -> dict[TopicPartition, m.ProducePartitionResponse]:
+        self.seen.append((acks, timeout_ms, entries))
         if self.produce_error is not None:
             raise self.produce_error
-        return m.ProduceResponse(
-            [
-                m.ProduceTopicResponse(
-                    t.name,
-                    [m.ProducePartitionResponse(p.partition, 0, 41, 3) for p in t.partitions],
-                )
-                for t in req.topics
-            ]
-        )
+        return {tp: m.ProducePartitionResponse(tp.partition, 0, 41, 3) for tp in entries}
 
     async def fetch(self, req: m.FetchRequest) -> m.FetchResponse:
         self.seen.append(req)
@@ -284,7 +280,8 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
     if api_key == 0:
         p = response.responses[0].partition_responses[0]
         assert (int(p.error_code), p.base_offset) == (0, 41)
-        assert fake.seen[0].acks == -1
+        acks, _timeout_ms, _entries = fake.seen[0]
+        assert acks == -1
     elif api_key == 1:
         p = response.responses[0].partitions[0]
         assert (int(p.error_code), p.high_watermark, p.records) == (0, 10, b"batch")
@@ -296,7 +293,7 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
     elif api_key == 3:
         assert [b.node_id for b in response.brokers] == [1]
         assert response.topics[0].partitions[0].isr_nodes == (1,)
-        _request, listener = fake.seen[0]
+        _topics, _allow_auto_topic_creation, listener = fake.seen[0]
         assert listener == "EXTERNAL"
     elif api_key == 10:
         # No offsets topic yet: it is created, and the client asked to come back.
@@ -412,16 +409,10 @@ def test_a_produce_refused_as_a_whole_answers_every_partition(version: int) -> N
 @pytest.mark.parametrize("version", range(SERVED[0][0], SERVED[0][1] + 1))
 def test_acks_0_gets_no_response(version: int) -> None:
     body = dataclasses.replace(consumer_request(sample(request_type(0, version))), acks=0)
-    fake = FakeApis()
-    fake.seen = []
-
-    async def no_response(req: m.ProduceRequest) -> Any:
-        from minikafka.server.network import NO_RESPONSE
-
-        return NO_RESPONSE
-
-    fake.produce = no_response  # type: ignore[method-assign]
-    assert run(body, fake)[0] is None
+    response, fake = run(body)
+    assert response is None
+    [(acks, _timeout_ms, entries)] = fake.seen  # appended all the same
+    assert acks == 0 and entries
 
 
 @pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
@@ -469,13 +460,13 @@ def test_a_transactional_produce_is_refused() -> None:
 def test_metadata_v0_empty_list_means_every_topic_and_v1_means_none() -> None:
     v0 = dataclasses.replace(sample(request_type(3, 0)), topics=())
     _, fake = run(v0)
-    assert fake.seen[0][0].topics is None
+    assert fake.seen[0][0] is None
     v1 = dataclasses.replace(sample(request_type(3, 1)), topics=())
     _, fake = run(v1)
-    assert fake.seen[0][0].topics == []
+    assert fake.seen[0][0] == []
     v1_all = dataclasses.replace(sample(request_type(3, 1)), topics=None)
     _, fake = run(v1_all)
-    assert fake.seen[0][0].topics is None
+    assert fake.seen[0][0] is None
 
 
 def test_describe_cluster_v1_lists_the_brokers_for_endpoint_type_1() -> None:

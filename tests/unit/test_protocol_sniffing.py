@@ -13,15 +13,31 @@ from minikafka.rpc import messages as m
 from minikafka.rpc.framing import RequestHeader, encode_request
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from minikafka.server.network import is_minikafka_rpc
-from minikafka.storage.record_batch import build_batch
 from tests.kafka_protocol.wire import request_frame
 from tests.unit.test_kafka_codec import sample
 
+# One request of each RPC API.
 RPC_REQUESTS = [
     m.ControlledShutdownRequest(1, 1),
-    m.MetadataRequest(["t"], False),
-    m.ProduceRequest(-1, 1000, [m.ProduceTopic("t", [m.ProducePartition(0, build_batch([b"x"]))])]),
     m.FetchRequest(1, 500, 1, 1 << 20, [m.FetchTopic("t", [m.FetchPartition(0, 0, 1 << 20)])]),
+    m.OffsetForLeaderEpochRequest(
+        1, [m.OffsetForLeaderTopic("t", [m.OffsetForLeaderPartition(0, 4, 2)])]
+    ),
+    m.LeaderAndIsrRequest(
+        1,
+        5,
+        77,
+        [m.LeaderAndIsrPartitionState("t", 0, 5, 1, 3, [1, 2], 9, [1, 2, 3])],
+        [m.BrokerNode(1, "127.0.0.1", 9092)],
+    ),
+    m.UpdateMetadataRequest(
+        1,
+        5,
+        77,
+        [m.UpdateMetadataPartitionState("t", 0, 5, 1, 3, [1], 9, [1, 2], [2])],
+        [m.BrokerNode(1, "h", 1, "rack-a")],
+    ),
+    m.StopReplicaRequest(1, 5, 77, [m.StopReplicaPartition("t", 0, True, 3)]),
 ]
 KAFKA_VERSIONS = [(k, v) for k, (lo, hi) in SERVED_VERSIONS.items() for v in range(lo, hi + 1)]
 
@@ -56,3 +72,7 @@ def test_no_kafka_request_is_taken_for_rpc(api, correlation_id, client_id):
 def test_short_frames_are_kafkas_to_refuse():
     assert not is_minikafka_rpc(b"")
     assert not is_minikafka_rpc(b"\x00\x00\x00\x01")
+
+
+def test_the_samples_cover_every_rpc_api() -> None:
+    assert {m.API_KEY_OF_REQUEST[type(r)] for r in RPC_REQUESTS} == set(m.API_TYPES)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.rpc import messages as m
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.cluster import (
@@ -41,7 +40,7 @@ class ClusterApis(ApiFamily):
     async def describe_cluster(
         self, req: DescribeClusterRequest, ctx: RequestContext
     ) -> DescribeClusterResponse:
-        meta = await self.apis.metadata(m.MetadataRequest([], False), ctx.listener)
+        meta = await self.apis.metadata([], allow_auto_topic_creation=False, listener=ctx.listener)
         cluster_id = self.apis.cluster_id or ""
         # v1 may ask for the controllers (KIP-919): a ZooKeeper-era cluster has no quorum
         # controllers to list, and Kafka's ZooKeeper brokers refuse it the same way.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.rpc import messages as m
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.security.operations import ResourceType, authorized_operations
 from minikafka.server.broker_services import BrokerServices
@@ -48,9 +47,7 @@ class MetadataApis(ApiFamily):
                     unknown_ids.append(t.topic_id)
         # Before v4 a Metadata request always allowed auto-creation (Kafka's rule; the
         # model's default for those versions).
-        resp = await self.apis.metadata(
-            m.MetadataRequest(names, req.allow_auto_topic_creation), ctx.listener
-        )
+        resp = await self.apis.metadata(names, req.allow_auto_topic_creation, ctx.listener)
         # KIP-430 (v8+): what the client may do, when it asks.
         topic_operations = authorized_operations(
             ResourceType.TOPIC, req.include_topic_authorized_operations

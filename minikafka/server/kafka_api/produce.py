@@ -5,18 +5,17 @@ slow for every produce."""
 
 from __future__ import annotations
 
+from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.kafka.produce_response import (
     ProducePartitionData,
     ProduceTopicData,
     encode_produce_response,
 )
-from minikafka.rpc import messages as m
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.produce import ProduceRequest, TopicProduceData
 from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
 from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
-from minikafka.server.network import NoResponse
 
 PRODUCE = 0
 
@@ -41,42 +40,42 @@ class ProduceApis(ApiFamily):
             return _produce_error(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         cache = self.apis.cache
         # v13 names topics by id (KIP-516); an id no topic has is UNKNOWN_TOPIC_ID.
-        topics: list[m.ProduceTopic] = []
+        named: list[tuple[str, TopicProduceData]] = []
         unknown: list[TopicProduceData] = []
         for t in req.topic_data:
             name = t.name if version < 13 else topic_named(cache, t.topic_id)
             if name is None:
                 unknown.append(t)
-                continue
-            topics.append(
-                m.ProduceTopic(
-                    name, [m.ProducePartition(p.index, p.records) for p in t.partition_data]
-                )
-            )
+            else:
+                named.append((name, t))
+        # A partition named twice is appended once (its last records), and answered twice.
+        entries = {
+            TopicPartition(name, p.index): p.records for name, t in named for p in t.partition_data
+        }
         try:
-            resp = await self.apis.produce(m.ProduceRequest(req.acks, req.timeout, topics))
+            results = await self.apis.produce(req.acks, req.timeout, entries)
         except KafkaError as e:
             return _produce_error(req, e.code)
-        if isinstance(resp, NoResponse) or req.acks == 0:
+        if req.acks == 0:
             return None
         return [
             ProduceTopicData(
-                t.name,
-                topic_uuid(cache, t.name),
+                name,
+                topic_uuid(cache, name),
                 [
                     ProducePartitionData(
-                        p.partition,
-                        p.error_code,
-                        p.base_offset,
-                        p.log_start_offset,
-                        p.error_message,
-                        [(e.batch_index, e.message) for e in p.record_errors],
-                        p.log_append_time,
+                        r.partition,
+                        r.error_code,
+                        r.base_offset,
+                        r.log_start_offset,
+                        r.error_message,
+                        [(e.batch_index, e.message) for e in r.record_errors],
+                        r.log_append_time,
                     )
-                    for p in t.partitions
+                    for r in (results[TopicPartition(name, p.index)] for p in t.partition_data)
                 ],
             )
-            for t in resp.topics
+            for name, t in named
         ] + [_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
 
 
