@@ -3,9 +3,11 @@
 Each message is a frozen dataclass; `schema.py` turns it into a msgpack array. Fields added
 later go at the end with a default, so older peers keep decoding (see `from_wire`).
 
-The RPC carries only what brokers send each other (`API_TYPES`). The Metadata, Produce and
-ListOffsets types here are not RPC messages: they are what the metadata cache, the replica
-manager and the request handlers of Kafka's protocol pass each other.
+The RPC carries only what brokers send each other (`API_TYPES`; ListOffsets: the broker
+coordinating a group asks each partition's leader for its high watermark, for the consumer
+lag metric). The Metadata and Produce types here are not RPC messages: they are what the
+metadata cache, the replica manager and the request handlers of Kafka's protocol pass each
+other.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ NO_LEADER_EPOCH = -1
 
 class ApiKey(IntEnum):
     FETCH = 1
+    LIST_OFFSETS = 2
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
@@ -378,6 +381,7 @@ class ReplicaState:
 
 API_TYPES: dict[ApiKey, tuple[type, type]] = {
     ApiKey.FETCH: (FetchRequest, FetchResponse),
+    ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
     ApiKey.LEADER_AND_ISR: (LeaderAndIsrRequest, LeaderAndIsrResponse),
     ApiKey.STOP_REPLICA: (StopReplicaRequest, StopReplicaResponse),
     ApiKey.UPDATE_METADATA: (UpdateMetadataRequest, UpdateMetadataResponse),

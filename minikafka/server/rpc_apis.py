@@ -1,8 +1,9 @@
 """minikafka's RPC between brokers, served (rpc/ holds its messages and framing): what the
 controller sends brokers (LeaderAndIsr, UpdateMetadata, StopReplica), what brokers send the
-controller (ControlledShutdown) and what followers send leaders (Fetch,
-OffsetForLeaderEpoch). Nothing else: clients, tools, tests and scripts ask a broker in
-Kafka's protocol (server/kafka_api/).
+controller (ControlledShutdown), what followers send leaders (Fetch, OffsetForLeaderEpoch)
+and what a group's coordinator asks partition leaders for its consumer lag metric
+(ListOffsets, admin_http/metrics.py). Nothing else: clients, tools, tests and scripts ask
+a broker in Kafka's protocol (server/kafka_api/).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from minikafka.rpc.messages import (
     FetchRequest,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
+    ListOffsetsRequest,
     OffsetForLeaderEpochRequest,
     PartitionRef,
     StopReplicaRequest,
@@ -43,6 +45,7 @@ class RpcApis:
         self.services = services
         self._handlers: dict[type, Callable[[Any], Awaitable[Any]]] = {
             FetchRequest: services.fetch,
+            ListOffsetsRequest: services.list_offsets,
             OffsetForLeaderEpochRequest: services.offsets_for_leader_epoch,
             LeaderAndIsrRequest: self.handle_leader_and_isr,
             UpdateMetadataRequest: self.handle_update_metadata,

@@ -54,6 +54,9 @@ SAMPLES = [
     m.FetchRequest(
         2, 500, 1, 10_000, [m.FetchTopic("t", [m.FetchPartition(0, 17, 4096, 3, 5)])], 99
     ),
+    m.ListOffsetsRequest(
+        -1, [m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, m.LATEST_TIMESTAMP)])]
+    ),
     m.OffsetForLeaderEpochRequest(
         1, [m.OffsetForLeaderTopic("t", [m.OffsetForLeaderPartition(0, 4, 2)])]
     ),

@@ -20,6 +20,7 @@ from tests.unit.test_kafka_codec import sample
 RPC_REQUESTS = [
     m.ControlledShutdownRequest(1, 1),
     m.FetchRequest(1, 500, 1, 1 << 20, [m.FetchTopic("t", [m.FetchPartition(0, 0, 1 << 20)])]),
+    m.ListOffsetsRequest(-1, [m.ListOffsetsTopic("t", [m.ListOffsetsPartition(0, -1)])]),
     m.OffsetForLeaderEpochRequest(
         1, [m.OffsetForLeaderTopic("t", [m.OffsetForLeaderPartition(0, 4, 2)])]
     ),
