@@ -1,1 +1,3 @@
-"""Who may do what: Kafka's ACL operations and what each resource type supports."""
+"""Who may do what: Kafka's principals (principal.py), ACL vocabulary (operations.py), ACLs
+and their filters (acls.py), the sans-IO AclAuthorizer (authorizer.py) and the ACLs'
+ZooKeeper layout and bytes (acl_zk.py)."""

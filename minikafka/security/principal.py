@@ -36,5 +36,5 @@ class KafkaPrincipal:
 
 
 ANONYMOUS: Final = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
-# The wildcard principal of an ACL: matches every user.
+# The wildcard principal of an ACL: matches every principal, whatever its type.
 WILDCARD_USER: Final = KafkaPrincipal(USER_TYPE, "*")
