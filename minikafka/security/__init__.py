@@ -1,1 +1,2 @@
-"""Who may do what: Kafka's ACL operations and what each resource type supports."""
+"""Who a connection is and what it may do: principals, TLS for SSL listeners (tls.py,
+ssl_principal.py, x500.py, certs.py) and Kafka's ACL operations."""
