@@ -8,6 +8,7 @@ import click
 
 from minikafka import __version__
 from minikafka.cli.broker import broker
+from minikafka.cli.certs import certs
 from minikafka.cli.chaos import chaos
 from minikafka.cli.cluster import cluster
 from minikafka.cli.consume import consume
@@ -46,6 +47,7 @@ cli.add_command(replicas)
 cli.add_command(chaos)
 cli.add_command(perf)
 cli.add_command(pipeline)
+cli.add_command(certs)
 
 
 def _full_short_help(command: click.Command) -> None:

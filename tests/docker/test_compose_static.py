@@ -71,6 +71,7 @@ BOOKWORM_PACKAGES = {
     "python3-snappy": "0.5.3-1.2+b1",
     "python3-lz4": "4.0.2+dfsg-1+b2",
     "python3-zstandard": "0.20.0-3",
+    "python3-cryptography": "38.0.4-3+deb12u1",
     "python3-pip": "23.0.1+dfsg-1",
     # build-only, for the C extension (installed and purged in one layer)
     "gcc": "4:12.2.0-3",
@@ -92,6 +93,7 @@ DEBIAN_PACKAGE_FOR = {
     "python-snappy": "python3-snappy",
     "lz4": "python3-lz4",
     "zstandard": "python3-zstandard",
+    "cryptography": "python3-cryptography",
     "matplotlib": "python3-matplotlib",
 }
 # Runtime dependencies without a (recent enough) Debian package: the broker image installs
