@@ -30,7 +30,7 @@ from minikafka.common import TopicPartition
 from minikafka.protocol.errors import KafkaError
 from minikafka.replication.broker_topic_stats import COUNTER_NAMES, TopicStats
 from minikafka.rpc import messages as m
-from minikafka.rpc.connection import BrokerConnection
+from minikafka.rpc.connection import BrokerConnection, ConnectionSecurity
 from minikafka.rpc.messages import ReplicaState
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ async def group_offsets(broker: BrokerView) -> list[GroupOffset]:
         }
         answers = await asyncio.gather(
             *(
-                _log_ends(brokers[b].host, brokers[b].port, tps)
+                _log_ends(brokers[b].host, brokers[b].port, tps, broker.inter_broker_connections)
                 for b, tps in remote.items()
                 if b in brokers
             )
@@ -185,7 +185,9 @@ async def group_offsets(broker: BrokerView) -> list[GroupOffset]:
     ]
 
 
-async def _log_ends(host: str, port: int, tps: set[TopicPartition]) -> dict[TopicPartition, int]:
+async def _log_ends(
+    host: str, port: int, tps: set[TopicPartition], security: ConnectionSecurity
+) -> dict[TopicPartition, int]:
     by_topic: dict[str, list[int]] = {}
     for tp in tps:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -202,7 +204,7 @@ async def _log_ends(host: str, port: int, tps: set[TopicPartition]) -> dict[Topi
             for t, ps in sorted(by_topic.items())
         ],
     )
-    conn = BrokerConnection(host, port, connect_timeout_s=LOG_END_TIMEOUT_S)
+    conn = BrokerConnection(host, port, connect_timeout_s=LOG_END_TIMEOUT_S, security=security)
     try:
         async with asyncio.timeout(LOG_END_TIMEOUT_S):
             await conn.connect()

@@ -34,6 +34,7 @@ from minikafka.cluster.data_dir import (
 )
 from minikafka.cluster.errors import ClusterError
 from minikafka.cluster.local import NETWORK_MODES, LocalCluster
+from minikafka.cluster.security import SECURITY_MODES
 from minikafka.zk import install as zookeeper_install
 from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
 
@@ -153,6 +154,12 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
                 f"[bold]network fault[/] broker {b['id']}: {describe_faults(b['faults'])}"
             )
     console.print(f"[bold]bootstrap servers:[/] {status['bootstrap_servers']}")
+    if status.get("security"):
+        # A client properties file in librdkafka's names (what `--command-config` takes,
+        # and what kcat -F and confluent-kafka read).
+        console.print(f"[bold]security:[/] {status['security']}; client settings:")
+        for key, value in status["client_config"].items():
+            console.print(f"  {key}={value}", markup=False, highlight=False)
     # Below the table too: a column of URLs would squeeze an 80-column table.
     admin = ", ".join(b["admin_url"] for b in status["brokers"])
     console.print(f"[bold]admin endpoints (/metrics, /health, /v1/...):[/] {admin}")
@@ -206,6 +213,15 @@ def cluster() -> None:
     default=None,
     help="With --network netns: the brokers' subnet (default: a free /24 of 198.18.0.0/15).",
 )
+@click.option(
+    "--security",
+    type=click.Choice(SECURITY_MODES),
+    default=None,
+    help="Secure the brokers' listener: sasl_ssl (SCRAM over TLS), ssl (mutual TLS) or "
+    "sasl_plaintext. Makes a CA, certificates and an admin user in the data dir, and prints "
+    "the client settings (`cluster status --json` has them as client_config). A data dir "
+    "that has run before keeps its mode.",
+)
 @click.option("--detach", is_flag=True, help="Return once the cluster is up; it keeps running.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to start.")
 @click.pass_context
@@ -219,6 +235,7 @@ def up(
     broker_config: tuple[str, ...],
     network: Any,
     subnet: str | None,
+    security: Any,
     detach: bool,
     timeout: float,
 ) -> None:
@@ -241,6 +258,7 @@ def up(
             broker_overrides=per_broker,
             network=network,
             subnet=subnet,
+            security=security,
         )
     except (ClusterError, ValueError) as e:
         raise click.ClickException(str(e)) from e

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import struct
 from collections.abc import Sequence
 from typing import Any
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+
+__all__ = ["KafkaConnection", "NetworkError", "metadata_request", "parse_response", "request_frame"]
 
 _SIZE = struct.Struct(">i")
 
@@ -29,43 +31,6 @@ class NetworkError(KafkaError):
 
     code = ErrorCode.NETWORK_EXCEPTION
     retriable = True
-
-
-def request_frame(request: Any, correlation_id: int, client_id: str | None) -> bytes:
-    """The size-prefixed frame of a kio request entity, in the header version its schema
-    names."""
-    # Imported here: kio's schemas take a noticeable part of a second to import, which
-    # every `minikafka` command would pay at start.
-    from kio.serial import entity_writer
-    from kio.static.primitive import i16, i32
-
-    header = request.__header_schema__(
-        request_api_key=i16(request.__api_key__),
-        request_api_version=i16(request.__version__),
-        correlation_id=i32(correlation_id),
-        client_id=client_id,
-    )
-    out = io.BytesIO()
-    entity_writer(type(header))(out, header)
-    entity_writer(type(request))(out, request)
-    payload = out.getvalue()
-    return _SIZE.pack(len(payload)) + payload
-
-
-def parse_response(request: Any, frame: bytes) -> tuple[int, Any]:
-    """(correlation id, kio response entity) of a response frame (its size prefix read
-    off) answering a request of `request`'s api key and version."""
-    from kio.serial import entity_reader
-
-    from minikafka.protocol.kafka.codec import response_type
-
-    (correlation_id,) = _SIZE.unpack_from(frame)
-    rtype = response_type(request.__api_key__, request.__version__)
-    offset = _SIZE.size
-    if rtype.__header_schema__.__version__ >= 1:
-        offset += 1  # the header's tagged fields: brokers send none
-    value, _ = entity_reader(rtype)(memoryview(frame), offset)
-    return correlation_id, value
 
 
 def metadata_request(topics: Sequence[str] | None) -> Any:

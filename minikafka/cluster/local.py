@@ -36,6 +36,7 @@ from minikafka.cluster.errors import ClusterError
 from minikafka.cluster.network import ClusterNetwork
 from minikafka.cluster.network_faults import NetworkFaults
 from minikafka.cluster.readiness import ClusterReadiness
+from minikafka.cluster.security import ADMIN_USER, ClusterSecurity, SecurityMode
 from minikafka.cluster.waiting import time_left, wait_for
 from minikafka.cluster.zookeeper import (
     ClusterZooKeeper,
@@ -85,6 +86,7 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         broker_command: Sequence[str] | None = None,
         network: NetworkMode | None = None,
         subnet: str | None = None,
+        security: SecurityMode | None = None,
     ) -> None:
         dirs = DataDir(data_dir)
         saved = state.load_state(dirs)
@@ -129,6 +131,11 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
                 bid, int(b.get("port", 0)), b.get("pid"), admin_port=int(b.get("admin_port", 0))
             )
         super().__init__(dirs, processes, host, cluster_network)
+        # TLS/SASL (cluster/security.py): given, else what the data dir was started with.
+        mode = security or saved.get("security")
+        self.security: ClusterSecurity | None = (
+            ClusterSecurity(self.data_dir, mode, host) if mode is not None else None
+        )
         saved_zk_port = int(saved.get("zookeeper", {}).get("port", 0))
         self.zookeeper: LocalZooKeeper = ClusterZooKeeper(
             dirs.zookeeper_dir,
@@ -166,6 +173,10 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
             "group.initial.rebalance.delay.ms": "0",
             "offsets.topic.replication.factor": str(min(3, len(self._brokers))),
         }
+        if self.security is not None:
+            props.update(
+                self.security.broker_properties(broker_id, self.broker_host(broker_id), b.port)
+            )
         props.update(self.overrides)
         props.update(self.broker_overrides.get(broker_id, {}))
         return props
@@ -191,6 +202,8 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self._save_state()  # from here on, `cluster down` finds whatever we start
+            if self.security is not None:
+                self.security.prepare(self.broker_ids)
             self._network_up()
             self.zookeeper.start(timeout=max(1.0, deadline - time.monotonic()))
             # After ZooKeeper, so that a port it picked is not also given to a broker.
@@ -198,6 +211,10 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
             self._save_state()
             zk = self.zk_client()
             zk.ensure_persistent_paths()
+            if self.security is not None and self.security.uses_sasl:
+                # The admin user, whom the brokers authenticate as to each other, exists
+                # before they start (as `kafka-configs --zookeeper` bootstraps one).
+                zk.set_user_config(ADMIN_USER, self.security.admin_scram_config())
             # Registrations and a /controller left by a crashed run survive in ZooKeeper's
             # data until their sessions expire: only newer ones count as this start's.
             before = {bid: info.epoch for bid, info in zk.get_all_brokers().items()}
@@ -409,6 +426,15 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
 
     # --- status ------------------------------------------------------------------------
 
+    def client_config(self) -> dict[str, str]:
+        """What a Kafka client needs to reach this cluster, in librdkafka's property names:
+        bootstrap.servers, and for a secured cluster its protocol, the admin's credentials
+        (SASL) or certificate (SSL), and the CA to trust."""
+        config = {"bootstrap.servers": self.bootstrap_servers}
+        if self.security is not None:
+            config.update(self.security.client_config())
+        return config
+
     def status(self) -> dict[str, Any]:
         """ZooKeeper and every broker: id, host, port, netns, network faults, pid, alive,
         paused, registered, broker epoch, controller; plus the controller and its epoch, and
@@ -444,6 +470,8 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         return {
             "data_dir": str(self.data_dir),
             "bootstrap_servers": self.bootstrap_servers,
+            "security": None if self.security is None else self.security.mode,
+            "client_config": self.client_config(),
             "zookeeper": {
                 "connect": self.zookeeper.connect_string,
                 "port": self.zookeeper.port,
@@ -567,5 +595,6 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
                     },
                     "broker_command": self.broker_command,
                     "network": self._network_state(),
+                    "security": None if self.security is None else self.security.mode,
                 },
             )

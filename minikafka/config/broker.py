@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
+from minikafka.config.security import SecurityConfig, is_security_prop
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 
@@ -183,6 +184,20 @@ class BrokerConfig:
     # Not Kafka's (Kafka has JMX): `http://host:port` of the HTTP admin endpoint (Prometheus
     # metrics, health, JSON views; minikafka.admin_http). Unset: no endpoint.
     admin_listeners: str | None = None
+    # Security (config/security.py): how listeners authenticate, who the brokers are to each
+    # other, and the authorizer. Kafka's defaults: SASL's mechanism is GSSAPI, which
+    # minikafka lacks, so a SASL listener needs sasl.enabled.mechanisms set.
+    security_inter_broker_protocol: str | None = None
+    sasl_enabled_mechanisms: str = "GSSAPI"
+    sasl_mechanism_inter_broker_protocol: str = "GSSAPI"
+    sasl_server_max_receive_size: int = 524288
+    connection_failed_authentication_delay_ms: int = 100
+    connections_max_reauth_ms: int = 0
+    authorizer_class_name: str = ""
+    super_users: str | None = None
+    allow_everyone_if_no_acl_found: bool = False
+    # ssl.* and listener.name.<listener>.* properties, as given (config/security.py reads them).
+    security_props: tuple[tuple[str, str], ...] = ()
 
     # Kafka accepts `log.retention.hours` / `minutes`; the most precise one given wins.
     _RETENTION_UNITS = (
@@ -207,6 +222,11 @@ class BrokerConfig:
                 known.update(("log.dirs", "log.dir"))
                 if raw is not None:
                     kwargs["log_dirs"] = tuple(d.strip() for d in raw.split(",") if d.strip())
+                continue
+            if f.name == "security_props":
+                prefixed = sorted((k, v) for k, v in props.items() if is_security_prop(k))
+                known.update(k for k, _ in prefixed)
+                kwargs["security_props"] = tuple(prefixed)
                 continue
             known.add(name)
             if name in props:
@@ -235,7 +255,7 @@ class BrokerConfig:
         changes: dict[str, Any] = {}
         for name, raw in props.items():
             f = by_name.get(name)
-            if f is None or f.name == "log_dirs":
+            if f is None or f.name in ("log_dirs", "security_props"):
                 raise InvalidConfigError(f"unknown broker property {name!r}")
             changes[f.name] = _parse_field(f.name, f.type, raw)
         cfg = replace(self, **changes)
@@ -271,6 +291,7 @@ class BrokerConfig:
             except ValueError as e:
                 raise InvalidConfigError(f"admin.listeners: {e}") from e
         self.resolved_listeners()
+        self.security()
         if self.log_cleaner_backoff_ms <= 0:
             raise InvalidConfigError("log.cleaner.backoff.ms must be positive")
         if self.max_incremental_fetch_session_cache_slots < 0:
@@ -306,9 +327,24 @@ class BrokerConfig:
                 self.advertised_listeners,
                 self.listener_security_protocol_map,
                 self.inter_broker_listener_name,
+                self.security_inter_broker_protocol,
             )
         except ListenerConfigError as e:
             raise InvalidConfigError(str(e)) from e
+
+    def security(self) -> SecurityConfig:
+        """Every listener's security settings and the authorizer's, checked together
+        (InvalidConfigError naming the property)."""
+        listeners = self.resolved_listeners()
+        return SecurityConfig.parse(
+            listeners,
+            dict(self.security_props),
+            sasl_enabled_mechanisms=self.sasl_enabled_mechanisms,
+            sasl_mechanism_inter_broker_protocol=self.sasl_mechanism_inter_broker_protocol,
+            connections_max_reauth_ms=self.connections_max_reauth_ms,
+            authorizer_class_name=self.authorizer_class_name,
+            super_users=self.super_users,
+        )
 
     def log_config(self) -> LogConfig:
         """Default topic config derived from the broker's log.* settings."""

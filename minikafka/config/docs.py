@@ -15,16 +15,37 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "broker.id": "This broker's id, unique in the cluster. It must be set: minikafka does not "
     "generate broker ids.",
     "listeners": "The comma-separated listeners the broker serves, each NAME://host:port (an "
-    "empty host binds every interface, port 0 any free port). minikafka serves PLAINTEXT "
-    "listeners only.",
+    "empty host binds every interface, port 0 any free port).",
     "advertised.listeners": "The listeners registered in ZooKeeper, the addresses clients and "
     "other brokers connect to, when they differ from listeners (unset: listeners). Each names "
     "one of listeners, and 0.0.0.0 cannot be advertised.",
     "listener.security.protocol.map": "The security protocol of each listener name, as "
     "NAME:PROTOCOL pairs separated by commas (unset: each protocol name is a listener name of "
-    "its own). minikafka accepts PLAINTEXT only.",
+    "its own): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
     "inter.broker.listener.name": "The listener brokers use to reach one another; it must be "
-    "one of advertised.listeners (unset: the listener named PLAINTEXT).",
+    "one of advertised.listeners (unset: the listener named after "
+    "security.inter.broker.protocol). Only it serves the brokers' requests to each other.",
+    "security.inter.broker.protocol": "The security protocol brokers use to reach one another: "
+    "the listener of that name is the inter-broker listener (unset: PLAINTEXT). Not together "
+    "with inter.broker.listener.name.",
+    "sasl.enabled.mechanisms": "The SASL mechanisms SASL listeners enable (a listener's "
+    "listener.name.<listener>.sasl.enabled.mechanisms wins). Kafka's default is GSSAPI, which "
+    "minikafka lacks: it implements PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512.",
+    "sasl.mechanism.inter.broker.protocol": "The SASL mechanism brokers authenticate with to "
+    "one another, one the inter-broker listener enables; the credentials are the username "
+    "and password of that listener's listener.name.<listener>.<mechanism>.sasl.jaas.config.",
+    "sasl.server.max.receive.size": "The largest request a client may send before it has "
+    "authenticated; a larger one closes the connection.",
+    "connection.failed.authentication.delay.ms": "How long a connection whose authentication "
+    "failed is held before it is closed, which slows down password guessing.",
+    "connections.max.reauth.ms": "Kafka's re-authentication interval (KIP-368); minikafka "
+    "does not re-authenticate and accepts only 0.",
+    "authorizer.class.name": "The authorizer; empty: none, every authenticated client may do "
+    "everything.",
+    "super.users": "Principals allowed everything by the authorizer, separated by semicolons "
+    "(User:admin;User:broker1).",
+    "allow.everyone.if.no.acl.found": "Whether the authorizer allows an operation on a "
+    "resource that no ACL names.",
     "log.dirs": "The comma-separated directories in which the broker keeps its log data "
     "(log.dir is read when log.dirs is not set).",
     "zookeeper.connect": "The ZooKeeper connection string, host:port pairs separated by "

@@ -272,9 +272,13 @@ def _text(value: object) -> str | None:
 
 
 def _broker_values(broker: BrokerConfig) -> dict[str, str | None]:
-    """Every broker setting by Kafka's name, as text."""
+    """Every broker setting by Kafka's name, as text. The ssl.* and listener.name.*
+    properties (security_props) are not described: several hold secrets (passwords, keys,
+    JAAS configs), which Kafka answers as sensitive, with no value."""
     return {
-        BrokerConfig.property_name(f.name): _text(getattr(broker, f.name)) for f in fields(broker)
+        BrokerConfig.property_name(f.name): _text(getattr(broker, f.name))
+        for f in fields(broker)
+        if f.name != "security_props"
     }
 
 

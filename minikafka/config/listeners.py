@@ -74,6 +74,12 @@ class Listeners:
     bind: tuple[Endpoint, ...]
     advertised: tuple[Endpoint, ...]
     inter_broker: str
+    # listener name -> security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), for each
+    # bound listener
+    protocols: tuple[tuple[str, str], ...] = ()
+
+    def protocol(self, listener: str) -> str:
+        return dict(self.protocols).get(listener, PLAINTEXT)
 
 
 def resolve_listeners(
@@ -81,12 +87,13 @@ def resolve_listeners(
     advertised_listeners: str | None,
     protocol_map: str | None,
     inter_broker_listener_name: str | None,
+    security_inter_broker_protocol: str | None = None,
 ) -> Listeners:
-    """Kafka's rules: every listener has a security protocol in the map (minikafka speaks
-    PLAINTEXT only, so anything else is refused rather than served without it); ports differ;
-    advertised listeners are a subset of the listeners, default all of them, and never the
-    non-routable 0.0.0.0; the inter-broker listener is advertised (default: the listener
-    named PLAINTEXT, as Kafka's security.inter.broker.protocol=PLAINTEXT means)."""
+    """Kafka's rules: every listener has a security protocol in the map, one of Kafka's four;
+    ports differ; advertised listeners are a subset of the listeners, default all of them,
+    and never the non-routable 0.0.0.0; the inter-broker listener is advertised. It is
+    inter.broker.listener.name, or the listener named after security.inter.broker.protocol
+    (default PLAINTEXT); not both."""
     bind = parse_endpoints(listeners, "listeners")
     mapping = parse_protocol_map(protocol_map)
     for e in bind:
@@ -97,10 +104,10 @@ def resolve_listeners(
                 "(add it to listener.security.protocol.map, e.g. "
                 f"{e.listener}:PLAINTEXT)"
             )
-        if protocol != PLAINTEXT:
+        if protocol not in KAFKA_SECURITY_PROTOCOLS:
             raise ListenerConfigError(
-                f"listener {e.listener} uses security protocol {protocol}; minikafka serves "
-                "PLAINTEXT listeners only (no TLS or SASL)"
+                f"listener {e.listener} uses security protocol {protocol}, which is not one "
+                f"of {', '.join(KAFKA_SECURITY_PROTOCOLS)}"
             )
     ports = [e.port for e in bind if e.port != 0]
     if len(set(ports)) != len(ports):
@@ -125,11 +132,25 @@ def resolve_listeners(
                     f"({e.listener}); name an address clients can reach"
                 )
 
-    inter = (inter_broker_listener_name or PLAINTEXT).strip().upper()
+    if inter_broker_listener_name and security_inter_broker_protocol:
+        raise ListenerConfigError(
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol "
+            "should be set."
+        )
+    if security_inter_broker_protocol is not None:
+        inter = security_inter_broker_protocol.strip().upper()
+        if inter not in KAFKA_SECURITY_PROTOCOLS:
+            raise ListenerConfigError(
+                f"security.inter.broker.protocol: {inter} is not one of "
+                f"{', '.join(KAFKA_SECURITY_PROTOCOLS)}"
+            )
+    else:
+        inter = (inter_broker_listener_name or PLAINTEXT).strip().upper()
     if inter not in {e.listener for e in advertised}:
         raise ListenerConfigError(
             f"inter.broker.listener.name must be a listener name defined in "
             f"advertised.listeners: {inter} is not"
             + ("" if inter_broker_listener_name else " (set inter.broker.listener.name)")
         )
-    return Listeners(tuple(bind), tuple(advertised), inter)
+    protocols = tuple((e.listener, mapping[e.listener]) for e in bind)
+    return Listeners(tuple(bind), tuple(advertised), inter, protocols)

@@ -23,7 +23,12 @@ from typing import Protocol, TypeAlias
 from minikafka.common import PLAINTEXT, LeaderAndIsr, TopicPartition
 from minikafka.controller.context import ControllerContext
 from minikafka.protocol.errors import KafkaError, RequestTimedOutError
-from minikafka.rpc.connection import BrokerConnection, NetworkError
+from minikafka.rpc.connection import (
+    PLAINTEXT_CONNECTIONS,
+    BrokerConnection,
+    ConnectionSecurity,
+    NetworkError,
+)
 from minikafka.rpc.messages import (
     NO_LEADER_EPOCH,
     BrokerNode,
@@ -168,6 +173,7 @@ class ControllerChannelManager:
         max_retry_backoff_ms: int = 1000,
         connection_factory: ConnectionFactory | None = None,
         inter_broker_listener: str = PLAINTEXT,
+        connection_security: ConnectionSecurity = PLAINTEXT_CONNECTIONS,
     ) -> None:
         self.controller_id = controller_id
         self._request_timeout_s = request_timeout_ms / 1000
@@ -181,6 +187,7 @@ class ControllerChannelManager:
                 ep.port,
                 client_id=f"controller-{controller_id}",
                 connect_timeout_s=connect_timeout_ms / 1000,
+                security=connection_security,
             )
 
         self._connect: ConnectionFactory = connection_factory or connect

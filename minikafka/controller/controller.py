@@ -66,6 +66,7 @@ from minikafka.controller.topic_changes import TopicChangeProcessor
 from minikafka.controller.topic_deletion import TopicDeletionManager
 from minikafka.controller.zk_store import ControllerZkStore, WatchHandle
 from minikafka.protocol.errors import KafkaError, NotControllerError
+from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
 from minikafka.zk.client import ControllerMovedError, ZkError
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ class KafkaController:
         *,
         clock: Clock = SYSTEM_CLOCK,
         channel: BrokerRequestSender | None = None,
+        connection_security: ConnectionSecurity = PLAINTEXT_CONNECTIONS,
     ) -> None:
         self.config = config  # the settings in force (the broker replaces it when they change)
         self.broker_id = config.broker_id
@@ -116,6 +118,7 @@ class KafkaController:
                 config.broker_id,
                 request_timeout_ms=config.controller_socket_timeout_ms,
                 inter_broker_listener=inter_broker_listener,
+                connection_security=connection_security,
             )
         )
         self.context = ControllerContext()

@@ -107,7 +107,9 @@ def _copy_region(region: FileRegion) -> bytes:
 
 async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     sock = writer.get_extra_info("socket")
-    if sock is None:  # not a socket transport: copy
+    # Not a socket transport, or a TLS one (the bytes must pass through the encryption; the
+    # raw socket would take them in the clear): copy.
+    if sock is None or writer.get_extra_info("ssl_object") is not None:
         writer.write(region.read())
         return
     # Bytes already handed to the transport must reach the socket first.

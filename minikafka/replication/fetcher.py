@@ -28,7 +28,12 @@ from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import ErrorCode, KafkaError, error_for_code
 from minikafka.replication.fetch_session import FetchSessionHandler, PartitionData
 from minikafka.replication.replica_manager import FollowerAssignment, ReplicaManager
-from minikafka.rpc.connection import BrokerConnection, NetworkError
+from minikafka.rpc.connection import (
+    PLAINTEXT_CONNECTIONS,
+    BrokerConnection,
+    ConnectionSecurity,
+    NetworkError,
+)
 from minikafka.rpc.messages import (
     NO_LEADER_EPOCH,
     BrokerNode,
@@ -66,8 +71,10 @@ class ReplicaFetcher:
         source: BrokerNode,
         replica_manager: ReplicaManager,
         config: BrokerConfig,
+        connection_security: ConnectionSecurity = PLAINTEXT_CONNECTIONS,
     ) -> None:
         self.source = source
+        self._connection_security = connection_security
         self._rm = replica_manager
         self._config = config
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
@@ -161,6 +168,7 @@ class ReplicaFetcher:
                 self.source.port,
                 client_id=f"replica-fetcher-{self._rm.broker_id}",
                 connect_timeout_s=self._config.request_timeout_ms / 1000,
+                security=self._connection_security,
             )
             await conn.connect()
             self._conn = conn
@@ -423,7 +431,13 @@ class ReplicaFetcher:
 class ReplicaFetcherManager:
     """`num.replica.fetchers` = 1: one fetcher per source broker."""
 
-    def __init__(self, replica_manager: ReplicaManager, config: BrokerConfig) -> None:
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        config: BrokerConfig,
+        connection_security: ConnectionSecurity = PLAINTEXT_CONNECTIONS,
+    ) -> None:
+        self._connection_security = connection_security
         self._rm = replica_manager
         self._config = config
         self.fetchers: dict[int, ReplicaFetcher] = {}
@@ -440,7 +454,9 @@ class ReplicaFetcherManager:
                 self._retire(a.leader.node_id)
                 fetcher = None
             if fetcher is None:
-                fetcher = ReplicaFetcher(a.leader, self._rm, self._config)
+                fetcher = ReplicaFetcher(
+                    a.leader, self._rm, self._config, self._connection_security
+                )
                 fetcher.start()
                 self.fetchers[a.leader.node_id] = fetcher
             by_source.setdefault(a.leader.node_id, {})[tp] = a.leader_epoch

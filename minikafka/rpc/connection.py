@@ -13,8 +13,10 @@ import contextlib
 import itertools
 import logging
 import socket
+import ssl
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from minikafka.protocol.errors import ErrorCode, KafkaError, RequestTimedOutError
@@ -65,6 +67,23 @@ def write_request(writer: asyncio.StreamWriter, chunks: Sequence[Chunk]) -> None
     writer.writelines(buffers)
 
 
+@dataclass(frozen=True)
+class ConnectionSecurity:
+    """How a broker connects to another's inter-broker listener: TLS (SSL, SASL_SSL) and a
+    SASL exchange (SASL_*) before the first RPC frame. Made by the broker from its
+    security settings (server/inter_broker_security.py); empty for PLAINTEXT."""
+
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
+    # Runs Kafka's SaslHandshake and SaslAuthenticate on the fresh connection; raises a
+    # KafkaError when the peer refuses.
+    authenticate: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = (
+        field(default=None, repr=False)
+    )
+
+
+PLAINTEXT_CONNECTIONS = ConnectionSecurity()
+
+
 class NetworkError(KafkaError):
     """The connection failed or closed; retriable (Kafka's NETWORK_EXCEPTION)."""
 
@@ -81,10 +100,12 @@ class BrokerConnection:
         client_id: str = "minikafka",
         connect_timeout_s: float = 10.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        security: ConnectionSecurity = PLAINTEXT_CONNECTIONS,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self._security = security
         self._connect_timeout = connect_timeout_s
         self._max_frame = max_frame_bytes
         self._reader: asyncio.StreamReader | None = None
@@ -102,14 +123,29 @@ class BrokerConnection:
         return self._writer is not None and self._closed_error is None
 
     async def connect(self) -> None:
+        security = self._security
         try:
             async with asyncio.timeout(self._connect_timeout):
                 self._reader, self._writer = await asyncio.open_connection(
-                    self.host, self.port, limit=1 << 20
+                    self.host,
+                    self.port,
+                    limit=1 << 20,
+                    ssl=security.ssl_context,
+                    server_hostname=self.host if security.ssl_context is not None else None,
                 )
-        except (OSError, TimeoutError) as e:
+                set_tcp_nodelay(self._writer)
+                if security.authenticate is not None:
+                    await security.authenticate(self._reader, self._writer)
+        except (OSError, TimeoutError, ssl.SSLError) as e:
+            if self._writer is not None:
+                self._writer.transport.abort()
+            self._reader = self._writer = None
             raise NetworkError(f"cannot connect to {self.host}:{self.port}: {e}") from e
-        set_tcp_nodelay(self._writer)
+        except KafkaError:
+            if self._writer is not None:
+                self._writer.transport.abort()
+            self._reader = self._writer = None
+            raise
         self._closed_error = None
         self._read_task = asyncio.create_task(self._read_loop())
 

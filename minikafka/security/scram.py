@@ -527,7 +527,9 @@ class ScramServer:
         # No channel binding: c= is the gs2 header itself (c=biws for "n,,").
         if channel_binding != first.gs2_header.encode("utf-8"):
             raise self._invalid("Invalid channel binding in the final client message.")
-        if fields[1][2:] != combined:
+        # Kafka checks only that the nonce ends with the combined one, and real clients
+        # rely on it: librdkafka before 2.1 sends its own nonce again in front of it.
+        if not fields[1][2:].endswith(combined):
             raise self._invalid("Invalid client nonce in the final client message.")
         without_proof = text[: len(text) - len(fields[-1]) - 1]
         auth_message = f"{first.bare},{server_first},{without_proof}".encode()

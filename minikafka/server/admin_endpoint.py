@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from minikafka.config.broker import BrokerConfig
     from minikafka.controller.controller import KafkaController
     from minikafka.replication.replica_manager import ReplicaManager
+    from minikafka.rpc.connection import ConnectionSecurity
     from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
     from minikafka.server.metadata_cache import MetadataCache
     from minikafka.storage.log_manager import LogManager
@@ -39,6 +40,9 @@ class BrokerView(Protocol):
     def advertised_endpoints(self) -> tuple[Endpoint, ...]: ...
     @property
     def shutting_down(self) -> bool: ...
+    # How it connects to the other brokers' inter-broker listener (TLS, SASL).
+    @property
+    def inter_broker_connections(self) -> ConnectionSecurity: ...
 
     # Its ZooKeeper session (the dashboard reads the registrations and the controller too).
     @property

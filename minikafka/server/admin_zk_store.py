@@ -59,6 +59,12 @@ class AdminZkStore(Protocol):
 
     async def change_broker_config(self, entity: str, config: Mapping[str, str]) -> None: ...
 
+    async def get_user_config(self, user: str) -> dict[str, str]: ...
+
+    async def get_user_configs(self) -> dict[str, dict[str, str]]: ...
+
+    async def set_user_config(self, user: str, config: Mapping[str, str]) -> None: ...
+
 
 class KazooAdminZkStore:
     """AdminZkStore over the broker's ZkClient, each call in a worker thread."""
@@ -105,3 +111,12 @@ class KazooAdminZkStore:
 
     async def change_broker_config(self, entity: str, config: Mapping[str, str]) -> None:
         await asyncio.to_thread(self._zk.change_broker_config, entity, config)
+
+    async def get_user_config(self, user: str) -> dict[str, str]:
+        return await asyncio.to_thread(self._zk.get_user_config, user)
+
+    async def get_user_configs(self) -> dict[str, dict[str, str]]:
+        return await asyncio.to_thread(self._zk.get_user_configs)
+
+    async def set_user_config(self, user: str, config: Mapping[str, str]) -> None:
+        await asyncio.to_thread(self._zk.set_user_config, user, config)

@@ -37,12 +37,14 @@ from minikafka.server.broker_services import BrokerServices
 from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import KafkaApiHandler
+from minikafka.server.listener_security import inter_broker_connections, listener_security
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.network import SocketServer
 from minikafka.server.rpc_apis import RpcApis
 from minikafka.storage.log_cleaner import CleanerStopped, PassResult
 from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.log_manager import LogManager
+from minikafka.zk import paths
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkClient, ZkError, ZkState
 from minikafka.zk.codecs import BrokerInfo, new_cluster_id
@@ -94,7 +96,13 @@ class KafkaServer:
             isr_writer=self._write_isr,
             isr_change_notifier=self._notify_isr_changes,
         )
-        self.fetcher_manager = ReplicaFetcherManager(self.replica_manager, config)
+        # Each listener's security, and how this broker reaches the others (security.py):
+        # checked at load, key files read here (InvalidConfigError naming the property).
+        self.security = config.security()
+        self.inter_broker_connections = inter_broker_connections(self.security)
+        self.fetcher_manager = ReplicaFetcherManager(
+            self.replica_manager, config, self.inter_broker_connections
+        )
         self.replica_manager.fetcher_manager = self.fetcher_manager
         self.controller: KafkaController | None = None
         self.services: BrokerServices | None = None
@@ -121,7 +129,10 @@ class KafkaServer:
         # server.properties under the dynamic broker configs (KIP-226), read at startup.
         self.config_layers = BrokerConfigLayers(config)
         self.config_changes = ConfigChangeListener(
-            self.zk, self._apply_topic_config_changes, self._apply_broker_config_changes
+            self.zk,
+            self._apply_topic_config_changes,
+            self._apply_broker_config_changes,
+            self._apply_user_config_changes,
         )
 
     @property
@@ -174,6 +185,15 @@ class KafkaServer:
             asyncio.to_thread(self.zk.get_broker_config, str(self.broker_id)),
         )
         return BrokerConfigLayers(self.config_layers.static, default, own)
+
+    async def _apply_user_config_changes(self, users: list[str]) -> None:
+        """`/config/users/<user>` changed (Kafka's UserConfigHandler): its SCRAM credentials
+        are read again, so a new password works, and an old one stops working, at once."""
+        if self.services is None:
+            return
+        names = [paths.desanitized_user(u) for u in users]
+        await self.services.scram_credentials.refresh(self.services.user_store, names)
+        log.info("SCRAM credentials of %s reloaded", ", ".join(names))
 
     async def _apply_broker_config_changes(self, entities: list[str]) -> None:
         """`/config/brokers/<default>` or this broker's `/config/brokers/<id>` changed (Kafka's
@@ -248,7 +268,10 @@ class KafkaServer:
         self.zk.add_connection_listener(bridge.wrap(self._on_zk_state))
         await self.config_changes.start(bridge)
         self.controller = KafkaController(
-            self.config, KazooControllerZkStore(self.zk, loop), clock=self.clock
+            self.config,
+            KazooControllerZkStore(self.zk, loop),
+            clock=self.clock,
+            connection_security=self.inter_broker_connections,
         )
         self.services = services = BrokerServices(
             self.config,
@@ -269,6 +292,8 @@ class KafkaServer:
         services.group_coordinator = self.group_coordinator
         rpc_apis = RpcApis(services)
         listeners = self.config.resolved_listeners()
+        # SCRAM credentials before the listeners open: no client is refused for want of them.
+        await services.scram_credentials.load(services.user_store)
         for ep in listeners.bind:
             server = SocketServer(
                 rpc_apis.handle,
@@ -276,6 +301,16 @@ class KafkaServer:
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,
                 kafka_handler=KafkaApiHandler(services, ep.listener, self._serving_clients),
+                listener=ep.listener,
+                security=listener_security(
+                    self.security.listeners[ep.listener],
+                    self.security,
+                    services.scram_credentials.get,
+                    failed_authentication_delay_ms=(
+                        self.config.connection_failed_authentication_delay_ms
+                    ),
+                    sasl_max_receive_size=self.config.sasl_server_max_receive_size,
+                ),
             )
             self.socket_servers[ep.listener] = server
             await server.start()
@@ -535,7 +570,12 @@ class KafkaServer:
         if info is None:
             raise NetworkError(f"controller {controller_id} is not registered")
         ep = info.inter_broker_endpoint(self.config.resolved_listeners().inter_broker)
-        conn = BrokerConnection(ep.host, ep.port, client_id=f"broker-{self.broker_id}")
+        conn = BrokerConnection(
+            ep.host,
+            ep.port,
+            client_id=f"broker-{self.broker_id}",
+            security=self.inter_broker_connections,
+        )
         await conn.connect()
         try:
             resp: ControlledShutdownResponse = await conn.send(

@@ -44,6 +44,7 @@ from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topi
 from minikafka.server.admin_zk_store import KazooAdminZkStore
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
+from minikafka.server.scram_credentials import ScramCredentialAdmin, ScramCredentialCache
 from minikafka.zk.client import ZkClient, ZkError
 
 if TYPE_CHECKING:
@@ -81,14 +82,19 @@ class BrokerServices:
         self.config = config  # the settings in force (the broker replaces it when they change)
         # server.properties and the dynamic broker configs (the broker keeps it current).
         self.config_layers = config_layers or BrokerConfigLayers(config)
+        store = KazooAdminZkStore(zk)
         self.admin = AdminManager(
-            KazooAdminZkStore(zk),
+            store,
             metadata_cache,
             controller,
             lambda: self.config,
             lambda: self.config_layers,
         )
         self.cluster_id = cluster_id  # /cluster/id, read or created at startup
+        # SCRAM users: the cache SASL reads, and AlterUserScramCredentials' rules.
+        self.scram_credentials = ScramCredentialCache()
+        self.scram_admin = ScramCredentialAdmin(store)
+        self.user_store = store
         self.producer_ids = ProducerIdManager(
             lambda: asyncio.to_thread(
                 zk.allocate_producer_id_block, config.broker_id, PRODUCER_ID_BLOCK_SIZE

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 CHANGE_EXPIRATION_MS: Final = 15 * 60 * 1000
 TOPIC_ENTITY_PREFIX: Final = "topics/"
 BROKER_ENTITY_PREFIX: Final = "brokers/"
+USER_ENTITY_PREFIX: Final = "users/"
 
 
 def notification_sequence(name: str) -> int:
@@ -39,6 +40,7 @@ def notification_sequence(name: str) -> int:
 class ConfigChangePlan(NamedTuple):
     topics: list[str]  # whose config to read again, in notification order
     brokers: list[str]  # broker entities (ids, `<default>`) whose config changed
+    users: list[str]  # users whose config (SCRAM credentials) changed, as sanitized
     last_sequence: int  # the newest notification processed
     purge: list[str]  # notifications old enough to delete
 
@@ -52,6 +54,7 @@ def plan_config_changes(
     """What to do about `/config/changes`' children (name -> (entity path, ctime ms))."""
     topics: dict[str, None] = {}
     brokers: dict[str, None] = {}
+    users: dict[str, None] = {}
     newest = last_sequence
     purge: list[str] = []
     for name in sorted(notifications, key=notification_sequence):
@@ -63,11 +66,13 @@ def plan_config_changes(
                 topics[entity[len(TOPIC_ENTITY_PREFIX) :]] = None
             elif entity is not None and entity.startswith(BROKER_ENTITY_PREFIX):
                 brokers[entity[len(BROKER_ENTITY_PREFIX) :]] = None
+            elif entity is not None and entity.startswith(USER_ENTITY_PREFIX):
+                users[entity[len(USER_ENTITY_PREFIX) :]] = None
             elif entity is not None:
                 log.info("ignoring a config change of %s (no such config in minikafka)", entity)
         if ctime < now_ms - expiration_ms:
             purge.append(name)
-    return ConfigChangePlan(list(topics), list(brokers), newest, purge)
+    return ConfigChangePlan(list(topics), list(brokers), list(users), newest, purge)
 
 
 class ConfigChangeListener:
@@ -79,11 +84,13 @@ class ConfigChangeListener:
         zk: ZkClient,
         apply_topics: Callable[[list[str]], Awaitable[None]],
         apply_brokers: Callable[[list[str]], Awaitable[None]],
+        apply_users: Callable[[list[str]], Awaitable[None]] | None = None,
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.zk = zk
         self.apply_topics = apply_topics
         self.apply_brokers = apply_brokers
+        self.apply_users = apply_users
         self.wall_clock_ms = wall_clock_ms  # ZooKeeper's ctimes are wall-clock times
         self.last_sequence = -1
         self._watch: Watch | None = None
@@ -123,6 +130,8 @@ class ConfigChangeListener:
         plan = plan_config_changes(notifications, self.last_sequence, self.wall_clock_ms())
         if plan.brokers:
             await self.apply_brokers(plan.brokers)
+        if plan.users and self.apply_users is not None:
+            await self.apply_users(plan.users)
         if plan.topics:
             log.info("config changes of topics %s: applying them", plan.topics)
             await self.apply_topics(plan.topics)

@@ -15,6 +15,12 @@ its first four bytes are a size no larger than the frame and its fifth is msgpac
 correlation id: it would pass only as a Produce request (api key 0, whose version then
 reads as a tiny size) with a negative correlation id, and no Kafka client opens a
 connection with a Produce request, nor numbers requests below zero.
+
+A listener's security (session.py) comes first: TLS wraps the connection on SSL and
+SASL_SSL listeners; on SASL listeners a client authenticates with Kafka's SaslHandshake and
+SaslAuthenticate before anything else, brokers included (they then switch to the RPC).
+The RPC is served only on the inter-broker listener, to a principal allowed to act as a
+broker: anyone else's RPC frame is logged and the connection closed.
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ from minikafka.rpc.framing import (
     decode_request,
     encode_response,
 )
+from minikafka.security.sasl_server import IllegalSaslState
+from minikafka.security.tls import peer_principal_name
+from minikafka.server.session import ConnectionSession, ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +83,16 @@ class KafkaHandler(Protocol):
 
     def serves(self, api_key: int) -> bool: ...
 
-    async def handle(self, request: KafkaRequest, client_host: str = "") -> list[Chunk] | None: ...
+    async def handle(
+        self, request: KafkaRequest, session: ConnectionSession
+    ) -> list[Chunk] | None: ...
 
 
 _MSGPACK_FIXARRAY_2 = 0x92
 _META_SIZE = struct.Struct(">I")
+_SIZE = struct.Struct(">i")
+# ApiVersions, SaslHandshake, SaslAuthenticate: what a broker sends before switching to the RPC.
+_HANDSHAKE_APIS = frozenset({API_VERSIONS_KEY, 17, 36})
 
 
 def is_minikafka_rpc(frame: bytes | bytearray | memoryview) -> bool:
@@ -98,9 +112,13 @@ class SocketServer:
         *,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         kafka_handler: KafkaHandler | None = None,
+        listener: str = "PLAINTEXT",
+        security: ListenerSecurity | None = None,
     ) -> None:
         self._handler = handler
         self._kafka = kafka_handler
+        self.listener = listener
+        self.security = security or ListenerSecurity()
         self._host = host
         self._port = port
         self._max_frame = max_frame_bytes
@@ -118,7 +136,13 @@ class SocketServer:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
-            self._on_connection, self._host, self._port, reuse_address=True, limit=1 << 20
+            self._on_connection,
+            self._host,
+            self._port,
+            reuse_address=True,
+            limit=1 << 20,
+            ssl=self.security.ssl_context,
+            ssl_handshake_timeout=10.0 if self.security.ssl_context is not None else None,
         )
 
     async def stop(self) -> None:
@@ -146,11 +170,14 @@ class SocketServer:
         self._writers.add(writer)
         peer = writer.get_extra_info("peername")
         try:
-            frame = await read_frame(reader, self._max_frame)
+            session = self._session(writer, peer)
+            if session is None:
+                return
+            frame = await read_frame(reader, self._frame_limit(session))
             if frame is not None:
                 if self._kafka is not None and not is_minikafka_rpc(frame):
-                    await self._serve_kafka(self._kafka, frame, reader, writer, peer)
-                else:
+                    await self._serve_kafka(self._kafka, frame, reader, writer, peer, session)
+                elif self._rpc_allowed(session, peer):
                     await self._serve_rpc(frame, reader, writer, peer)
         except FrameError as e:
             log.warning("closing connection from %s: %s", peer, e)
@@ -172,6 +199,57 @@ class SocketServer:
                 await writer.wait_closed()
             self._connections.discard(task)
             self._writers.discard(writer)
+
+    def _session(self, writer: asyncio.StreamWriter, peer: object) -> ConnectionSession | None:
+        """The connection's session, its principal from the TLS client certificate if any;
+        None (the connection is closed) when no ssl.principal.mapping.rules rule maps it."""
+        client_host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""
+        session = ConnectionSession(self.listener, self.security, client_host)
+        ssl_object = writer.get_extra_info("ssl_object")
+        if ssl_object is not None and not self.security.uses_sasl:
+            dn = peer_principal_name(ssl_object)
+            try:
+                session.principal = self.security.ssl_principal(dn)
+            except ValueError as e:
+                log.warning("closing TLS connection from %s: %s", peer, e)
+                return None
+        return session
+
+    def _frame_limit(self, session: ConnectionSession) -> int:
+        """Until a client has authenticated, its frames are bounded by
+        sasl.server.max.receive.size, as Kafka bounds them: an unauthenticated peer cannot
+        make the broker buffer a 100 MB request."""
+        if session.authenticated:
+            return self._max_frame
+        return min(self._max_frame, self.security.sasl_max_receive_size)
+
+    def _rpc_allowed(self, session: ConnectionSession, peer: object) -> bool:
+        if not session.authenticated:
+            log.warning(
+                "closing connection from %s on listener %s: minikafka RPC before SASL "
+                "authentication",
+                peer,
+                self.listener,
+            )
+            return False
+        if not self.security.serves_rpc:
+            log.warning(
+                "closing connection from %s (%s): minikafka RPC on listener %s, which is not "
+                "the inter-broker listener",
+                peer,
+                session.principal,
+                self.listener,
+            )
+            return False
+        if not self.security.rpc_allowed(session.principal, session.host):
+            log.warning(
+                "closing connection from %s: principal %s is not authorized to send broker "
+                "requests (CLUSTER_ACTION on the cluster)",
+                peer,
+                session.principal,
+            )
+            return False
+        return True
 
     # One connection's requests are handled one at a time, in the order they arrived, and
     # each is answered before the next is read, as Kafka mutes a channel from a request's
@@ -205,15 +283,45 @@ class SocketServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         peer: object,
+        session: ConnectionSession,
     ) -> None:
         """A Kafka client's connection from its first frame on. As Kafka does: an
         ApiVersions request newer than ours is answered with our ranges (KIP-511); any other
-        request the broker cannot read, or an API it does not serve, closes the connection."""
-        # As Kafka shows a group member's host: "/" and the address.
-        client_host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""
+        request the broker cannot read, or an API it does not serve, closes the connection.
+        A broker that has authenticated switches to the RPC with its next frame."""
         chunks: list[Chunk]
+        sasl = session.sasl
+        only_handshakes = True  # no request but ApiVersions and SASL's served yet
         while frame is not None:
+            if only_handshakes and session.authenticated and is_minikafka_rpc(frame):
+                if self._rpc_allowed(session, peer):
+                    await self._serve_rpc(frame, reader, writer, peer)
+                return
+            if sasl is not None and sasl.raw_tokens and not sasl.authenticated:
+                # After a v0 SaslHandshake: a bare token, answered bare.
+                result = sasl.authenticate(bytes(frame))
+                if result.failed:
+                    log.info(
+                        "authentication failed from %s: %s",
+                        peer,
+                        result.reason or result.error_message,
+                    )
+                    await asyncio.sleep(self.security.failed_authentication_delay_ms / 1000)
+                    return
+                if result.completed:
+                    session.sasl_completed()
+                await send_chunks(writer, [_SIZE.pack(len(result.auth_bytes)), result.auth_bytes])
+                frame = await read_frame(reader, self._frame_limit(session))
+                continue
             api = request_api(frame)
+            if sasl is not None and not sasl.authenticated:
+                try:
+                    sasl.check_request(api[0] if api is not None else -1)
+                except IllegalSaslState as e:
+                    log.info("closing Kafka connection from %s: %s", peer, e)
+                    return
+            if api is not None and api[0] not in _HANDSHAKE_APIS:
+                only_handshakes = False
             if api is not None and not codecs_loaded(*api, kafka.versions):
                 await self._load_codecs(api, kafka.versions)
             try:
@@ -226,13 +334,17 @@ class SocketServer:
                 if e.api_key != API_VERSIONS_KEY:
                     log.info("closing Kafka connection from %s: %s", peer, e)
                     return
+                # A SASL exchange stays where it was: the client retries with a version we
+                # serve (Kafka's SaslServerAuthenticator does the same).
                 chunks = [unsupported_api_versions_response(e.correlation_id, kafka.versions)]
             except MalformedRequest as e:
                 log.info("closing Kafka connection from %s: %s", peer, e)
                 return
             else:
                 try:
-                    chunks = await kafka.handle(request, client_host) or []
+                    chunks = await kafka.handle(request, session) or []
+                    if sasl is not None and request.api_key == API_VERSIONS_KEY:
+                        sasl.api_versions_answered()
                 except Exception:
                     # Kafka has no request-level error frame: a request that fails outside
                     # its per-partition errors ends the connection (the client reconnects
@@ -244,7 +356,12 @@ class SocketServer:
                     return
             if chunks:
                 await send_chunks(writer, chunks)
-            frame = await read_frame(reader, self._max_frame)
+            if session.close_after_ms is not None:
+                # A failed authentication: the answer is out; the connection ends after
+                # connection.failed.authentication.delay.ms, which slows password guessing.
+                await asyncio.sleep(session.close_after_ms / 1000)
+                return
+            frame = await read_frame(reader, self._frame_limit(session))
 
     async def _load_codecs(self, api: tuple[int, int], served: ServedVersions) -> None:
         """Load a Kafka request version's codecs in a worker thread, once for all the

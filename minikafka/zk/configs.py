@@ -49,6 +49,28 @@ class ConfigZnodes(ZkSession):
         got = self._get(path)
         return {} if got is None else codecs.decode_entity_config(f"broker config {path}", got[0])
 
+    def get_user_config(self, user: str) -> dict[str, str]:
+        """`/config/users/<user>`: its SCRAM credentials by mechanism; {} when none."""
+        path = paths.user_config(user)
+        got = self._get(path)
+        return {} if got is None else codecs.decode_entity_config(f"user config {path}", got[0])
+
+    def get_user_configs(self) -> dict[str, dict[str, str]]:
+        """Every user's config, by user name, in one pipelined round trip."""
+        names = self._children(paths.user_configs(), missing_ok=True)
+        got = self._get_many({n: f"{paths.user_configs()}/{n}" for n in names})
+        return {
+            paths.desanitized_user(n): codecs.decode_entity_config(f"user config {n}", got[n][0])
+            for n in names
+            if n in got
+        }
+
+    def set_user_config(self, user: str, config: Mapping[str, str]) -> None:
+        """Write a user's config whole, then notify every broker (`users/<user>`), as Kafka's
+        AdminZkClient.changeUserOrUserClientIdConfig does."""
+        self._set_entity_config(paths.user_config(user), config)
+        self._notify_config_change(f"users/{paths.sanitized_user(user)}")
+
     # --- change notifications ----------------------------------------------------------
 
     def _notify_config_change(self, entity_path: str) -> None:

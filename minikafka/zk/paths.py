@@ -5,6 +5,8 @@ Paths are relative to the chroot, if any: the client prefixes it.
 
 from __future__ import annotations
 
+from urllib.parse import quote, unquote
+
 BROKERS = "/brokers"
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
@@ -18,6 +20,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
+CONFIG_USERS = "/config/users"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 CLUSTER_ID = "/cluster/id"
@@ -31,6 +34,7 @@ PERSISTENT_PATHS: tuple[str, ...] = (
     BROKER_TOPICS,
     CONFIG_TOPICS,
     CONFIG_BROKERS,
+    CONFIG_USERS,
     CONFIG_CHANGES,
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
@@ -116,6 +120,28 @@ def topic_config(t: str) -> str:
 def broker_config(entity: str) -> str:
     """`/config/brokers/<id>`, or `<default>` for the cluster-wide dynamic defaults."""
     return f"{CONFIG_BROKERS}/{_name('broker config entity', entity)}"
+
+
+def sanitized_user(user: str) -> str:
+    """A user name as Kafka's Sanitizer writes it into a znode name: URL-encoded (UTF-8),
+    with `*` as %2A and a space as %20, so `/` or `..` cannot name another znode."""
+    if not user:
+        raise ValueError("empty user name")
+    return quote(user, safe="").replace("~", "%7E").replace("*", "%2A")
+
+
+def desanitized_user(name: str) -> str:
+    return unquote(name)
+
+
+def user_configs() -> str:
+    return CONFIG_USERS
+
+
+def user_config(user: str) -> str:
+    """`/config/users/<sanitized user>`: the user's SCRAM credentials (and quotas, in
+    Kafka)."""
+    return f"{CONFIG_USERS}/{sanitized_user(user)}"
 
 
 def config_changes() -> str:

@@ -95,10 +95,11 @@ def make_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Clu
 
 @contextlib.contextmanager
 def started_cluster(
-    data_dir: Path, overrides: Mapping[str, str] | None = None, brokers: int = 3
+    data_dir: Path, overrides: Mapping[str, str] | None = None, brokers: int = 3, **kwargs: Any
 ) -> Iterator[LocalCluster]:
     """A started cluster with the test overrides (yours win), stopped on exit: for a
-    fixture shared by a module, where `make_cluster` (function-scoped) cannot serve."""
+    fixture shared by a module, where `make_cluster` (function-scoped) cannot serve. Extra
+    keyword arguments go to LocalCluster."""
     cluster = LocalCluster(
         data_dir,
         brokers,
@@ -106,6 +107,7 @@ def started_cluster(
         zookeeper_port=0,
         overrides={**TEST_OVERRIDES, **(overrides or {})},
         zookeeper_fsync=False,
+        **kwargs,
     )
     cluster.start(timeout=60)
     try:

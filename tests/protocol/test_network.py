@@ -273,7 +273,7 @@ class EchoKafka:
     def serves(self, api_key: int) -> bool:
         return api_key in self.versions
 
-    async def handle(self, request, client_host=""):
+    async def handle(self, request, session=None):
         self.requests.append(request)
         return [struct.pack(">ii", 4, request.correlation_id)]
 
@@ -287,13 +287,13 @@ class SlowKafka(EchoKafka):
         self.running = 0
         self.overlapped: list[int] = []
 
-    async def handle(self, request, client_host=""):
+    async def handle(self, request, session=None):
         self.running += 1
         if self.running > 1:
             self.overlapped.append(request.correlation_id)
         await asyncio.sleep(random.random() / 200)
         self.running -= 1
-        return await super().handle(request, client_host)
+        return await super().handle(request, session)
 
 
 async def test_pipelined_kafka_requests_are_handled_one_at_a_time_and_answered_in_order():

@@ -35,8 +35,10 @@ from minikafka.rpc import messages as m
 from minikafka.server.admin_manager import NewPartitions, NewTopic, TopicResult
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS, KafkaApiHandler
+from minikafka.server.scram_credentials import ScramCredentialAdmin
 from minikafka.zk.client import ZkError
 from tests.unit.test_kafka_codec import parse_response, sample
+from tests.unit.test_scram_credentials import MemoryUsers
 
 # The samples name their topic "orders-é" and give it this id (test_kafka_codec.sample).
 SAMPLE_TOPIC, SAMPLE_TOPIC_ID = "orders-é", uuid.UUID(int=0x1234)
@@ -95,6 +97,7 @@ class FakeApis:
         self.produce_error: Exception | None = None
         self.seen: list[Any] = []
         self.cluster_id = "mk-cluster-id-22-chars"
+        self.scram_admin = ScramCredentialAdmin(MemoryUsers())
         self.group_coordinator = group_coordinator()
         self.created: list[NewTopic] = []
         self.create_error: Exception | None = None
@@ -393,8 +396,23 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
             assert response.cluster_id == "mk-cluster-id-22-chars"
         else:
             assert int(response.error_code) == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+    elif api_key in (17, 36):
+        # Outside a SASL listener's exchange (here: no connection at all).
+        assert int(response.error_code) == ErrorCode.ILLEGAL_SASL_STATE
+    elif api_key == 50:
+        # No SCRAM users yet: each one asked for is not found.
+        assert response.results
+        assert {int(r.error_code) for r in response.results} == {ErrorCode.RESOURCE_NOT_FOUND}
+    elif api_key == 51:
+        users = {u.name for u in response_request_users(api_key, version)}
+        assert {r.user for r in response.results} == users
     else:
         raise AssertionError(f"api key {api_key} served but not checked here")
+
+
+def response_request_users(api_key: int, version: int) -> list[Any]:
+    body = sample(request_type(api_key, version))
+    return [*body.deletions, *body.upsertions]
 
 
 @pytest.mark.parametrize("version", range(SERVED[0][0], SERVED[0][1] + 1))

@@ -40,6 +40,22 @@ def test_internal_and_external_listeners() -> None:
     assert ls.inter_broker == "INTERNAL"
 
 
+def test_every_kafka_security_protocol_is_a_listener_protocol() -> None:
+    ls = resolve_listeners(
+        "A://:9092,B://:9093,SSL://:9094,SASL_PLAINTEXT://:9095",
+        None,
+        "A:PLAINTEXT,B:SASL_SSL,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "B",
+    )
+    assert dict(ls.protocols) == {
+        "A": "PLAINTEXT",
+        "B": "SASL_SSL",
+        "SSL": "SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+    }
+    assert ls.protocol("B") == "SASL_SSL"
+
+
 def test_ipv6_and_lower_case_names() -> None:
     (ep,) = parse_endpoints("plaintext://[::1]:9092", "listeners")
     assert ep == Endpoint("PLAINTEXT", "::1", 9092)
@@ -56,8 +72,7 @@ def test_ipv6_and_lower_case_names() -> None:
         ("PLAINTEXT://:9092,PLAINTEXT://:9093", None, None, None, "different name"),
         ("A://:9092,B://:9092", None, "A:PLAINTEXT,B:PLAINTEXT", "A", "different port"),
         ("INTERNAL://:9092", None, None, "INTERNAL", "no security protocol defined for listener"),
-        ("SSL://:9093", None, None, "SSL", "PLAINTEXT listeners only"),
-        ("A://:9092", None, "A:SASL_SSL", "A", "PLAINTEXT listeners only"),
+        ("A://:9092", None, "A:KERBEROS", "A", "KERBEROS, which is not one of PLAINTEXT"),
         ("A://:9092", None, "A", "A", "is not NAME:PROTOCOL"),
         ("PLAINTEXT://:9092", "OTHER://h:9092", None, None, "is not one of listeners"),
         ("PLAINTEXT://:9092", "PLAINTEXT://0.0.0.0:9092", None, None, "0.0.0.0"),

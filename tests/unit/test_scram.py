@@ -275,9 +275,11 @@ def test_credential_with_too_few_iterations() -> None:
 @pytest.mark.parametrize(
     "final",
     [
-        # The server's part of the nonce is missing, or another nonce is used.
+        # The server's part of the nonce is missing, or the nonce does not end with the
+        # combined one. (Something in front of it is Kafka's leniency: librdkafka before
+        # 2.1 repeats its own nonce there, and kcat's tests in tests/security rely on it.)
         b"c=biws,r=rOprNGfwEbeRWgbNEkqO,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
-        b"c=biws,r=xrOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k1,"
         b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
     ],
 )

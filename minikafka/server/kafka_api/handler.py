@@ -33,7 +33,10 @@ from minikafka.server.kafka_api.registry import (
     routes,
     served_versions,
 )
+from minikafka.server.kafka_api.sasl import SaslApis
+from minikafka.server.kafka_api.scram import ScramApis
 from minikafka.server.kafka_api.topics import TopicApis
+from minikafka.server.session import ConnectionSession
 
 FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     ClusterApis,
@@ -46,6 +49,8 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     GroupApis,
     GroupOffsetApis,
     ProducerIdApis,
+    SaslApis,
+    ScramApis,
 )
 
 # api key -> (min, max): every API the broker serves on its client listeners. The minimum
@@ -82,6 +87,8 @@ class KafkaApiHandler:
             GroupApis(apis),
             GroupOffsetApis(apis),
             ProducerIdApis(apis),
+            SaslApis(),
+            ScramApis(apis),
         ]
         assert [type(f) for f in families] == list(FAMILIES)
         self._routes: dict[int, Route] = {
@@ -91,7 +98,9 @@ class KafkaApiHandler:
     def serves(self, api_key: int) -> bool:
         return api_key in self._routes
 
-    async def handle(self, request: KafkaRequest, client_host: str = "") -> list[Chunk] | None:
+    async def handle(
+        self, request: KafkaRequest, session: ConnectionSession | None = None
+    ) -> list[Chunk] | None:
         """The response frame as chunks, or None when Kafka sends none (produce with
         acks=0)."""
         if self._ready is not None and not self._ready.is_set():
@@ -101,8 +110,9 @@ class KafkaApiHandler:
             api_version=request.api_version,
             correlation_id=request.correlation_id,
             client_id=request.client_id or "",
-            client_host=client_host,
+            client_host=session.client_host if session is not None else "",
             listener=self.listener,
+            session=session,
         )
         result = await route.handler(read(route.request_model, request.body), ctx)
         if result is None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from minikafka.protocol.kafka.fetch_response import Chunk
+from minikafka.server.session import ConnectionSession
 
 __all__ = [
     "ApiFamily",
@@ -56,6 +57,8 @@ class RequestContext:
     client_id: str  # the header's client.id ("" for null)
     client_host: str  # as Kafka shows a member's host: "/127.0.0.1"
     listener: str  # the listener it came in on (Metadata answers with its addresses)
+    # The connection's identity (principal, SASL exchange); None outside a connection (tests).
+    session: ConnectionSession | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,166 @@
+"""A secured local cluster (`minikafka cluster up --security MODE`): the certificates,
+the admin user and the broker settings of each mode, and the client settings that reach it.
+
+- `sasl_ssl`: every broker's one listener is SASL_SSL, with SCRAM-SHA-512 and SCRAM-SHA-256;
+  brokers authenticate to each other on it as the admin user (SCRAM-SHA-512), over TLS.
+- `ssl`: the listener is SSL and asks every client for a certificate (mutual TLS); the
+  principal is the certificate's common name (ssl.principal.mapping.rules). Brokers
+  present their own certificates to each other.
+- `sasl_plaintext`: SASL (SCRAM) without TLS, for a trusted network.
+
+Everything lives in `<data dir>/security/`: a throwaway CA, one certificate per broker and
+one for the admin client, and the admin user's password (mode 0600). The admin user is a
+super user and is written to ZooKeeper as Kafka's `kafka-configs --zookeeper` writes a
+SCRAM user, before the brokers start (they authenticate to each other with it).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Final, Literal, get_args
+
+from minikafka.security.certs import CertificateAuthority, IssuedCertificate, make_ca
+from minikafka.security.scram import ScramMechanism, make_credential
+
+SecurityMode = Literal["ssl", "sasl_ssl", "sasl_plaintext"]
+SECURITY_MODES: Final[tuple[str, ...]] = get_args(SecurityMode)
+
+ADMIN_USER: Final = "admin"
+SECURITY_DIR: Final = "security"
+# The client certificate's common name is the principal's name (User:admin, User:broker1).
+MAPPING_RULES: Final = "RULE:^CN=([^,]+),OU=minikafka$/$1/,DEFAULT"
+SCRAM_LOGIN_MODULE: Final = "org.apache.kafka.common.security.scram.ScramLoginModule"
+INTER_BROKER_MECHANISM: Final = "SCRAM-SHA-512"
+
+
+def _listener(mode: SecurityMode) -> str:
+    return mode.upper()
+
+
+class ClusterSecurity:
+    """The security material of one local cluster's data dir."""
+
+    def __init__(self, data_dir: Path, mode: SecurityMode, host: str) -> None:
+        if mode not in SECURITY_MODES:
+            raise ValueError(f"security must be one of {', '.join(SECURITY_MODES)}, got {mode!r}")
+        self.mode: SecurityMode = mode
+        self.directory = data_dir / SECURITY_DIR
+        self.host = host
+
+    @property
+    def listener(self) -> str:
+        """The brokers' one listener name, which is also its security protocol."""
+        return _listener(self.mode)
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.mode in ("ssl", "sasl_ssl")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.mode in ("sasl_ssl", "sasl_plaintext")
+
+    @property
+    def ca_path(self) -> Path:
+        return self.directory / "ca.pem"
+
+    @property
+    def password_path(self) -> Path:
+        return self.directory / f"{ADMIN_USER}.password"
+
+    def prepare(self, broker_ids: list[int]) -> None:
+        """Make what is missing: the CA, a certificate per broker and the admin's, the
+        admin's password. Idempotent: a restarted cluster keeps its CA and password."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.chmod(0o700)
+        if self.uses_tls:
+            ca = (
+                CertificateAuthority.load(self.directory)
+                if self.ca_path.exists()
+                else make_ca(self.directory)
+            )
+            hosts = sorted({self.host, "localhost", "127.0.0.1"})
+            for name in [ADMIN_USER, *(f"broker{b}" for b in broker_ids)]:
+                if not (self.directory / f"{name}.keystore.pem").exists():
+                    ca.issue(self.directory, name, hosts=hosts)
+        if self.uses_sasl and not self.password_path.exists():
+            self.password_path.touch(mode=0o600)
+            self.password_path.write_text(secrets.token_urlsafe(24))
+
+    def admin_password(self) -> str:
+        return self.password_path.read_text().strip()
+
+    def admin_scram_config(self) -> dict[str, str]:
+        """The admin's `/config/users/admin` entries (both SCRAM mechanisms)."""
+        password = self.admin_password()
+        return {m.mechanism_name: make_credential(m, password).to_zk() for m in ScramMechanism}
+
+    def _keystore(self, name: str) -> Path:
+        return self.directory / f"{name}.keystore.pem"
+
+    def broker_properties(self, broker_id: int, host: str, port: int) -> dict[str, str]:
+        """The security part of one broker's server.properties."""
+        listener = self.listener
+        props = {
+            "listeners": f"{listener}://{host}:{port}",
+            "security.inter.broker.protocol": listener,
+        }
+        if self.uses_tls:
+            props.update(
+                {
+                    "ssl.keystore.type": "PEM",
+                    "ssl.keystore.location": str(self._keystore(f"broker{broker_id}")),
+                    "ssl.truststore.type": "PEM",
+                    "ssl.truststore.location": str(self.ca_path),
+                    "ssl.principal.mapping.rules": MAPPING_RULES,
+                }
+            )
+        if self.mode == "ssl":
+            props["ssl.client.auth"] = "required"
+        if self.uses_sasl:
+            prefix = f"listener.name.{listener.lower()}."
+            props.update(
+                {
+                    "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256",
+                    "sasl.mechanism.inter.broker.protocol": INTER_BROKER_MECHANISM,
+                    f"{prefix}{INTER_BROKER_MECHANISM.lower()}.sasl.jaas.config": (
+                        f'{SCRAM_LOGIN_MODULE} required username="{ADMIN_USER}" '
+                        f'password="{self.admin_password()}";'
+                    ),
+                }
+            )
+        return props
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka's settings for the admin client (without bootstrap.servers)."""
+        config = {"security.protocol": self.listener}
+        if self.uses_tls:
+            config["ssl.ca.location"] = str(self.ca_path)
+        if self.mode == "ssl":
+            admin = self._keystore(ADMIN_USER)
+            config["ssl.certificate.location"] = str(admin)
+            config["ssl.key.location"] = str(admin)
+        if self.uses_sasl:
+            config.update(
+                {
+                    "sasl.mechanism": INTER_BROKER_MECHANISM,
+                    "sasl.username": ADMIN_USER,
+                    "sasl.password": self.admin_password(),
+                }
+            )
+        return config
+
+    def issued(self, name: str) -> IssuedCertificate | None:
+        """A certificate made for `name`, if any (for tests and tools)."""
+        keystore = self._keystore(name)
+        if not keystore.exists():
+            return None
+        return IssuedCertificate(
+            name,
+            self.directory / f"{name}.pem",
+            self.directory / f"{name}.key",
+            keystore,
+            self.ca_path,
+            False,
+        )

@@ -1,0 +1,154 @@
+"""The broker's security settings made real: each listener's TLS context and SASL server
+settings (what its connections must prove), and how this broker connects to the others'
+inter-broker listener (TLS with its own certificate, then SASL with the credentials of
+the inter-broker listener's JAAS config), as Kafka's ChannelBuilders do."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+from functools import partial
+
+from minikafka.config.security import ListenerSecuritySettings, SecurityConfig
+from minikafka.protocol.errors import ErrorCode, InvalidConfigError, KafkaError
+from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
+from minikafka.security.plain import plain_token
+from minikafka.security.principal import KafkaPrincipal
+from minikafka.security.sasl_server import PLAIN, SaslServerConfig, ScramCredentials
+from minikafka.security.scram import ScramAuthenticationError, ScramClient, ScramMechanism
+from minikafka.security.ssl_principal import NoMatchingRule, SslPrincipalMapper, ssl_principal
+from minikafka.security.tls import SslConfigError, client_context, server_context
+from minikafka.server.session import ListenerSecurity
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+
+
+class AuthenticationFailedError(KafkaError):
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
+def listener_security(
+    settings: ListenerSecuritySettings,
+    security: SecurityConfig,
+    scram_credentials: ScramCredentials,
+    *,
+    failed_authentication_delay_ms: int,
+    sasl_max_receive_size: int,
+) -> ListenerSecurity:
+    """What one listener demands; InvalidConfigError naming the property when a key or
+    certificate cannot be loaded."""
+    context = None
+    if settings.ssl is not None:
+        try:
+            context = server_context(settings.ssl)
+        except SslConfigError as e:
+            raise InvalidConfigError(f"listener {settings.name}: {e}") from e
+    mapper = settings.principal_mapper or SslPrincipalMapper.from_rules(None)
+
+    def principal(dn: str | None) -> KafkaPrincipal:
+        try:
+            return ssl_principal(dn, mapper)
+        except NoMatchingRule as e:
+            raise ValueError(f"no ssl.principal.mapping.rules rule maps {dn!r}: {e}") from e
+
+    sasl = None
+    if settings.uses_sasl:
+        sasl = SaslServerConfig(settings.sasl_mechanisms, settings.plain_users, scram_credentials)
+    return ListenerSecurity(
+        protocol=settings.protocol,
+        ssl_context=context,
+        ssl_principal=principal,
+        sasl=sasl,
+        failed_authentication_delay_ms=failed_authentication_delay_ms,
+        sasl_max_receive_size=sasl_max_receive_size,
+        serves_rpc=settings.name == security.inter_broker_listener,
+    )
+
+
+def inter_broker_connections(security: SecurityConfig) -> ConnectionSecurity:
+    """How this broker's RPC connections to the others authenticate."""
+    inter = security.inter_broker
+    if inter.protocol == "PLAINTEXT":
+        return PLAINTEXT_CONNECTIONS
+    context = None
+    if inter.ssl is not None:
+        try:
+            context = client_context(inter.ssl)
+        except SslConfigError as e:
+            raise InvalidConfigError(f"inter-broker listener {inter.name}: {e}") from e
+    authenticate = None
+    if security.inter_broker_mechanism is not None:
+        assert security.inter_broker_credentials is not None
+        username, password = security.inter_broker_credentials
+        authenticate = partial(
+            sasl_client_authenticate, security.inter_broker_mechanism, username, password
+        )
+    return ConnectionSecurity(ssl_context=context, authenticate=authenticate)
+
+
+async def _exchange(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    request: object,
+    correlation_id: int,
+) -> object:
+    writer.write(request_frame(request, correlation_id, "minikafka-broker"))
+    await writer.drain()
+    (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+    got, response = parse_response(request, await reader.readexactly(size))
+    if got != correlation_id:
+        raise AuthenticationFailedError(f"SASL answer out of step ({got} != {correlation_id})")
+    return response
+
+
+async def sasl_client_authenticate(
+    mechanism: str,
+    username: str,
+    password: str,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+) -> None:
+    """Kafka's client side of SASL: SaslHandshake v1 naming the mechanism, then the
+    mechanism's tokens in SaslAuthenticate v2 requests. AuthenticationFailedError when the
+    peer refuses."""
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    handshake: object = await _exchange(
+        reader, writer, SaslHandshakeRequest(mechanism=mechanism), 1
+    )
+    error = int(getattr(handshake, "error_code"))  # noqa: B009
+    if error != ErrorCode.NONE:
+        raise AuthenticationFailedError(
+            f"SASL mechanism {mechanism} refused ({ErrorCode(error).name}); the peer enables "
+            f"{', '.join(getattr(handshake, 'mechanisms'))}"  # noqa: B009
+        )
+
+    async def step(token: bytes, correlation_id: int) -> bytes:
+        response: object = await _exchange(
+            reader, writer, SaslAuthenticateRequest(auth_bytes=token), correlation_id
+        )
+        code = int(getattr(response, "error_code"))  # noqa: B009
+        if code != ErrorCode.NONE:
+            raise AuthenticationFailedError(
+                f"authentication as {username} with {mechanism} failed: "
+                f"{getattr(response, 'error_message')}"  # noqa: B009
+            )
+        reply: bytes = getattr(response, "auth_bytes")  # noqa: B009
+        return reply
+
+    if mechanism == PLAIN:
+        await step(plain_token(username, password), 2)
+        return
+    client = ScramClient(ScramMechanism.from_name(mechanism), username, password)
+    server_first = await step(client.first_message(), 2)
+    try:
+        server_final = await step(client.final_message(server_first), 3)
+        client.verify_server_final(server_final)
+    except ScramAuthenticationError as e:
+        raise AuthenticationFailedError(f"SCRAM with {mechanism} failed: {e}") from e
+    log.debug("authenticated as %s with %s", username, mechanism)
