@@ -10,6 +10,7 @@ from minikafka import __version__
 from minikafka.cli.broker import broker
 from minikafka.cli.chaos import chaos
 from minikafka.cli.cluster import cluster
+from minikafka.cli.configs import configs
 from minikafka.cli.consume import consume
 from minikafka.cli.consumer_groups import consumer_groups
 from minikafka.cli.dump_log import dump_log
@@ -42,6 +43,7 @@ cli.add_command(topics)
 cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(consumer_groups)
+cli.add_command(configs)
 cli.add_command(replicas)
 cli.add_command(chaos)
 cli.add_command(perf)
