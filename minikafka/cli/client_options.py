@@ -1,17 +1,32 @@
-"""What the client-side commands (topics, produce, consume) share: `--bootstrap-server`
-and `key=value` options."""
+"""What the client-side commands (topics, produce, consume, ...) share: `--bootstrap-server`
+with `--command-config` (Kafka's tools' client properties file: TLS, SASL), and `key=value`
+options."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Callable, Collection, Iterable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Final, TypeVar
 
 import click
 
 from minikafka.client.bootstrap import DEFAULT_BOOTSTRAP, parse_bootstrap_servers
-from minikafka.client.librdkafka import MissingClientError, require_librdkafka
+from minikafka.client.client_security import (
+    ClientSecurityError,
+    client_security,
+    command_config,
+    kafka_names_note,
+    redact,
+    set_client_security,
+)
+from minikafka.client.librdkafka import (
+    ClientConfigError,
+    MissingClientError,
+    check_shared_config,
+    require_librdkafka,
+)
 from minikafka.cluster.data_dir import STATE_FILE, default_data_dir
 from minikafka.cluster.local import LocalCluster
 
@@ -23,21 +38,45 @@ F = TypeVar("F", bound=Callable[..., Any])
 BOOTSTRAP_ENV = "MINIKAFKA_BOOTSTRAP_SERVERS"
 
 
-def default_bootstrap() -> str:
+def default_bootstrap(take_client_config: bool = False) -> str:
     """The brokers of the local cluster in the default data dir when it runs (its
     cluster.json knows every broker, so one dead broker does not stop a command), else
-    $MINIKAFKA_BOOTSTRAP_SERVERS, else localhost:9092."""
+    $MINIKAFKA_BOOTSTRAP_SERVERS, else localhost:9092. With `take_client_config`, the local
+    cluster's client settings (TLS, SASL: what its saved state says a client needs) become
+    the process's client security settings too."""
+    local = _running_local_cluster()
+    if local is None:
+        return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
+    # A secured local cluster says what its clients need (librdkafka's names); older
+    # LocalClusters have no client_config and plaintext listeners.
+    settings = getattr(local, "client_config", None) if take_client_config else None
+    if settings is not None:
+        set_client_security(settings())
+    return local.bootstrap_servers
+
+
+def _running_local_cluster() -> LocalCluster | None:
     data_dir = default_data_dir()
     if (data_dir / STATE_FILE).is_file():
         with contextlib.suppress(Exception):  # unreadable or not ours: the next choice
             local = LocalCluster(data_dir)
             if any(local.is_alive(b) for b in local.broker_ids):
-                return local.bootstrap_servers
-    return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
+                return local
+    return None
+
+
+# ctx.meta's mark of a command given --command-config: its settings, not the local
+# cluster's, are the command's.
+_COMMAND_CONFIG_GIVEN: Final = "minikafka.command_config"
 
 
 def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
-    value = value or default_bootstrap()
+    if value is None:
+        # --command-config (eager: read before this) may name the servers, as a Kafka
+        # client's properties file does.
+        value = client_security().get("bootstrap.servers") or default_bootstrap(
+            take_client_config=not ctx.meta.get(_COMMAND_CONFIG_GIVEN, False)
+        )
     try:
         parse_bootstrap_servers(value)
     except ValueError as e:
@@ -45,18 +84,68 @@ def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | No
     return value
 
 
+def _load_command_config(
+    ctx: click.Context, param: click.Parameter, value: Path | None
+) -> Path | None:
+    """--command-config's file, read, translated and checked by librdkafka, as the process's
+    client security settings (client_security.py says why the whole process)."""
+    if value is None:
+        # Each command starts without settings (tests run many commands in one process).
+        set_client_security({})
+        return None
+    props: dict[str, str] = {}
+    try:
+        props = command_config(value)
+        try:
+            require_librdkafka("checking --command-config")
+        except MissingClientError:
+            pass  # the command says itself that it needs librdkafka
+        else:
+            check_shared_config(props)
+    except ClientSecurityError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+    except ClientConfigError as e:
+        message = redact(kafka_names_note(str(e)), props)
+        raise click.BadParameter(f"{value}: librdkafka refuses it: {message}", ctx, param) from None
+    set_client_security(props)
+    ctx.meta[_COMMAND_CONFIG_GIVEN] = True
+    return value
+
+
+def command_config_option(fn: F) -> F:
+    """--command-config, which the command does not get: it sets the process's client
+    security settings, which every client the command makes takes."""
+    decorator = click.option(
+        "--command-config",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        callback=_load_command_config,
+        expose_value=False,
+        # Read before --bootstrap-server's default is chosen, which it may give.
+        is_eager=True,
+        metavar="FILE",
+        help="Client properties file, as Kafka's tools take it: security.protocol, "
+        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location and "
+        "ssl.keystore.location (type PEM), ... by Kafka's or librdkafka's names, for every "
+        "client the command makes; one librdkafka cannot take is refused. Without it, a "
+        "command bootstrapping from the running local cluster by default takes that "
+        "cluster's client settings.",
+    )
+    return decorator(fn)
+
+
 def bootstrap_server_option(fn: F) -> F:
+    """--bootstrap-server, and --command-config with it."""
     decorator = click.option(
         "--bootstrap-server",
         "bootstrap_server",
         default=None,
         callback=_check_bootstrap,
         metavar="HOST:PORT[,HOST:PORT]",
-        help="Brokers to bootstrap from. Default: every broker of the running local cluster "
-        f"(`minikafka cluster up`'s default data dir), else ${BOOTSTRAP_ENV}, else "
-        f"{DEFAULT_BOOTSTRAP}.",
+        help="Brokers to bootstrap from. Default: --command-config's bootstrap.servers, else "
+        "every broker of the running local cluster (`minikafka cluster up`'s default data "
+        f"dir), else ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP}.",
     )
-    return decorator(fn)
+    return decorator(command_config_option(fn))
 
 
 def parse_key_values(values: Iterable[str], option: str) -> dict[str, str]:

@@ -99,35 +99,16 @@ TopicPartitionKey = tuple[str, int]
 # --- the admin client ------------------------------------------------------------------------
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """A Java properties file as Kafka's --command-config takes it: `key=value` (or
-    `key: value`) lines, `#` and `!` comment lines."""
-    out: dict[str, str] = {}
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            out[line] = ""
-        else:
-            out[line[:cut].strip()] = line[cut + 1 :].strip()
-    return out
-
-
 class _Admin:
     """librdkafka's AdminClient (and, for the partitions' offsets, a consumer that joins no
     group), failing a call as soon as librdkafka reports every broker down instead of after
     the whole timeout."""
 
-    def __init__(self, bootstrap_server: str, props: dict[str, str], timeout_s: float) -> None:
+    def __init__(self, bootstrap_server: str, timeout_s: float) -> None:
         self.bootstrap_server = bootstrap_server
-        self.props = props
         self.timeout_s = timeout_s
         self._down = AllBrokersDown()
-        config = client_config(
-            bootstrap_server, {**quiet_log_config(), **props, "error_cb": self._down}
-        )
+        config = client_config(bootstrap_server, {**quiet_log_config(), "error_cb": self._down})
         self.client: AdminClient = new_admin(config)
         self._consumer: Consumer | None = None
         self._metadata: ClusterMetadata | None = None
@@ -140,7 +121,6 @@ class _Admin:
                     self.bootstrap_server,
                     {
                         **quiet_log_config(),
-                        **self.props,
                         "enable.auto.commit": False,
                         # Kafka's (librdkafka's is read_committed): the high watermark.
                         "isolation.level": "read_uncommitted",
@@ -997,12 +977,6 @@ SCENARIOS = (
     show_default=True,
     help="How long one request may take, in ms (kafka-consumer-groups.sh's is 5000).",
 )
-@click.option(
-    "--command-config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Properties file of client settings by their Kafka names, for the admin client and "
-    "consumer the command uses.",
-)
 def consumer_groups(
     bootstrap_server: str,
     list_: bool,
@@ -1027,7 +1001,6 @@ def consumer_groups(
     execute: bool,
     export: bool,
     timeout_ms: int,
-    command_config: Path | None,
 ) -> None:
     """List, describe, reset the offsets of or delete consumer groups (like
     kafka-consumer-groups.sh), on librdkafka's admin client."""
@@ -1136,14 +1109,13 @@ def consumer_groups(
         if not dry_run and not execute:
             click.echo(DRY_RUN_WARNING, err=True)
     states = _parse_states(state) if action == "list" and state else None
-    props = {} if command_config is None else read_properties(command_config)
 
     from confluent_kafka import KafkaException
 
     admin: _Admin | None = None
     done = True
     try:
-        admin = _Admin(bootstrap_server, props, timeout_ms / 1000)
+        admin = _Admin(bootstrap_server, timeout_ms / 1000)
         if action == "list":
             for line in _list(admin, state is not None, states):
                 click.echo(line)
@@ -1157,7 +1129,7 @@ def consumer_groups(
         else:
             done = _reset(admin, groups, topics, target, execute, export, all_groups)
     except ClientConfigError as e:
-        raise click.BadParameter(str(e), param_hint="--command-config") from None
+        _fail(str(e))
     except KafkaException as e:
         _fail(f"Executing consumer group command failed due to {_message(e)}")
     except GroupCommandError as e:

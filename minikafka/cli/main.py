@@ -11,6 +11,7 @@ from minikafka.cli.broker import broker
 from minikafka.cli.certs import certs
 from minikafka.cli.chaos import chaos
 from minikafka.cli.cluster import cluster
+from minikafka.cli.configs import configs
 from minikafka.cli.consume import consume
 from minikafka.cli.consumer_groups import consumer_groups
 from minikafka.cli.dump_log import dump_log
@@ -43,6 +44,7 @@ cli.add_command(topics)
 cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(consumer_groups)
+cli.add_command(configs)
 cli.add_command(replicas)
 cli.add_command(chaos)
 cli.add_command(perf)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from minikafka.client.client_security import client_security
 from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -252,16 +253,40 @@ def require_librdkafka(what: str) -> None:
 
 
 def client_config(bootstrap_servers: str, props: Mapping[str, Any]) -> dict[str, Any]:
-    """librdkafka's config: `bootstrap.servers` and the Kafka-named properties (a
-    `bootstrap.servers` among them wins). TCP_NODELAY is on unless a property says
-    otherwise, as Kafka's Java client always has it: librdkafka leaves Nagle's algorithm on
-    by default, which holds a small request back until the previous one is acknowledged
+    """librdkafka's config: `bootstrap.servers`, the process's security settings
+    (client_security.py: what `--command-config` set, TLS and SASL) and the Kafka-named
+    properties, each of these winning over what comes before it (but the security settings'
+    own `bootstrap.servers`: the servers asked for win). TCP_NODELAY is on unless a property
+    says otherwise, as Kafka's Java client always has it: librdkafka leaves Nagle's algorithm
+    on by default, which holds a small request back until the previous one is acknowledged
     (tens of milliseconds with delayed ACKs)."""
+    security = client_security()
+    security.pop("bootstrap.servers", None)
     return {
         "bootstrap.servers": bootstrap_servers,
         "socket.nagle.disable": True,
+        **security,
         **{k: v for k, v in props.items()},
     }
+
+
+def check_shared_config(props: Mapping[str, Any]) -> None:
+    """Raise ClientConfigError (librdkafka's message) unless librdkafka knows every property
+    and takes its value, its TLS files read and a key's password tried. For properties
+    every client of a command gets (`--command-config`'s): one that only producers or only
+    consumers have passes (librdkafka warns when it makes a client of the other kind).
+    Nothing connects: the client made to check them has no bootstrap servers, and its log
+    goes nowhere."""
+    from confluent_kafka import KafkaException, Producer
+
+    logger = logging.Logger(f"{__name__}.check_shared_config")  # not registered
+    logger.addHandler(logging.NullHandler())
+    config = {k: v for k, v in props.items() if k != "bootstrap.servers"}
+    try:
+        Producer({**config, "logger": logger})
+    except KafkaException as e:
+        message = e.args[0].str().strip().removeprefix("Failed to create producer: ")
+        raise ClientConfigError(message) from None
 
 
 def new_producer(config: Mapping[str, Any]) -> Producer:

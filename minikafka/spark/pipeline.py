@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from minikafka.client.client_security import client_security
 from minikafka.client.librdkafka import client_config, kafka_error_text, new_admin, new_producer
 
 if TYPE_CHECKING:
@@ -188,6 +189,13 @@ def spark_session(
     return spark
 
 
+def client_options() -> dict[str, str]:
+    """The process's client security settings (`--command-config`: TLS, SASL) as the minikafka
+    source's and sink's `kafka.*` options. Spark runs the source's reads and the sink's
+    writes in Python workers of its own, which the process's default does not reach."""
+    return {f"kafka.{k}": v for k, v in client_security().items() if k != "bootstrap.servers"}
+
+
 def page_counts(spark: SparkSession, bootstrap: str, clicks_topic: str) -> DataFrame:
     """The job's transformation: clicks -> (window_start, window_end, page, clicks) rows,
     one per closed 10-second window and page."""
@@ -196,6 +204,7 @@ def page_counts(spark: SparkSession, bootstrap: str, clicks_topic: str) -> DataF
     clicks = (
         spark.readStream.format("minikafka")
         .option("kafka.bootstrap.servers", bootstrap)
+        .options(**client_options())
         .option("subscribe", clicks_topic)
         .option("startingOffsets", "earliest")
         .load()
@@ -240,6 +249,7 @@ def start_pipeline(
         )
         .writeStream.format("minikafka")
         .option("kafka.bootstrap.servers", bootstrap)
+        .options(**client_options())
         .option("topic", counts_topic)
         .option("checkpointLocation", str(checkpoint_dir / "topic"))
         .outputMode("append")

@@ -1,0 +1,583 @@
+"""`minikafka configs`: kafka-configs.sh's `--entity-type users`, the SCRAM credentials of
+KIP-554, on librdkafka's admin client (confluent-kafka) over Kafka's protocol
+(AlterUserScramCredentials, DescribeUserScramCredentials).
+
+As Kafka 2.8's ConfigCommand with --bootstrap-server:
+
+- `--alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'`
+  is read as parseConfigsToBeAdded reads it (commas outside `[...]` separate the configs,
+  every `[` and `]` is dropped from a value), and each credential as
+  alterUserScramCredentialConfigs does: `[iterations=N,]password=P`, iterations first,
+  since everything after `password=` is the password; 4096 iterations unless given (or -1).
+  The client salts and hashes the password (librdkafka's UserScramCredentialUpsertion, with
+  a salt made as Kafka's ScramFormatter makes one): the password never leaves it.
+- `--alter --delete-config SCRAM-SHA-512[,SCRAM-SHA-256]`; deletions and upsertions go in
+  one request, as Kafka sends them.
+- `--describe [--entity-name U ...]`: a line per user with credentials, `SCRAM credential
+  configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192,
+  SCRAM-SHA-512=iterations=4096`, every user (in the broker's order) when none is named; a
+  named user without credentials is left out, as Kafka's DescribeUserScramCredentialsResult
+  leaves out RESOURCE_NOT_FOUND; another error of one user is Kafka's `Error retrieving SCRAM
+  credential configs for user-principal ...` line.
+- `--user U` is `--entity-type users --entity-name U`; `Completed updating config for user
+  alice.` ends an alteration.
+
+Where it differs from Kafka's tool: minikafka has no client quotas, so quota configs are
+refused (and the `Quota configs for ...` lines Kafka prints only for quotas never appear);
+the other entity types are refused, saying where their configs are set; an iteration count
+above Kafka's maximum (16384) is refused before the broker would (UNACCEPTABLE_CREDENTIAL);
+a credential Kafka could not parse is refused without repeating it, and a failure is one line,
+`Error while executing config command : <error>: <broker's message>`, without the
+arguments and stack trace Kafka prints (the arguments hold passwords); a user's error in
+--describe makes the status 1, as `minikafka consumer-groups` does for one group's.
+Argument errors are click's usage errors (status 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+
+import click
+
+from minikafka.cli.client_options import bootstrap_server_option, require_client
+from minikafka.client.librdkafka import (
+    AllBrokersDown,
+    ClientConfigError,
+    client_config,
+    kafka_error_text,
+    new_admin,
+    quiet_log_config,
+)
+from minikafka.security.scram import (
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    ScramMechanism,
+    secure_random_string,
+    validate_iterations,
+)
+
+if TYPE_CHECKING:
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin._scram import UserScramCredentialAlteration
+
+T = TypeVar("T")
+
+# Kafka's ConfigCommand.DefaultScramIterations.
+DEFAULT_ITERATIONS: Final = 4096
+# What kafka-configs.sh takes with --bootstrap-server (ConfigCommand.BrokerSupportedConfigTypes).
+ENTITY_TYPES: Final = ("users", "topics", "clients", "brokers", "broker-loggers", "ips")
+# Kafka's user and client quota configs (QuotaConfigs): minikafka has no quotas.
+QUOTA_CONFIGS: Final = (
+    "producer_byte_rate",
+    "consumer_byte_rate",
+    "request_percentage",
+    "controller_mutation_rate",
+)
+# How long one call may take (Kafka's tool waits 60 s for an alteration).
+API_TIMEOUT_S = 60.0
+# How often a waiting call looks whether librdkafka has found every broker down.
+POLL_S = 0.25
+NOT_CONTROLLER = 41  # Kafka's error code: the request went to a broker no longer controller
+
+# Kafka's codes for what can go wrong for one user of a DescribeUserScramCredentials
+# (ZkAdminManager.describeUserScramCredentials) and the Java exceptions Kafka's tool names
+# in its line; any other error is the whole request's.
+RESOURCE_NOT_FOUND: Final = 91
+_USER_ERRORS: Final = {-1: "UnknownServerException", 92: "DuplicateResourceException"}
+
+
+class ConfigCommandError(Exception):
+    """A failure worth one line on stderr, not a traceback."""
+
+
+class ConfigSyntaxError(ValueError):
+    """An --add-config or --delete-config Kafka's tool would refuse too. Never holds a
+    value: values are passwords."""
+
+
+_REFUSED_ENTITY_TYPES: Final = {
+    "topics": "Topic configs: a new topic's with `minikafka topics --create --topic T --config "
+    "KEY=VALUE` (`minikafka topics --describe` shows them); an existing topic's with an admin "
+    "client's incremental_alter_configs or Kafka's kafka-configs.sh, as the brokers serve "
+    "IncrementalAlterConfigs and AlterConfigs.",
+    "brokers": "Broker configs: server.properties (`minikafka cluster up --broker-config "
+    "KEY=VALUE`), or at runtime, for those Kafka makes dynamic, an admin client's "
+    "incremental_alter_configs or Kafka's kafka-configs.sh, as the brokers serve "
+    "IncrementalAlterConfigs and AlterConfigs.",
+    "broker-loggers": "minikafka's brokers have no broker-logger configs (their log levels "
+    "are not dynamic).",
+    "clients": "Client configs are quotas, and minikafka has no quotas.",
+    "ips": "IP configs are connection quotas, and minikafka has no quotas.",
+}
+
+
+# ---------------------------------------------------------------------------------------
+# --add-config and --delete-config, as Kafka's ConfigCommand reads them
+
+# A separator outside [...]: no ']' before the next '[' or the end (ConfigCommand's lookahead).
+_OUTSIDE_BRACKETS: Final = r"(?=[^\]]*(?:\[|$))"
+_CONFIG_SEPARATOR: Final = re.compile("," + _OUTSIDE_BRACKETS)
+# Java's \s: ASCII white space only.
+_KEY_VALUE_SEPARATOR: Final = re.compile(r"[ \t\n\x0b\f\r]*=[ \t\n\x0b\f\r]*" + _OUTSIDE_BRACKETS)
+_BRACKETS: Final = re.compile(r"[\[\]]")
+# Java's String.trim: every character up to U+0020.
+_JAVA_TRIMMED: Final = "".join(chr(c) for c in range(0x21))
+# alterUserScramCredentialConfigs' pattern; Java's '.' stops at any line terminator.
+_CREDENTIAL: Final = re.compile(r"(?:iterations=(-?[0-9]*),)?password=([^\n\r\x85\u2028\u2029]*)")
+
+
+def _java_split(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Java's String.split(regex): trailing empty strings dropped (unless nothing matched)."""
+    parts = pattern.split(text)
+    if len(parts) == 1:
+        return parts
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def parse_add_config(text: str) -> dict[str, str]:
+    """Kafka's `--add-config` (ConfigCommand.parseConfigsToBeAdded): `key=value` configs
+    separated by commas, `[...]` grouping a value that holds commas (or `=`), e.g.
+    `k1=v1,k2=[v1,v2,v2],k3=v3`. Every `[` and `]` is dropped from a value, keys and values
+    are trimmed, and a key given twice keeps its last value."""
+    pairs = [_KEY_VALUE_SEPARATOR.split(item) for item in _java_split(_CONFIG_SEPARATOR, text)]
+    if any(len(pair) != 2 for pair in pairs):
+        raise ConfigSyntaxError(
+            'Invalid entity config: all configs to be added must be in the format "key=val".'
+        )
+    return {
+        key.strip(_JAVA_TRIMMED): _BRACKETS.sub("", value).strip(_JAVA_TRIMMED)
+        for key, value in pairs
+    }
+
+
+def parse_delete_config(values: Iterable[str]) -> list[str]:
+    """Kafka's `--delete-config` (repeatable, each comma-separated): the names, trimmed, in
+    order, each once."""
+    names: list[str] = []
+    for value in values:
+        for raw in value.split(","):
+            name = raw.strip(_JAVA_TRIMMED)
+            if not name:
+                raise ConfigSyntaxError(f"--delete-config {value!r} names an empty config")
+            if name not in names:
+                names.append(name)
+    return names
+
+
+@dataclass(frozen=True)
+class ScramUpsertion:
+    mechanism: ScramMechanism
+    iterations: int
+    password: str = field(repr=False)
+
+
+def parse_scram_credential(mechanism: ScramMechanism, value: str) -> ScramUpsertion:
+    """A credential of `--add-config`, `[iterations=N,]password=P`, as Kafka's
+    alterUserScramCredentialConfigs reads it: iterations first (everything after `password=`
+    is the password), 4096 unless given or -1. ConfigSyntaxError for a credential Kafka
+    refuses, an iteration count out of Kafka's bounds or an empty password; the message
+    names the mechanism, never the value."""
+    name = mechanism.mechanism_name
+    match = _CREDENTIAL.fullmatch(value)
+    if match is None:
+        raise ConfigSyntaxError(
+            f"Invalid credential property {name}: expected {name}=[iterations=N,password=P] "
+            f"or {name}=[password=P]"
+        )
+    iterations_text, password = match.group(1), match.group(2)
+    if iterations_text is None or iterations_text == "-1":
+        iterations = DEFAULT_ITERATIONS
+    elif iterations_text in ("", "-"):
+        raise ConfigSyntaxError(f"Invalid credential property {name}: iterations is not a number")
+    else:
+        iterations = int(iterations_text)
+    problem = validate_iterations(iterations)
+    if problem is not None and iterations < MIN_ITERATIONS:
+        raise ConfigSyntaxError(
+            f"Iterations {iterations} is less than the minimum {MIN_ITERATIONS} required for {name}"
+        )
+    if problem is not None:
+        raise ConfigSyntaxError(
+            f"Iterations {iterations} is more than the maximum {MAX_ITERATIONS} allowed for "
+            f"{name} (a broker refuses it: {problem})"
+        )
+    if not password:
+        raise ConfigSyntaxError(f"Invalid credential property {name}: the password is empty")
+    return ScramUpsertion(mechanism, iterations, password)
+
+
+@dataclass(frozen=True)
+class ScramAlteration:
+    """One user's credential changes: deletions and upsertions, at most one per mechanism."""
+
+    user: str
+    upsertions: tuple[ScramUpsertion, ...]
+    deletions: tuple[ScramMechanism, ...]
+
+    def warnings(self) -> list[str]:
+        """What Kafka's syntax does that its user may not have meant."""
+        return [
+            f"Warning: {u.mechanism.mechanism_name}'s password holds ',iterations=': "
+            "kafka-configs.sh reads iterations only before password=, so that is part of the "
+            "password"
+            for u in self.upsertions
+            if ",iterations=" in u.password
+        ]
+
+
+def _scram_names(names: Sequence[str]) -> tuple[list[ScramMechanism], list[str], list[str]]:
+    """(SCRAM mechanisms, quota configs, others) among config names."""
+    scram = [ScramMechanism.from_name(n) for n in names if n in _MECHANISM_NAMES]
+    quotas = [n for n in names if n in QUOTA_CONFIGS]
+    others = [n for n in names if n not in _MECHANISM_NAMES and n not in QUOTA_CONFIGS]
+    return scram, quotas, others
+
+
+_MECHANISM_NAMES: Final = frozenset(m.mechanism_name for m in ScramMechanism)
+
+
+def user_alteration(user: str, add: dict[str, str], delete: Sequence[str]) -> ScramAlteration:
+    """What --add-config and --delete-config ask of `user`'s credentials; ConfigSyntaxError
+    for a config users do not have here (quotas, unknown names) or a credential Kafka's tool
+    refuses."""
+    for names, verb in ((list(add), "added"), (list(delete), "deleted")):
+        _, quotas, others = _scram_names(names)
+        if quotas:
+            raise ConfigSyntaxError(
+                f"minikafka has no quotas: {', '.join(quotas)} cannot be {verb} (users have "
+                "SCRAM credential configs only: SCRAM-SHA-256, SCRAM-SHA-512)"
+            )
+        if others:
+            raise ConfigSyntaxError(
+                f"Only SCRAM credential configs can be {verb} for 'users' (SCRAM-SHA-256, "
+                f"SCRAM-SHA-512). Unexpected config names: {', '.join(others)}"
+            )
+    both = sorted(set(add) & set(delete))
+    if both:
+        raise ConfigSyntaxError(f"{', '.join(both)}: both added and deleted")
+    upsertions = tuple(
+        parse_scram_credential(ScramMechanism.from_name(name), value) for name, value in add.items()
+    )
+    deletions = tuple(_scram_names(delete)[0])
+    return ScramAlteration(user, upsertions, deletions)
+
+
+# ---------------------------------------------------------------------------------------
+# What the broker says
+
+
+def mechanism_name(code: int) -> str:
+    """Kafka's name of a KIP-554 mechanism type (UNKNOWN for one it does not know)."""
+    try:
+        return ScramMechanism.from_type_code(code).mechanism_name
+    except ValueError:
+        return "UNKNOWN"
+
+
+def describe_line(user: str, credentials: Iterable[tuple[int, int]]) -> str:
+    """Kafka's line for a user's credentials, each (mechanism type, iterations)."""
+    text = ", ".join(f"{mechanism_name(m)}=iterations={i}" for m, i in credentials)
+    return f"SCRAM credential configs for user-principal '{user}' are {text}"
+
+
+def describe_error_line(user: str, code: int, message: str) -> str:
+    """Kafka's line for a user the broker could not describe (the error as Java's
+    ExecutionException shows it)."""
+    exception = _USER_ERRORS.get(code, "KafkaException")
+    return (
+        f"Error retrieving SCRAM credential configs for user-principal '{user}': "
+        f"ExecutionException: org.apache.kafka.common.errors.{exception}: {message}"
+    )
+
+
+def completed_line(user: str) -> str:
+    return f"Completed updating config for user {user}."
+
+
+class _Admin:
+    """librdkafka's AdminClient, failing a call as soon as librdkafka reports every broker
+    down (a wrong or dead --bootstrap-server) instead of after the call's whole timeout."""
+
+    def __init__(self, bootstrap_server: str) -> None:
+        self._down = AllBrokersDown()
+        config = client_config(bootstrap_server, {"error_cb": self._down, **quiet_log_config()})
+        self.client: AdminClient = new_admin(config)
+
+    def wait(self, future: Future[T], deadline: float) -> T:
+        """A call's result (KafkaException: its error)."""
+        while True:
+            try:
+                return future.result(timeout=POLL_S)
+            except TimeoutError:
+                pass
+            self.client.poll(0)  # runs error_cb
+            if (message := self._down.message()) is not None:
+                raise ConfigCommandError(message)
+            if time.monotonic() >= deadline:
+                raise ConfigCommandError(
+                    f"Timed out after {API_TIMEOUT_S:.0f} s waiting for the brokers"
+                )
+
+    def alter(self, alteration: ScramAlteration) -> None:
+        """One user's alterations in one request to the controller, sent again after
+        NOT_CONTROLLER (the controller moved) until the API timeout, as Kafka's admin client
+        does."""
+        from confluent_kafka import KafkaException
+
+        requests = _requests(alteration)
+        deadline = time.monotonic() + API_TIMEOUT_S
+        while True:
+            timeout_s = max(1.0, deadline - time.monotonic())
+            futures = self.client.alter_user_scram_credentials(requests, request_timeout=timeout_s)
+            try:
+                self.wait(futures[alteration.user], deadline)
+                return
+            except KafkaException as e:
+                if _error(e).code() != NOT_CONTROLLER or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.1)  # Kafka's retry.backoff.ms
+            # Metadata naming the new controller, where the request goes next.
+            with contextlib.suppress(KafkaException):
+                self.client.list_topics(timeout=1.0)
+
+    def describe(self, users: Sequence[str]) -> tuple[list[str], bool]:
+        """Kafka's lines for `users` (every user with credentials if none), and whether every
+        user named could be described."""
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + API_TIMEOUT_S
+        if not users:
+            future = self.client.describe_user_scram_credentials(request_timeout=API_TIMEOUT_S)
+            assert isinstance(future, Future)
+            described: dict[str, Any] = self.wait(future, deadline)
+            return [describe_line(d.user, _credentials(d)) for d in described.values()], True
+        futures = self.client.describe_user_scram_credentials(
+            list(users), request_timeout=API_TIMEOUT_S
+        )
+        assert isinstance(futures, dict)
+        lines: list[str] = []
+        ok = True
+        for user in users:
+            try:
+                d = self.wait(futures[user], deadline)
+            except KafkaException as e:
+                error = _error(e)
+                if error.code() == RESOURCE_NOT_FOUND:
+                    continue  # no credentials: Kafka's tool says nothing of the user
+                if error.code() not in _USER_ERRORS:
+                    raise  # the request's error, every user's
+                lines.append(describe_error_line(user, error.code(), error.str()))
+                ok = False
+                continue
+            lines.append(describe_line(d.user, _credentials(d)))
+        return lines, ok
+
+
+def _requests(alteration: ScramAlteration) -> list[UserScramCredentialAlteration]:
+    """librdkafka's alterations: deletions, then upsertions (the order of Kafka's tool), each
+    upsertion with a salt made as Kafka's ScramFormatter makes one."""
+    from confluent_kafka.admin._scram import (
+        ScramCredentialInfo,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+    from confluent_kafka.admin._scram import ScramMechanism as RdScramMechanism
+
+    def rd(mechanism: ScramMechanism) -> RdScramMechanism:
+        return RdScramMechanism(mechanism.type_code)
+
+    requests: list[UserScramCredentialAlteration] = [
+        UserScramCredentialDeletion(alteration.user, rd(m)) for m in alteration.deletions
+    ]
+    requests += [
+        UserScramCredentialUpsertion(
+            alteration.user,
+            ScramCredentialInfo(rd(u.mechanism), u.iterations),
+            u.password.encode("utf-8"),
+            secure_random_string().encode("ascii"),
+        )
+        for u in alteration.upsertions
+    ]
+    return requests
+
+
+def _credentials(description: Any) -> list[tuple[int, int]]:
+    return [(info.mechanism.value, info.iterations) for info in description.scram_credential_infos]
+
+
+def _error(e: Exception) -> KafkaError:
+    from confluent_kafka import KafkaError
+
+    error = e.args[0] if e.args else None
+    if isinstance(error, KafkaError):
+        return error
+    return KafkaError(KafkaError._FAIL, str(e))
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+
+
+@click.command("configs")
+@bootstrap_server_option
+@click.option(
+    "--entity-type",
+    type=click.Choice(ENTITY_TYPES),
+    help="Type of entity: users (the others are refused, saying where their configs are set).",
+)
+@click.option(
+    "--entity-name",
+    "entity_names",
+    multiple=True,
+    metavar="NAME",
+    help="A user's name (repeatable with --describe; none: every user with credentials).",
+)
+@click.option(
+    "--user",
+    "users",
+    multiple=True,
+    metavar="NAME",
+    help="Shorthand for --entity-type users --entity-name NAME.",
+)
+@click.option("--describe", is_flag=True, help="Show the users' SCRAM credentials.")
+@click.option("--alter", is_flag=True, help="Add, change or delete a user's SCRAM credentials.")
+@click.option(
+    "--add-config",
+    "add_configs",
+    multiple=True,
+    metavar="CONFIGS",
+    help="Credentials to add or replace, e.g. 'SCRAM-SHA-256=[iterations=8192,password=P],"
+    "SCRAM-SHA-512=[password=P]': comma-separated, [...] grouping a value's commas; "
+    f"iterations default to {DEFAULT_ITERATIONS} ({MIN_ITERATIONS} to {MAX_ITERATIONS}) and "
+    "come before password=.",
+)
+@click.option(
+    "--delete-config",
+    "delete_configs",
+    multiple=True,
+    metavar="SCRAM-SHA-256[,SCRAM-SHA-512]",
+    help="Credentials to delete (comma-separated, repeatable).",
+)
+def configs(
+    bootstrap_server: str,
+    entity_type: str | None,
+    entity_names: tuple[str, ...],
+    users: tuple[str, ...],
+    describe: bool,
+    alter: bool,
+    add_configs: tuple[str, ...],
+    delete_configs: tuple[str, ...],
+) -> None:
+    """Add, change, delete and describe users' SCRAM credentials (like kafka-configs.sh
+    --entity-type users), on librdkafka's admin client.
+
+    \b
+    minikafka configs --entity-type users --entity-name alice --alter \\
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+    minikafka configs --user alice --alter --delete-config SCRAM-SHA-256
+    minikafka configs --entity-type users --describe
+    """
+    require_client("minikafka configs runs its admin client")
+    if describe == alter:
+        raise click.UsageError("Command must include exactly one action: --describe, --alter")
+    if describe and (add_configs or delete_configs):
+        given = "--add-config" if add_configs else "--delete-config"
+        raise click.UsageError(f"{given} goes with --alter, not --describe")
+    names = _entity_names(entity_type, entity_names, users)
+    alteration = _alteration(names, add_configs, delete_configs) if alter else None
+
+    from confluent_kafka import KafkaException
+
+    ok = True
+    try:
+        admin = _Admin(bootstrap_server)
+        if alteration is not None:
+            for warning in alteration.warnings():
+                click.echo(warning, err=True)
+            admin.alter(alteration)
+            click.echo(completed_line(alteration.user))
+            return
+        lines, ok = admin.describe(names)
+        for line in lines:
+            click.echo(line)
+    except KafkaException as e:
+        _fail(kafka_error_text(_error(e)))
+    except (ConfigCommandError, ClientConfigError) as e:
+        _fail(str(e))
+    if not ok:
+        sys.exit(1)
+
+
+def _entity_names(
+    entity_type: str | None, entity_names: tuple[str, ...], users: tuple[str, ...]
+) -> list[str]:
+    """The users named (each once, in order), after Kafka's checks of the entity options."""
+    if users and (entity_type is not None or entity_names):
+        raise click.UsageError(
+            "--entity-{type,name,default} should not be used in conjunction with specific "
+            "entity flags"
+        )
+    if users:
+        entity_type, entity_names = "users", users
+    if entity_type is None:
+        raise click.UsageError(
+            "At least one entity type must be specified (--entity-type users, or --user NAME)"
+        )
+    if entity_type != "users":
+        raise click.UsageError(
+            f"minikafka configs handles --entity-type users (SCRAM credentials), not "
+            f"{entity_type}. {_REFUSED_ENTITY_TYPES[entity_type]}"
+        )
+    if any(not name for name in entity_names):
+        # Kafka's tool would take "" for the default user, which has no credentials.
+        raise click.BadParameter("a user's name cannot be empty", param_hint="--entity-name")
+    return list(dict.fromkeys(entity_names))
+
+
+def _alteration(
+    names: list[str], add_configs: tuple[str, ...], delete_configs: tuple[str, ...]
+) -> ScramAlteration:
+    if not names:
+        raise click.UsageError("--alter needs the user: --entity-name NAME (or --user NAME)")
+    if len(names) > 1:
+        raise click.UsageError(
+            "--alter changes one user's credentials at a time (as kafka-configs.sh): give one "
+            "--entity-name"
+        )
+    if not add_configs and not delete_configs:
+        raise click.UsageError(
+            "At least one of --add-config or --delete-config must be specified with --alter"
+        )
+    if len(add_configs) > 1:
+        raise click.UsageError(
+            "--add-config given more than once: give every config in one, comma-separated"
+        )
+    try:
+        add = parse_add_config(add_configs[0]) if add_configs else {}
+    except ConfigSyntaxError as e:
+        raise click.BadParameter(str(e), param_hint="--add-config") from None
+    try:
+        delete = parse_delete_config(delete_configs)
+    except ConfigSyntaxError as e:
+        raise click.BadParameter(str(e), param_hint="--delete-config") from None
+    if not add and not delete:  # Kafka's tool would send an empty request: `--add-config ,`
+        raise click.BadParameter("names no config", param_hint="--add-config")
+    try:
+        return user_alteration(names[0], add, delete)
+    except ConfigSyntaxError as e:
+        raise click.UsageError(str(e)) from None
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"Error while executing config command : {message}", err=True)
+    sys.exit(1)
