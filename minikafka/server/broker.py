@@ -310,6 +310,7 @@ class KafkaServer:
                         self.config.connection_failed_authentication_delay_ms
                     ),
                     sasl_max_receive_size=self.config.sasl_server_max_receive_size,
+                    rpc_allowed=services.authorizer.rpc_allowed,
                 ),
             )
             self.socket_servers[ep.listener] = server

@@ -42,6 +42,7 @@ from minikafka.rpc.messages import (
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
+from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.producer_ids import PRODUCER_ID_BLOCK_SIZE, ProducerIdManager
 from minikafka.server.scram_credentials import ScramCredentialAdmin, ScramCredentialCache
@@ -94,6 +95,9 @@ class BrokerServices:
         # SCRAM users: the cache SASL reads, and AlterUserScramCredentials' rules.
         self.scram_credentials = ScramCredentialCache()
         self.scram_admin = ScramCredentialAdmin(store)
+        # Who may do what (authorization.py): allows everything until the broker gives it
+        # an ACL authorizer (authorizer.class.name).
+        self.authorizer = RequestAuthorizer(None)
         self.user_store = store
         self.producer_ids = ProducerIdManager(
             lambda: asyncio.to_thread(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections.abc import Callable
 from functools import partial
 
 from minikafka.config.security import ListenerSecuritySettings, SecurityConfig
@@ -38,6 +39,7 @@ def listener_security(
     *,
     failed_authentication_delay_ms: int,
     sasl_max_receive_size: int,
+    rpc_allowed: Callable[[KafkaPrincipal, str], bool],
 ) -> ListenerSecurity:
     """What one listener demands; InvalidConfigError naming the property when a key or
     certificate cannot be loaded."""
@@ -66,6 +68,7 @@ def listener_security(
         failed_authentication_delay_ms=failed_authentication_delay_ms,
         sasl_max_receive_size=sasl_max_receive_size,
         serves_rpc=settings.name == security.inter_broker_listener,
+        rpc_allowed=rpc_allowed,
     )
 
 
