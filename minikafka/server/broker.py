@@ -352,6 +352,11 @@ class KafkaServer:
                 self.broker_id, self.advertised_endpoints, self.config.broker_rack
             ),
             admin_url=self._admin_url(),
+            protocols=tuple(
+                (listener, protocol)
+                for listener, protocol in self.config.resolved_listeners().protocols
+                if protocol != "PLAINTEXT"
+            ),
         )
         # A restart within the session timeout finds our old registration still there.
         self.broker_epoch = await asyncio.to_thread(

@@ -53,6 +53,12 @@ class BrokerInfo:
     # brokers' dashboards ask for its view (None: it serves none). Kafka's readers ignore
     # fields they do not know.
     admin_url: str | None = None
+    # listener -> security protocol, for listeners that are not PLAINTEXT (Kafka's
+    # listener_security_protocol_map; a listener missing here is PLAINTEXT).
+    protocols: tuple[tuple[str, str], ...] = ()
+
+    def protocol(self, listener: str) -> str:
+        return dict(self.protocols).get(listener, PLAINTEXT)
 
     @classmethod
     def from_endpoints(
@@ -152,7 +158,9 @@ def encode_broker_info(info: BrokerInfo, timestamp_ms: int | None = None) -> byt
         "host": plaintext.host if plaintext else None,
         "port": plaintext.port if plaintext else -1,
         "endpoints": [str(e) for e in endpoints],
-        "listener_security_protocol_map": {e.listener: PLAINTEXT for e in endpoints},
+        "listener_security_protocol_map": {
+            e.listener: info.protocol(e.listener) for e in endpoints
+        },
         "jmx_port": -1,
         "timestamp": str(_now_ms() if timestamp_ms is None else timestamp_ms),
     }
@@ -204,7 +212,17 @@ def decode_broker_info(broker_id: int, data: bytes | str | None, epoch: int = -1
         raise ValueError(f"{what}: field 'admin_url' must be a string, got {admin_url!r}")
     parsed = [_parse_endpoint(e, what) for e in endpoints]
     info = BrokerInfo.from_endpoints(broker_id, [Endpoint(*p) for p in parsed], rack)
-    return dataclasses.replace(info, epoch=epoch, admin_url=admin_url)
+    protocol_map = obj.get("listener_security_protocol_map")
+    protocols: tuple[tuple[str, str], ...] = ()
+    if isinstance(protocol_map, dict):
+        protocols = tuple(
+            sorted(
+                (str(k), str(v))
+                for k, v in protocol_map.items()
+                if isinstance(v, str) and v != PLAINTEXT
+            )
+        )
+    return dataclasses.replace(info, epoch=epoch, admin_url=admin_url, protocols=protocols)
 
 
 # --- /brokers/topics/<t> ----------------------------------------------------------------

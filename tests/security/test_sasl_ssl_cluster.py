@@ -383,6 +383,9 @@ def test_what_does_not_authenticate_gets_kafkas_errors_and_a_closed_connection(
 def test_brokers_reach_each_other_over_sasl_ssl(cluster: LocalCluster) -> None:
     """Replication and the controller's requests run on the secured listener: every
     partition of the topics above has its three replicas in sync."""
+    raw = cluster.zk_client().get_data("/brokers/ids/1")
+    assert raw is not None
+    assert json.loads(raw)["listener_security_protocol_map"] == {"SASL_SSL": "SASL_SSL"}
     admin = AdminClient(cluster.client_config())
     md = admin.list_topics(timeout=30)
     for topic in CLIENTS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 
@@ -62,7 +63,24 @@ def test_broker_info_decodes_kafkas_own_registration() -> None:
         b'"version":5,"timestamp":"1700000000000"}'
     )
     sasl = Endpoint("SASL_PLAINTEXT", "::1", 9093)
-    assert codecs.decode_broker_info(3, kafka) == BrokerInfo(3, "::1", 9093, endpoints=(sasl,))
+    assert codecs.decode_broker_info(3, kafka) == BrokerInfo(
+        3, "::1", 9093, endpoints=(sasl,), protocols=(("SASL_PLAINTEXT", "SASL_PLAINTEXT"),)
+    )
+
+
+def test_broker_info_registers_each_listeners_security_protocol() -> None:
+    internal = Endpoint("INTERNAL", "broker1", 19093)
+    external = Endpoint("EXTERNAL", "localhost", 9093)
+    info = dataclasses.replace(
+        BrokerInfo.from_endpoints(1, [internal, external]),
+        protocols=(("EXTERNAL", "SASL_SSL"), ("INTERNAL", "SSL")),
+    )
+    obj = parsed(codecs.encode_broker_info(info, timestamp_ms=5))
+    assert isinstance(obj, dict)
+    assert obj["listener_security_protocol_map"] == {"INTERNAL": "SSL", "EXTERNAL": "SASL_SSL"}
+    assert codecs.decode_broker_info(1, codecs.encode_broker_info(info)).protocol("EXTERNAL") == (
+        "SASL_SSL"
+    )
 
 
 def test_broker_info_with_two_listeners_is_kafkas_json() -> None:
