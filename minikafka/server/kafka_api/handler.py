@@ -14,6 +14,7 @@ from typing import Final
 
 from minikafka.protocol.kafka.codec import KafkaRequest, encode_response, response_type
 from minikafka.protocol.kafka.fetch_response import Chunk
+from minikafka.security.sasl_server import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.cluster import ClusterApis
 from minikafka.server.kafka_api.configs import ConfigApis
@@ -62,6 +63,11 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
 SERVED_VERSIONS: Final = served_versions(FAMILIES)
 
 
+# Answered while the broker starts: a broker authenticating to this one on the inter-broker
+# listener (to send the UpdateMetadata that makes this one ready) must not wait for it.
+_ANSWERED_BEFORE_READY: Final = frozenset({API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+
+
 class KafkaApiHandler:
     """One per listener (Metadata answers with the addresses of the listener asked)."""
 
@@ -103,7 +109,11 @@ class KafkaApiHandler:
     ) -> list[Chunk] | None:
         """The response frame as chunks, or None when Kafka sends none (produce with
         acks=0)."""
-        if self._ready is not None and not self._ready.is_set():
+        if (
+            self._ready is not None
+            and not self._ready.is_set()
+            and request.api_key not in _ANSWERED_BEFORE_READY
+        ):
             await self._ready.wait()
         route = self._routes[request.api_key]
         ctx = RequestContext(
