@@ -37,6 +37,7 @@ from minikafka.rpc.framing import RequestHeader, encode_request
 from minikafka.server.listener_security import AuthenticationFailedError, sasl_client_authenticate
 from tests.cluster.conftest import started_cluster, wait_until
 from tests.cluster.helpers import http_get
+from tests.rpc.test_framing import SAMPLES as RPC_SAMPLES
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -355,9 +356,9 @@ def test_what_does_not_authenticate_gets_kafkas_errors_and_a_closed_connection(
         writer.write(request_frame(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1, "t"))
         assert await closed(reader)
 
-        # A forged controller request (controller epoch 1,000,000, leader 99) over TLS
-        # without SASL: the broker closes the connection and changes nothing.
-        reader, writer = await connect()
+        # A forged controller request (controller epoch 1,000,000, leader 99), and every
+        # other request brokers send each other, over TLS without SASL: the broker closes
+        # the connection and changes nothing.
         forged = m.LeaderAndIsrRequest(
             99,
             1_000_000,
@@ -365,9 +366,12 @@ def test_what_does_not_authenticate_gets_kafkas_errors_and_a_closed_connection(
             [m.LeaderAndIsrPartitionState("confluent", 0, 1_000_000, 99, 50, [99], 0, [99])],
             [m.BrokerNode(99, "127.0.0.1", 1, None)],
         )
-        for chunk in encode_request(RequestHeader(int(m.ApiKey.LEADER_AND_ISR), 0, 7, "x"), forged):
-            writer.write(bytes(chunk))
-        assert await closed(reader)
+        for request in [forged, *RPC_SAMPLES]:
+            reader, writer = await connect()
+            api_key = m.API_KEY_OF_REQUEST[type(request)]
+            for chunk in encode_request(RequestHeader(int(api_key), 0, 7, "x"), request):
+                writer.write(bytes(chunk))
+            assert await closed(reader), type(request).__name__
 
     asyncio.run(run())
     # Everything is as it was: every broker up, the same controller, leaders unchanged.
