@@ -7,6 +7,7 @@ import logging
 import click
 
 from minikafka import __version__
+from minikafka.cli.acls import acls
 from minikafka.cli.broker import broker
 from minikafka.cli.certs import certs
 from minikafka.cli.chaos import chaos
@@ -45,6 +46,7 @@ cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(consumer_groups)
 cli.add_command(configs)
+cli.add_command(acls)
 cli.add_command(replicas)
 cli.add_command(chaos)
 cli.add_command(perf)
