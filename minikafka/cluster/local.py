@@ -175,7 +175,9 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         }
         if self.security is not None:
             props.update(
-                self.security.broker_properties(broker_id, self.broker_host(broker_id), b.port)
+                self.security.broker_properties(
+                    broker_id, self.broker_host(broker_id), b.port, self.broker_ids
+                )
             )
         props.update(self.overrides)
         props.update(self.broker_overrides.get(broker_id, {}))

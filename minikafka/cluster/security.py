@@ -8,6 +8,10 @@ the admin user and the broker settings of each mode, and the client settings tha
   present their own certificates to each other.
 - `sasl_plaintext`: SASL (SCRAM) without TLS, for a trusted network.
 
+Every mode turns Kafka's ACL authorizer on (authorizer.class.name), with the admin user
+and the brokers as super users (super.users): the admin may do anything, brokers may send
+each other the inter-broker requests, and any other user needs ACLs.
+
 Everything lives in `<data dir>/security/`: a throwaway CA, one certificate per broker and
 one for the admin client, and the admin user's password (mode 0600). The admin user is a
 super user and is written to ZooKeeper as Kafka's `kafka-configs --zookeeper` writes a
@@ -17,9 +21,11 @@ SCRAM user, before the brokers start (they authenticate to each other with it).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final, Literal, get_args
 
+from minikafka.config.security import ACL_AUTHORIZER
 from minikafka.security.certs import CertificateAuthority, IssuedCertificate, make_ca
 from minikafka.security.scram import ScramMechanism, make_credential
 
@@ -99,12 +105,30 @@ class ClusterSecurity:
     def _keystore(self, name: str) -> Path:
         return self.directory / f"{name}.keystore.pem"
 
-    def broker_properties(self, broker_id: int, host: str, port: int) -> dict[str, str]:
-        """The security part of one broker's server.properties."""
+    def broker_principals(self, broker_ids: Iterable[int]) -> list[str]:
+        """Who the brokers are to each other: their certificates' names in ssl mode
+        (User:broker<N>, by the mapping rule), else the admin user they log in as."""
+        if self.mode == "ssl":
+            return [f"User:broker{b}" for b in sorted(broker_ids)]
+        return [f"User:{ADMIN_USER}"]
+
+    def super_users(self, broker_ids: Iterable[int]) -> str:
+        """`super.users`: the admin and every broker, which must be allowed CLUSTER_ACTION
+        on each other (LeaderAndIsr, replica fetches) and need no ACL for it."""
+        principals = [f"User:{ADMIN_USER}", *self.broker_principals(broker_ids)]
+        return ";".join(dict.fromkeys(principals))
+
+    def broker_properties(
+        self, broker_id: int, host: str, port: int, broker_ids: Iterable[int] = ()
+    ) -> dict[str, str]:
+        """The security part of one broker's server.properties (`broker_ids`: every broker
+        of the cluster, this one included, for `super.users`)."""
         listener = self.listener
         props = {
             "listeners": f"{listener}://{host}:{port}",
             "security.inter.broker.protocol": listener,
+            "authorizer.class.name": ACL_AUTHORIZER,
+            "super.users": self.super_users({broker_id, *broker_ids}),
         }
         if self.uses_tls:
             props.update(

@@ -40,8 +40,9 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "failed is held before it is closed, which slows down password guessing.",
     "connections.max.reauth.ms": "Kafka's re-authentication interval (KIP-368); minikafka "
     "does not re-authenticate and accepts only 0.",
-    "authorizer.class.name": "The authorizer; empty: none, every authenticated client may do "
-    "everything.",
+    "authorizer.class.name": "The authorizer: kafka.security.authorizer.AclAuthorizer (ACLs "
+    "kept in ZooKeeper, managed with CreateAcls, DescribeAcls and DeleteAcls), the only one "
+    "minikafka has; empty: none, every authenticated client may do everything.",
     "super.users": "Principals allowed everything by the authorizer, separated by semicolons "
     "(User:admin;User:broker1).",
     "allow.everyone.if.no.acl.found": "Whether the authorizer allows an operation on a "

@@ -3,7 +3,7 @@
 settings, with Kafka's `listener.name.<listener>.` prefix overriding the unprefixed value;
 how brokers authenticate to each other (the inter-broker listener's protocol,
 `sasl.mechanism.inter.broker.protocol` and the credentials in that listener's JAAS config);
-and the authorizer (`authorizer.class.name`, `super.users`).
+and the authorizer (`authorizer.class.name`: Kafka's AclAuthorizer or none; `super.users`).
 
 Pure: names and values are checked here, at load; key files are read when the broker builds
 its TLS contexts.
@@ -17,6 +17,7 @@ from typing import Final
 
 from minikafka.config.listeners import Listeners
 from minikafka.protocol.errors import InvalidConfigError
+from minikafka.security.authorizer import parse_super_users
 from minikafka.security.jaas import (
     JaasConfigError,
     JaasEntry,
@@ -38,7 +39,7 @@ from minikafka.security.tls import (
 
 LISTENER_PREFIX: Final = "listener.name."
 JAAS_SUFFIX: Final = ".sasl.jaas.config"
-# Kafka's only authorizer in ZooKeeper mode (and its deprecated predecessor's name).
+# Kafka's authorizer in ZooKeeper mode, the one minikafka has (server/acl_store.py).
 ACL_AUTHORIZER: Final = "kafka.security.authorizer.AclAuthorizer"
 TLS_PROTOCOLS: Final = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS: Final = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -236,23 +237,22 @@ def _parse(
             )
 
     authorizer = authorizer_class_name.strip()
-    if authorizer:
+    if authorizer and authorizer != ACL_AUTHORIZER:
         raise InvalidConfigError(
-            f"authorizer.class.name: {authorizer} is not available; minikafka does not "
-            "enforce ACLs yet"
+            f"authorizer.class.name: {authorizer} is not available; minikafka implements "
+            f"Kafka's ZooKeeper ACL authorizer, {ACL_AUTHORIZER}"
         )
-    supers: set[KafkaPrincipal] = set()
-    for raw_principal in (super_users or "").split(";"):
-        if raw_principal.strip():
-            try:
-                supers.add(KafkaPrincipal.parse(raw_principal.strip()))
-            except ValueError as err:
-                raise InvalidConfigError(f"super.users: {err}") from err
+    try:
+        # As AclAuthorizer.configure reads it: an empty part in the middle, or one that is
+        # not Type:name, fails the broker's start.
+        supers = parse_super_users(super_users)
+    except ValueError as err:
+        raise InvalidConfigError(f"super.users: {err}") from err
     return SecurityConfig(
         settings,
         listeners.inter_broker,
         inter_mechanism,
         credentials,
         bool(authorizer),
-        frozenset(supers),
+        supers,
     )

@@ -33,6 +33,12 @@ from minikafka.replication.fetcher import ReplicaFetcherManager
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.rpc.connection import BrokerConnection, NetworkError
 from minikafka.rpc.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from minikafka.security.authorizer import (
+    ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG,
+    SUPER_USERS_CONFIG,
+    AclAuthorizer,
+)
+from minikafka.server.acl_store import AclStore
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
@@ -128,6 +134,8 @@ class KafkaServer:
         self.admin_server: AdminEndpoint | None = None
         # server.properties under the dynamic broker configs (KIP-226), read at startup.
         self.config_layers = BrokerConfigLayers(config)
+        # The ACLs (authorizer.class.name set), from startup on.
+        self.acl_store: AclStore | None = None
         self.config_changes = ConfigChangeListener(
             self.zk,
             self._apply_topic_config_changes,
@@ -291,6 +299,17 @@ class KafkaServer:
         )
         services.group_coordinator = self.group_coordinator
         rpc_apis = RpcApis(services)
+        if self.security.authorizer:
+            # Kafka's AclAuthorizer.configure, before any listener opens: the ACL znodes,
+            # every ACL in the cache, then the change notifications watched. The listeners'
+            # RPC check holds `services.authorizer` itself, so its `acls` is set in place.
+            self.acl_store = AclStore(
+                self.zk, AclAuthorizer.from_config(self._authorizer_configs())
+            )
+            await self.acl_store.load()
+            await self.acl_store.start(bridge)
+            services.acl_store = self.acl_store
+            services.authorizer.acls = self.acl_store.authorizer
         listeners = self.config.resolved_listeners()
         # SCRAM credentials before the listeners open: no client is refused for want of them.
         await services.scram_credentials.load(services.user_store)
@@ -334,6 +353,14 @@ class KafkaServer:
             self.broker_epoch,
             len(logs),
         )
+
+    def _authorizer_configs(self) -> dict[str, str]:
+        return {
+            SUPER_USERS_CONFIG: self.config.super_users or "",
+            ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG: str(
+                self.config.allow_everyone_if_no_acl_found
+            ).lower(),
+        }
 
     def _advertised_endpoints(self, listeners: Listeners) -> tuple[Endpoint, ...]:
         bound = {e.listener: e for e in listeners.bind}
@@ -602,6 +629,10 @@ class KafkaServer:
         if self.admin_server is not None:
             await self.admin_server.stop()
 
+    async def _stop_acl_store(self) -> None:
+        if self.acl_store is not None:
+            await self.acl_store.stop()
+
     async def _stop_group_coordinator(self) -> None:
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
@@ -623,6 +654,7 @@ class KafkaServer:
             self._reregistering.cancel()
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("config change listener", self.config_changes.stop),
+            ("ACL change listener", self._stop_acl_store),
             ("group coordinator", self._stop_group_coordinator),
             ("replica manager", self.replica_manager.shutdown),
             ("replica fetchers", self.fetcher_manager.shutdown),

@@ -40,6 +40,7 @@ from minikafka.rpc.messages import (
     ProducePartitionResponse,
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
+from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
 from minikafka.server.authorization import RequestAuthorizer
@@ -98,6 +99,9 @@ class BrokerServices:
         # Who may do what (authorization.py): allows everything until the broker gives it
         # an ACL authorizer (authorizer.class.name).
         self.authorizer = RequestAuthorizer(None)
+        # The ACLs in ZooKeeper and CreateAcls/DeleteAcls' writes (acl_store.py): set by the
+        # broker with an authorizer (its cache is then `authorizer.acls`), else None.
+        self.acl_store: AclStore | None = None
         self.user_store = store
         self.producer_ids = ProducerIdManager(
             lambda: asyncio.to_thread(

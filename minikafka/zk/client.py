@@ -20,6 +20,7 @@ job, each a base of it:
 - `brokers.py`: broker registration; `cluster_ids.py`: the cluster id, producer id blocks;
 - `topics.py`: topics, assignments, deletion markers; `configs.py`: entity configs and
   their change notifications; `admin.py`: the admin's writes (Kafka's AdminZkClient);
+- `acls.py`: ACLs by resource pattern, their conditional writes and change notifications;
 - `partition_states.py`: partition states, the controller's and the leader's writes;
 - `controller_znodes.py`: the controller election and resignation, ISR change
   notifications, the preferred replica election.
@@ -29,6 +30,7 @@ Callers import `ZkClient` and every name below from here.
 
 from __future__ import annotations
 
+from minikafka.zk.acls import AclZnodes
 from minikafka.zk.admin import AdminZnodes
 from minikafka.zk.brokers import BrokerZnodes
 from minikafka.zk.cluster_ids import ClusterIdZnodes
@@ -74,6 +76,7 @@ class ZkClient(
     BrokerZnodes,
     ClusterIdZnodes,
     AdminZnodes,
+    AclZnodes,
     PartitionStateZnodes,
     ControllerZnodes,
     ZnodeWatches,

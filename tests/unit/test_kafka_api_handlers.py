@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.static.primitive import i8
 
 from minikafka.clock import ManualClock
 from minikafka.common import TopicPartition, kafka_uuid_text, new_kafka_uuid
@@ -32,7 +33,9 @@ from minikafka.protocol.errors import (
 )
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.rpc import messages as m
+from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import NewPartitions, NewTopic, TopicResult
+from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS, KafkaApiHandler
 from minikafka.server.scram_credentials import ScramCredentialAdmin
@@ -98,6 +101,9 @@ class FakeApis:
         self.seen: list[Any] = []
         self.cluster_id = "mk-cluster-id-22-chars"
         self.scram_admin = ScramCredentialAdmin(MemoryUsers())
+        # No authorizer: every request allowed, the ACL APIs SECURITY_DISABLED.
+        self.authorizer = RequestAuthorizer(None)
+        self.acl_store: AclStore | None = None
         self.group_coordinator = group_coordinator()
         self.created: list[NewTopic] = []
         self.create_error: Exception | None = None
@@ -273,7 +279,35 @@ def consumer_request(body: Any) -> Any:
         changes["key_type"] = 0
     if "transactional_id" in names:
         changes["transactional_id"] = None
+    if body.__api_key__ in ACL_API_KEYS:
+        return acl_request(body)
     return dataclasses.replace(body, **changes)
+
+
+# DescribeAcls, CreateAcls, DeleteAcls. The sample's code 7 is no resource type, pattern type
+# or permission type Kafka 2.8 knows (a request it cannot parse): a client's are these.
+ACL_API_KEYS = (29, 30, 31)
+ACL_CODES = {
+    "resource_type": i8(2),  # TOPIC
+    "resource_type_filter": i8(2),
+    "resource_pattern_type": i8(3),  # LITERAL
+    "pattern_type_filter": i8(3),
+    "permission_type": i8(3),  # ALLOW
+}
+
+
+def acl_request(body: Any) -> Any:
+    """An ACL request as a client sends it: the sample with codes Kafka knows."""
+
+    def known(entity: Any) -> Any:
+        names = {f.name for f in dataclasses.fields(entity)}
+        return dataclasses.replace(entity, **{k: v for k, v in ACL_CODES.items() if k in names})
+
+    if hasattr(body, "creations"):
+        return dataclasses.replace(body, creations=tuple(known(c) for c in body.creations))
+    if hasattr(body, "filters"):
+        return dataclasses.replace(body, filters=tuple(known(f) for f in body.filters))
+    return known(body)
 
 
 @pytest.mark.parametrize(("api_key", "version"), ALL)
@@ -406,6 +440,21 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
     elif api_key == 51:
         users = {u.name for u in response_request_users(api_key, version)}
         assert {r.user for r in response.results} == users
+    elif api_key == 29:
+        # No authorizer: Kafka answers every ACL API SECURITY_DISABLED.
+        assert (int(response.error_code), response.error_message, response.resources) == (
+            ErrorCode.SECURITY_DISABLED,
+            "No Authorizer is configured on the broker",
+            (),
+        )
+    elif api_key == 30:
+        assert [(int(r.error_code), r.error_message) for r in response.results] == [
+            (ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker.")
+        ]
+    elif api_key == 31:
+        assert [
+            (int(r.error_code), r.error_message, r.matching_acls) for r in response.filter_results
+        ] == [(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker.", ())]
     else:
         raise AssertionError(f"api key {api_key} served but not checked here")
 

@@ -96,8 +96,15 @@ def test_security_inter_broker_protocol_names_the_inter_broker_listener() -> Non
         ({"ssl.keymanager.algorithm": "SunX509"}, "ssl.keymanager.algorithm"),
         ({"ssl.no.such.thing": "1"}, "ssl.no.such.thing"),
         ({"connections.max.reauth.ms": "60000"}, "connections.max.reauth.ms"),
+        # Kafka's ACL authorizer is the one minikafka has; any other class is refused.
         ({"authorizer.class.name": "com.example.Authorizer"}, "authorizer.class.name"),
+        (
+            {"authorizer.class.name": "kafka.security.auth.SimpleAclAuthorizer"},
+            "kafka.security.authorizer.AclAuthorizer",
+        ),
         ({"super.users": "alice"}, "super.users"),
+        # AclAuthorizer.configure parses every part between semicolons.
+        ({"super.users": "User:admin;;User:alice"}, "super.users"),
     ],
 )
 def test_what_minikafka_does_not_implement_is_refused_by_name(
@@ -138,3 +145,16 @@ def test_ssl_settings_per_listener_and_super_users() -> None:
         KafkaPrincipal.user("admin"),
         KafkaPrincipal.user("CN=broker1,OU=minikafka"),
     }
+
+
+def test_the_acl_authorizer_is_turned_on_by_its_class_name() -> None:
+    assert not config().security().authorizer
+    sec = secured(
+        **{
+            "authorizer.class.name": " kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:admin; User:broker;",
+        }
+    ).security()
+    assert sec.authorizer
+    # Each part trimmed; Java's split drops the trailing empty one.
+    assert sec.super_users == {KafkaPrincipal.user("admin"), KafkaPrincipal.user("broker")}

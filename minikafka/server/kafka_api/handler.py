@@ -16,6 +16,7 @@ from minikafka.protocol.kafka.codec import KafkaRequest, encode_response, respon
 from minikafka.protocol.kafka.fetch_response import Chunk
 from minikafka.security.sasl_server import API_VERSIONS, SASL_AUTHENTICATE, SASL_HANDSHAKE
 from minikafka.server.broker_services import BrokerServices
+from minikafka.server.kafka_api.acls import AclApis
 from minikafka.server.kafka_api.cluster import ClusterApis
 from minikafka.server.kafka_api.configs import ConfigApis
 from minikafka.server.kafka_api.fetch import FetchApis
@@ -52,6 +53,7 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     ProducerIdApis,
     SaslApis,
     ScramApis,
+    AclApis,
 )
 
 # api key -> (min, max): every API the broker serves on its client listeners. The minimum
@@ -95,6 +97,7 @@ class KafkaApiHandler:
             ProducerIdApis(apis),
             SaslApis(),
             ScramApis(apis),
+            AclApis(apis),
         ]
         assert [type(f) for f in families] == list(FAMILIES)
         self._routes: dict[int, Route] = {
