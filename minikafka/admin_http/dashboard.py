@@ -106,8 +106,12 @@ def local_broker_facts(broker: BrokerView, leaders: int) -> dict[str, Any]:
 
 
 class Dashboard:
-    def __init__(self, broker: BrokerView) -> None:
+    """`token`: the cluster's `admin.listeners.token` (every broker has the same), sent to
+    the other brokers' endpoints; None: none is asked for."""
+
+    def __init__(self, broker: BrokerView, token: str | None = None) -> None:
         self._broker = broker
+        self._headers = {} if token is None else {"Authorization": f"Bearer {token}"}
         self.events = EventLog()
         self.rates = RateSampler()
         self.throughput = ClusterThroughput()
@@ -254,13 +258,15 @@ class Dashboard:
     async def _ask_peer(self, broker_id: int, url: str) -> PeerAnswer | PeerFailure:
         if self._session is None:
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=PEER_TIMEOUT_S)
+                timeout=aiohttp.ClientTimeout(total=PEER_TIMEOUT_S), headers=self._headers
             )
         after = self.throughput.last_second(broker_id)
         try:
             async with self._session.get(
                 f"{url}/v1/local", params={"throughput_after_s": str(after)}
             ) as resp:
+                if resp.status == 401:
+                    return PeerFailure("HTTP 401: its admin.listeners.token is not this broker's")
                 if resp.status != 200:
                     return PeerFailure(f"HTTP {resp.status}")
                 body = await resp.json(loads=json.loads)

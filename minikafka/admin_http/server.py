@@ -22,12 +22,21 @@ The dashboard (dashboard.py assembles, cluster_view.py decides):
 
 Errors are JSON with Kafka's error names and codes (an unknown topic is
 UNKNOWN_TOPIC_OR_PARTITION, 404). Everything is read-only: the endpoint changes nothing.
+
+With `admin.listeners.token` set, every request but `/health` (liveness for orchestrators,
+which tells nothing of the data) must present the token (`token_middleware`): as
+`Authorization: Bearer <token>`, or as the password of HTTP basic auth with any user name,
+which a browser asks for when it opens the dashboard. Otherwise 401 with `WWW-Authenticate:
+Basic realm="minikafka"`, logged at INFO without what was presented.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import hmac
 import logging
 import socket
 from dataclasses import replace
@@ -43,6 +52,9 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.partition import Partition
 
 if TYPE_CHECKING:
+    # Types only: Debian 12's aiohttp (3.8, the compose image's) has no Middleware.
+    from aiohttp.typedefs import Handler, Middleware
+
     from minikafka.server.admin_endpoint import BrokerView
 
 log = logging.getLogger(__name__)
@@ -51,6 +63,9 @@ STATIC_DIR = Path(__file__).parent / "static"
 # Partition rows a page gets unless it asks for another number (worst first).
 DEFAULT_ROWS = 200
 MAX_ROWS = 100_000
+# The one route open without the token: liveness, which says nothing of the data.
+OPEN_PATHS = frozenset({"/health"})
+AUTH_REALM = 'Basic realm="minikafka"'
 
 
 def error_response(status: int, code: ErrorCode, message: str) -> web.Response:
@@ -91,9 +106,74 @@ def partition_view(p: Partition, now_ms: int) -> dict[str, Any]:
     return view
 
 
+def presented_token(authorization: str | None) -> bytes | None:
+    """The token an `Authorization` header presents: a bearer token, or the password of
+    basic auth (any user name); None for no header, another scheme or a malformed one."""
+    if authorization is None:
+        return None
+    scheme, _, credentials = authorization.strip().partition(" ")
+    credentials = credentials.strip()
+    if not credentials:
+        return None
+    if scheme.lower() == "bearer":
+        # Header values are text; anything but ASCII cannot be the token anyway.
+        return credentials.encode("utf-8", "backslashreplace")
+    if scheme.lower() == "basic":
+        try:
+            decoded = base64.b64decode(credentials.encode("ascii"), validate=True)
+        except (UnicodeEncodeError, binascii.Error):
+            return None
+        _user, colon, password = decoded.partition(b":")
+        return password if colon else None
+    return None
+
+
+def token_middleware(token: str) -> Middleware:
+    """Every request but OPEN_PATHS' must present `token` (`presented_token`), compared in
+    constant time; else 401 with the basic-auth challenge. Unknown paths are refused too:
+    without the token nothing, not even which routes exist, is told."""
+    expected = token.encode("ascii")
+
+    @web.middleware
+    async def require_token(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path in OPEN_PATHS:
+            return await handler(request)
+        header = request.headers.get("Authorization")
+        presented = presented_token(header)
+        if presented is not None and hmac.compare_digest(presented, expected):
+            return await handler(request)
+        # Never what was presented: a wrong token may be a typo of the right one.
+        why = (
+            "no credentials"
+            if header is None
+            else "unreadable credentials"
+            if presented is None
+            else "a wrong token"
+        )
+        log.info(
+            "admin endpoint: %s %s from %s refused (401): %s",
+            request.method,
+            request.path,
+            request.remote,
+            why,
+        )
+        return web.json_response(
+            {
+                "error": "UNAUTHORIZED",
+                "message": "this admin endpoint requires its token (admin.listeners.token): "
+                "Authorization: Bearer <token>, or basic auth with the token as the password",
+            },
+            status=401,
+            headers={"WWW-Authenticate": AUTH_REALM},
+        )
+
+    return require_token
+
+
 class AdminHttpServer:
     """A broker's admin endpoint (server/admin_endpoint.py's AdminEndpoint): it reads the
-    broker through a BrokerView and changes nothing."""
+    broker through a BrokerView and changes nothing. With the broker's
+    `admin.listeners.token`, every request but /health must present it."""
 
     def __init__(self, broker: BrokerView, host: str, port: int) -> None:
         self._broker = broker
@@ -101,11 +181,14 @@ class AdminHttpServer:
         self._requested_port = port
         self._runner: web.AppRunner | None = None
         self.port = port
-        self.dashboard = Dashboard(broker)
+        self._token = broker.config.admin_listeners_token
+        self.dashboard = Dashboard(broker, self._token)
 
     def app(self) -> web.Application:
         # GET (and HEAD) only: no request can change anything; others get 405.
-        app = web.Application()
+        app = web.Application(
+            middlewares=[] if self._token is None else [token_middleware(self._token)]
+        )
         app.router.add_get("/metrics", self.metrics)
         app.router.add_get("/health", self.health)
         app.router.add_get("/v1/broker", self.broker)

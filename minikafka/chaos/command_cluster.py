@@ -110,8 +110,10 @@ class CommandCluster:
         nemesis_command: str,
         *,
         command_timeout_s: float = 120.0,
+        admin_token: str | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self._admin_token = admin_token
         self.zookeeper_connect = zookeeper_connect
         self.nemesis_command = nemesis_command
         self._words = parse_nemesis_command(nemesis_command)
@@ -134,6 +136,11 @@ class CommandCluster:
 
     def close(self) -> None:
         self._view.close()
+
+    def admin_token(self) -> str | None:
+        """The brokers' `admin.listeners.token`, as given (None: their admin endpoints ask
+        for none)."""
+        return self._admin_token
 
     # --- ZooKeeper view ------------------------------------------------------------------
 

@@ -374,7 +374,7 @@ async def _collect_replica_logs(
     cluster: ChaosCluster, opts: ChaosOptions, history: History
 ) -> None:
     """Every replica's records below what it knows to be committed: min(leader HW, its LEO)."""
-    async with ReplicaClient(cluster.bootstrap_servers) as views:
+    async with ReplicaClient(cluster.bootstrap_servers, admin_token=cluster.admin_token()) as views:
         described = await views.describe_replicas([opts.topic], timeout_ms=30_000)
         source, read = _replica_reader(cluster, views)
         history.meta["replica_logs_from"] = source

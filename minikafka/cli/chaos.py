@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from minikafka.cli.output_dirs import OTHER_CLUSTERS_DIR, other_clusters_dir
 from minikafka.cli.signals import interrupt_status, sigterm_as_interrupt
 from minikafka.client.bootstrap import parse_bootstrap_servers
 from minikafka.client.client_security import client_security
+from minikafka.client.replica_states import ADMIN_TOKEN_ENV
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
 
@@ -99,7 +101,12 @@ def command_cluster(
             "--nemesis-command 'CMD {op} {broker}'"
         )
     assert zookeeper is not None and nemesis_command is not None
-    return CommandCluster(bootstrap_server, zookeeper, nemesis_command)
+    return CommandCluster(
+        bootstrap_server,
+        zookeeper,
+        nemesis_command,
+        admin_token=os.environ.get(ADMIN_TOKEN_ENV) or None,
+    )
 
 
 @click.command()
@@ -110,7 +117,8 @@ def command_cluster(
     callback=_check_bootstrap,
     metavar="HOST:PORT[,HOST:PORT]",
     help="Instead of --data-dir: a running cluster chaos does not manage (e.g. "
-    "docker-compose's); needs --zookeeper and --nemesis-command.",
+    "docker-compose's); needs --zookeeper and --nemesis-command. Brokers whose admin "
+    f"endpoints ask for a token (admin.listeners.token) get ${ADMIN_TOKEN_ENV}'s.",
 )
 @command_config_option
 @click.option(

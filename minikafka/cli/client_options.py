@@ -1,6 +1,6 @@
 """What the client-side commands (topics, produce, consume, ...) share: `--bootstrap-server`
-with `--command-config` (Kafka's tools' client properties file: TLS, SASL), and `key=value`
-options."""
+with `--command-config` (Kafka's tools' client properties file: TLS, SASL), the admin
+endpoints' token of the command's cluster, and `key=value` options."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from minikafka.client.librdkafka import (
     check_shared_config,
     require_librdkafka,
 )
+from minikafka.client.replica_states import ADMIN_TOKEN_ENV
 from minikafka.cluster.data_dir import STATE_FILE, default_data_dir
 from minikafka.cluster.local import LocalCluster
 
@@ -44,15 +45,20 @@ def default_bootstrap(take_client_config: bool = False) -> str:
     $MINIKAFKA_BOOTSTRAP_SERVERS, else localhost:9092. With `take_client_config`, the local
     cluster's client settings (TLS, SASL: what its saved state says a client needs) become
     the process's client security settings too."""
+    return _default_bootstrap(take_client_config)[0]
+
+
+def _default_bootstrap(take_client_config: bool) -> tuple[str, LocalCluster | None]:
+    """`default_bootstrap`'s servers, and the local cluster they are of (None: another)."""
     local = _running_local_cluster()
     if local is None:
-        return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP
+        return os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP, None
     # A secured local cluster says what its clients need (librdkafka's names); older
     # LocalClusters have no client_config and plaintext listeners.
     settings = getattr(local, "client_config", None) if take_client_config else None
     if settings is not None:
         set_client_security(settings())
-    return local.bootstrap_servers
+    return local.bootstrap_servers, local
 
 
 def _running_local_cluster() -> LocalCluster | None:
@@ -68,15 +74,31 @@ def _running_local_cluster() -> LocalCluster | None:
 # ctx.meta's mark of a command given --command-config: its settings, not the local
 # cluster's, are the command's.
 _COMMAND_CONFIG_GIVEN: Final = "minikafka.command_config"
+# ctx.meta's local cluster the command bootstraps from by default (none: another cluster).
+_LOCAL_CLUSTER: Final = "minikafka.local_cluster"
+
+
+def admin_token() -> str | None:
+    """The admin endpoints' token (`admin.listeners.token`) for the current command's
+    cluster: the running local cluster's own when the command bootstraps from it by
+    default (as it takes its client settings), else $MINIKAFKA_ADMIN_TOKEN; None: none."""
+    ctx = click.get_current_context(silent=True)
+    local = None if ctx is None else ctx.meta.get(_LOCAL_CLUSTER)
+    # Older LocalClusters (and the tests' stand-ins) have no token.
+    own = getattr(local, "admin_token", None)
+    token = own() if callable(own) else None
+    return token if isinstance(token, str) and token else os.environ.get(ADMIN_TOKEN_ENV) or None
 
 
 def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if value is None:
         # --command-config (eager: read before this) may name the servers, as a Kafka
         # client's properties file does.
-        value = client_security().get("bootstrap.servers") or default_bootstrap(
-            take_client_config=not ctx.meta.get(_COMMAND_CONFIG_GIVEN, False)
-        )
+        value = client_security().get("bootstrap.servers")
+        if not value:
+            value, ctx.meta[_LOCAL_CLUSTER] = _default_bootstrap(
+                not ctx.meta.get(_COMMAND_CONFIG_GIVEN, False)
+            )
     try:
         parse_bootstrap_servers(value)
     except ValueError as e:

@@ -165,6 +165,14 @@ def print_status(console: Console, status: dict[str, Any]) -> None:
     console.print(f"[bold]admin endpoints (/metrics, /health, /v1/...):[/] {admin}")
     if status["brokers"]:
         console.print(f"[bold]dashboard:[/] {status['brokers'][0]['admin_url']}/")
+    if status.get("admin_token_file"):
+        # The path, not the token: the user name is any, the token is the password.
+        console.print(
+            f"[bold]admin token:[/] in {status['admin_token_file']} (every route but /health "
+            "asks for it: Authorization: Bearer <token>, or any user name with it as the "
+            "password)",
+            soft_wrap=True,
+        )
 
 
 @click.group()

@@ -4,7 +4,8 @@ For every partition the leader (found through metadata) is asked at its HTTP adm
 endpoint (`GET /v1/partitions`, found through the broker's `admin.listeners`); one row per
 replica shows its role, ISR membership, LEO, the partition's HW, its lag behind the leader
 in messages, and how long ago it last caught up with the leader (design §7:
-`lastCaughtUpTimeMs`, the clock that drives ISR shrinking).
+`lastCaughtUpTimeMs`, the clock that drives ISR shrinking). Endpoints that ask for a token
+(`admin.listeners.token`) get the running local cluster's, or $MINIKAFKA_ADMIN_TOKEN.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from minikafka.cli.client_options import bootstrap_server_option
+from minikafka.cli.client_options import admin_token, bootstrap_server_option
 from minikafka.client.replica_states import PartitionReplicas, ReplicaDescription
 from minikafka.client.replicas import ReplicaClient
 from minikafka.protocol.errors import KafkaError, UnknownTopicOrPartitionError
@@ -70,8 +71,12 @@ def print_tables(console: Console, described: list[PartitionReplicas]) -> None:
         console.print(topic_table(topic, list(parts)))
 
 
-async def _describe(bootstrap_server: str, topic: str | None, timeout_ms: int) -> int:
-    async with ReplicaClient(bootstrap_server, default_api_timeout_ms=timeout_ms) as views:
+async def _describe(
+    bootstrap_server: str, topic: str | None, timeout_ms: int, token: str | None
+) -> int:
+    async with ReplicaClient(
+        bootstrap_server, default_api_timeout_ms=timeout_ms, admin_token=token
+    ) as views:
         try:
             described = await views.describe_replicas(None if topic is None else [topic])
         except UnknownTopicOrPartitionError:
@@ -100,11 +105,15 @@ async def _describe(bootstrap_server: str, topic: str | None, timeout_ms: int) -
     help="How long to keep asking leaders that do not answer (moved, unreachable).",
 )
 def replicas(bootstrap_server: str, describe: bool, topic: str | None, timeout_ms: int) -> None:
-    """Each partition's replicas as its leader sees them (LEO, HW, lag, ISR)."""
+    """Each partition's replicas as its leader sees them (LEO, HW, lag, ISR).
+
+    The leaders' admin endpoints are asked; when the brokers set admin.listeners.token,
+    their token is sent: the running local cluster's own when bootstrapping from it by
+    default, else $MINIKAFKA_ADMIN_TOKEN's (export MINIKAFKA_ADMIN_TOKEN=<token>)."""
     if not describe:
         raise click.UsageError("Command must include an action: --describe")
     try:
-        failed = asyncio.run(_describe(bootstrap_server, topic, timeout_ms))
+        failed = asyncio.run(_describe(bootstrap_server, topic, timeout_ms, admin_token()))
     except click.ClickException as e:
         _fail(e.message)
     except KafkaError as e:

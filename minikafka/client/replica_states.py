@@ -5,7 +5,8 @@ leader rows carry `replica_states`). Kafka's protocol has no request for it.
 
 Pure code: the JSON of a leader's row becomes a `PartitionReplicas`, and a broker's
 `admin.listeners` (as DescribeConfigs gives it) the URL this client reaches its endpoint
-at. The requests are `replicas.py`'s.
+at, with the headers that present the cluster's `admin.listeners.token`. The requests are
+`replicas.py`'s.
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def partition_replicas(
         leo,
         replicas,
     )
+
+
+# The admin endpoints' token (`admin.listeners.token`) of a cluster the tools do not manage:
+# the commands read it from here (a local cluster's they know).
+ADMIN_TOKEN_ENV = "MINIKAFKA_ADMIN_TOKEN"
+
+
+def admin_headers(token: str | None) -> dict[str, str]:
+    """The headers that present `token` to an admin endpoint (none for None)."""
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
 
 
 def _host_port(host: str, port: int) -> str:

@@ -5,7 +5,8 @@ and chaos's replica check.
 - `describe_replicas`: leaders and brokers from Kafka's Metadata (librdkafka), each
   leader's admin endpoint found through Kafka's DescribeConfigs (its `admin.listeners`),
   and its view of every replica from that endpoint's `GET /v1/partitions`
-  (`replica_states.py`).
+  (`replica_states.py`), with the cluster's `admin.listeners.token` when its endpoints ask
+  for one (the caller gives it: a local cluster's, or $MINIKAFKA_ADMIN_TOKEN).
 - `fetch_replica_records`: a follower's records as well as a leader's, up to its LEO, with
   Kafka's Fetch as the debugging consumer on the broker's client listener
   (`replica_reads.py`, over `kafka_wire.py`).
@@ -36,7 +37,9 @@ from minikafka.client.librdkafka import (
 )
 from minikafka.client.replica_reads import read_replica
 from minikafka.client.replica_states import (
+    ADMIN_TOKEN_ENV,
     PartitionReplicas,
+    admin_headers,
     admin_url,
     partition_replicas,
     serves_broker,
@@ -101,7 +104,8 @@ class ReplicaClient:
 
     `request_timeout_ms` bounds each request, `default_api_timeout_ms` a whole call that
     names no timeout of its own (retries included), `retry_backoff_ms` the wait between
-    attempts: Kafka's admin client's settings, with its defaults.
+    attempts: Kafka's admin client's settings, with its defaults. `admin_token`: the
+    brokers' `admin.listeners.token`, sent to their admin endpoints (None: none sent).
     """
 
     def __init__(
@@ -112,8 +116,10 @@ class ReplicaClient:
         retry_backoff_ms: int = 100,
         default_api_timeout_ms: int = 60000,
         client_id: str | None = None,
+        admin_token: str | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self._admin_headers = admin_headers(admin_token)
         self.client_id = client_id or f"replica-client-{next(_client_ids)}"
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
@@ -306,16 +312,34 @@ class ReplicaClient:
         """(HTTP status, JSON body) of a GET to broker `broker_id`'s admin endpoint;
         NetworkError (and the URL forgotten, to be found again) when it does not answer."""
         if self._http is None:
-            self._http = aiohttp.ClientSession()
+            self._http = aiohttp.ClientSession(headers=self._admin_headers)
         try:
             async with self._http.get(
                 url + path, params=params, timeout=aiohttp.ClientTimeout(total=timeout_s)
             ) as resp:
-                return resp.status, json.loads(await resp.read())
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+                status = resp.status
+                body = await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
             self._admin_urls.pop(broker_id, None)
             why = str(e) or type(e).__name__
             raise NetworkError(f"broker {broker_id}'s admin endpoint {url}: {why}") from None
+        if status == 401:
+            # Asking again with the same token does not help.
+            raise AdminEndpointError(
+                f"broker {broker_id}'s admin endpoint {url} "
+                + (
+                    "refused the token given"
+                    if self._admin_headers
+                    else "requires a token (its admin.listeners.token)"
+                )
+                + f" (HTTP 401); the minikafka commands send ${ADMIN_TOKEN_ENV}'s, or a "
+                "local cluster's own"
+            )
+        try:
+            return status, json.loads(body)
+        except ValueError as e:
+            self._admin_urls.pop(broker_id, None)
+            raise NetworkError(f"broker {broker_id}'s admin endpoint {url}: {e}") from None
 
     # --- metadata ----------------------------------------------------------------------------
 

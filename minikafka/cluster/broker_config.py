@@ -18,6 +18,9 @@ from minikafka.protocol.errors import InvalidConfigError
 MANAGED_KEYS = frozenset(
     {"broker.id", "listeners", "admin.listeners", "log.dirs", "log.dir", "zookeeper.connect"}
 )
+# The cluster's own secret: made by a secured cluster, known to its tools (readiness, the
+# replica views) and never written to cluster.json, as an override would be.
+SECRET_KEYS = frozenset({"admin.listeners.token"})
 
 
 def default_broker_command() -> list[str]:
@@ -58,6 +61,12 @@ def check_overrides(overrides: Mapping[str, str]) -> None:
         raise ValueError(
             f"{', '.join(managed)} cannot be overridden: the cluster sets them per broker"
         )
+    secret = sorted(SECRET_KEYS.intersection(overrides))
+    if secret:
+        raise ValueError(
+            f"{', '.join(secret)} cannot be overridden: a secured cluster (--security) makes "
+            "its own, in the data dir's security/"
+        )
     try:
         BrokerConfig.from_properties({"broker.id": "1", **overrides})
     except InvalidConfigError as e:
@@ -65,7 +74,11 @@ def check_overrides(overrides: Mapping[str, str]) -> None:
 
 
 def write_server_properties(path: Path, props: Mapping[str, str]) -> None:
-    """Write a broker's `server.properties` (again at every start of the broker)."""
+    """Write a broker's `server.properties` (again at every start of the broker), readable
+    by its owner only: a secured cluster's hold the admin's password and the admin
+    endpoints' token."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
     path.write_text(
         "# Written by `minikafka cluster` at every start; edit the cluster's overrides "
         "instead.\n" + "".join(f"{k}={v}\n" for k, v in props.items())

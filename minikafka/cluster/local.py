@@ -159,6 +159,12 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
     def zookeeper_connect(self) -> str:
         return self.zookeeper.connect_string
 
+    def admin_token(self) -> str | None:
+        """The brokers' `admin.listeners.token`: a secured cluster's (`security.py`: a
+        random one in its data dir), else None (the default cluster's endpoints ask for
+        none)."""
+        return None if self.security is None else self.security.admin_token()
+
     def broker_properties(self, broker_id: int) -> dict[str, str]:
         """What `server.properties` of this broker says: ours, then the overrides."""
         b = self._broker(broker_id)
@@ -474,6 +480,12 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
             "bootstrap_servers": self.bootstrap_servers,
             "security": None if self.security is None else self.security.mode,
             "client_config": self.client_config(),
+            # Where the admin endpoints' token is, never the token.
+            "admin_token_file": (
+                None
+                if self.security is None or self.security.admin_token() is None
+                else str(self.security.admin_token_path)
+            ),
             "zookeeper": {
                 "connect": self.zookeeper.connect_string,
                 "port": self.zookeeper.port,

@@ -2,8 +2,9 @@
 
 Ready is as a client needs it: each broker registered in `/brokers/ids` with its port (and
 a newer broker epoch than a previous process's) and accepting connections, a controller
-elected, and each broker's metadata naming the controller and the other brokers. All
-waiting polls a condition against a deadline (`waiting.py`).
+elected, and each broker's metadata naming the controller and the other brokers (read at
+its admin endpoint, with the cluster's token when it has one). All waiting polls a
+condition against a deadline (`waiting.py`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ class ClusterReadiness(LocalBrokers):
     zookeeper: LocalZooKeeper
     # A client on `zookeeper`, opened when first needed.
     _zk_view: ZkClusterView | None = None
+
+    def admin_token(self) -> str | None:
+        """The token the brokers' admin endpoints ask for (`admin.listeners.token`), None
+        when they ask for none. The subclass knows it."""
+        return None
 
     # --- ZooKeeper view ----------------------------------------------------------------
 
@@ -126,11 +132,16 @@ class ClusterReadiness(LocalBrokers):
         client that bootstraps before then is told of no controller; librdkafka's admin
         client can then wait for one for the whole of its request timeout."""
         ids = sorted(set(broker_ids))
+        token = self.admin_token()
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
 
         def known() -> bool:
             for bid in ids:
+                request = urllib.request.Request(
+                    f"{self.admin_url(bid)}/v1/broker", headers=headers
+                )
                 try:
-                    with urllib.request.urlopen(f"{self.admin_url(bid)}/v1/broker", timeout=2) as r:
+                    with urllib.request.urlopen(request, timeout=2) as r:
                         meta = json.load(r)["metadata"]
                 except (OSError, ValueError, KeyError):
                     return False

@@ -13,9 +13,11 @@ and the brokers as super users (super.users): the admin may do anything, brokers
 each other the inter-broker requests, and any other user needs ACLs.
 
 Everything lives in `<data dir>/security/`: a throwaway CA, one certificate per broker and
-one for the admin client, and the admin user's password (mode 0600). The admin user is a
-super user and is written to ZooKeeper as Kafka's `kafka-configs --zookeeper` writes a
-SCRAM user, before the brokers start (they authenticate to each other with it).
+one for the admin client, the admin user's password and the admin endpoints' token (mode
+0600). The admin user is a super user and is written to ZooKeeper as Kafka's
+`kafka-configs --zookeeper` writes a SCRAM user, before the brokers start (they
+authenticate to each other with it). In every mode the brokers' HTTP admin endpoints ask
+for the token (`admin.listeners.token`) on every route but /health.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ SECURITY_MODES: Final[tuple[str, ...]] = get_args(SecurityMode)
 
 ADMIN_USER: Final = "admin"
 SECURITY_DIR: Final = "security"
+# The secret of the brokers' HTTP admin endpoints (`admin.listeners.token`).
+ADMIN_TOKEN_FILE: Final = "admin-http.token"
+ADMIN_TOKEN_PROPERTY: Final = "admin.listeners.token"
 # The client certificate's common name is the principal's name (User:admin, User:broker1).
 MAPPING_RULES: Final = "RULE:^CN=([^,]+),OU=minikafka$/$1/,DEFAULT"
 SCRAM_LOGIN_MODULE: Final = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -75,9 +80,14 @@ class ClusterSecurity:
     def password_path(self) -> Path:
         return self.directory / f"{ADMIN_USER}.password"
 
+    @property
+    def admin_token_path(self) -> Path:
+        return self.directory / ADMIN_TOKEN_FILE
+
     def prepare(self, broker_ids: list[int]) -> None:
         """Make what is missing: the CA, a certificate per broker and the admin's, the
-        admin's password. Idempotent: a restarted cluster keeps its CA and password."""
+        admin's password, the admin endpoints' token. Idempotent: a restarted cluster keeps
+        its CA, password and token."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self.directory.chmod(0o700)
         if self.uses_tls:
@@ -91,11 +101,21 @@ class ClusterSecurity:
                 if not (self.directory / f"{name}.keystore.pem").exists():
                     ca.issue(self.directory, name, hosts=hosts)
         if self.uses_sasl and not self.password_path.exists():
-            self.password_path.touch(mode=0o600)
-            self.password_path.write_text(secrets.token_urlsafe(24))
+            _write_secret(self.password_path, secrets.token_urlsafe(24))
+        if not self.admin_token_path.exists():
+            _write_secret(self.admin_token_path, secrets.token_urlsafe(32))
 
     def admin_password(self) -> str:
         return self.password_path.read_text().strip()
+
+    def admin_token(self) -> str | None:
+        """The brokers' `admin.listeners.token`, which whoever reads their admin endpoints
+        presents; None for a data dir prepared before there were tokens (until its next
+        `cluster up`): its running brokers ask for none."""
+        try:
+            return self.admin_token_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
 
     def admin_scram_config(self) -> dict[str, str]:
         """The admin's `/config/users/admin` entries (both SCRAM mechanisms)."""
@@ -130,6 +150,9 @@ class ClusterSecurity:
             "authorizer.class.name": ACL_AUTHORIZER,
             "super.users": self.super_users({broker_id, *broker_ids}),
         }
+        token = self.admin_token()
+        if token is not None:
+            props[ADMIN_TOKEN_PROPERTY] = token
         if self.uses_tls:
             props.update(
                 {
@@ -188,3 +211,9 @@ class ClusterSecurity:
             self.ca_path,
             False,
         )
+
+
+def _write_secret(path: Path, secret: str) -> None:
+    """A new file only its owner can read, holding `secret`."""
+    path.touch(mode=0o600)
+    path.write_text(secret)

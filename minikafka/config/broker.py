@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,6 +65,12 @@ def parse_admin_listener(listener: str) -> tuple[str, int]:
     if parts.scheme.lower() != "http" or parts.port is None:
         raise ValueError(f"unsupported admin listener {listener!r}: expected http://host:port")
     return parts.hostname or "", parts.port
+
+
+def _is_token(token: str) -> bool:
+    """Whether `token` can be sent as it is in an Authorization header, as a bearer token or
+    a basic password: visible ASCII, no spaces."""
+    return bool(token) and all("!" <= c <= "~" for c in token)
 
 
 def _unknown_properties_message(unknown: list[str], known: set[str]) -> str:
@@ -184,6 +190,10 @@ class BrokerConfig:
     # Not Kafka's (Kafka has JMX): `http://host:port` of the HTTP admin endpoint (Prometheus
     # metrics, health, JSON views; minikafka.admin_http). Unset: no endpoint.
     admin_listeners: str | None = None
+    # Not Kafka's either: the secret every admin endpoint request but /health must present
+    # (admin_http/server.py). A secret like Kafka's PASSWORD configs: described as sensitive,
+    # with no value (config/dynamic.py), and never in this config's repr.
+    admin_listeners_token: str | None = field(default=None, repr=False)
     # Security (config/security.py): how listeners authenticate, who the brokers are to each
     # other, and the authorizer. Kafka's defaults: SASL's mechanism is GSSAPI, which
     # minikafka lacks, so a SASL listener needs sasl.enabled.mechanisms set.
@@ -290,6 +300,12 @@ class BrokerConfig:
                 parse_admin_listener(self.admin_listeners)
             except ValueError as e:
                 raise InvalidConfigError(f"admin.listeners: {e}") from e
+        if self.admin_listeners_token is not None and not _is_token(self.admin_listeners_token):
+            # Never the value in the message: it is a secret.
+            raise InvalidConfigError(
+                "admin.listeners.token must be printable ASCII without spaces (it is sent in "
+                "an HTTP header)"
+            )
         self.resolved_listeners()
         self.security()
         if self.log_cleaner_backoff_ms <= 0:

@@ -61,6 +61,12 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "admin.listeners": "minikafka's own setting (Kafka has JMX instead): http://host:port of "
     "its HTTP admin endpoint, serving Prometheus metrics, health, JSON views and the "
     "dashboard. Unset: no endpoint.",
+    "admin.listeners.token": "minikafka's own setting: a secret the admin endpoint asks of "
+    "every request but /health (liveness, which tells nothing of data): sent as "
+    "'Authorization: Bearer <token>', or as the password of HTTP basic auth with any user "
+    "name (a browser asks for it). The brokers send it to each other's endpoints, so every "
+    "broker of a cluster has the same. Printable ASCII without spaces; described as "
+    "sensitive, without its value. Unset: the endpoint asks for nothing.",
     # --- replication ---------------------------------------------------------------------------
     "replica.lag.time.max.ms": "A follower that has not fetched up to the leader's log end "
     "offset for this long is removed from the ISR.",

@@ -55,6 +55,7 @@ class ConfigType(enum.IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    PASSWORD = 9
 
 
 class AlterOp(enum.IntEnum):
@@ -259,6 +260,8 @@ class DescribedConfig:
     type: ConfigType
     doc: str | None
     synonyms: tuple[ConfigSynonym, ...]
+    # A secret: described without its value (nor any synonym's), as Kafka's PASSWORD configs.
+    sensitive: bool = False
 
 
 def _text(value: object) -> str | None:
@@ -272,9 +275,10 @@ def _text(value: object) -> str | None:
 
 
 def _broker_values(broker: BrokerConfig) -> dict[str, str | None]:
-    """Every broker setting by Kafka's name, as text. The ssl.* and listener.name.*
-    properties (security_props) are not described: several hold secrets (passwords, keys,
-    JAAS configs), which Kafka answers as sensitive, with no value."""
+    """Every broker setting by Kafka's name, as text (secrets too: describing leaves their
+    values out, SENSITIVE_BROKER_CONFIGS). The ssl.* and listener.name.* properties
+    (security_props) are not described: several hold secrets (passwords, keys, JAAS
+    configs), which Kafka answers as sensitive, with no value."""
     return {
         BrokerConfig.property_name(f.name): _text(getattr(broker, f.name))
         for f in fields(broker)
@@ -284,8 +288,15 @@ def _broker_values(broker: BrokerConfig) -> dict[str, str | None]:
 
 _DEFAULT_VALUES: Final = _broker_values(BrokerConfig())
 
+# Broker settings that hold a secret. Kafka describes its PASSWORD-typed configs as
+# sensitive, with a null value and null synonym values (ConfigHelper): whether and where one
+# is set shows, never what it is.
+SENSITIVE_BROKER_CONFIGS: Final = frozenset({"admin.listeners.token"})
+
 
 def _broker_type(name: str) -> ConfigType:
+    if name in SENSITIVE_BROKER_CONFIGS:
+        return ConfigType.PASSWORD
     for d in TOPIC_CONFIGS.values():
         if d.broker_synonym == name:
             return d.type
@@ -353,6 +364,8 @@ class BrokerConfigLayers:
         if static != _DEFAULT_VALUES[name]:
             out.append(ConfigSynonym(name, static, ConfigSource.STATIC_BROKER_CONFIG))
         out.append(ConfigSynonym(name, _DEFAULT_VALUES[name], ConfigSource.DEFAULT_CONFIG))
+        if name in SENSITIVE_BROKER_CONFIGS:
+            return [ConfigSynonym(y.name, None, y.source) for y in out]
         return out
 
 
@@ -403,15 +416,17 @@ def describe_broker(
     out: list[DescribedConfig] = []
     for name in dict.fromkeys(wanted):
         levels = layers.levels(name)
+        sensitive = name in SENSITIVE_BROKER_CONFIGS
         out.append(
             DescribedConfig(
                 name,
-                values[name],
+                None if sensitive else values[name],
                 name not in DYNAMIC_BROKER_CONFIGS,
                 levels[0].source,
                 _broker_type(name),
                 _broker_doc(name),
                 tuple(levels) if include_synonyms else (),
+                sensitive,
             )
         )
     return out

@@ -6,7 +6,8 @@ broker runs), and an HTTP admin endpoint answering `/v1/broker` and `/v1/partiti
 broker's does. Behind both, partitions kept in memory, answered like a broker would.
 
 Tests steer it directly: move a leader, stop a broker, change a broker's
-`admin.listeners`, or `inject` a canned answer (or an exception) for the next requests of
+`admin.listeners`, have its admin endpoint ask for a token (the broker's own middleware,
+`admin_token`), or `inject` a canned answer (or an exception) for the next requests of
 some type to some broker. Kafka requests arrive as what the adapter hands the broker's
 services (`MetadataQuery`, m.FetchRequest, m.ListOffsetsRequest); admin endpoint requests
 as `BrokerGet` and `PartitionsGet`, answered with (HTTP status, JSON body).
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
+from minikafka.admin_http.server import token_middleware
 from minikafka.config.dynamic import ConfigSource, ConfigType, DescribedConfig
 from minikafka.protocol.errors import ErrorCode, InvalidRequestError
 from minikafka.rpc import messages as m
@@ -160,6 +162,8 @@ class FakeCluster:
         # changed it (None: unset); by default http://127.0.0.1:<its admin port>.
         self.admin_listeners: dict[int, str | None] = {}
         self.alive: set[int] = set()
+        # The admin endpoints' admin.listeners.token, for endpoints started from then on.
+        self.admin_token: str | None = None
         self.controller_id = 1
         self.topics: dict[str, dict[int, FakePartition]] = {}
         # Topics "being created": in ZooKeeper, not yet in metadata (LEADER_NOT_AVAILABLE,
@@ -202,7 +206,8 @@ class FakeCluster:
             topic = request.query.get("topic")
             return _json(await self._handle(broker_id, PartitionsGet(topic)))
 
-        app = web.Application()
+        token = self.admin_token
+        app = web.Application(middlewares=[] if token is None else [token_middleware(token)])
         app.router.add_get("/v1/broker", broker)
         app.router.add_get("/v1/partitions", partitions)
         runner = web.AppRunner(app, access_log=None)

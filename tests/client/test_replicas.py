@@ -414,3 +414,73 @@ def test_describe_is_required(threaded):
     result = run(threaded)
     assert result.exit_code == 2
     assert "--describe" in result.output
+
+
+# --- admin endpoints that ask for a token (admin.listeners.token) -------------------------
+
+TOKEN = "fake-cluster-token"
+
+
+async def ask_for_a_token(cluster: FakeCluster) -> None:
+    """Every broker's admin endpoint asks for TOKEN from now on (same ports)."""
+    cluster.admin_token = TOKEN
+    for b in cluster.broker_ids:
+        await cluster.stop_admin_endpoint(b)
+        await cluster.start_admin_endpoint(b)
+
+
+async def test_the_token_given_is_sent_to_the_admin_endpoints(cluster):
+    cluster.create_topic("t", partitions=3, replication_factor=3)
+    await ask_for_a_token(cluster)
+    async with fast_client(cluster, admin_token=TOKEN) as client:
+        described = await client.describe_replicas(["t"])
+    assert [(p.leader, p.error) for p in described] == [(1, None), (2, None), (3, None)]
+
+
+async def test_no_token_or_a_wrong_one_fails_the_partitions_at_once(cluster):
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    await ask_for_a_token(cluster)
+    port = cluster.admin_ports[1]
+    for token, what in ((None, "requires a token"), ("wrong", "refused the token given")):
+        # Not retried until the (long) timeout: the same token would be refused again.
+        async with fast_client(cluster, admin_token=token, default_api_timeout_ms=60_000) as c:
+            (p,) = await c.describe_replicas(["t"])
+        assert isinstance(p.error, AdminEndpointError)
+        assert str(p.error).startswith(f"broker 1's admin endpoint http://127.0.0.1:{port} {what}")
+        assert "(HTTP 401)" in str(p.error) and "MINIKAFKA_ADMIN_TOKEN" in str(p.error)
+    assert asked_leaders(cluster) == []
+
+
+def test_the_command_sends_the_token_of_the_environment(threaded, monkeypatch):
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=1, replication_factor=1))
+    threaded.run(ask_for_a_token(threaded.cluster))
+    monkeypatch.delenv("MINIKAFKA_ADMIN_TOKEN", raising=False)
+    refused = run(threaded, "--describe", "--timeout-ms", "5000")
+    assert refused.exit_code == 1
+    assert "HTTP 401" in refused.stdout
+    monkeypatch.setenv("MINIKAFKA_ADMIN_TOKEN", TOKEN)
+    result = run(threaded, "--describe")
+    assert result.exit_code == 0, result.output
+    assert table_rows(result.stdout)[1][:4] == ["0", "1", "leader", "yes"]
+
+
+def test_the_command_sends_the_local_clusters_own_token(threaded, monkeypatch):
+    """Bootstrapping from the running local cluster by default, its token is sent (not the
+    environment's); a cluster named by address is not assumed to be the local one."""
+    from minikafka.cli import client_options
+
+    threaded.call(lambda: threaded.cluster.create_topic("t", partitions=1, replication_factor=1))
+    threaded.run(ask_for_a_token(threaded.cluster))
+
+    class SecuredLocalCluster:
+        bootstrap_servers = threaded.cluster.bootstrap
+
+        def admin_token(self) -> str:
+            return TOKEN
+
+    monkeypatch.setattr(client_options, "_running_local_cluster", SecuredLocalCluster)
+    monkeypatch.setenv("MINIKAFKA_ADMIN_TOKEN", "not-the-local-clusters")
+    result = CliRunner().invoke(cli, ["replicas", "--describe"])
+    assert result.exit_code == 0, result.output
+    by_address = run(threaded, "--describe", "--timeout-ms", "5000")
+    assert by_address.exit_code == 1 and "refused the token given" in by_address.stdout

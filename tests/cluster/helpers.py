@@ -466,10 +466,12 @@ def replica_records(log_dir: Path, tp: TopicPartition, end_offset: int) -> dict[
     return log_files.read_records(log_dir, tp, end_offset)
 
 
-def http_get(url: str, method: str = "GET", timeout: float = 10) -> tuple[int, bytes]:
+def http_get(
+    url: str, method: str = "GET", timeout: float = 10, headers: Mapping[str, str] | None = None
+) -> tuple[int, bytes]:
     """(status, body) of a request to a broker's admin endpoint; an HTTP error status is
-    returned, not raised."""
-    req = urllib.request.Request(url, method=method)
+    returned, not raised. `headers`: e.g. the token of a secured cluster's endpoints."""
+    req = urllib.request.Request(url, method=method, headers=dict(headers or {}))
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, resp.read()

@@ -377,7 +377,8 @@ def test_what_does_not_authenticate_gets_kafkas_errors_and_a_closed_connection(
     # Everything is as it was: every broker up, the same controller, leaders unchanged.
     assert all(cluster.is_alive(b) for b in cluster.broker_ids)
     assert cluster.controller() == controller_before
-    status, body = http_get(f"{cluster.admin_url(1)}/v1/broker")
+    token = {"Authorization": f"Bearer {cluster.admin_token()}"}  # a secured cluster's
+    status, body = http_get(f"{cluster.admin_url(1)}/v1/broker", headers=token)
     assert status == 200
     assert json.loads(body)["metadata"]["controller_id"] == controller_before[0]  # type: ignore[index]
     log = Path(cluster.broker_log_path(1)).read_text()

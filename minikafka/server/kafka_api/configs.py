@@ -72,7 +72,7 @@ class ConfigApis(ApiFamily):
                     value=c.value,
                     read_only=c.read_only,
                     config_source=int(c.source),
-                    is_sensitive=False,
+                    is_sensitive=c.sensitive,
                     synonyms=tuple(
                         DescribeConfigsSynonym(name=y.name, value=y.value, source=int(y.source))
                         for y in c.synonyms
