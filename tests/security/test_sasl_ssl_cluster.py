@@ -22,8 +22,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -42,6 +47,7 @@ from tests.rpc.test_framing import SAMPLES as RPC_SAMPLES
 pytestmark = pytest.mark.timeout(300)
 
 PASSWORD = "alice-secret"
+ALLOW = AclPermissionType.ALLOW
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +55,19 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with started_cluster(tmp_path_factory.mktemp("sasl-ssl"), security="sasl_ssl") as c:
         add_user(c, "alice", PASSWORD)
         admin = AdminClient(c.client_config())
+        # The cluster's authorizer allows alice what a producer and a consumer need, on every
+        # topic and group (test_authorization.py tests what ACLs allow and refuse).
+        for f in admin.create_acls(
+            [
+                AclBinding(rt, name, ResourcePatternType.LITERAL, "User:alice", "*", op, ALLOW)
+                for rt, name, op in (
+                    (ResourceType.TOPIC, "*", AclOperation.ALL),
+                    (ResourceType.GROUP, "*", AclOperation.ALL),
+                    (ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE),
+                )
+            ]
+        ).values():
+            f.result(30)
         for f in admin.create_topics(
             [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in CLIENTS]
         ).values():
