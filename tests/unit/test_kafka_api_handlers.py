@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from minikafka.protocol.errors import (
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.rpc import messages as m
 from minikafka.server.admin_manager import NewPartitions, NewTopic, TopicResult
+from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS, KafkaApiHandler
 from minikafka.server.scram_credentials import ScramCredentialAdmin
@@ -87,6 +89,15 @@ def group_coordinator() -> GroupCoordinatorAdapter:
     return adapter
 
 
+class FakeController:
+    """The active controller (CreatePartitions asks)."""
+
+    is_active = True
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        return False
+
+
 class FakeApis:
     """Canned answers of BrokerServices (and its admin manager) for whatever the request
     names."""
@@ -102,6 +113,9 @@ class FakeApis:
         self.created: list[NewTopic] = []
         self.create_error: Exception | None = None
         self.admin = self  # the admin manager's part, answered here too
+        # Everything allowed (no authorizer), as BrokerServices starts.
+        self.authorizer = RequestAuthorizer(None)
+        self.controller = FakeController()
 
     def now_ms(self) -> int:
         return 1_700_000_000_000
@@ -137,8 +151,11 @@ class FakeApis:
             raise self.produce_error
         return {tp: m.ProducePartitionResponse(tp.partition, 0, 41, 3) for tp in entries}
 
-    async def fetch(self, req: m.FetchRequest) -> m.FetchResponse:
+    async def fetch(
+        self, req: m.FetchRequest, readable: Callable[[str], bool] | None = None
+    ) -> m.FetchResponse:
         self.seen.append(req)
+        # As the replica manager: a topic not `readable` is answered, not read.
         return m.FetchResponse(
             0,
             [
@@ -146,6 +163,10 @@ class FakeApis:
                     t.name,
                     [
                         m.FetchPartitionResponse(p.partition, 0, 10, 2, 12, b"batch")
+                        if readable is None or readable(t.name)
+                        else m.FetchPartitionResponse(
+                            p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None
+                        )
                         for p in t.partitions
                     ],
                 )
