@@ -100,6 +100,14 @@ def _split(items: list[TopicPartition], n: int) -> list[list[TopicPartition]]:
     return [items[i::n] for i in range(n)]
 
 
+def _unauthorized(tp: TopicPartition) -> FetchPartitionResponse:
+    """A fetched partition of a topic the client may not read (Kafka's errorResponse:
+    no HW, no log start, empty records)."""
+    return FetchPartitionResponse(
+        tp.partition, int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), -1, -1, -1, None
+    )
+
+
 @dataclass(frozen=True)
 class FollowerAssignment:
     """A partition this broker follows: whom to fetch from and in which leader epoch."""
@@ -486,10 +494,18 @@ class ReplicaManager:
 
     # --- fetch ---------------------------------------------------------------------------
 
-    async def fetch_messages(self, req: FetchRequest) -> FetchResponse:
+    async def fetch_messages(
+        self, req: FetchRequest, readable: Callable[[str], bool] | None = None
+    ) -> FetchResponse:
         """Fetch, through a KIP-227 fetch session when the request names one (see
         `fetch_session.py`): full requests read what they list, incremental ones only the
-        session partitions that changed."""
+        session partitions that changed.
+
+        `readable` (a consumer's fetch with an authorizer): whether the client may READ a
+        topic. As Kafka's handleFetchRequest, every partition of the fetch (a full request's,
+        or every partition of an incremental request's session, listed or not) of a topic it
+        may not read is answered TOPIC_AUTHORIZATION_FAILED without being read, stays in the
+        session, and neither ends nor holds up a long poll."""
         incremental = req.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH)
         fetch_data: dict[TopicPartition, PartitionData] = {}
         forgotten: list[TopicPartition] = []
@@ -518,11 +534,27 @@ class ReplicaManager:
         if ctx.kind is ContextKind.SESSION_ERROR:
             return FetchResponse(int(ctx.error), [], INVALID_SESSION_ID)
         if ctx.kind is ContextKind.INCREMENTAL:
-            return await self._fetch_incremental(req, ctx)
-        return await self._fetch_full(req, create_session=ctx.kind is ContextKind.FULL)
+            return await self._fetch_incremental(req, ctx, readable)
+        return await self._fetch_full(
+            req, create_session=ctx.kind is ContextKind.FULL, readable=readable
+        )
 
-    async def _fetch_full(self, req: FetchRequest, *, create_session: bool) -> FetchResponse:
-        keys = [TopicPartition(t.name, p.partition) for t in req.topics for p in t.partitions]
+    async def _fetch_full(
+        self,
+        req: FetchRequest,
+        *,
+        create_session: bool,
+        readable: Callable[[str], bool] | None = None,
+    ) -> FetchResponse:
+        denied: set[str] = (
+            set() if readable is None else {t.name for t in req.topics if not readable(t.name)}
+        )
+        keys = [
+            TopicPartition(t.name, p.partition)
+            for t in req.topics
+            if t.name not in denied
+            for p in t.partitions
+        ]
         # Responses without their data, and the file slices to fill them with: a delayed
         # fetch re-checks sizes each time a partition moves, but reads the bytes only once.
         responses: dict[TopicPartition, FetchPartitionResponse] = {}
@@ -535,6 +567,9 @@ class ReplicaManager:
             for t in req.topics:
                 for fp in t.partitions:
                     tp = TopicPartition(t.name, fp.partition)
+                    if t.name in denied:
+                        responses[tp], slices[tp], settled[tp] = _unauthorized(tp), None, False
+                        continue
                     r, data, done = self._read_partition(
                         req.replica_id,
                         tp,
@@ -553,15 +588,15 @@ class ReplicaManager:
                     budget = max(0, budget - size)
             return total
 
+        def failed() -> bool:
+            return any(responses[tp].error_code != ErrorCode.NONE for tp in keys)
+
         total = read_all(first_read=True)
-        errors = any(r.error_code != ErrorCode.NONE for r in responses.values())
-        if req.max_wait_ms > 0 and total < req.min_bytes and not errors and keys:
+        if req.max_wait_ms > 0 and total < req.min_bytes and not failed() and keys:
             # DelayedFetch: re-read when any of these partitions moves, until enough bytes.
             def enough() -> bool:
                 n = read_all(first_read=False)
-                return n >= req.min_bytes or any(
-                    r.error_code != ErrorCode.NONE for r in responses.values()
-                )
+                return n >= req.min_bytes or failed()
 
             await self.purgatory.wait_until(keys, enough, req.max_wait_ms / 1000)
         session_id = INVALID_SESSION_ID
@@ -657,7 +692,10 @@ class ReplicaManager:
         )
 
     async def _fetch_incremental(
-        self, req: FetchRequest, ctx: FetchContext[FollowerState | None]
+        self,
+        req: FetchRequest,
+        ctx: FetchContext[FollowerState | None],
+        readable: Callable[[str], bool] | None = None,
     ) -> FetchResponse:
         """Kafka's IncrementalFetchContext, reading only dirty session partitions.
 
@@ -684,12 +722,22 @@ class ReplicaManager:
         reads: dict[TopicPartition, tuple[FetchPartitionResponse, LogSlice | None, bool]] = {}
         total = 0
         errors = False
+        # Every session partition is authorized on every fetch (Kafka's), idle ones too.
+        denied: set[TopicPartition] = (
+            set()
+            if readable is None
+            else {tp for tp in session.partitions if not readable(tp.topic)}
+        )
 
         def read(tps: list[TopicPartition], first_read: bool) -> None:
             nonlocal total, errors
             for tp in tps:
                 cp = session.partitions.get(tp)
                 if cp is None:
+                    continue
+                if tp in denied:
+                    # Unsettled: dirty again next time, read once the topic is allowed.
+                    reads[tp] = (_unauthorized(tp), None, False)
                     continue
                 previous = reads.get(tp)
                 if previous is not None and previous[1] is not None:
@@ -710,8 +758,10 @@ class ReplicaManager:
                 if r.error_code != ErrorCode.NONE:
                     errors = True
 
-        read(list(session.dirty), first_read=True)
-        if req.max_wait_ms > 0 and total < req.min_bytes and not errors:
+        read([*session.dirty, *(tp for tp in denied if tp not in session.dirty)], first_read=True)
+        # Nothing the client may read: answered at once (Kafka does not wait then either).
+        readable_left = not denied or len(denied) < len(session.partitions)
+        if req.max_wait_ms > 0 and total < req.min_bytes and not errors and readable_left:
             # DelayedFetch, watching the session: whatever moves one of its partitions
             # (purgatory.notify, through the session cache's partition index) queues that
             # partition here and checks this fetch under the session's key, once the

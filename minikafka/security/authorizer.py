@@ -335,6 +335,65 @@ class AclAuthorizer:
         resource = str(ResourcePattern(resource_type, resource_name, PatternType.LITERAL))
         return {op for op in supported if self._decide(acls, principal, host, op, resource).allowed}
 
+    def authorize_by_resource_type(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Kafka's AclAuthorizer.authorizeByResourceType (KIP-679): may `principal` do
+        `operation` to at least one resource of the type? InitProducerId asks it for WRITE
+        on any topic. Unlike `authorize`, only the operation itself (or ALL) counts, no
+        implied one; a DENY of the LITERAL "*" denies at once; then
+        `allow.everyone.if.no.acl.found` allows whatever the ACLs; then an ALLOW of a
+        PREFIXED name allows unless a DENY of a prefix of it (or of itself) covers it, and an
+        ALLOW of a LITERAL name (or "*") unless a DENY of that name or of a prefix of it
+        does. ValueError for ANY and UNKNOWN (Kafka's authorizeByResourceTypeCheckArgs)."""
+        if resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
+            raise ValueError(f"authorizeByResourceType needs a concrete type, not {resource_type}")
+        if operation in (AclOperation.ANY, AclOperation.UNKNOWN):
+            raise ValueError(f"authorizeByResourceType needs an operation, not {operation}")
+        if self.is_super_user(principal):
+            return True
+
+        def names(
+            index: Mapping[tuple[ResourceType, str], tuple[_Acl, ...]],
+            permission: AclPermissionType,
+        ) -> set[str]:
+            # Kafka's matchingResources: the names with an ACL of the permission for the
+            # principal (or User:*), the host (or *) and the operation (or ALL).
+            return {
+                name
+                for (rtype, name), acls in index.items()
+                if rtype is resource_type
+                and any(
+                    a.entry.permission_type is permission
+                    and (a.principal == principal or a.principal == WILDCARD_USER)
+                    and (a.entry.host == host or a.entry.host == WILDCARD_HOST)
+                    and (a.entry.operation is operation or a.entry.operation is AclOperation.ALL)
+                    for a in acls
+                )
+            }
+
+        deny_literals = names(self._literal, AclPermissionType.DENY)
+        if WILDCARD_RESOURCE in deny_literals:
+            return False
+        if self.allow_everyone_if_no_acl_found:
+            return True
+        deny_prefixes = names(self._prefixed, AclPermissionType.DENY)
+
+        def dominated(name: str) -> bool:
+            # Kafka's hasDominantPrefixedDeny: a PREFIXED DENY for the name or a prefix of it.
+            return any(name[:n] in deny_prefixes for n in range(1, len(name) + 1))
+
+        allow_prefixes = names(self._prefixed, AclPermissionType.ALLOW)
+        allow_literals = names(self._literal, AclPermissionType.ALLOW)
+        return any(not dominated(p) for p in allow_prefixes) or any(
+            n == WILDCARD_RESOURCE or (n not in deny_literals and not dominated(n))
+            for n in allow_literals
+        )
+
     # -- CreateAcls and DeleteAcls, planned ------------------------------------------------
 
     def delete_candidates(self, filters: Sequence[AclBindingFilter]) -> list[ResourcePattern]:

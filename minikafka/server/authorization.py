@@ -10,6 +10,7 @@ logged to `kafka.authorizer.logger` in Kafka's format: denials at INFO.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterable
 
 from minikafka.security.authorizer import (
@@ -20,6 +21,7 @@ from minikafka.security.authorizer import (
 )
 from minikafka.security.operations import (
     AclOperation,
+    PatternType,
     ResourceType,
     supported_operations,
     to_32bit_field,
@@ -52,9 +54,11 @@ class RequestAuthorizer:
         request: str = "",
         log_if_allowed: bool = True,
         log_if_denied: bool = True,
+        ref_count: int = 1,
     ) -> bool:
         """Whether the session's principal may do `operation` to the resource. A handler
-        that filters (Metadata hiding topics) passes log_if_denied=False, as Kafka does."""
+        that filters (Metadata hiding topics) passes log_if_denied=False, as Kafka does;
+        `ref_count` is how many times the request names the resource (for the log line)."""
         if self.acls is None:
             return True
         principal, host = _who(session)
@@ -64,7 +68,14 @@ class RequestAuthorizer:
             authorizer_log.log(
                 level,
                 describe_decision(
-                    principal, host, operation, resource_type, name, decision.allowed, request
+                    principal,
+                    host,
+                    operation,
+                    resource_type,
+                    name,
+                    decision.allowed,
+                    request,
+                    resource_ref_count=ref_count,
                 ),
             )
         return decision.allowed
@@ -86,14 +97,56 @@ class RequestAuthorizer:
         request: str = "",
         log_if_denied: bool = True,
     ) -> set[str]:
-        """The names the principal may do `operation` to (each decided once)."""
+        """The names the principal may do `operation` to (each decided once, logged with
+        how many times it is named: Kafka's filterByAuthorized)."""
         return {
             n
-            for n in set(names)
+            for n, count in Counter(names).items()
             if self.authorize(
-                session, operation, resource_type, n, request=request, log_if_denied=log_if_denied
+                session,
+                operation,
+                resource_type,
+                n,
+                request=request,
+                log_if_denied=log_if_denied,
+                ref_count=count,
             )
         }
+
+    def authorize_by_resource_type(
+        self,
+        session: ConnectionSession | None,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        *,
+        request: str = "",
+    ) -> bool:
+        """Whether the principal may do `operation` to some resource of the type (KIP-679's
+        authorizeByResourceType: InitProducerId's WRITE on any topic). Logged as Kafka
+        logs it, on resource `Topic:UNKNOWN:NONE`; a super user's is not logged."""
+        if self.acls is None:
+            return True
+        principal, host = _who(session)
+        allowed = self.acls.authorize_by_resource_type(principal, host, operation, resource_type)
+        if self.acls.is_super_user(principal):
+            return allowed
+        level = decision_log_level(allowed)
+        if authorizer_log.isEnabledFor(level):
+            authorizer_log.log(
+                level,
+                describe_decision(
+                    principal,
+                    host,
+                    operation,
+                    resource_type,
+                    "NONE",
+                    allowed,
+                    request,
+                    resource_ref_count=0,
+                    pattern_type=PatternType.UNKNOWN,
+                ),
+            )
+        return allowed
 
     def authorized_operations(
         self, session: ConnectionSession | None, resource_type: ResourceType, name: str

@@ -196,9 +196,13 @@ class BrokerServices:
             )
         return results
 
-    async def fetch(self, req: FetchRequest) -> FetchResponse:
-        """A consumer's or a follower's fetch, counted in the topics' byte rates."""
-        resp = await self.rm.fetch_messages(req)
+    async def fetch(
+        self, req: FetchRequest, readable: Callable[[str], bool] | None = None
+    ) -> FetchResponse:
+        """A consumer's or a follower's fetch, counted in the topics' byte rates.
+        `readable`: which topics a consumer may READ (None: all), see
+        ReplicaManager.fetch_messages."""
+        resp = await self.rm.fetch_messages(req, readable)
         stats = self.rm.topic_stats
         to_follower = req.replica_id >= 0
         for t in resp.topics:

@@ -6,6 +6,7 @@ restarted) is replaced by a full fetch, and sessions can be switched off."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -48,9 +49,11 @@ def spy_fetches(leader: Broker, follower_id: int) -> list[Exchange]:
     seen: list[Exchange] = []
     real = leader.rm.fetch_messages
 
-    async def spy(req: FetchRequest) -> FetchResponse:
+    async def spy(
+        req: FetchRequest, readable: Callable[[str], bool] | None = None
+    ) -> FetchResponse:
         if req.replica_id != follower_id:
-            return await real(req)
+            return await real(req, readable)
         ex = Exchange(
             req.session_id,
             req.session_epoch,

@@ -7,6 +7,7 @@ which epoch and delivers LeaderAndIsr to whom it wants, when it wants.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import pytest
@@ -73,10 +74,12 @@ def record_follower_fetch_offsets(leader: Broker, follower_id: int) -> list[int]
     offsets: list[int] = []
     real = leader.rm.fetch_messages
 
-    async def spy(req: FetchRequest) -> FetchResponse:
+    async def spy(
+        req: FetchRequest, readable: Callable[[str], bool] | None = None
+    ) -> FetchResponse:
         if req.replica_id == follower_id:
             offsets.extend(p.fetch_offset for t in req.topics for p in t.partitions)
-        return await real(req)
+        return await real(req, readable)
 
     # The API layer calls rm.fetch_messages on every request, so patching the instance is
     # enough (what the follower sends is unchanged).

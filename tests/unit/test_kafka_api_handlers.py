@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -90,6 +91,15 @@ def group_coordinator() -> GroupCoordinatorAdapter:
     return adapter
 
 
+class FakeController:
+    """The active controller (CreatePartitions asks)."""
+
+    is_active = True
+
+    def is_topic_queued_for_deletion(self, topic: str) -> bool:
+        return False
+
+
 class FakeApis:
     """Canned answers of BrokerServices (and its admin manager) for whatever the request
     names."""
@@ -108,6 +118,9 @@ class FakeApis:
         self.created: list[NewTopic] = []
         self.create_error: Exception | None = None
         self.admin = self  # the admin manager's part, answered here too
+        # Everything allowed (no authorizer), as BrokerServices starts.
+        self.authorizer = RequestAuthorizer(None)
+        self.controller = FakeController()
 
     def now_ms(self) -> int:
         return 1_700_000_000_000
@@ -143,8 +156,11 @@ class FakeApis:
             raise self.produce_error
         return {tp: m.ProducePartitionResponse(tp.partition, 0, 41, 3) for tp in entries}
 
-    async def fetch(self, req: m.FetchRequest) -> m.FetchResponse:
+    async def fetch(
+        self, req: m.FetchRequest, readable: Callable[[str], bool] | None = None
+    ) -> m.FetchResponse:
         self.seen.append(req)
+        # As the replica manager: a topic not `readable` is answered, not read.
         return m.FetchResponse(
             0,
             [
@@ -152,6 +168,10 @@ class FakeApis:
                     t.name,
                     [
                         m.FetchPartitionResponse(p.partition, 0, 10, 2, 12, b"batch")
+                        if readable is None or readable(t.name)
+                        else m.FetchPartitionResponse(
+                            p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None
+                        )
                         for p in t.partitions
                     ],
                 )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.security.operations import NOT_REQUESTED, AclOperation, ResourceType
+from minikafka.server.authorization import CLUSTER_NAME
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.cluster import (
     ApiVersion,
@@ -57,11 +58,22 @@ class ClusterApis(ApiFamily):
             endpoint_type=BROKER_ENDPOINTS,
             cluster_id=cluster_id,
             controller_id=meta.controller_id,
-            cluster_authorized_operations=authorized_operations(
-                ResourceType.CLUSTER, req.include_cluster_authorized_operations
-            ),
+            cluster_authorized_operations=self._cluster_operations(ctx, req),
             brokers=tuple(
                 DescribeClusterBroker(broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                 for b in meta.brokers
             ),
         )
+
+    def _cluster_operations(self, ctx: RequestContext, req: DescribeClusterRequest) -> int:
+        """KIP-430: the cluster's authorized operations when asked, and only to a principal
+        that may DESCRIBE the cluster (0 otherwise). DescribeCluster itself needs nothing:
+        Kafka 2.8 answers anyone with the brokers, as Metadata does."""
+        if not req.include_cluster_authorized_operations:
+            return NOT_REQUESTED
+        authorizer = self.apis.authorizer
+        if not authorizer.authorize_cluster(
+            ctx.session, AclOperation.DESCRIBE, request="DescribeCluster"
+        ):
+            return 0
+        return authorizer.authorized_operations(ctx.session, ResourceType.CLUSTER, CLUSTER_NAME)

@@ -8,6 +8,7 @@ from typing import Protocol, TypeVar
 
 from minikafka.config import dynamic
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.security.operations import AclOperation, ResourceType
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.configs import (
     AlterConfigsRequest,
@@ -25,6 +26,13 @@ from minikafka.server.kafka_api.models.configs import (
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+# Kafka's ConfigResource.Type codes.
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+# DescribeConfigs answers a refused resource with the error's own message (Kafka's).
+_MESSAGES = {
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+}
 
 
 class _Resource(Protocol):
@@ -49,6 +57,20 @@ class ConfigApis(ApiFamily):
     ) -> DescribeConfigsResponse:
         results = []
         for r in req.resources:
+            refused = self._refused(
+                ctx, AclOperation.DESCRIBE_CONFIGS, r, "DescribeConfigs", broker_logger=True
+            )
+            if refused is not None:
+                results.append(
+                    DescribeConfigsResult(
+                        resource_type=r.resource_type,
+                        resource_name=r.resource_name,
+                        error_code=refused,
+                        error_message=_MESSAGES[refused],
+                        configs=(),
+                    )
+                )
+                continue
             # Null or empty: every config (Kafka answers an empty list with all of them too).
             keys = list(r.configuration_keys) if r.configuration_keys else None
             try:
@@ -100,6 +122,9 @@ class ConfigApis(ApiFamily):
         answers = await _alter_each(
             IncrementalAlterConfigsResourceResponse,
             req.resources,
+            lambda r: self._refused(
+                ctx, AclOperation.ALTER_CONFIGS, r, "IncrementalAlterConfigs", broker_logger=True
+            ),
             lambda r: self.apis.admin.incremental_alter_configs(
                 r.resource_type,
                 r.resource_name,
@@ -118,6 +143,10 @@ class ConfigApis(ApiFamily):
         answers = await _alter_each(
             AlterConfigsResourceResponse,
             req.resources,
+            # Broker loggers are not AlterConfigs' (refused as an invalid request).
+            lambda r: self._refused(
+                ctx, AclOperation.ALTER_CONFIGS, r, "AlterConfigs", broker_logger=False
+            ),
             lambda r: self.apis.admin.alter_configs(
                 r.resource_type,
                 r.resource_name,
@@ -127,18 +156,51 @@ class ConfigApis(ApiFamily):
         )
         return AlterConfigsResponse(responses=answers)
 
+    def _refused(
+        self,
+        ctx: RequestContext,
+        operation: AclOperation,
+        resource: _Resource,
+        request: str,
+        *,
+        broker_logger: bool,
+    ) -> ErrorCode | None:
+        """Kafka's rule for the three config APIs: `operation` (DESCRIBE_CONFIGS or
+        ALTER_CONFIGS) on the topic for a topic's configs, on the cluster for a broker's
+        (and a broker logger's, where the API has them); the error a refused resource gets,
+        or None. Other resource types are not authorized: they are refused as invalid."""
+        authorizer = self.apis.authorizer
+        rtype = resource.resource_type
+        if rtype == TOPIC:
+            allowed = authorizer.authorize(
+                ctx.session, operation, ResourceType.TOPIC, resource.resource_name, request=request
+            )
+            return None if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if rtype == BROKER or (broker_logger and rtype == BROKER_LOGGER):
+            allowed = authorizer.authorize_cluster(ctx.session, operation, request=request)
+            return None if allowed else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return None
+
 
 async def _alter_each(
-    answer: type[A], resources: Sequence[R], alter: Callable[[R], Awaitable[None]]
+    answer: type[A],
+    resources: Sequence[R],
+    refused: Callable[[R], ErrorCode | None],
+    alter: Callable[[R], Awaitable[None]],
 ) -> tuple[A, ...]:
-    """Both alter APIs' answer: each resource altered in turn, with its error or none."""
+    """Both alter APIs' answer: each resource altered in turn, with its error or none (a
+    resource refused by the authorizer is not altered, and its error has no message)."""
     answers: list[A] = []
     for r in resources:
         code, message = int(ErrorCode.NONE), None
-        try:
-            await alter(r)
-        except KafkaError as e:
-            code, message = int(e.code), e.message
+        denied = refused(r)
+        if denied is not None:
+            code = int(denied)
+        else:
+            try:
+                await alter(r)
+            except KafkaError as e:
+                code, message = int(e.code), e.message
         answers.append(
             answer(
                 error_code=code,

@@ -7,6 +7,7 @@ Kafka's)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import cast
 
 from minikafka.protocol.errors import ErrorCode
@@ -17,6 +18,7 @@ from minikafka.protocol.kafka.fetch_response import (
     encode_fetch_response,
 )
 from minikafka.rpc import messages as m
+from minikafka.security.operations import AclOperation, ResourceType
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.fetch import FetchRequest, FetchTopic
 from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
@@ -37,7 +39,7 @@ class FetchApis(ApiFamily):
 
     @api(FETCH, "Fetch", versions=(4, 17))
     async def fetch(self, req: FetchRequest, ctx: RequestContext) -> EncodedResponse:
-        error_code, session_id, topics = await self._fetch(ctx.api_version, req)
+        error_code, session_id, topics = await self._fetch(ctx, req)
         return EncodedResponse(
             encode_fetch_response(
                 ctx.api_version, ctx.correlation_id, error_code, session_id, topics
@@ -45,9 +47,10 @@ class FetchApis(ApiFamily):
         )
 
     async def _fetch(
-        self, version: int, req: FetchRequest
+        self, ctx: RequestContext, req: FetchRequest
     ) -> tuple[int, int, list[FetchTopicData]]:
         """(error code, session id, topics) of the response."""
+        version = ctx.api_version
         # v15+ (KIP-903) send it in replica_state.
         replica_id = req.replica_id if req.replica_state is None else req.replica_state.replica_id
         if replica_id not in (CONSUMER_REPLICA_ID, DEBUG_REPLICA_ID):
@@ -98,7 +101,7 @@ class FetchApis(ApiFamily):
             session_epoch=req.session_epoch,
             forgotten_topics=forgotten,
         )
-        resp = await self.apis.fetch(internal)
+        resp = await self.apis.fetch(internal, self._readable(ctx))
         topics = [
             FetchTopicData(
                 t.name,
@@ -120,6 +123,33 @@ class FetchApis(ApiFamily):
         ]
         topics += [_fetch_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
         return resp.error_code, resp.session_id, topics
+
+    def _readable(self, ctx: RequestContext) -> Callable[[str], bool] | None:
+        """A consumer needs READ on each topic it fetches (Kafka's handleFetchRequest), the
+        ones its fetch session holds too: the replica manager asks this of every partition
+        of the fetch, once per topic per request, and answers the refused ones
+        TOPIC_AUTHORIZATION_FAILED. None without an authorizer (everything readable)."""
+        authorizer = self.apis.authorizer
+        if not authorizer.enabled:
+            return None
+        return _memoized(
+            lambda topic: authorizer.authorize(
+                ctx.session, AclOperation.READ, ResourceType.TOPIC, topic, request="Fetch"
+            )
+        )
+
+
+def _memoized(decide: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`decide`, asked once per topic."""
+    decided: dict[str, bool] = {}
+
+    def readable(topic: str) -> bool:
+        allowed = decided.get(topic)
+        if allowed is None:
+            allowed = decided[topic] = decide(topic)
+        return allowed
+
+    return readable
 
 
 def _fetch_topic_error(t: FetchTopic, code: int) -> FetchTopicData:

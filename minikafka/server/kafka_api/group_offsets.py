@@ -9,6 +9,7 @@ from typing import TypeVar
 from minikafka.common import TopicPartition
 from minikafka.coordinator.group.offsets_topic import OffsetCommitValue
 from minikafka.protocol.errors import ErrorCode
+from minikafka.security.operations import AclOperation, ResourceType
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.groups import group_coordinator
@@ -57,10 +58,34 @@ class GroupOffsetApis(ApiFamily):
         errors: dict[TopicPartition, ErrorCode] = {}
         offsets: dict[TopicPartition, OffsetCommitValue] = {}
         cache = self.apis.cache
+        # Kafka's rule: READ on the group (else every partition GROUP_AUTHORIZATION_FAILED),
+        # then READ on each topic (else its partitions TOPIC_AUTHORIZATION_FAILED, whether
+        # they exist or not).
+        authorizer = self.apis.authorizer
+        group_readable = authorizer.authorize(
+            ctx.session, AclOperation.READ, ResourceType.GROUP, req.group_id, request="OffsetCommit"
+        )
+        readable = (
+            authorizer.filter_authorized(
+                ctx.session,
+                AclOperation.READ,
+                ResourceType.TOPIC,
+                (t.name for t in req.topics),
+                request="OffsetCommit",
+            )
+            if group_readable
+            else set()
+        )
         for t in req.topics:
             count = cache.partition_count(t.name)
             for p in t.partitions:
                 tp = TopicPartition(t.name, p.partition_index)
+                if not group_readable:
+                    errors[tp] = E.GROUP_AUTHORIZATION_FAILED
+                    continue
+                if t.name not in readable:
+                    errors[tp] = E.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if p.partition_index < 0 or p.partition_index >= count:
                     errors[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -105,11 +130,11 @@ class GroupOffsetApis(ApiFamily):
         if version >= 8:
             return OffsetFetchResponse(
                 groups=tuple(
-                    _group_v8(g.group_id, self._fetch_group(g.group_id, g.topics, version))
+                    _group_v8(g.group_id, self._fetch_group(ctx, g.group_id, g.topics))
                     for g in req.groups
                 )
             )
-        error, by_topic = self._fetch_group(req.group_id, req.topics, version)
+        error, by_topic = self._fetch_group(ctx, req.group_id, req.topics)
         return OffsetFetchResponse(
             error_code=error,
             topics=tuple(
@@ -122,24 +147,65 @@ class GroupOffsetApis(ApiFamily):
 
     def _fetch_group(
         self,
+        ctx: RequestContext,
         group_id: str,
         topics: Sequence[OffsetFetchRequestTopic] | Sequence[OffsetFetchRequestTopics] | None,
-        version: int,
     ) -> _Fetched:
-        asked = (
+        requested = (
             None
             if topics is None
             else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
         )
-        error, offsets = self.groups.core.fetch_offsets(group_id, asked)
         by_topic: dict[str, list[tuple[int, OffsetCommitValue | None, ErrorCode]]] = {}
-        if error != E.NONE and asked is not None and version < 2:
-            # v0-1 have no group-level error: every partition carries it.
-            for tp in asked:
-                by_topic.setdefault(tp.topic, []).append((tp.partition, None, error))
-        else:
-            for tp, value in offsets.items():
-                by_topic.setdefault(tp.topic, []).append((tp.partition, value, E.NONE))
+
+        def answer(
+            tps: Iterable[TopicPartition], value: OffsetCommitValue | None, error: ErrorCode
+        ) -> None:
+            for tp in tps:
+                by_topic.setdefault(tp.topic, []).append((tp.partition, value, error))
+
+        def failed(error: ErrorCode) -> _Fetched:
+            if requested is not None and ctx.api_version < 2:
+                # v0-1 have no group-level error: every partition asked carries it.
+                answer(requested, None, error)
+            return error, by_topic
+
+        # Kafka's rule: DESCRIBE on the group, then the offsets of the topics the principal
+        # may DESCRIBE only: one asked for is answered TOPIC_AUTHORIZATION_FAILED, and
+        # "every partition" leaves the others out.
+        authorizer = self.apis.authorizer
+        session, request = ctx.session, "OffsetFetch"
+        if not authorizer.authorize(
+            session, AclOperation.DESCRIBE, ResourceType.GROUP, group_id, request=request
+        ):
+            return failed(E.GROUP_AUTHORIZATION_FAILED)
+        asked = requested
+        denied: list[TopicPartition] = []
+        if requested is not None and authorizer.enabled:
+            describable = authorizer.filter_authorized(
+                session,
+                AclOperation.DESCRIBE,
+                ResourceType.TOPIC,
+                (tp.topic for tp in requested),
+                request=request,
+            )
+            asked = [tp for tp in requested if tp.topic in describable]
+            denied = [tp for tp in requested if tp.topic not in describable]
+        error, offsets = self.groups.core.fetch_offsets(group_id, asked)
+        if error != E.NONE:
+            return failed(error)
+        if requested is None and authorizer.enabled:
+            describable = authorizer.filter_authorized(
+                session,
+                AclOperation.DESCRIBE,
+                ResourceType.TOPIC,
+                (tp.topic for tp in offsets),
+                request=request,
+            )
+            offsets = {tp: v for tp, v in offsets.items() if tp.topic in describable}
+        for tp, value in offsets.items():
+            answer((tp,), value, E.NONE)
+        answer(denied, None, E.TOPIC_AUTHORIZATION_FAILED)
         return error, by_topic
 
     @api(OFFSET_DELETE, "OffsetDelete", versions=(0, 0))
@@ -149,13 +215,35 @@ class GroupOffsetApis(ApiFamily):
         asked = [
             TopicPartition(t.name, p.partition_index) for t in req.topics for p in t.partitions
         ]
-        top, per_partition = await self.groups.delete_offsets(req.group_id, asked)
+        # Kafka's rule: DELETE on the group (else only that error), READ on each topic (else
+        # its partitions TOPIC_AUTHORIZATION_FAILED, whether they exist or not).
+        authorizer = self.apis.authorizer
+        if not authorizer.authorize(
+            ctx.session,
+            AclOperation.DELETE,
+            ResourceType.GROUP,
+            req.group_id,
+            request="OffsetDelete",
+        ):
+            return OffsetDeleteResponse(error_code=E.GROUP_AUTHORIZATION_FAILED, topics=())
+        readable = authorizer.filter_authorized(
+            ctx.session,
+            AclOperation.READ,
+            ResourceType.TOPIC,
+            (t.name for t in req.topics),
+            request="OffsetDelete",
+        )
+        top, per_partition = await self.groups.delete_offsets(
+            req.group_id, [tp for tp in asked if tp.topic in readable]
+        )
         cache = self.apis.cache
-        for tp in asked:
-            if tp.partition >= cache.partition_count(tp.topic) and top == E.NONE:
-                per_partition[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
         by_topic: dict[str, list[OffsetDeleteResponsePartition]] = {}
         if top == E.NONE:
+            for tp in asked:
+                if tp.topic not in readable:
+                    per_partition[tp] = E.TOPIC_AUTHORIZATION_FAILED
+                elif tp.partition >= cache.partition_count(tp.topic):
+                    per_partition[tp] = E.UNKNOWN_TOPIC_OR_PARTITION
             for tp in asked:
                 by_topic.setdefault(tp.topic, []).append(
                     OffsetDeleteResponsePartition(

@@ -13,9 +13,10 @@ import logging
 
 from minikafka.common import TopicPartition
 from minikafka.coordinator.group.group_coordinator import JoinRequest
+from minikafka.coordinator.group.group_metadata import JoinResult, SyncResult
 from minikafka.protocol.errors import ErrorCode, KafkaError, TopicAlreadyExistsError
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
-from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.security.operations import NOT_REQUESTED, AclOperation, ResourceType
 from minikafka.server.admin_manager import NewTopic
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
@@ -78,11 +79,10 @@ class GroupApis(ApiFamily):
     ) -> FindCoordinatorResponse:
         if ctx.api_version >= 4:
             coordinators = [
-                await self._coordinator(key, req.key_type, ctx.listener)
-                for key in req.coordinator_keys
+                await self._coordinator(key, req.key_type, ctx) for key in req.coordinator_keys
             ]
             return FindCoordinatorResponse(coordinators=tuple(coordinators))
-        one = await self._coordinator(req.key, req.key_type, ctx.listener)
+        one = await self._coordinator(req.key, req.key_type, ctx)
         return FindCoordinatorResponse(
             error_code=one.error_code,
             error_message=one.error_message,
@@ -91,7 +91,9 @@ class GroupApis(ApiFamily):
             port=one.port,
         )
 
-    async def _coordinator(self, key: str, key_type: int, listener: str) -> Coordinator:
+    async def _coordinator(self, key: str, key_type: int, ctx: RequestContext) -> Coordinator:
+        listener = ctx.listener
+
         def error(code: ErrorCode, message: str | None = None) -> Coordinator:
             return Coordinator(
                 key=key,
@@ -102,6 +104,23 @@ class GroupApis(ApiFamily):
                 error_message=message or code.name,
             )
 
+        # Kafka authorizes before anything else: DESCRIBE on the group, or on the
+        # transactional id (whose coordinator this broker does not have).
+        authorizer = self.apis.authorizer
+        if key_type == GROUP_KEY_TYPE and not authorizer.authorize(
+            ctx.session, AclOperation.DESCRIBE, ResourceType.GROUP, key, request="FindCoordinator"
+        ):
+            return error(E.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+        if key_type == TRANSACTION_KEY_TYPE and not authorizer.authorize(
+            ctx.session,
+            AclOperation.DESCRIBE,
+            ResourceType.TRANSACTIONAL_ID,
+            key,
+            request="FindCoordinator",
+        ):
+            return error(
+                E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "Transactional Id authorization failed."
+            )
         if key_type != GROUP_KEY_TYPE:
             return error(E.COORDINATOR_NOT_AVAILABLE, "this broker has no transaction coordinator")
         if not key:
@@ -171,20 +190,22 @@ class GroupApis(ApiFamily):
         version = ctx.api_version
         # v0 has no rebalance timeout: Kafka uses the session timeout for it.
         rebalance_timeout = req.rebalance_timeout if version >= 1 else req.session_timeout
-        r = await self.groups.join_group(
-            JoinRequest(
-                group_id=req.group_id,
-                member_id=req.member_id,
-                group_instance_id=req.group_instance_id,
-                require_known_member_id=version >= 4,
-                client_id=ctx.client_id,
-                client_host=ctx.client_host,
-                rebalance_timeout_ms=rebalance_timeout,
-                session_timeout_ms=req.session_timeout,
-                protocol_type=req.protocol_type,
-                protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
+        r = JoinResult(E.GROUP_AUTHORIZATION_FAILED, member_id="")
+        if self._may_read_group(ctx, req.group_id, "JoinGroup"):
+            r = await self.groups.join_group(
+                JoinRequest(
+                    group_id=req.group_id,
+                    member_id=req.member_id,
+                    group_instance_id=req.group_instance_id,
+                    require_known_member_id=version >= 4,
+                    client_id=ctx.client_id,
+                    client_host=ctx.client_host,
+                    rebalance_timeout_ms=rebalance_timeout,
+                    session_timeout_ms=req.session_timeout,
+                    protocol_type=req.protocol_type,
+                    protocols=[(p.name, bytes(p.metadata)) for p in req.protocols],
+                )
             )
-        )
         nullable = version >= 7
         return JoinGroupResponse(
             error_code=r.error,
@@ -206,15 +227,17 @@ class GroupApis(ApiFamily):
 
     @api(SYNC_GROUP, "SyncGroup", versions=(0, 5))
     async def sync_group(self, req: SyncGroupRequest, ctx: RequestContext) -> SyncGroupResponse:
-        r = await self.groups.sync_group(
-            req.group_id,
-            req.generation_id,
-            req.member_id,
-            req.group_instance_id,
-            req.protocol_type,
-            req.protocol_name,
-            {a.member_id: bytes(a.assignment) for a in req.assignments},
-        )
+        r = SyncResult(E.GROUP_AUTHORIZATION_FAILED)
+        if self._may_read_group(ctx, req.group_id, "SyncGroup"):
+            r = await self.groups.sync_group(
+                req.group_id,
+                req.generation_id,
+                req.member_id,
+                req.group_instance_id,
+                req.protocol_type,
+                req.protocol_name,
+                {a.member_id: bytes(a.assignment) for a in req.assignments},
+            )
         return SyncGroupResponse(
             error_code=r.error,
             protocol_type=r.protocol_type,
@@ -224,6 +247,8 @@ class GroupApis(ApiFamily):
 
     @api(HEARTBEAT, "Heartbeat", versions=(0, 4))
     async def heartbeat(self, req: HeartbeatRequest, ctx: RequestContext) -> HeartbeatResponse:
+        if not self._may_read_group(ctx, req.group_id, "Heartbeat"):
+            return HeartbeatResponse(error_code=E.GROUP_AUTHORIZATION_FAILED)
         code = self.groups.heartbeat(
             req.group_id, req.member_id, req.group_instance_id, req.generation_id
         )
@@ -231,6 +256,9 @@ class GroupApis(ApiFamily):
 
     @api(LEAVE_GROUP, "LeaveGroup", versions=(0, 5))
     async def leave_group(self, req: LeaveGroupRequest, ctx: RequestContext) -> LeaveGroupResponse:
+        if not self._may_read_group(ctx, req.group_id, "LeaveGroup"):
+            # The whole request, no member answered (Kafka's).
+            return LeaveGroupResponse(error_code=E.GROUP_AUTHORIZATION_FAILED)
         leaving: list[tuple[str, str | None]]
         if ctx.api_version >= 3:
             leaving = [(mi.member_id, mi.group_instance_id) for mi in req.members]
@@ -247,6 +275,13 @@ class GroupApis(ApiFamily):
             ),
         )
 
+    def _may_read_group(self, ctx: RequestContext, group_id: str, request: str) -> bool:
+        """JoinGroup, SyncGroup, Heartbeat and LeaveGroup need READ on the group (else
+        GROUP_AUTHORIZATION_FAILED), as in Kafka."""
+        return self.apis.authorizer.authorize(
+            ctx.session, AclOperation.READ, ResourceType.GROUP, group_id, request=request
+        )
+
     # --- ListGroups, DescribeGroups, DeleteGroups ------------------------------------------
 
     @api(LIST_GROUPS, "ListGroups", versions=(0, 5))
@@ -254,6 +289,22 @@ class GroupApis(ApiFamily):
         states = set(req.states_filter) or None
         types = set(req.types_filter) or None
         error, groups = self.groups.core.list_groups(states, types)
+        # DESCRIBE on the cluster lists every group (Kafka keeps it for compatibility);
+        # else only the groups the principal may DESCRIBE.
+        authorizer = self.apis.authorizer
+        session = ctx.session
+        if not authorizer.authorize_cluster(session, AclOperation.DESCRIBE, request="ListGroups"):
+            groups = [
+                g
+                for g in groups
+                if authorizer.authorize(
+                    session,
+                    AclOperation.DESCRIBE,
+                    ResourceType.GROUP,
+                    g.group_id,
+                    request="ListGroups",
+                )
+            ]
         return ListGroupsResponse(
             error_code=error,
             groups=tuple(
@@ -271,8 +322,27 @@ class GroupApis(ApiFamily):
     async def describe_groups(
         self, req: DescribeGroupsRequest, ctx: RequestContext
     ) -> DescribeGroupsResponse:
+        authorizer = self.apis.authorizer
         described = []
         for group_id in req.groups:
+            if not authorizer.authorize(
+                ctx.session,
+                AclOperation.DESCRIBE,
+                ResourceType.GROUP,
+                group_id,
+                request="DescribeGroups",
+            ):
+                described.append(
+                    DescribedGroup(
+                        error_code=E.GROUP_AUTHORIZATION_FAILED,
+                        group_id=group_id,
+                        group_state="",
+                        protocol_type="",
+                        protocol_data="",
+                        members=(),
+                    )
+                )
+                continue
             d = self.groups.core.describe_group(group_id)
             described.append(
                 DescribedGroup(
@@ -292,8 +362,11 @@ class GroupApis(ApiFamily):
                         )
                         for md in d.members
                     ),
-                    authorized_operations=authorized_operations(
-                        ResourceType.GROUP, req.include_authorized_operations
+                    # KIP-430 (v3+), for a group described without error.
+                    authorized_operations=(
+                        authorizer.authorized_operations(ctx.session, ResourceType.GROUP, group_id)
+                        if req.include_authorized_operations and d.error == E.NONE
+                        else NOT_REQUESTED
                     ),
                 )
             )
@@ -304,7 +377,12 @@ class GroupApis(ApiFamily):
         self, req: DeleteGroupsRequest, ctx: RequestContext
     ) -> DeleteGroupsResponse:
         names = list(req.groups_names)
-        results = await self.groups.delete_groups(names)
+        # DELETE on each group; the others are answered GROUP_AUTHORIZATION_FAILED.
+        deletable = self.apis.authorizer.filter_authorized(
+            ctx.session, AclOperation.DELETE, ResourceType.GROUP, names, request="DeleteGroups"
+        )
+        results = dict.fromkeys(names, E.GROUP_AUTHORIZATION_FAILED)
+        results.update(await self.groups.delete_groups([g for g in names if g in deletable]))
         return DeleteGroupsResponse(
             results=tuple(DeletableGroupResult(group_id=g, error_code=results[g]) for g in names)
         )

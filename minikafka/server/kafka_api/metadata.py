@@ -6,7 +6,8 @@ import uuid
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
-from minikafka.security.operations import ResourceType, authorized_operations
+from minikafka.security.operations import NOT_REQUESTED, AclOperation, ResourceType
+from minikafka.server.authorization import CLUSTER_NAME
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.metadata import (
     MetadataRequest,
@@ -16,7 +17,7 @@ from minikafka.server.kafka_api.models.metadata import (
     MetadataResponseTopic,
 )
 from minikafka.server.kafka_api.registry import ApiFamily, RequestContext, api
-from minikafka.server.kafka_api.topic_ids import topic_named, uuid_of
+from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, uuid_of
 
 METADATA = 3
 
@@ -28,7 +29,9 @@ class MetadataApis(ApiFamily):
     @api(METADATA, "Metadata", versions=(0, 13))
     async def metadata(self, req: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
         version = ctx.api_version
+        authorizer = self.apis.authorizer
         unknown_ids: list[uuid.UUID] = []
+        by_id: dict[str, uuid.UUID] = {}  # the topics the request names by id
         # v0: an empty list means every topic; v1+: null does, and an empty list means none.
         names: list[str] | None
         if req.topics is None or (version == 0 and not req.topics):
@@ -41,24 +44,46 @@ class MetadataApis(ApiFamily):
                     continue
                 # v10+: a topic may be named by its id instead (never auto-created).
                 name = topic_named(self.apis.cache, t.topic_id)
-                if name is not None:
+                if name is not None and t.topic_id is not None:
                     names.append(name)
+                    by_id[name] = t.topic_id
                 elif t.topic_id is not None:
                     unknown_ids.append(t.topic_id)
+        # Named topics the principal may not DESCRIBE, or may not CREATE when they would be
+        # auto-created: asked for nothing, answered TOPIC_AUTHORIZATION_FAILED.
+        refused: list[MetadataResponseTopic] = []
+        if names is not None and authorizer.enabled:
+            names, refused = self._authorized_names(ctx, req, names, by_id)
         # Before v4 a Metadata request always allowed auto-creation (Kafka's rule; the
         # model's default for those versions).
         resp = await self.apis.metadata(names, req.allow_auto_topic_creation, ctx.listener)
+        found = resp.topics
+        if names is None and authorizer.enabled:
+            # Every topic: those the principal may not DESCRIBE are left out, quietly (Kafka
+            # logs such a filter's denials at TRACE only).
+            describable = authorizer.filter_authorized(
+                ctx.session,
+                AclOperation.DESCRIBE,
+                ResourceType.TOPIC,
+                (t.name for t in found),
+                request="Metadata",
+                log_if_denied=False,
+            )
+            found = [t for t in found if t.name in describable]
+
         # KIP-430 (v8+): what the client may do, when it asks.
-        topic_operations = authorized_operations(
-            ResourceType.TOPIC, req.include_topic_authorized_operations
-        )
+        def topic_operations(name: str) -> int:
+            if not req.include_topic_authorized_operations:
+                return NOT_REQUESTED
+            return authorizer.authorized_operations(ctx.session, ResourceType.TOPIC, name)
+
         topics = [
             MetadataResponseTopic(
                 error_code=t.error_code,
                 name=t.name,
                 topic_id=uuid_of(t.topic_id),
                 is_internal=t.name == OFFSETS_TOPIC,
-                topic_authorized_operations=topic_operations,
+                topic_authorized_operations=topic_operations(t.name),
                 partitions=tuple(
                     MetadataResponsePartition(
                         error_code=p.error_code,
@@ -72,8 +97,9 @@ class MetadataApis(ApiFamily):
                     for p in t.partitions
                 ),
             )
-            for t in resp.topics
+            for t in found
         ]
+        topics += refused
         topics += [
             MetadataResponseTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_ID,
@@ -86,9 +112,7 @@ class MetadataApis(ApiFamily):
             for topic_id in unknown_ids
         ]
         return MetadataResponse(
-            cluster_authorized_operations=authorized_operations(
-                ResourceType.CLUSTER, req.include_cluster_authorized_operations
-            ),
+            cluster_authorized_operations=self._cluster_operations(ctx, req),
             brokers=tuple(
                 MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
                 for b in resp.brokers
@@ -98,3 +122,73 @@ class MetadataApis(ApiFamily):
             error_code=ErrorCode.NONE,
             topics=tuple(topics),
         )
+
+    def _authorized_names(
+        self,
+        ctx: RequestContext,
+        req: MetadataRequest,
+        names: list[str],
+        by_id: dict[str, uuid.UUID],
+    ) -> tuple[list[str], list[MetadataResponseTopic]]:
+        """Kafka's handleTopicMetadataRequest for named topics: those the principal may
+        DESCRIBE; and, when the request would auto-create the ones this broker does not know
+        (auto.create.topics.enable and the client's allowAutoTopicCreation), those it may
+        CREATE (on the cluster, or else on each topic, decided before anything is looked up
+        or created). The rest are answered TOPIC_AUTHORIZATION_FAILED, whether they exist
+        or not; one named by id without its name (the id is no secret, as in Kafka 3)."""
+        authorizer = self.apis.authorizer
+        session = ctx.session
+        describable = authorizer.filter_authorized(
+            session, AclOperation.DESCRIBE, ResourceType.TOPIC, names, request="Metadata"
+        )
+        allowed = [n for n in dict.fromkeys(names) if n in describable]
+        refused = [
+            MetadataResponseTopic(
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                name=None if n in by_id and ctx.api_version >= 12 else ("" if n in by_id else n),
+                topic_id=by_id.get(n, ZERO_UUID),
+                partitions=(),
+            )
+            for n in dict.fromkeys(names)
+            if n not in describable
+        ]
+        missing = [n for n in allowed if not self.apis.cache.contains_topic(n)]
+        if (
+            missing
+            and req.allow_auto_topic_creation
+            and self.apis.config.auto_create_topics_enable
+            and not authorizer.authorize(
+                session,
+                AclOperation.CREATE,
+                ResourceType.CLUSTER,
+                CLUSTER_NAME,
+                request="Metadata",
+                log_if_denied=False,
+            )
+        ):
+            creatable = authorizer.filter_authorized(
+                session, AclOperation.CREATE, ResourceType.TOPIC, missing, request="Metadata"
+            )
+            refused += [
+                MetadataResponseTopic(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    name=n,
+                    topic_id=ZERO_UUID,
+                    is_internal=n == OFFSETS_TOPIC,
+                    partitions=(),
+                )
+                for n in missing
+                if n not in creatable
+            ]
+            allowed = [n for n in allowed if n in creatable or n not in missing]
+        return allowed, refused
+
+    def _cluster_operations(self, ctx: RequestContext, req: MetadataRequest) -> int:
+        """KIP-430 (v8-10): the cluster's authorized operations when asked, and only to a
+        principal that may DESCRIBE the cluster (0 otherwise), as Kafka answers."""
+        if not req.include_cluster_authorized_operations:
+            return NOT_REQUESTED
+        authorizer = self.apis.authorizer
+        if not authorizer.authorize_cluster(ctx.session, AclOperation.DESCRIBE, request="Metadata"):
+            return 0
+        return authorizer.authorized_operations(ctx.session, ResourceType.CLUSTER, CLUSTER_NAME)

@@ -12,6 +12,8 @@ from minikafka.protocol.kafka.produce_response import (
     ProduceTopicData,
     encode_produce_response,
 )
+from minikafka.rpc.messages import ProducePartitionResponse
+from minikafka.security.operations import AclOperation, ResourceType
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.produce import ProduceRequest, TopicProduceData
 from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
@@ -27,14 +29,17 @@ class ProduceApis(ApiFamily):
     @api(PRODUCE, "Produce", versions=(3, 13))
     async def produce(self, req: ProduceRequest, ctx: RequestContext) -> EncodedResponse | None:
         """None when no response is sent (acks=0)."""
-        topics = await self._produce(ctx.api_version, req)
+        topics = await self._produce(ctx, req)
         if topics is None:
             return None
         return EncodedResponse(
             [encode_produce_response(ctx.api_version, ctx.correlation_id, topics)]
         )
 
-    async def _produce(self, version: int, req: ProduceRequest) -> list[ProduceTopicData] | None:
+    async def _produce(
+        self, ctx: RequestContext, req: ProduceRequest
+    ) -> list[ProduceTopicData] | None:
+        version = ctx.api_version
         if req.transactional_id is not None:
             # No transactions here: Kafka answers a broker without them the same way.
             return _produce_error(req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -48,14 +53,36 @@ class ProduceApis(ApiFamily):
                 unknown.append(t)
             else:
                 named.append((name, t))
+        # WRITE on each topic, decided once per topic (Kafka's filterByAuthorized). Since
+        # KIP-679 (Kafka 2.8) an idempotent producer's batches need nothing more: its
+        # IDEMPOTENT_WRITE on the cluster (or WRITE on some topic) is checked when it gets
+        # its producer id (InitProducerId). A topic the principal may not write is answered
+        # TOPIC_AUTHORIZATION_FAILED whether it exists or not.
+        writable = self.apis.authorizer.filter_authorized(
+            ctx.session,
+            AclOperation.WRITE,
+            ResourceType.TOPIC,
+            (name for name, _ in named),
+            request="Produce",
+        )
+        denied = [t for name, t in named if name not in writable]
+        named = [(name, t) for name, t in named if name in writable]
         # A partition named twice is appended once (its last records), and answered twice.
         entries = {
             TopicPartition(name, p.index): p.records for name, t in named for p in t.partition_data
         }
-        try:
-            results = await self.apis.produce(req.acks, req.timeout, entries)
-        except KafkaError as e:
-            return _produce_error(req, e.code)
+        results: dict[TopicPartition, ProducePartitionResponse] = {}
+        # Every topic refused: nothing is appended (Kafka does not call the replica manager).
+        if entries or not denied:
+            try:
+                results = await self.apis.produce(req.acks, req.timeout, entries)
+            except KafkaError as e:
+                if not denied:
+                    return _produce_error(req, e.code)
+                # The refused topics keep their own answer (Kafka merges both).
+                results = {
+                    tp: ProducePartitionResponse(tp.partition, int(e.code)) for tp in entries
+                }
         if req.acks == 0:
             return None
         return [
@@ -76,7 +103,10 @@ class ProduceApis(ApiFamily):
                 ],
             )
             for name, t in named
-        ] + [_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
+        ] + [
+            *(_produce_topic_error(t, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for t in denied),
+            *(_produce_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown),
+        ]
 
 
 def _produce_error(req: ProduceRequest, code: int) -> list[ProduceTopicData] | None:

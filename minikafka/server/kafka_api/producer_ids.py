@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.security.operations import AclOperation, ResourceType
+from minikafka.server.authorization import CLUSTER_NAME
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.producer_ids import (
     InitProducerIdRequest,
@@ -26,6 +28,23 @@ class ProducerIdApis(ApiFamily):
         id the same way)."""
         if req.transactional_id is not None:
             return _refused(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        # Kafka 2.8 (KIP-679): IDEMPOTENT_WRITE on the cluster (its denial logged only at
+        # TRACE), or else WRITE on at least one topic, any topic (authorizeByResourceType).
+        authorizer = self.apis.authorizer
+        if not (
+            authorizer.authorize(
+                ctx.session,
+                AclOperation.IDEMPOTENT_WRITE,
+                ResourceType.CLUSTER,
+                CLUSTER_NAME,
+                request="InitProducerId",
+                log_if_denied=False,
+            )
+            or authorizer.authorize_by_resource_type(
+                ctx.session, AclOperation.WRITE, ResourceType.TOPIC, request="InitProducerId"
+            )
+        ):
+            return _refused(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         try:
             producer_id = await self.apis.init_producer_id()
         except KafkaError as e:

@@ -4,6 +4,7 @@ kept in ZooKeeper as Kafka keeps them (server/scram_credentials.py)."""
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode
+from minikafka.security.operations import AclOperation
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.scram import (
     AlterUserScramCredentialsRequest,
@@ -29,6 +30,13 @@ class ScramApis(ApiFamily):
     async def describe_user_scram_credentials(
         self, req: DescribeUserScramCredentialsRequest, ctx: RequestContext
     ) -> DescribeUserScramCredentialsResponse:
+        # DESCRIBE on the cluster, else the request's error alone (Kafka's).
+        if not self.apis.authorizer.authorize_cluster(
+            ctx.session, AclOperation.DESCRIBE, request="DescribeUserScramCredentials"
+        ):
+            return DescribeUserScramCredentialsResponse(
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None, results=()
+            )
         users = None if req.users is None else [u.name for u in req.users]
         results = await self.apis.scram_admin.describe(users)
         return DescribeUserScramCredentialsResponse(
@@ -52,6 +60,22 @@ class ScramApis(ApiFamily):
     async def alter_user_scram_credentials(
         self, req: AlterUserScramCredentialsRequest, ctx: RequestContext
     ) -> AlterUserScramCredentialsResponse:
+        # ALTER on the cluster, else each user named (once, sorted) gets the error: Kafka's
+        # getErrorResponse.
+        if not self.apis.authorizer.authorize_cluster(
+            ctx.session, AclOperation.ALTER, request="AlterUserScramCredentials"
+        ):
+            users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
+            return AlterUserScramCredentialsResponse(
+                results=tuple(
+                    AlterUserScramCredentialsResult(
+                        user=u,
+                        error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                        error_message=None,
+                    )
+                    for u in users
+                )
+            )
         results = await self.apis.scram_admin.alter(
             [Deletion(d.name, d.mechanism) for d in req.deletions],
             [
