@@ -12,10 +12,8 @@ first are described, then deleted last."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -28,11 +26,8 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
-from kio.schema.describe_acls.v2.request import DescribeAclsRequest
-from kio.static.primitive import i8
 
 from minikafka.cluster import LocalCluster
-from minikafka.server.listener_security import sasl_client_authenticate
 from tests.cluster.conftest import (  # noqa: F401
     ClusterFactory,
     make_cluster,
@@ -40,7 +35,16 @@ from tests.cluster.conftest import (  # noqa: F401
     started_cluster,
     wait_until,
 )
-from tests.security.test_sasl_ssl_cluster import add_user, as_user, exchange, tls_context
+from tests.security.helpers import (
+    Acl,
+    acl,
+    add_user,
+    admin,
+    as_user,
+    create,
+    describe_raw,
+    every_broker_has,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -84,20 +88,6 @@ ALICE_ALTERS_THE_CLUSTER = AclBinding(
     AclPermissionType.ALLOW,
 )
 
-Acl = tuple[str, str, str, str, str, str, str]
-
-
-def acl(b: AclBinding) -> Acl:
-    return (
-        b.restype.name,
-        b.name,
-        b.resource_pattern_type.name,
-        b.principal,
-        b.host,
-        b.operation.name,
-        b.permission_type.name,
-    )
-
 
 def binding_filter(
     restype: ResourceType = ResourceType.ANY,
@@ -122,81 +112,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield c
 
 
-def admin(cluster: LocalCluster) -> AdminClient:
-    return AdminClient(cluster.client_config())
-
-
-def create(client: AdminClient, *bindings: AclBinding) -> None:
-    for f in client.create_acls(list(bindings), request_timeout=30).values():
-        f.result(60)
-
-
 def describe(client: AdminClient, f: AclBindingFilter) -> set[Acl]:
     return {acl(b) for b in client.describe_acls(f, request_timeout=30).result(60)}
-
-
-ANY_CODE = i8(1)
-DESCRIBE_EVERYTHING = DescribeAclsRequest(
-    resource_type_filter=ANY_CODE,
-    resource_name_filter=None,
-    pattern_type_filter=ANY_CODE,
-    principal_filter=None,
-    host_filter=None,
-    operation=ANY_CODE,
-    permission_type=ANY_CODE,
-)
-
-
-def describe_raw(
-    cluster: LocalCluster, broker: int, user: str | None = "admin", password: str = ""
-) -> Any:
-    """DescribeAcls v2 (every ACL) sent to one broker alone, on Kafka's protocol: over
-    SASL_SSL as `user`, or in plaintext when `user` is None. (librdkafka's describe_acls
-    drops the response's error code, so errors are read here.)"""
-
-    async def run() -> Any:
-        host, port = cluster.broker_address(broker)
-        if user is None:
-            reader, writer = await asyncio.open_connection(host, port)
-        else:
-            reader, writer = await asyncio.open_connection(host, port, ssl=tls_context(cluster))
-        try:
-            if user is not None:
-                secret = password or cluster.client_config()["sasl.password"]
-                await sasl_client_authenticate("SCRAM-SHA-512", user, secret, reader, writer)
-            return await exchange(reader, writer, DESCRIBE_EVERYTHING, 10)
-        finally:
-            writer.close()
-
-    return asyncio.run(run())
-
-
-# Kafka's resource type codes, as librdkafka names them (CLUSTER is its BROKER).
-RESOURCE_TYPES = {2: "TOPIC", 3: "GROUP", 4: "BROKER"}
-
-
-def describe_on(cluster: LocalCluster, broker: int) -> set[Acl]:
-    """Every ACL in one broker's cache, as the admin sees it."""
-    response = describe_raw(cluster, broker)
-    assert int(response.error_code) == 0, response
-    return {
-        (
-            RESOURCE_TYPES[r.resource_type],
-            r.resource_name,
-            ResourcePatternType(r.pattern_type).name,
-            a.principal,
-            a.host,
-            AclOperation(a.operation).name,
-            AclPermissionType(a.permission_type).name,
-        )
-        for r in response.resources
-        for a in r.acls
-    }
-
-
-def every_broker_has(cluster: LocalCluster, expected: set[Acl]) -> None:
-    for b in cluster.broker_ids:
-        wait_until(lambda b=b: describe_on(cluster, b) == expected, 30, f"broker {b}'s ACLs")
 
 
 # --- without an authorizer (runs first: the secured cluster is not up yet) ---------------

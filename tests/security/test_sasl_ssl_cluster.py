@@ -29,20 +29,18 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.protocol.kafka.client_codec import request_frame
 from minikafka.rpc import messages as m
 from minikafka.rpc.framing import RequestHeader, encode_request
 from minikafka.server.listener_security import AuthenticationFailedError, sasl_client_authenticate
 from tests.cluster.conftest import started_cluster, wait_until
 from tests.cluster.helpers import http_get
 from tests.rpc.test_framing import SAMPLES as RPC_SAMPLES
+from tests.security.helpers import add_user, as_user, ca, exchange, grant, tls_context
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,17 +55,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         admin = AdminClient(c.client_config())
         # The cluster's authorizer allows alice what a producer and a consumer need, on every
         # topic and group (test_authorization.py tests what ACLs allow and refuse).
-        for f in admin.create_acls(
-            [
+        grant(
+            c,
+            *(
                 AclBinding(rt, name, ResourcePatternType.LITERAL, "User:alice", "*", op, ALLOW)
                 for rt, name, op in (
                     (ResourceType.TOPIC, "*", AclOperation.ALL),
                     (ResourceType.GROUP, "*", AclOperation.ALL),
                     (ResourceType.BROKER, "kafka-cluster", AclOperation.IDEMPOTENT_WRITE),
                 )
-            ]
-        ).values():
-            f.result(30)
+            ),
+        )
         for f in admin.create_topics(
             [NewTopic(t, 3, 3, config={"min.insync.replicas": "2"}) for t in CLIENTS]
         ).values():
@@ -76,36 +74,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 CLIENTS = ("confluent", "kafka-python", "aiokafka", "kcat")
-
-
-def add_user(cluster: LocalCluster, user: str, password: str, iterations: int = 4096) -> None:
-    admin = AdminClient(cluster.client_config())
-    futures = admin.alter_user_scram_credentials(
-        [
-            UserScramCredentialUpsertion(
-                user, ScramCredentialInfo(mechanism, iterations), password.encode()
-            )
-            for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
-        ]
-    )
-    for f in futures.values():
-        f.result(30)
-
-
-def ca(cluster: LocalCluster) -> str:
-    return cluster.client_config()["ssl.ca.location"]
-
-
-def as_user(cluster: LocalCluster, user: str, password: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": cluster.bootstrap_servers,
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": user,
-        "sasl.password": password,
-        "ssl.ca.location": ca(cluster),
-        **extra,
-    }
 
 
 def values(client: str, n: int = 60) -> list[bytes]:
@@ -260,10 +228,6 @@ def test_kcat(cluster: LocalCluster) -> None:
 # --- straight to one broker, on Kafka's protocol over TLS -------------------------------
 
 
-def tls_context(cluster: LocalCluster) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=ca(cluster))
-
-
 async def authenticate(
     cluster: LocalCluster, broker: int, user: str, password: str, mechanism: str
 ) -> None:
@@ -293,17 +257,6 @@ def test_a_password_change_takes_effect_on_every_broker_without_a_restart(
     for b in cluster.broker_ids:
         wait_until(lambda b=b: can_authenticate(cluster, b, "bob", "second-password"), 30)
         assert not can_authenticate(cluster, b, "bob", "first-password")
-
-
-async def exchange(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Any, correlation_id: int
-) -> Any:
-    writer.write(request_frame(request, correlation_id, "test"))
-    await writer.drain()
-    (size,) = struct.unpack(">i", await reader.readexactly(4))
-    got, response = parse_response(request, await reader.readexactly(size))
-    assert got == correlation_id
-    return response
 
 
 async def closed(reader: asyncio.StreamReader, timeout: float = 10) -> bool:

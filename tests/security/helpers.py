@@ -1,0 +1,169 @@
+"""What the security tests share: SCRAM users and ACLs made as the admin, the cluster's
+TLS trust, and Kafka requests sent straight to one broker (librdkafka picks its broker
+itself, and drops DescribeAcls' error code)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+from typing import Any
+
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from kio.schema.describe_acls.v2.request import DescribeAclsRequest
+from kio.static.primitive import i8
+
+from minikafka.cluster import LocalCluster
+from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.server.listener_security import sasl_client_authenticate
+from tests.cluster.conftest import wait_until
+
+Acl = tuple[str, str, str, str, str, str, str]
+
+
+def add_user(cluster: LocalCluster, user: str, password: str, iterations: int = 4096) -> None:
+    admin = AdminClient(cluster.client_config())
+    futures = admin.alter_user_scram_credentials(
+        [
+            UserScramCredentialUpsertion(
+                user, ScramCredentialInfo(mechanism, iterations), password.encode()
+            )
+            for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
+        ]
+    )
+    for f in futures.values():
+        f.result(30)
+
+
+def ca(cluster: LocalCluster) -> str:
+    return cluster.client_config()["ssl.ca.location"]
+
+
+def as_user(cluster: LocalCluster, user: str, password: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": password,
+        "ssl.ca.location": ca(cluster),
+        **extra,
+    }
+
+
+def tls_context(cluster: LocalCluster) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=ca(cluster))
+
+
+async def exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Any, correlation_id: int
+) -> Any:
+    writer.write(request_frame(request, correlation_id, "test"))
+    await writer.drain()
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    got, response = parse_response(request, await reader.readexactly(size))
+    assert got == correlation_id
+    return response
+
+
+def acl(b: AclBinding) -> Acl:
+    return (
+        b.restype.name,
+        b.name,
+        b.resource_pattern_type.name,
+        b.principal,
+        b.host,
+        b.operation.name,
+        b.permission_type.name,
+    )
+
+
+def admin(cluster: LocalCluster) -> AdminClient:
+    return AdminClient(cluster.client_config())
+
+
+def create(client: AdminClient, *bindings: AclBinding) -> None:
+    for f in client.create_acls(list(bindings), request_timeout=30).values():
+        f.result(60)
+
+
+ANY_CODE = i8(1)
+DESCRIBE_EVERYTHING = DescribeAclsRequest(
+    resource_type_filter=ANY_CODE,
+    resource_name_filter=None,
+    pattern_type_filter=ANY_CODE,
+    principal_filter=None,
+    host_filter=None,
+    operation=ANY_CODE,
+    permission_type=ANY_CODE,
+)
+
+
+def describe_raw(
+    cluster: LocalCluster, broker: int, user: str | None = "admin", password: str = ""
+) -> Any:
+    """DescribeAcls v2 (every ACL) sent to one broker alone, on Kafka's protocol: over
+    SASL_SSL as `user`, or in plaintext when `user` is None. (librdkafka's describe_acls
+    drops the response's error code, so errors are read here.)"""
+
+    async def run() -> Any:
+        host, port = cluster.broker_address(broker)
+        if user is None:
+            reader, writer = await asyncio.open_connection(host, port)
+        else:
+            reader, writer = await asyncio.open_connection(host, port, ssl=tls_context(cluster))
+        try:
+            if user is not None:
+                secret = password or cluster.client_config()["sasl.password"]
+                await sasl_client_authenticate("SCRAM-SHA-512", user, secret, reader, writer)
+            return await exchange(reader, writer, DESCRIBE_EVERYTHING, 10)
+        finally:
+            writer.close()
+
+    return asyncio.run(run())
+
+
+# Kafka's resource type codes, as librdkafka names them (CLUSTER is its BROKER).
+RESOURCE_TYPES = {2: "TOPIC", 3: "GROUP", 4: "BROKER"}
+
+
+def describe_on(cluster: LocalCluster, broker: int) -> set[Acl]:
+    """Every ACL in one broker's cache, as the admin sees it."""
+    response = describe_raw(cluster, broker)
+    assert int(response.error_code) == 0, response
+    return {
+        (
+            RESOURCE_TYPES[r.resource_type],
+            r.resource_name,
+            ResourcePatternType(r.pattern_type).name,
+            a.principal,
+            a.host,
+            AclOperation(a.operation).name,
+            AclPermissionType(a.permission_type).name,
+        )
+        for r in response.resources
+        for a in r.acls
+    }
+
+
+def every_broker_has(cluster: LocalCluster, expected: set[Acl]) -> None:
+    for b in cluster.broker_ids:
+        wait_until(lambda b=b: describe_on(cluster, b) == expected, 30, f"broker {b}'s ACLs")
+
+
+def grant(cluster: LocalCluster, *bindings: AclBinding) -> None:
+    """Create ACLs as the admin, and wait until every broker's cache has them (each broker
+    learns of them from ZooKeeper's change notifications, a moment apart)."""
+    create(admin(cluster), *bindings)
+    wanted = {acl(b) for b in bindings}
+    for b in cluster.broker_ids:
+        wait_until(lambda b=b: wanted <= describe_on(cluster, b), 30, f"broker {b}'s ACLs")
