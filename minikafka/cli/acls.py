@@ -59,7 +59,6 @@ import enum
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, NoReturn, TypeVar
 
@@ -68,12 +67,9 @@ from click.core import ParameterSource
 
 from minikafka.cli.client_options import bootstrap_server_option, require_client
 from minikafka.client.librdkafka import (
-    AllBrokersDown,
     ClientConfigError,
-    client_config,
+    WatchedAdmin,
     kafka_error_text,
-    new_admin,
-    quiet_log_config,
 )
 from minikafka.protocol.errors import ErrorCode
 from minikafka.security.acls import (
@@ -95,7 +91,6 @@ from minikafka.security.operations import (
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient
     from confluent_kafka.admin._acl import AclBinding as RdAclBinding
     from confluent_kafka.admin._acl import AclBindingFilter as RdAclBindingFilter
 
@@ -103,8 +98,6 @@ T = TypeVar("T")
 
 # How long one call may take (Kafka's admin client: default.api.timeout.ms).
 API_TIMEOUT_S = 60.0
-# How often a waiting call looks whether librdkafka has found every broker down.
-POLL_S = 0.25
 
 # AclCommand.ClusterResourceFilter: the cluster's one pattern.
 CLUSTER_FILTER: Final = ResourcePatternFilter(
@@ -558,29 +551,9 @@ def from_librdkafka_binding(b: RdAclBinding) -> AclBinding:
     )
 
 
-class _Admin:
-    """librdkafka's AdminClient, failing a call as soon as librdkafka reports every broker
-    down (a wrong or dead --bootstrap-server) instead of after the call's whole timeout."""
-
+class _Admin(WatchedAdmin):
     def __init__(self, bootstrap_server: str) -> None:
-        self._down = AllBrokersDown()
-        config = client_config(bootstrap_server, {"error_cb": self._down, **quiet_log_config()})
-        self.client: AdminClient = new_admin(config)
-
-    def wait(self, future: Future[T], deadline: float) -> T:
-        """A call's result (KafkaException: its error)."""
-        while True:
-            try:
-                return future.result(timeout=POLL_S)
-            except TimeoutError:
-                pass
-            self.client.poll(0)  # runs error_cb
-            if (message := self._down.message()) is not None:
-                raise AclCommandError(message)
-            if time.monotonic() >= deadline:
-                raise AclCommandError(
-                    f"Timed out after {API_TIMEOUT_S:.0f} s waiting for the brokers"
-                )
+        super().__init__(bootstrap_server, AclCommandError, API_TIMEOUT_S)
 
     def create(self, pattern: ResourcePattern, acl: Sequence[AccessControlEntry]) -> None:
         """One CreateAcls of a resource's entries; the first entry's error, if any."""

@@ -48,12 +48,9 @@ import click
 
 from minikafka.cli.client_options import bootstrap_server_option, require_client
 from minikafka.client.librdkafka import (
-    AllBrokersDown,
     ClientConfigError,
-    client_config,
+    WatchedAdmin,
     kafka_error_text,
-    new_admin,
-    quiet_log_config,
 )
 from minikafka.security.scram import (
     MAX_ITERATIONS,
@@ -65,7 +62,6 @@ from minikafka.security.scram import (
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError
-    from confluent_kafka.admin import AdminClient
     from confluent_kafka.admin._scram import UserScramCredentialAlteration
 
 T = TypeVar("T")
@@ -83,8 +79,6 @@ QUOTA_CONFIGS: Final = (
 )
 # How long one call may take (Kafka's tool waits 60 s for an alteration).
 API_TIMEOUT_S = 60.0
-# How often a waiting call looks whether librdkafka has found every broker down.
-POLL_S = 0.25
 NOT_CONTROLLER = 41  # Kafka's error code: the request went to a broker no longer controller
 
 # Kafka's codes for what can go wrong for one user of a DescribeUserScramCredentials
@@ -304,29 +298,9 @@ def completed_line(user: str) -> str:
     return f"Completed updating config for user {user}."
 
 
-class _Admin:
-    """librdkafka's AdminClient, failing a call as soon as librdkafka reports every broker
-    down (a wrong or dead --bootstrap-server) instead of after the call's whole timeout."""
-
+class _Admin(WatchedAdmin):
     def __init__(self, bootstrap_server: str) -> None:
-        self._down = AllBrokersDown()
-        config = client_config(bootstrap_server, {"error_cb": self._down, **quiet_log_config()})
-        self.client: AdminClient = new_admin(config)
-
-    def wait(self, future: Future[T], deadline: float) -> T:
-        """A call's result (KafkaException: its error)."""
-        while True:
-            try:
-                return future.result(timeout=POLL_S)
-            except TimeoutError:
-                pass
-            self.client.poll(0)  # runs error_cb
-            if (message := self._down.message()) is not None:
-                raise ConfigCommandError(message)
-            if time.monotonic() >= deadline:
-                raise ConfigCommandError(
-                    f"Timed out after {API_TIMEOUT_S:.0f} s waiting for the brokers"
-                )
+        super().__init__(bootstrap_server, ConfigCommandError, API_TIMEOUT_S)
 
     def alter(self, alteration: ScramAlteration) -> None:
         """One user's alterations in one request to the controller, sent again after

@@ -19,6 +19,8 @@ from minikafka.client.client_security import client_security
 from minikafka.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from confluent_kafka import Consumer, KafkaError, Message, Producer
     from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
 
@@ -128,6 +130,35 @@ class AllBrokersDown:
             return None
         detail = f" ({self._transport.str()})" if self._transport is not None else ""
         return f"{self._all_down.str()}{detail}"
+
+
+class WatchedAdmin:
+    """librdkafka's AdminClient for a command, failing a call as soon as librdkafka reports
+    every broker down (a wrong or dead --bootstrap-server) instead of after the call's whole
+    timeout. `error` is the command's own error type."""
+
+    poll_s = 0.25
+
+    def __init__(self, bootstrap_server: str, error: type[Exception], timeout_s: float) -> None:
+        self._down = AllBrokersDown()
+        self._error = error
+        self.timeout_s = timeout_s  # what a command allows a call (it sets the deadlines)
+        config = client_config(bootstrap_server, {"error_cb": self._down, **quiet_log_config()})
+        self.client: AdminClient = new_admin(config)
+
+    def wait(self, future: Future[T], deadline: float) -> T:
+        """A call's result (KafkaException: its error); the command's error when every
+        broker is down or `deadline` (time.monotonic) passes."""
+        while True:
+            try:
+                return future.result(timeout=self.poll_s)
+            except TimeoutError:
+                pass
+            self.client.poll(0)  # runs error_cb
+            if (message := self._down.message()) is not None:
+                raise self._error(message)
+            if time.monotonic() >= deadline:
+                raise self._error(f"Timed out after {self.timeout_s:.0f} s waiting for the brokers")
 
 
 def kafka_error_text(err: KafkaError) -> str:

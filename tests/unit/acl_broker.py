@@ -10,15 +10,10 @@ brokers serve the ACL APIs (tests/security/test_acls_cli.py runs it against thos
 
 from __future__ import annotations
 
-import datetime
-import socket
-import struct
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kio.schema.api_versions.v3 import response as versions_response
 from kio.schema.create_acls.v1 import response as create_v1
 from kio.schema.create_acls.v2 import response as create_v2
 from kio.schema.delete_acls.v1 import response as delete_v1
@@ -29,10 +24,10 @@ from kio.schema.describe_configs.v1 import response as configs_response
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.metadata.v8 import response as metadata_response
 from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.primitive import i8, i32
 
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.kafka.codec import KafkaRequest, decode_request, encode_response
+from minikafka.protocol.kafka.codec import KafkaRequest
 from minikafka.security.acls import (
     AccessControlEntryFilter,
     AclBinding,
@@ -48,6 +43,7 @@ from minikafka.security.operations import (
     ResourceType,
     authorized_operations,
 )
+from tests.unit.stand_in_broker import NO_TIME, StandInBroker
 
 # Kafka 2.8 serves the ACL APIs' versions 0-2 (kio knows 1 and up). Metadata v8 (8-10 carry
 # the cluster's authorized operations, which librdkafka's describe_cluster asks for there).
@@ -58,69 +54,26 @@ NO_AUTHORIZER = "No Authorizer is configured on the broker"
 NO_AUTHORIZER_WRITE = "No Authorizer is configured on the broker."
 NOT_AUTHORIZED = "Request is not authorized."
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
-_NO_TIME = i32Timedelta.parse(datetime.timedelta(0))
-_SIZE = struct.Struct(">i")
 
 _CREATE = {1: create_v1, 2: create_v2}
 _DESCRIBE = {1: describe_v1, 2: describe_v2}
 _DELETE = {1: delete_v1, 2: delete_v2}
 
 
-class AclBroker:
+class AclBroker(StandInBroker):
     def __init__(
         self,
         served: dict[int, tuple[int, int]] = SERVED,
         authorizer: bool = True,
         allowed: bool = True,
     ) -> None:
-        self.served = served
         self.authorizer = authorizer
         self.allowed = allowed  # the client may do everything on the cluster
         self.acls: list[AclBinding] = []  # in the order created
         self.requests: list[Any] = []  # the ACL requests, as received
-        self._lock = threading.Lock()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._server.getsockname()[1]
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(served)
 
-    def close(self) -> None:
-        self._server.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            while True:
-                head = _read(conn, 4)
-                if head is None:
-                    return
-                frame = _read(conn, _SIZE.unpack(head)[0])
-                if frame is None:
-                    return
-                request = decode_request(frame, self.served)
-                with self._lock:
-                    body = self._answer(request)
-                conn.sendall(encode_response(request, body))
-
-    def _answer(self, request: KafkaRequest) -> Any:
-        if request.api_key == 18:
-            return versions_response.ApiVersionsResponse(
-                error_code=KioErrorCode.none,
-                api_keys=tuple(
-                    versions_response.ApiVersion(
-                        api_key=i16(k), min_version=i16(lo), max_version=i16(hi)
-                    )
-                    for k, (lo, hi) in sorted(self.served.items())
-                ),
-                throttle_time=_NO_TIME,
-            )
+    def answer(self, request: KafkaRequest) -> Any:
         if request.api_key == 3:
             return self._metadata(request.body)
         if request.api_key == 32:
@@ -149,7 +102,7 @@ class AclBroker:
         if asked and not self.allowed:
             operations = 0
         return metadata_response.MetadataResponse(
-            throttle_time=_NO_TIME,
+            throttle_time=NO_TIME,
             brokers=(
                 metadata_response.MetadataResponseBroker(
                     node_id=BrokerId(1), host="127.0.0.1", port=i32(self.port)
@@ -192,7 +145,7 @@ class AclBroker:
                 )
             )
         return configs_response.DescribeConfigsResponse(
-            throttle_time=_NO_TIME, results=tuple(results)
+            throttle_time=NO_TIME, results=tuple(results)
         )
 
     def _create(self, body: Any, schema: Any) -> Any:
@@ -221,7 +174,7 @@ class AclBroker:
                     self.acls.append(r)
                 results.append((ErrorCode.NONE, None))
         return schema.CreateAclsResponse(
-            throttle_time=_NO_TIME,
+            throttle_time=NO_TIME,
             results=tuple(
                 schema.AclCreationResult(error_code=KioErrorCode(int(code)), error_message=message)
                 for code, message in results
@@ -233,7 +186,7 @@ class AclBroker:
         if error is not None:
             code, message = error
             return schema.DescribeAclsResponse(
-                throttle_time=_NO_TIME,
+                throttle_time=NO_TIME,
                 error_code=KioErrorCode(int(code)),
                 error_message=message,
                 resources=(),
@@ -252,7 +205,7 @@ class AclBroker:
             if f.matches(b):
                 by_pattern.setdefault(b.pattern, []).append(b)
         return schema.DescribeAclsResponse(
-            throttle_time=_NO_TIME,
+            throttle_time=NO_TIME,
             error_code=KioErrorCode.none,
             error_message=None,
             resources=tuple(
@@ -319,7 +272,7 @@ class AclBroker:
                     ),
                 )
             )
-        return schema.DeleteAclsResponse(throttle_time=_NO_TIME, filter_results=tuple(results))
+        return schema.DeleteAclsResponse(throttle_time=NO_TIME, filter_results=tuple(results))
 
 
 def _binding_filter(
@@ -342,19 +295,6 @@ def _binding_filter(
             AclPermissionType.from_code(permission_type),
         ),
     )
-
-
-def _read(conn: socket.socket, n: int) -> bytes | None:
-    out = bytearray()
-    while len(out) < n:
-        try:
-            chunk = conn.recv(n - len(out))
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        out += chunk
-    return bytes(out)
 
 
 @contextmanager

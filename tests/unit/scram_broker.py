@@ -6,29 +6,23 @@ KIP-554 (tests/cluster/test_configs_users.py runs it against those)."""
 
 from __future__ import annotations
 
-import datetime
-import socket
-import struct
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.alter_user_scram_credentials.v0 import response as alter_response
-from kio.schema.api_versions.v3 import response as versions_response
 from kio.schema.describe_user_scram_credentials.v0 import response as describe_response
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v4 import response as metadata_response
 from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.primitive import i8, i32
 
-from minikafka.protocol.kafka.codec import KafkaRequest, decode_request, encode_response
+from minikafka.protocol.kafka.codec import KafkaRequest
 from minikafka.security.scram import MAX_ITERATIONS, MIN_ITERATIONS
+from tests.unit.stand_in_broker import NO_TIME, StandInBroker
 
 SERVED = {18: (0, 3), 3: (4, 4), 50: (0, 0), 51: (0, 0)}
-_NO_TIME = i32Timedelta.parse(datetime.timedelta(0))
-_SIZE = struct.Struct(">i")
 
 
 @dataclass(frozen=True)
@@ -38,57 +32,16 @@ class Credential:
     salted_password: bytes
 
 
-class ScramBroker:
+class ScramBroker(StandInBroker):
     def __init__(self, served: dict[int, tuple[int, int]] = SERVED) -> None:
-        self.served = served
         self.users: dict[str, dict[int, Credential]] = {}
         self.requests: list[Any] = []  # the KIP-554 requests, as received
-        self._lock = threading.Lock()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._server.getsockname()[1]
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(served)
 
-    def close(self) -> None:
-        self._server.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            while True:
-                head = _read(conn, 4)
-                if head is None:
-                    return
-                frame = _read(conn, _SIZE.unpack(head)[0])
-                if frame is None:
-                    return
-                request = decode_request(frame, self.served)
-                with self._lock:
-                    body = self._answer(request)
-                conn.sendall(encode_response(request, body))
-
-    def _answer(self, request: KafkaRequest) -> Any:
-        if request.api_key == 18:
-            return versions_response.ApiVersionsResponse(
-                error_code=ErrorCode.none,
-                api_keys=tuple(
-                    versions_response.ApiVersion(
-                        api_key=i16(k), min_version=i16(lo), max_version=i16(hi)
-                    )
-                    for k, (lo, hi) in sorted(self.served.items())
-                ),
-                throttle_time=_NO_TIME,
-            )
+    def answer(self, request: KafkaRequest) -> Any:
         if request.api_key == 3:
             return metadata_response.MetadataResponse(
-                throttle_time=_NO_TIME,
+                throttle_time=NO_TIME,
                 brokers=(
                     metadata_response.MetadataResponseBroker(
                         node_id=BrokerId(1), host="127.0.0.1", port=i32(self.port)
@@ -136,7 +89,7 @@ class ScramBroker:
                 )
             )
         return describe_response.DescribeUserScramCredentialsResponse(
-            throttle_time=_NO_TIME,
+            throttle_time=NO_TIME,
             error_code=ErrorCode.none,
             error_message=None,
             results=tuple(results),
@@ -164,7 +117,7 @@ class ScramBroker:
                 )
             )
         return alter_response.AlterUserScramCredentialsResponse(
-            throttle_time=_NO_TIME, results=tuple(results)
+            throttle_time=NO_TIME, results=tuple(results)
         )
 
     def _check(self, user: str, body: Any) -> tuple[ErrorCode, str | None]:
@@ -186,19 +139,6 @@ class ScramBroker:
             if u.iterations > MAX_ITERATIONS:
                 return ErrorCode.unacceptable_credential, "Too many iterations"
         return ErrorCode.none, None
-
-
-def _read(conn: socket.socket, n: int) -> bytes | None:
-    out = bytearray()
-    while len(out) < n:
-        try:
-            chunk = conn.recv(n - len(out))
-        except OSError:
-            return None
-        if not chunk:
-            return None
-        out += chunk
-    return bytes(out)
 
 
 @contextmanager
