@@ -29,6 +29,7 @@ from minikafka.config.dynamic import ConfigSource, ConfigType, DescribedConfig
 from minikafka.protocol.errors import ErrorCode, InvalidRequestError
 from minikafka.rpc import messages as m
 from minikafka.rpc.framing import RequestHeader
+from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.kafka_api.handler import KafkaApiHandler
 from minikafka.server.network import SocketServer
 from minikafka.storage.record_batch import (
@@ -124,13 +125,15 @@ class _BrokerApis:
         self.broker_id = broker_id
         self.cache = _NoTopicIds()
         self.admin = self  # DescribeConfigs asks the admin manager
+        self.authorizer = RequestAuthorizer(None)  # no authorizer: everything is allowed
+        self.acl_store = None
 
     async def metadata(
         self, topics: list[str] | None, allow_auto_topic_creation: bool, listener: str
     ) -> Any:
         return await self.cluster._handle(self.broker_id, MetadataQuery(topics))
 
-    async def fetch(self, req: m.FetchRequest) -> Any:
+    async def fetch(self, req: m.FetchRequest, readable: Any = None) -> Any:
         return await self.cluster._handle(self.broker_id, req)
 
     async def list_offsets(self, req: m.ListOffsetsRequest) -> Any:
