@@ -12,8 +12,8 @@
 #                         case (MINIKAFKA_MIN_INSYNC_REPLICAS=2 -> min.insync.replicas=2);
 #                         written after the five above, so it wins over them. Except the
 #                         variables minikafka itself reads from its environment
-#                         (MINIKAFKA_ZK_SESSION_FILE; the CLI's MINIKAFKA_BOOTSTRAP_SERVERS
-#                         and MINIKAFKA_DATA_DIR),
+#                         (MINIKAFKA_ZK_SESSION_FILE; the CLI's MINIKAFKA_BOOTSTRAP_SERVERS,
+#                         MINIKAFKA_DATA_DIR and MINIKAFKA_ADMIN_TOKEN),
 #                         which stay variables.
 #   SERVER_PROPERTIES     where to write the file, default /etc/minikafka/server.properties
 #
@@ -72,7 +72,7 @@ write_properties() {
     local name
     for name in $(compgen -e | LC_ALL=C sort); do
         case $name in
-            MINIKAFKA_ZK_SESSION_FILE | MINIKAFKA_BOOTSTRAP_SERVERS | MINIKAFKA_DATA_DIR) ;;
+            MINIKAFKA_ZK_SESSION_FILE | MINIKAFKA_BOOTSTRAP_SERVERS | MINIKAFKA_DATA_DIR | MINIKAFKA_ADMIN_TOKEN) ;;
             MINIKAFKA_?*) emit "$(property_name "$name")" "${!name}" ;;
         esac
     done

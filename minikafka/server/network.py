@@ -59,6 +59,7 @@ from minikafka.rpc.framing import (
     decode_request,
     encode_response,
 )
+from minikafka.security.acls import MalformedAclRequestError
 from minikafka.security.sasl_server import IllegalSaslState
 from minikafka.security.tls import peer_principal_name
 from minikafka.server.session import ConnectionSession, ListenerSecurity
@@ -345,6 +346,11 @@ class SocketServer:
                     chunks = await kafka.handle(request, session) or []
                     if sasl is not None and request.api_key == API_VERSIONS_KEY:
                         sasl.api_versions_answered()
+                except MalformedAclRequestError as e:
+                    # A request Kafka's own parsing refuses (an ACL filter of UNKNOWN type):
+                    # closed unanswered, as a malformed frame is.
+                    log.info("closing Kafka connection from %s: malformed request: %s", peer, e)
+                    return
                 except Exception:
                     # Kafka has no request-level error frame: a request that fails outside
                     # its per-partition errors ends the connection (the client reconnects
