@@ -60,7 +60,7 @@ from minikafka.rpc.framing import (
     encode_response,
 )
 from minikafka.security.acls import MalformedAclRequestError
-from minikafka.security.sasl_server import IllegalSaslState
+from minikafka.security.sasl_server import SASL_AUTHENTICATE, SASL_HANDSHAKE, IllegalSaslState
 from minikafka.security.tls import peer_principal_name
 from minikafka.server.session import ConnectionSession, ListenerSecurity
 
@@ -93,7 +93,7 @@ _MSGPACK_FIXARRAY_2 = 0x92
 _META_SIZE = struct.Struct(">I")
 _SIZE = struct.Struct(">i")
 # ApiVersions, SaslHandshake, SaslAuthenticate: what a broker sends before switching to the RPC.
-_HANDSHAKE_APIS = frozenset({API_VERSIONS_KEY, 17, 36})
+_HANDSHAKE_APIS = frozenset({API_VERSIONS_KEY, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
 def is_minikafka_rpc(frame: bytes | bytearray | memoryview) -> bool:
