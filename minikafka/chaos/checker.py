@@ -368,6 +368,9 @@ class CheckResult:
     unavailability: list[FaultUnavailability]
     unavailability_by_fault: dict[str, FaultTypeAvailability]  # in op order
     group: GroupResult | None = None  # None: the history has no group workload
+    # Partitions whose replicas could not be described at the end, so were not compared:
+    # a check not made is a problem, never a pass.
+    replicas_unread: list[str] = field(default_factory=list)
 
     def summary_rows(self) -> list[tuple[str, str]]:
         """(metric, value) rows for the summary table, safety first, then availability."""
@@ -538,6 +541,7 @@ def check(history: History) -> CheckResult:
         unavailability=unavailability,
         unavailability_by_fault=_by_fault_type(unavailability),
         group=_group_check(history, final_log),
+        replicas_unread=list(history.meta.get("replicas_unread", [])),
     )
     result.problems = _problems(result)
     result.valid = not result.problems
@@ -582,6 +586,11 @@ def _problems(r: CheckResult) -> list[str]:
         out.append(
             f"{len(r.replica_divergence)} offsets differ across replicas below the HW: "
             + some([f"{(d.partition, d.offset)}={dict(d.values)}" for d in r.replica_divergence])
+        )
+    if r.replicas_unread:
+        out.append(
+            f"the replicas of {len(r.replicas_unread)} partitions were not read back, so not "
+            f"compared: {some(r.replicas_unread)}"
         )
     if r.nonmonotonic_reads:
         out.append(

@@ -380,6 +380,9 @@ async def _collect_replica_logs(
         history.meta["replica_logs_from"] = source
         for pr in described:
             if pr.error is not None:
+                history.meta.setdefault("replicas_unread", []).append(
+                    f"partition {pr.partition}: {pr.error}"
+                )
                 continue
             for rep in pr.replicas:
                 if rep.log_end_offset < 0:

@@ -28,7 +28,6 @@ from minikafka.cli.cluster import _open, data_dir_option
 from minikafka.cli.output_dirs import OTHER_CLUSTERS_DIR, other_clusters_dir
 from minikafka.cli.signals import interrupt_status, sigterm_as_interrupt
 from minikafka.client.bootstrap import parse_bootstrap_servers
-from minikafka.client.client_security import client_security
 from minikafka.client.replica_states import ADMIN_TOKEN_ENV
 from minikafka.cluster.errors import ClusterError
 from minikafka.zk.client import ZkError, parse_connect_string
@@ -223,14 +222,6 @@ def chaos(
     fetches instead of from their files); scripts/docker-chaos.sh does it for
     docker-compose.yml."""
     require_client("minikafka chaos runs its producers and consumers")
-    protocol = client_security().get("security.protocol", "PLAINTEXT")
-    if bootstrap_server is not None and protocol != "PLAINTEXT":
-        # Until kafka_wire.py speaks TLS and SASL: the run would fail at its very end.
-        raise click.UsageError(
-            f"--command-config: security.protocol {protocol}: with --bootstrap-server, chaos "
-            "reads the replicas back over a Kafka connection of its own (Fetch as Kafka's "
-            "debugging consumer, minikafka/client/kafka_wire.py), which speaks PLAINTEXT only"
-        )
     remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
     if topic is None:
         topic = "chaos-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")

@@ -17,8 +17,11 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
+from minikafka.client.client_security import client_security
+from minikafka.client.wire_security import WireSecurity, wire_security
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.security.sasl_client import sasl_client_authenticate
 
 __all__ = ["KafkaConnection", "NetworkError", "metadata_request", "parse_response", "request_frame"]
 
@@ -49,15 +52,24 @@ def metadata_request(topics: Sequence[str] | None) -> Any:
 
 
 class KafkaConnection:
-    """One broker's client listener at `host:port`."""
+    """One broker's client listener at `host:port`, with `security` (by default the
+    process's client settings, client_security.py, as its librdkafka clients have them):
+    TLS, then SASL, on every new connection."""
 
     def __init__(
-        self, host: str, port: int, *, client_id: str, connect_timeout_s: float = 10.0
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        connect_timeout_s: float = 10.0,
+        security: WireSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self._connect_timeout_s = connect_timeout_s
+        self._security = wire_security(client_security()) if security is None else security
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
         self._correlation_id = 0
@@ -77,15 +89,41 @@ class KafkaConnection:
             except (OSError, asyncio.IncompleteReadError) as e:
                 await self._drop()
                 raise NetworkError(f"broker at {self.host}:{self.port}: {e}") from None
+            except KafkaError:
+                await self._drop()  # a refused authentication: the broker closes it too
+                raise
             except asyncio.CancelledError:
                 self._abort()  # mid-request: its answer may still come
                 raise
 
     async def _call(self, request: Any) -> Any:
         if self._streams is None:
-            self._streams = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self._connect_timeout_s
-            )
+            self._streams = await asyncio.wait_for(self._connect(), self._connect_timeout_s)
+        return await self._exchange(request)
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        security = self._security
+        context = security.ssl_context
+        streams = await asyncio.open_connection(
+            self.host,
+            self.port,
+            ssl=context,
+            server_hostname=self.host if context is not None and security.check_hostname else None,
+        )
+        if security.sasl is not None:
+            self._streams = streams
+            sasl = security.sasl
+            try:
+                await sasl_client_authenticate(
+                    sasl.mechanism, sasl.username, sasl.password, self._exchange
+                )
+            except BaseException:
+                self._abort()
+                raise
+        return streams
+
+    async def _exchange(self, request: Any) -> Any:
+        assert self._streams is not None
         reader, writer = self._streams
         self._correlation_id += 1
         writer.write(request_frame(request, self._correlation_id, self.client_id))

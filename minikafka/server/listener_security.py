@@ -6,30 +6,24 @@ the inter-broker listener's JAAS config), as Kafka's ChannelBuilders do."""
 from __future__ import annotations
 
 import asyncio
-import logging
+import itertools
 import struct
 from collections.abc import Callable
 from functools import partial
 
 from minikafka.config.security import ListenerSecuritySettings, SecurityConfig
-from minikafka.protocol.errors import ErrorCode, InvalidConfigError, KafkaError
+from minikafka.protocol.errors import InvalidConfigError
 from minikafka.protocol.kafka.client_codec import parse_response, request_frame
 from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
-from minikafka.security.plain import plain_token
 from minikafka.security.principal import KafkaPrincipal
-from minikafka.security.sasl_server import PLAIN, SaslServerConfig, ScramCredentials
-from minikafka.security.scram import ScramAuthenticationError, ScramClient, ScramMechanism
+from minikafka.security.sasl_client import AuthenticationFailedError
+from minikafka.security.sasl_client import sasl_client_authenticate as authenticate
+from minikafka.security.sasl_server import SaslServerConfig, ScramCredentials
 from minikafka.security.ssl_principal import NoMatchingRule, SslPrincipalMapper, ssl_principal
 from minikafka.security.tls import SslConfigError, client_context, server_context
 from minikafka.server.session import ListenerSecurity
 
-log = logging.getLogger(__name__)
-
 _SIZE = struct.Struct(">i")
-
-
-class AuthenticationFailedError(KafkaError):
-    code = ErrorCode.SASL_AUTHENTICATION_FAILED
 
 
 def listener_security(
@@ -93,21 +87,6 @@ def inter_broker_connections(security: SecurityConfig) -> ConnectionSecurity:
     return ConnectionSecurity(ssl_context=context, authenticate=authenticate)
 
 
-async def _exchange(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    request: object,
-    correlation_id: int,
-) -> object:
-    writer.write(request_frame(request, correlation_id, "minikafka-broker"))
-    await writer.drain()
-    (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
-    got, response = parse_response(request, await reader.readexactly(size))
-    if got != correlation_id:
-        raise AuthenticationFailedError(f"SASL answer out of step ({got} != {correlation_id})")
-    return response
-
-
 async def sasl_client_authenticate(
     mechanism: str,
     username: str,
@@ -115,43 +94,18 @@ async def sasl_client_authenticate(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
 ) -> None:
-    """Kafka's client side of SASL: SaslHandshake v1 naming the mechanism, then the
-    mechanism's tokens in SaslAuthenticate v2 requests. AuthenticationFailedError when the
-    peer refuses."""
-    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+    """security/sasl_client.py's exchange over a fresh connection's streams (its first
+    requests: correlation ids from 1). AuthenticationFailedError when the peer refuses."""
+    correlation_ids = itertools.count(1)
 
-    handshake: object = await _exchange(
-        reader, writer, SaslHandshakeRequest(mechanism=mechanism), 1
-    )
-    error = int(getattr(handshake, "error_code"))  # noqa: B009
-    if error != ErrorCode.NONE:
-        raise AuthenticationFailedError(
-            f"SASL mechanism {mechanism} refused ({ErrorCode(error).name}); the peer enables "
-            f"{', '.join(getattr(handshake, 'mechanisms'))}"  # noqa: B009
-        )
+    async def call(request: object) -> object:
+        correlation_id = next(correlation_ids)
+        writer.write(request_frame(request, correlation_id, "minikafka-broker"))
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+        got, response = parse_response(request, await reader.readexactly(size))
+        if got != correlation_id:
+            raise AuthenticationFailedError(f"SASL answer out of step ({got} != {correlation_id})")
+        return response
 
-    async def step(token: bytes, correlation_id: int) -> bytes:
-        response: object = await _exchange(
-            reader, writer, SaslAuthenticateRequest(auth_bytes=token), correlation_id
-        )
-        code = int(getattr(response, "error_code"))  # noqa: B009
-        if code != ErrorCode.NONE:
-            raise AuthenticationFailedError(
-                f"authentication as {username} with {mechanism} failed: "
-                f"{getattr(response, 'error_message')}"  # noqa: B009
-            )
-        reply: bytes = getattr(response, "auth_bytes")  # noqa: B009
-        return reply
-
-    if mechanism == PLAIN:
-        await step(plain_token(username, password), 2)
-        return
-    client = ScramClient(ScramMechanism.from_name(mechanism), username, password)
-    server_first = await step(client.first_message(), 2)
-    try:
-        server_final = await step(client.final_message(server_first), 3)
-        client.verify_server_final(server_final)
-    except ScramAuthenticationError as e:
-        raise AuthenticationFailedError(f"SCRAM with {mechanism} failed: {e}") from e
-    log.debug("authenticated as %s with %s", username, mechanism)
+    await authenticate(mechanism, username, password, call)

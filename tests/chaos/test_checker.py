@@ -246,6 +246,16 @@ def test_replica_divergence_below_both_high_watermarks() -> None:
     assert not r.valid
 
 
+def test_replicas_not_read_back_make_the_run_invalid() -> None:
+    """A partition whose replicas could not be described was never compared: not a pass."""
+    history = History("t", replica_logs=[ReplicaLog(1, 0, 1, {0: 10})])
+    assert check(history).valid
+    history.meta["replicas_unread"] = ["partition 1: CLUSTER_AUTHORIZATION_FAILED"]
+    r = check(history)
+    assert not r.valid and r.replicas_unread == ["partition 1: CLUSTER_AUTHORIZATION_FAILED"]
+    assert "the replicas of 1 partitions were not read back" in r.problems[0]
+
+
 def test_replica_divergence_ignores_offsets_at_or_above_a_replicas_hw() -> None:
     logs = [
         # Broker 2's offset 2 is above its HW (an uncommitted tail it will truncate).

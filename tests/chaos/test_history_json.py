@@ -628,6 +628,7 @@ RESULT_JSON: JsonDict = {
             }
         ],
     },
+    "replicas_unread": [],
 }
 
 

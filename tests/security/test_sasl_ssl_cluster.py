@@ -36,7 +36,8 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.kafka.client_codec import request_frame
 from minikafka.rpc import messages as m
 from minikafka.rpc.framing import RequestHeader, encode_request
-from minikafka.server.listener_security import AuthenticationFailedError, sasl_client_authenticate
+from minikafka.security.sasl_client import AuthenticationFailedError
+from minikafka.server.listener_security import sasl_client_authenticate
 from tests.cluster.conftest import started_cluster, wait_until
 from tests.cluster.helpers import http_get
 from tests.rpc.test_framing import SAMPLES as RPC_SAMPLES

@@ -538,27 +538,6 @@ def test_every_client_command_takes_command_config() -> None:
         assert ("--command-config" in options) == (name in CLIENT_COMMANDS), name
 
 
-def test_chaos_against_another_cluster_refuses_tls_and_sasl(tmp_path: Path) -> None:
-    """Its replica check reads replicas over kafka_wire.py's connection, plaintext only."""
-    result = CliRunner().invoke(
-        cli,
-        [
-            "chaos",
-            "--bootstrap-server",
-            "127.0.0.1:1",
-            "--zookeeper",
-            "127.0.0.1:2",
-            "--nemesis-command",
-            "true {op} {broker}",
-            "--command-config",
-            str(_sasl_file(tmp_path)),
-        ],
-    )
-    assert result.exit_code == 2
-    assert "security.protocol SASL_PLAINTEXT" in result.stderr
-    assert "PLAINTEXT only" in " ".join(result.stderr.split())
-
-
 # --- a PEM keystore for librdkafka, for real -------------------------------------------------
 
 
