@@ -53,9 +53,10 @@ def parse_overrides(items: Iterable[str]) -> tuple[dict[str, str], dict[int, dic
     return common, per_broker
 
 
-def check_overrides(overrides: Mapping[str, str]) -> None:
+def check_overrides(overrides: Mapping[str, str], base: Mapping[str, str] | None = None) -> None:
     """Refuse, before anything starts, a property the cluster manages or a broker would
-    refuse (unknown, or a bad value)."""
+    refuse (unknown, or a bad value) on top of `base`, the cluster's own settings of the
+    broker (a secured cluster's listeners, which a `listener.name.<l>.` override names)."""
     managed = sorted(MANAGED_KEYS.intersection(overrides))
     if managed:
         raise ValueError(
@@ -68,7 +69,7 @@ def check_overrides(overrides: Mapping[str, str]) -> None:
             "its own, in the data dir's security/"
         )
     try:
-        BrokerConfig.from_properties({"broker.id": "1", **overrides})
+        BrokerConfig.from_properties({"broker.id": "1", **(base or {}), **overrides})
     except InvalidConfigError as e:
         raise ValueError(e.message) from None  # without the wire protocol's error name
 

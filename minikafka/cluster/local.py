@@ -114,9 +114,6 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         }
         for bid, props in (broker_overrides or {}).items():
             self.broker_overrides.setdefault(bid, {}).update(props)
-        check_overrides(self.overrides)
-        for props in self.broker_overrides.values():
-            check_overrides(props)
         self.broker_command: list[str] = list(
             broker_command or saved.get("broker_command") or default_broker_command()
         )
@@ -136,6 +133,16 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         self.security: ClusterSecurity | None = (
             ClusterSecurity(self.data_dir, mode, host) if mode is not None else None
         )
+        # Checked on top of the security mode's own listener settings, which overrides may
+        # refine (`listener.name.<l>.`).
+        base = (
+            {}
+            if self.security is None
+            else self.security.broker_properties(1, host, 1, password="placeholder")
+        )
+        check_overrides(self.overrides, base)
+        for props in self.broker_overrides.values():
+            check_overrides(props, base)
         saved_zk_port = int(saved.get("zookeeper", {}).get("port", 0))
         self.zookeeper: LocalZooKeeper = ClusterZooKeeper(
             dirs.zookeeper_dir,

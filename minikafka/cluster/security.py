@@ -139,10 +139,18 @@ class ClusterSecurity:
         return ";".join(dict.fromkeys(principals))
 
     def broker_properties(
-        self, broker_id: int, host: str, port: int, broker_ids: Iterable[int] = ()
+        self,
+        broker_id: int,
+        host: str,
+        port: int,
+        broker_ids: Iterable[int] = (),
+        *,
+        password: str | None = None,
     ) -> dict[str, str]:
         """The security part of one broker's server.properties (`broker_ids`: every broker
-        of the cluster, this one included, for `super.users`)."""
+        of the cluster, this one included, for `super.users`). `password`: the admin's,
+        read from the data dir when None (a placeholder serves to check overrides against
+        these settings before the data dir is prepared)."""
         listener = self.listener
         props = {
             "listeners": f"{listener}://{host}:{port}",
@@ -173,7 +181,7 @@ class ClusterSecurity:
                     "sasl.mechanism.inter.broker.protocol": INTER_BROKER_MECHANISM,
                     f"{prefix}{INTER_BROKER_MECHANISM.lower()}.sasl.jaas.config": (
                         f'{SCRAM_LOGIN_MODULE} required username="{ADMIN_USER}" '
-                        f'password="{self.admin_password()}";'
+                        f'password="{self.admin_password() if password is None else password}";'
                     ),
                 }
             )

@@ -22,9 +22,10 @@ from confluent_kafka.admin import (
 from kio.schema.describe_acls.v2.request import DescribeAclsRequest
 from kio.static.primitive import i8
 
+from minikafka.client.kafka_wire import KafkaConnection
+from minikafka.client.wire_security import PLAINTEXT_WIRE, wire_security
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.kafka.client_codec import parse_response, request_frame
-from minikafka.server.listener_security import sasl_client_authenticate
 from tests.cluster.conftest import wait_until
 
 Acl = tuple[str, str, str, str, str, str, str]
@@ -111,23 +112,23 @@ DESCRIBE_EVERYTHING = DescribeAclsRequest(
 def describe_raw(
     cluster: LocalCluster, broker: int, user: str | None = "admin", password: str = ""
 ) -> Any:
-    """DescribeAcls v2 (every ACL) sent to one broker alone, on Kafka's protocol: over
-    SASL_SSL as `user`, or in plaintext when `user` is None. (librdkafka's describe_acls
-    drops the response's error code, so errors are read here.)"""
+    """DescribeAcls v2 (every ACL) sent to one broker alone, on Kafka's protocol: as `user`
+    with the cluster's own security settings (its SASL mechanism, its TLS), or in plaintext
+    when `user` is None. (librdkafka's describe_acls drops the response's error code, so
+    errors are read here.)"""
+    security = PLAINTEXT_WIRE
+    if user is not None:
+        config = cluster.client_config()
+        secret = password or config["sasl.password"]
+        security = wire_security({**config, "sasl.username": user, "sasl.password": secret})
 
     async def run() -> Any:
         host, port = cluster.broker_address(broker)
-        if user is None:
-            reader, writer = await asyncio.open_connection(host, port)
-        else:
-            reader, writer = await asyncio.open_connection(host, port, ssl=tls_context(cluster))
+        connection = KafkaConnection(host, port, client_id="test", security=security)
         try:
-            if user is not None:
-                secret = password or cluster.client_config()["sasl.password"]
-                await sasl_client_authenticate("SCRAM-SHA-512", user, secret, reader, writer)
-            return await exchange(reader, writer, DESCRIBE_EVERYTHING, 10)
+            return await connection.call(DESCRIBE_EVERYTHING, 30)
         finally:
-            writer.close()
+            await connection.close()
 
     return asyncio.run(run())
 

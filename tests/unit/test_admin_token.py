@@ -18,6 +18,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from minikafka.admin_http.server import AdminHttpServer, presented_token
 from minikafka.clock import ManualClock
+from minikafka.cluster import LocalCluster
 from minikafka.cluster.broker_config import check_overrides
 from minikafka.cluster.security import ClusterSecurity
 from minikafka.common import Endpoint
@@ -236,3 +237,19 @@ def test_a_secured_local_cluster_makes_its_token(tmp_path: Path, mode: Any) -> N
 def test_a_local_clusters_token_is_not_an_override() -> None:
     with pytest.raises(ValueError, match=r"admin\.listeners\.token cannot be overridden"):
         check_overrides({"admin.listeners.token": TOKEN})
+
+
+def test_overrides_may_refine_a_secured_clusters_own_listener(tmp_path: Path) -> None:
+    """`listener.name.<l>.` names the listener the security mode makes: checked against
+    it, not against the plaintext default (and without the data dir prepared yet)."""
+    plain_users = {
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+        ),
+    }
+    cluster = LocalCluster(tmp_path / "c", security="sasl_plaintext", overrides=plain_users)
+    assert cluster.overrides == plain_users
+    assert not (tmp_path / "c" / "security").exists()
+    with pytest.raises(ValueError, match="'sasl_plaintext' is not one of the broker's listeners"):
+        LocalCluster(tmp_path / "d", overrides=plain_users)
