@@ -2,7 +2,9 @@
 """Health check of a minikafka broker container (installed as `minikafka-healthcheck`).
 
 Reads the server.properties the entrypoint wrote, sends Kafka's Metadata request (no
-topics) to this broker's own inter-broker listener, and exits 0 only if the broker lists
+topics) to this broker's own inter-broker listener (over TLS and SASL as the broker connects
+to the others there: its keystore for an SSL listener that asks for certificates, its
+inter-broker credentials on a SASL one), and exits 0 only if the broker lists
 itself among the live brokers: then it serves requests, is registered in ZooKeeper, and the
 controller has sent it UpdateMetadata. A broker that is up but cut off from ZooKeeper or
 the controller, or still recovering its logs, is reported unhealthy, with the reason on
@@ -23,6 +25,8 @@ from pathlib import Path
 
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.config.broker import BrokerConfig
+from minikafka.rpc.connection import ConnectionSecurity
+from minikafka.server.listener_security import inter_broker_connections
 
 DEFAULT_CONFIG = "/etc/minikafka/server.properties"
 TIMEOUT_S = 3.0
@@ -36,9 +40,22 @@ def local_address(config: BrokerConfig) -> tuple[str, int]:
     return (ep.host if ep.host not in ("", "0.0.0.0", "::") else "127.0.0.1"), ep.port
 
 
-async def check(host: str, port: int, broker_id: int, timeout_s: float = TIMEOUT_S) -> str | None:
+async def check(
+    host: str,
+    port: int,
+    broker_id: int,
+    timeout_s: float = TIMEOUT_S,
+    security: ConnectionSecurity | None = None,
+) -> str | None:
     """None if healthy, else why not."""
-    conn = KafkaConnection(host, port, client_id="healthcheck", connect_timeout_s=timeout_s)
+    conn = KafkaConnection(
+        host,
+        port,
+        client_id="healthcheck",
+        connect_timeout_s=timeout_s,
+        ssl_context=security.ssl_context if security else None,
+        authenticate=security.authenticate if security else None,
+    )
     try:
         response = await conn.call(metadata_request([]), timeout_s)
     except Exception as e:
@@ -62,7 +79,12 @@ def main(argv: list[str]) -> int:
         print(f"cannot read the broker's config {path}: {e}")
         return 1
     host, port = local_address(config)
-    problem = asyncio.run(check(host, port, config.broker_id))
+    try:
+        security = inter_broker_connections(config.security())
+    except Exception as e:
+        print(f"cannot set up the inter-broker listener's security: {e}")
+        return 1
+    problem = asyncio.run(check(host, port, config.broker_id, security=security))
     if problem is not None:
         print(problem)
         return 1

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import struct
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -52,12 +53,25 @@ class KafkaConnection:
     """One broker's client listener at `host:port`."""
 
     def __init__(
-        self, host: str, port: int, *, client_id: str, connect_timeout_s: float = 10.0
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        connect_timeout_s: float = 10.0,
+        ssl_context: ssl.SSLContext | None = None,
+        authenticate: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+        | None = None,
     ) -> None:
+        """`ssl_context` for a TLS listener (the host name checked is `host`);
+        `authenticate` runs on each new connection before the first request (a SASL
+        exchange, as the brokers' inter-broker connections run one)."""
         self.host = host
         self.port = port
         self.client_id = client_id
         self._connect_timeout_s = connect_timeout_s
+        self._ssl_context = ssl_context
+        self._authenticate = authenticate
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
         self._correlation_id = 0
@@ -83,9 +97,7 @@ class KafkaConnection:
 
     async def _call(self, request: Any) -> Any:
         if self._streams is None:
-            self._streams = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self._connect_timeout_s
-            )
+            self._streams = await asyncio.wait_for(self._connect(), self._connect_timeout_s)
         reader, writer = self._streams
         self._correlation_id += 1
         writer.write(request_frame(request, self._correlation_id, self.client_id))
@@ -95,6 +107,21 @@ class KafkaConnection:
         if correlation_id != self._correlation_id:
             raise OSError(f"answer {correlation_id} came where {self._correlation_id}'s was due")
         return response
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection(
+            self.host,
+            self.port,
+            ssl=self._ssl_context,
+            server_hostname=self.host if self._ssl_context is not None else None,
+        )
+        if self._authenticate is not None:
+            try:
+                await self._authenticate(reader, writer)
+            except BaseException:
+                writer.close()
+                raise
+        return reader, writer
 
     def _abort(self) -> None:
         streams, self._streams = self._streams, None
