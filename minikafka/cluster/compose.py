@@ -8,8 +8,8 @@ scripts/bench_docker.py; the repository checkout is where the compose file and s
 
 `secure=True` runs the secured variant (docker-compose.yml with docker-compose.secure.yml:
 SASL_SSL on the EXTERNAL listener, mutual TLS between the brokers, ACLs on), with an admin
-password of its own; `client_security()` is then the admin's client settings and
-`command_config()` a `--command-config` file with them.
+password and an admin endpoint token (`admin_token`) of its own; `client_security()` is
+then the admin's client settings and `command_config()` a `--command-config` file with them.
 """
 
 from __future__ import annotations
@@ -100,6 +100,8 @@ class ComposeCluster:
         if secure:
             self.compose_files.append(root / SECURE_OVERRIDE)
         self.admin_password = f"admin-{uuid.uuid4().hex}" if secure else None
+        # The secured variant's admin.listeners.token (the HTTP admin endpoints').
+        self.admin_token = f"token-{uuid.uuid4().hex}" if secure else None
         self._client_dir: Path | None = None
         self.zookeeper_port = pick_free_port("127.0.0.1")
         self.broker_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
@@ -115,6 +117,8 @@ class ComposeCluster:
         }
         if self.admin_password is not None:
             self.env["MINIKAFKA_ADMIN_PASSWORD"] = self.admin_password
+        if self.admin_token is not None:
+            self.env["MINIKAFKA_ADMIN_TOKEN"] = self.admin_token
         if session_timeout_ms is not None:
             self.env["MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = str(session_timeout_ms)
         self._zk: ZkClient | None = None

@@ -13,10 +13,13 @@ librdkafka with the admin's settings.
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -302,6 +305,30 @@ def test_a_user_without_acls_is_refused_the_topic(project: ComposeCluster, tmp_p
     assert refused is not None and refused.code() == ClientError.TOPIC_AUTHORIZATION_FAILED, (
         outcomes
     )
+
+
+def test_the_admin_endpoints_ask_for_the_token(project: ComposeCluster) -> None:
+    """admin.listeners.token (MINIKAFKA_ADMIN_TOKEN): /health stays open, the rest asks for
+    the token; the serving broker presents it to the others for the dashboard's view."""
+    p = project
+    base = f"http://localhost:{p.admin_ports[1]}"
+    with urllib.request.urlopen(base + "/health", timeout=10) as resp:
+        assert resp.status == 200
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(base + "/v1/cluster", timeout=10)
+    assert refused.value.code == 401
+    with_token = urllib.request.Request(
+        base + "/v1/cluster", headers={"Authorization": f"Bearer {p.admin_token}"}
+    )
+
+    def every_broker_answers() -> bool:
+        with urllib.request.urlopen(with_token, timeout=10) as resp:
+            brokers = json.loads(resp.read())["brokers"]
+        return len(brokers) == len(BROKERS) and all(
+            b["status"] == "alive" and b["reachable"] for b in brokers
+        )
+
+    wait_for("every broker alive on the dashboard", every_broker_answers, 60)
 
 
 # --- the kill test -----------------------------------------------------------------------

@@ -1095,6 +1095,7 @@ def test_the_secure_brokers_take_sasl_ssl_outside_and_mutual_tls_between_them(
     assert security.inter_broker_mechanism is None  # the certificate is the credential
     assert security.authorizer
     assert {str(p) for p in security.super_users} == {"User:admin", *(f"User:{b}" for b in BROKERS)}
+    assert config.admin_listeners_token == "admin-token"  # MINIKAFKA_ADMIN_TOKEN's default
     # `minikafka certs create NAME` makes CN=NAME,OU=minikafka: the broker's principal.
     assert internal.principal_mapper is not None
     assert internal.principal_mapper.name(f"CN={name},OU=minikafka") == name
