@@ -20,7 +20,8 @@
 #
 # Meant as a command nemesis (it takes {op} and {broker}). Every OP is idempotent, so a
 # heal phase may unpause or start everything. COMPOSE overrides the compose command
-# (default: `docker compose`); COMPOSE_PROJECT_NAME picks another project than minikafka.
+# (default: `docker compose`); COMPOSE_PROJECT_NAME picks another project than minikafka,
+# COMPOSE_FILE other compose files (the secured variant's two).
 #
 # The network cuts are iptables rules in the container's own network namespace, entered
 # from the host with nsenter (root; the image needs no iptables): a chain MINIKAFKA-FAULT
@@ -38,7 +39,11 @@ op=$1
 target=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 read -ra compose <<<"${COMPOSE:-docker compose}"
-compose+=(-f "$root/docker-compose.yml")
+# COMPOSE_FILE (compose's own variable) names the files of a variant, e.g.
+# docker-compose.yml:docker-compose.secure.yml; without it, the repository's compose file.
+if [ -z "${COMPOSE_FILE:-}" ]; then
+    compose+=(-f "$root/docker-compose.yml")
+fi
 
 case $target in
     [0-9]*) service=broker$target ;;

@@ -56,6 +56,7 @@ from minikafka.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramMechanism,
+    make_credential,
     secure_random_string,
     validate_iterations,
 )
@@ -423,6 +424,15 @@ def _error(e: Exception) -> KafkaError:
     metavar="NAME",
     help="Shorthand for --entity-type users --entity-name NAME.",
 )
+@click.option(
+    "--zookeeper",
+    "zookeeper",
+    default=None,
+    metavar="HOST:PORT",
+    help="With --alter: write the credentials to ZooKeeper's /config/users directly, as "
+    "kafka-configs.sh --zookeeper does, without a broker: how the first users (the admin, "
+    "the brokers' own) are made before the brokers that authenticate with them start.",
+)
 @click.option("--describe", is_flag=True, help="Show the users' SCRAM credentials.")
 @click.option("--alter", is_flag=True, help="Add, change or delete a user's SCRAM credentials.")
 @click.option(
@@ -442,7 +452,9 @@ def _error(e: Exception) -> KafkaError:
     metavar="SCRAM-SHA-256[,SCRAM-SHA-512]",
     help="Credentials to delete (comma-separated, repeatable).",
 )
+@click.pass_context
 def configs(
+    ctx: click.Context,
     bootstrap_server: str,
     entity_type: str | None,
     entity_names: tuple[str, ...],
@@ -451,6 +463,7 @@ def configs(
     alter: bool,
     add_configs: tuple[str, ...],
     delete_configs: tuple[str, ...],
+    zookeeper: str | None,
 ) -> None:
     """Add, change, delete and describe users' SCRAM credentials (like kafka-configs.sh
     --entity-type users), on librdkafka's admin client.
@@ -460,8 +473,9 @@ def configs(
         --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
     minikafka configs --user alice --alter --delete-config SCRAM-SHA-256
     minikafka configs --entity-type users --describe
+    minikafka configs --zookeeper zookeeper:2181 --user admin --alter \\
+        --add-config 'SCRAM-SHA-512=[password=admin-secret]'
     """
-    require_client("minikafka configs runs its admin client")
     if describe == alter:
         raise click.UsageError("Command must include exactly one action: --describe, --alter")
     if describe and (add_configs or delete_configs):
@@ -469,6 +483,20 @@ def configs(
         raise click.UsageError(f"{given} goes with --alter, not --describe")
     names = _entity_names(entity_type, entity_names, users)
     alteration = _alteration(names, add_configs, delete_configs) if alter else None
+    if zookeeper is not None:
+        if alteration is None:
+            raise click.UsageError("--zookeeper goes with --alter (--describe asks a broker)")
+        if ctx.get_parameter_source("bootstrap_server") is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError("give one of --bootstrap-server and --zookeeper, not both")
+        for warning in alteration.warnings():
+            click.echo(warning, err=True)
+        try:
+            alter_in_zookeeper(zookeeper, alteration)
+        except Exception as e:
+            _fail(f"{type(e).__name__}: {e}")
+        click.echo(completed_line(alteration.user))
+        return
+    require_client("minikafka configs runs its admin client")
 
     from confluent_kafka import KafkaException
 
@@ -490,6 +518,35 @@ def configs(
         _fail(str(e))
     if not ok:
         sys.exit(1)
+
+
+def zookeeper_user_config(current: dict[str, str], alteration: ScramAlteration) -> dict[str, str]:
+    """A user's `/config/users/<user>` entries after the alteration: deleted mechanisms
+    gone, upserted ones salted and hashed here (the password is never stored)."""
+    config = dict(current)
+    for mechanism in alteration.deletions:
+        config.pop(mechanism.mechanism_name, None)
+    for upsertion in alteration.upsertions:
+        credential = make_credential(
+            upsertion.mechanism, upsertion.password, iterations=upsertion.iterations
+        )
+        config[upsertion.mechanism.mechanism_name] = credential.to_zk()
+    return config
+
+
+def alter_in_zookeeper(connect: str, alteration: ScramAlteration, timeout_s: float = 30.0) -> None:
+    """`--zookeeper`: rewrite the user's config in ZooKeeper and notify the brokers, as
+    Kafka's AdminZkClient.changeUserOrUserClientIdConfig does."""
+    from minikafka.zk.client import ZkClient
+
+    zk = ZkClient(connect, session_timeout_ms=int(timeout_s * 1000))
+    zk.start()
+    try:
+        zk.ensure_persistent_paths()
+        current = zk.get_user_config(alteration.user)
+        zk.set_user_config(alteration.user, zookeeper_user_config(current, alteration))
+    finally:
+        zk.close()
 
 
 def _entity_names(

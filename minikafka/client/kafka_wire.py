@@ -108,7 +108,8 @@ class KafkaConnection:
             self.host,
             self.port,
             ssl=context,
-            server_hostname=self.host if context is not None and security.check_hostname else None,
+            # The name for SNI, and checked when the context checks names.
+            server_hostname=self.host if context is not None else None,
         )
         if security.sasl is not None:
             self._streams = streams

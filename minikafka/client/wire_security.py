@@ -42,10 +42,9 @@ class SaslCredentials:
 
 @dataclass(frozen=True)
 class WireSecurity:
-    """TLS (a client context, and whether the broker's name is checked) and SASL."""
+    """TLS (a client context, which says whether the broker's name is checked) and SASL."""
 
     ssl_context: ssl.SSLContext | None = None
-    check_hostname: bool = True
     sasl: SaslCredentials | None = None
 
 
@@ -63,9 +62,8 @@ def wire_security(props: Mapping[str, str]) -> WireSecurity:
             "`replicas`) do not take it"
         )
     context = None
-    check_hostname = True
     if protocol in ("SSL", "SASL_SSL"):
-        context, check_hostname = _tls_context(props)
+        context = _tls_context(props)
     sasl = None
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         try:
@@ -74,10 +72,10 @@ def wire_security(props: Mapping[str, str]) -> WireSecurity:
             )
         except KeyError as e:
             raise ClientSecurityError(f"security.protocol {protocol} needs {e.args[0]}") from None
-    return WireSecurity(context, check_hostname, sasl)
+    return WireSecurity(context, sasl)
 
 
-def _tls_context(props: Mapping[str, str]) -> tuple[ssl.SSLContext, bool]:
+def _tls_context(props: Mapping[str, str]) -> ssl.SSLContext:
     # librdkafka trusts the system's CAs when no CA is given, and checks the broker's name
     # (ssl.endpoint.identification.algorithm=https) unless told `none`.
     try:
@@ -97,6 +95,5 @@ def _tls_context(props: Mapping[str, str]) -> tuple[ssl.SSLContext, bool]:
             context.set_ciphers(props["ssl.cipher.suites"])
     except (OSError, ssl.SSLError) as e:
         raise ClientSecurityError(f"TLS settings: {e}") from None
-    check_hostname = props.get("ssl.endpoint.identification.algorithm", "https") != "none"
-    context.check_hostname = check_hostname
-    return context, check_hostname
+    context.check_hostname = props.get("ssl.endpoint.identification.algorithm", "https") != "none"
+    return context

@@ -5,6 +5,11 @@ volumes of its own) and its own host ports for ZooKeeper, the brokers' EXTERNAL 
 and their admin endpoints, given through the compose file's variables. Faults go through
 scripts/docker-fault.sh, the script users run. Used by the Docker tests and
 scripts/bench_docker.py; the repository checkout is where the compose file and scripts are.
+
+`secure=True` runs the secured variant (docker-compose.yml with docker-compose.secure.yml:
+SASL_SSL on the EXTERNAL listener, mutual TLS between the brokers, ACLs on), with an admin
+password and an admin endpoint token (`admin_token`) of its own; `client_security()` is
+then the admin's client settings and `command_config()` a `--command-config` file with them.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from minikafka.zk.server import pick_free_port
 REPOSITORY = Path(__file__).resolve().parents[2]
 BASE_IMAGE = "debian:bookworm-slim"
 BROKERS = (1, 2, 3)
+SECURE_OVERRIDE = "docker-compose.secure.yml"
+# Where docker-compose.secure.yml's `security` service leaves the host client's files.
+SECURE_CLIENT_DIR = "/etc/minikafka/certs/client"
+ADMIN_USER = "admin"
 
 
 def _run(argv: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -80,10 +89,20 @@ class ComposeCluster:
         *,
         name: str | None = None,
         root: Path = REPOSITORY,
+        secure: bool = False,
     ) -> None:
-        self.name = name or f"minikafka-test-{uuid.uuid4().hex[:8]}"
+        self.secure = secure
+        prefix = "minikafka-secure-test" if secure else "minikafka-test"
+        self.name = name or f"{prefix}-{uuid.uuid4().hex[:8]}"
         self.root = root
         self.compose_file = root / "docker-compose.yml"
+        self.compose_files = [self.compose_file]
+        if secure:
+            self.compose_files.append(root / SECURE_OVERRIDE)
+        self.admin_password = f"admin-{uuid.uuid4().hex}" if secure else None
+        # The secured variant's admin.listeners.token (the HTTP admin endpoints').
+        self.admin_token = f"token-{uuid.uuid4().hex}" if secure else None
+        self._client_dir: Path | None = None
         self.zookeeper_port = pick_free_port("127.0.0.1")
         self.broker_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
         self.admin_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
@@ -93,7 +112,13 @@ class ComposeCluster:
             "MINIKAFKA_ZOOKEEPER_PORT": str(self.zookeeper_port),
             **{f"MINIKAFKA_BROKER{b}_PORT": str(p) for b, p in self.broker_ports.items()},
             **{f"MINIKAFKA_BROKER{b}_ADMIN_PORT": str(p) for b, p in self.admin_ports.items()},
+            # Compose's own variable, which scripts/docker-fault.sh honours too.
+            "COMPOSE_FILE": os.pathsep.join(str(f) for f in self.compose_files),
         }
+        if self.admin_password is not None:
+            self.env["MINIKAFKA_ADMIN_PASSWORD"] = self.admin_password
+        if self.admin_token is not None:
+            self.env["MINIKAFKA_ADMIN_TOKEN"] = self.admin_token
         if session_timeout_ms is not None:
             self.env["MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"] = str(session_timeout_ms)
         self._zk: ZkClient | None = None
@@ -102,7 +127,8 @@ class ComposeCluster:
 
     def compose(self, *args: str, timeout: float = 900, check: bool = True) -> str:
         """`docker compose ARGS` for this project; its stdout (ComposeError if it fails)."""
-        argv = ["docker", "compose", "-f", str(self.compose_file), "-p", self.name, *args]
+        files = [arg for f in self.compose_files for arg in ("-f", str(f))]
+        argv = ["docker", "compose", *files, "-p", self.name, *args]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env)
         if check and done.returncode != 0:
             raise ComposeError(
@@ -200,6 +226,48 @@ class ComposeCluster:
     @property
     def zookeeper_connect(self) -> str:
         return f"127.0.0.1:{self.zookeeper_port}"
+
+    # --- the secured variant's clients ------------------------------------------------------
+
+    def client_files(self, directory: Path) -> Path:
+        """The host client's files the `security` service wrote (ca.pem, client.properties),
+        copied out of the project with `docker compose cp` into `directory` (made); the
+        directory they are in."""
+        if not self.secure:
+            raise ComposeError("a plaintext project has no client files")
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / "minikafka-client"
+        self.compose("cp", f"security:{SECURE_CLIENT_DIR}", str(target), timeout=120)
+        self._client_dir = target
+        return target
+
+    def client_security(self) -> dict[str, str]:
+        """librdkafka's settings for the admin user over SASL_SSL (after `client_files`)."""
+        if self._client_dir is None or self.admin_password is None:
+            raise ComposeError("call client_files() on a secure project first")
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": ADMIN_USER,
+            "sasl.password": self.admin_password,
+            "ssl.ca.location": str(self._client_dir / "ca.pem"),
+        }
+
+    def command_config(self, path: Path) -> Path:
+        """A `--command-config` file (Kafka's names) for the admin user over SASL_SSL,
+        with the CA's absolute path."""
+        security = self.client_security()
+        path.write_text(
+            f"bootstrap.servers={self.bootstrap_servers}\n"
+            "security.protocol=SASL_SSL\n"
+            "sasl.mechanism=SCRAM-SHA-512\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
+            f'required username="{ADMIN_USER}" password="{security["sasl.password"]}";\n'
+            "ssl.truststore.type=PEM\n"
+            f"ssl.truststore.location={security['ssl.ca.location']}\n"
+        )
+        path.chmod(0o600)
+        return path
 
     # --- ZooKeeper's view ------------------------------------------------------------------
 

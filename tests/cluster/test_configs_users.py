@@ -121,3 +121,51 @@ def test_add_describe_change_and_delete_scram_credentials(cluster: LocalCluster)
     assert ok(configs(cluster, "--entity-type", "users", "--describe")) == (
         "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-512=iterations=16384\n"
     )
+
+
+def test_zookeeper_writes_credentials_without_a_broker(cluster: LocalCluster) -> None:
+    """`--zookeeper` (kafka-configs.sh --zookeeper): the credentials go straight to
+    /config/users, where the brokers find them (how docker-compose.secure.yml makes its admin
+    before the brokers start); an existing mechanism is kept, a deleted one goes."""
+    bob = ["--entity-type", "users", "--entity-name", "bob", "--alter"]
+    zookeeper = ["--zookeeper", cluster.zookeeper_connect]
+    added = run_cli(
+        "configs",
+        *zookeeper,
+        *bob,
+        "--add-config",
+        "SCRAM-SHA-256=[password=bob-secret],SCRAM-SHA-512=[iterations=8192,password=bob-secret]",
+    )
+    assert ok(added) == "Completed updating config for user bob.\n"
+    stored = stored_credentials(cluster, "bob")
+    assert {name: c.iterations for name, c in stored.items()} == {
+        "SCRAM-SHA-256": 4096,
+        "SCRAM-SHA-512": 8192,
+    }
+    for name, credential in stored.items():
+        assert credential == make_credential(
+            ScramMechanism.from_name(name),
+            "bob-secret",
+            salt=credential.salt,
+            iterations=credential.iterations,
+        )
+    deleted = run_cli("configs", *zookeeper, *bob, "--delete-config", "SCRAM-SHA-256")
+    assert ok(deleted) == "Completed updating config for user bob.\n"
+    assert set(stored_credentials(cluster, "bob")) == {"SCRAM-SHA-512"}
+    # The brokers read what was written.
+    assert ok(configs(cluster, "--user", "bob", "--describe")) == (
+        "SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-512=iterations=8192\n"
+    )
+    # One of --bootstrap-server and --zookeeper; --zookeeper only alters.
+    both = run_cli(
+        "configs",
+        *zookeeper,
+        "--bootstrap-server",
+        bootstrap(cluster),
+        *bob,
+        "--delete-config",
+        "SCRAM-SHA-512",
+    )
+    assert both.returncode == 2 and "not both" in both.stderr
+    described = run_cli("configs", *zookeeper, "--user", "bob", "--describe")
+    assert described.returncode == 2 and "--zookeeper goes with --alter" in described.stderr

@@ -39,6 +39,8 @@ from minikafka.protocol.errors import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
+# The secured variant: an override file, used together with COMPOSE_FILE.
+SECURE_FILE = ROOT / "docker-compose.secure.yml"
 BROKER_DOCKERFILE = ROOT / "docker" / "Dockerfile"
 ZOOKEEPER_DOCKERFILE = ROOT / "docker" / "zookeeper.Dockerfile"
 DOCKERFILES = (BROKER_DOCKERFILE, ZOOKEEPER_DOCKERFILE)
@@ -153,6 +155,39 @@ def services() -> dict[str, Any]:
     s = load_compose()["services"]
     assert isinstance(s, dict)
     return s
+
+
+def load_secure() -> dict[str, Any]:
+    """docker-compose.secure.yml at its defaults, `$$` (compose's escaped `$`) read as `$`."""
+    data = yaml.safe_load(with_defaults(SECURE_FILE.read_text()).replace("$$", "$"))
+    assert isinstance(data, dict)
+    return data
+
+
+def secure_services() -> dict[str, Any]:
+    """The services of docker-compose.yml with docker-compose.secure.yml over them, merged
+    as compose merges an override: mappings (environment, depends_on) key by key, the
+    volumes by their target, other values replaced."""
+    merged = {name: dict(svc) for name, svc in services().items()}
+    for name, over in load_secure()["services"].items():
+        svc = merged.setdefault(name, {})
+        for key, value in over.items():
+            if key in ("environment", "depends_on"):
+                svc[key] = {**(svc.get(key) or {}), **value}
+            elif key == "volumes":
+                mounts = {str(v).split(":")[1]: v for v in [*svc.get(key, []), *value]}
+                svc[key] = list(mounts.values())
+            else:
+                svc[key] = value
+    return merged
+
+
+def secure_scripts() -> Iterator[str]:
+    """The shell scripts the secured variant's services run (`bash -c SCRIPT`)."""
+    for svc in load_secure()["services"].values():
+        command = svc.get("command")
+        if isinstance(command, list) and command[0] == "bash" and "c" in command[1]:
+            yield command[-1]
 
 
 def environment(service: dict[str, Any]) -> dict[str, str]:
@@ -348,6 +383,8 @@ def all_invocations() -> list[Invocation]:
                 found += invocations_in_shell(command, str(path.relative_to(ROOT)), n)
     for s in compose_commands():
         found += invocations_in_shell(s, "docker-compose.yml")
+    for s in secure_scripts():
+        found += invocations_in_shell(s, "docker-compose.secure.yml")
     return found
 
 
@@ -1025,3 +1062,88 @@ def test_chaos_script_reaches_the_cli_with_its_options() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "--nemesis-command" in result.stdout
+
+
+# --- docker-compose.secure.yml -------------------------------------------------------------
+
+
+def test_the_secure_override_adds_only_its_security_service() -> None:
+    assert set(secure_services()) == {"zookeeper", "security", *BROKERS}
+    # The override changes no port: the same ports, on 127.0.0.1 only.
+    for name in ("zookeeper", *BROKERS):
+        assert "ports" not in load_secure()["services"].get(name, {}), name
+
+
+@pytest.mark.parametrize("name", BROKERS)
+def test_the_secure_brokers_take_sasl_ssl_outside_and_mutual_tls_between_them(
+    name: str, tmp_path: Path
+) -> None:
+    """The merged environment, through the entrypoint, is a broker config whose EXTERNAL
+    listener is SASL_SSL (SCRAM), whose INTERNAL one (the inter-broker listener) is SSL
+    asking for certificates, with its own keystore and the CA from the certificates' volume,
+    the authorizer on and the admin and every broker super users."""
+    env = environment(secure_services()[name])
+    config = written_config(run_entrypoint(tmp_path, env), tmp_path)
+    security = config.security()
+    external, internal = security.listeners["EXTERNAL"], security.listeners["INTERNAL"]
+    assert external.protocol == "SASL_SSL"
+    assert "SCRAM-SHA-512" in external.sasl_mechanisms
+    assert external.ssl is not None and external.ssl.client_auth.value == "none"
+    assert security.inter_broker_listener == "INTERNAL" and internal.protocol == "SSL"
+    assert internal.ssl is not None and internal.ssl.client_auth.value == "required"
+    assert internal.ssl.keystore_location == f"/etc/minikafka/certs/{name}.keystore.pem"
+    assert security.inter_broker_mechanism is None  # the certificate is the credential
+    assert security.authorizer
+    assert {str(p) for p in security.super_users} == {"User:admin", *(f"User:{b}" for b in BROKERS)}
+    assert config.admin_listeners_token == "admin-token"  # MINIKAFKA_ADMIN_TOKEN's default
+    # `minikafka certs create NAME` makes CN=NAME,OU=minikafka: the broker's principal.
+    assert internal.principal_mapper is not None
+    assert internal.principal_mapper.name(f"CN={name},OU=minikafka") == name
+
+
+def test_the_secure_brokers_wait_for_the_security_service_and_mount_its_volume_read_only() -> None:
+    merged = secure_services()
+    assert "certs" in load_secure()["volumes"]
+    for name in BROKERS:
+        svc = merged[name]
+        assert svc["depends_on"] == {
+            "zookeeper": {"condition": "service_healthy"},
+            "security": {"condition": "service_completed_successfully"},
+        }, name
+        assert "certs:/etc/minikafka/certs:ro" in svc["volumes"], name
+        assert volume_mounts(svc)["/var/lib/minikafka"] == f"{name}-data"
+    security = merged["security"]
+    assert security["image"] == merged["broker1"]["image"] and "build" not in security
+    assert security["pull_policy"] == "never" and security["restart"] == "no"
+    assert security["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
+    assert volume_mounts(security) == {"/etc/minikafka/certs": "certs"}
+
+
+def test_the_security_service_makes_every_certificate_and_the_admin_before_the_brokers() -> None:
+    (script,) = secure_scripts()
+    raw = yaml.safe_load(SECURE_FILE.read_text())["services"]["security"]["environment"]
+    assert raw["MINIKAFKA_ADMIN_PASSWORD"] == "${MINIKAFKA_ADMIN_PASSWORD:-admin-secret}"
+    found = invocations_in_shell(script, "security")
+    creates = [inv.args for inv in found if inv.args[:2] == ("certs", "create")]
+    assert creates, found
+    for args in creates:
+        hosts = {args[i + 1] for i, a in enumerate(args) if a == "--host"}
+        assert hosts == {"broker$b", "localhost", "127.0.0.1"}, args  # 127.0.0.1: the healthcheck
+    assert "for b in 1 2 3" in script
+    configs = [inv.args for inv in found if inv.args[:1] == ("configs",)]
+    assert len(configs) == 1 and configs[0][1:3] == ("--zookeeper", "zookeeper:2181")
+    assert "SCRAM-SHA-512=[password=$MINIKAFKA_ADMIN_PASSWORD]" in script
+    # The host client's files: the CA and Kafka-named client properties.
+    assert "client/ca.pem" in script and "client/client.properties" in script
+    for line in ("security.protocol=SASL_SSL", "sasl.mechanism=SCRAM-SHA-512"):
+        assert line in script
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+def test_shellcheck_of_the_security_services_script(tmp_path: Path) -> None:
+    (script,) = secure_scripts()
+    path = tmp_path / "security.sh"
+    path.write_text("#!/bin/bash\nset -eu\n" + script)
+    subprocess.run(["bash", "-n", str(path)], check=True)
+    result = subprocess.run(["shellcheck", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
