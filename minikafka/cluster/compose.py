@@ -242,7 +242,10 @@ class ComposeCluster:
         return target
 
     def client_security(self) -> dict[str, str]:
-        """librdkafka's settings for the admin user over SASL_SSL (after `client_files`)."""
+        """librdkafka's settings for the admin user over SASL_SSL (after `client_files`);
+        none for the plaintext variant."""
+        if not self.secure:
+            return {}
         if self._client_dir is None or self.admin_password is None:
             raise ComposeError("call client_files() on a secure project first")
         return {

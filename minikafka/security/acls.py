@@ -265,6 +265,31 @@ class AclBindingFilter:
     pattern_filter: ResourcePatternFilter
     entry_filter: AccessControlEntryFilter
 
+    @classmethod
+    def from_codes(
+        cls,
+        resource_type: int,
+        name: str | None,
+        pattern_type: int,
+        principal: str | None,
+        host: str | None,
+        operation: int,
+        permission_type: int,
+    ) -> AclBindingFilter:
+        """A filter from the fields of a DescribeAcls or DeleteAcls request, as Kafka's
+        fromCode reads them: a code this broker does not know reads as UNKNOWN."""
+        return cls(
+            ResourcePatternFilter(
+                ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type)
+            ),
+            AccessControlEntryFilter(
+                principal,
+                host,
+                AclOperation.from_code(operation),
+                AclPermissionType.from_code(permission_type),
+            ),
+        )
+
     def is_unknown(self) -> bool:
         return self.pattern_filter.is_unknown() or self.entry_filter.is_unknown()
 

@@ -65,7 +65,9 @@ from minikafka.security.authorizer import (
     group_by_pattern,
 )
 from minikafka.security.operations import PatternType
+from minikafka.zk import change_notifications
 from minikafka.zk.bridge import LoopBridge
+from minikafka.zk.change_notifications import scan_notifications
 from minikafka.zk.client import Watch, ZkError
 
 log = logging.getLogger(__name__)
@@ -120,8 +122,7 @@ class DeletedAcl:
 
 def notification_sequence(name: str) -> int:
     """The sequence number ZooKeeper appended to `acl_changes_`; -1 if there is none."""
-    suffix = name[len(ACL_CHANGE_PREFIX) :]
-    return int(suffix) if suffix.isdigit() else -1
+    return change_notifications.notification_sequence(name, ACL_CHANGE_PREFIX)
 
 
 class AclChangePlan(NamedTuple):
@@ -141,27 +142,22 @@ def plan_acl_changes(
     ZkNodeChangeNotificationListener.processNotifications: each one newer than
     `last_sequence` names a pattern (one that does not is logged and skipped, as Kafka
     does); every one older than `expiration_ms` is purged."""
+    scan = scan_notifications(
+        notifications, ACL_CHANGE_PREFIX, last_sequence, now_ms, expiration_ms
+    )
     patterns: dict[ResourcePattern, None] = {}
-    newest = last_sequence
-    purge: list[str] = []
-    for name in sorted(notifications, key=notification_sequence):
-        data, ctime = notifications[name]
-        seq = notification_sequence(name)
-        if seq > last_sequence:
-            newest = seq
-            try:
-                patterns[pattern_from_notification(store, data)] = None
-            except ValueError as e:
-                log.error(
-                    "error processing ACL change notification %s/%s (%r): %s",
-                    store.path,
-                    name,
-                    data,
-                    e,
-                )
-        if now_ms - ctime > expiration_ms:
-            purge.append(name)
-    return AclChangePlan(list(patterns), newest, purge)
+    for name, data in scan.new:
+        try:
+            patterns[pattern_from_notification(store, data)] = None
+        except ValueError as e:
+            log.error(
+                "error processing ACL change notification %s/%s (%r): %s",
+                store.path,
+                name,
+                data,
+                e,
+            )
+    return AclChangePlan(list(patterns), scan.last_sequence, scan.purge)
 
 
 def _is_json(data: bytes) -> bool:

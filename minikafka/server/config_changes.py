@@ -19,8 +19,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final, NamedTuple
 
-from minikafka.zk import paths
+from minikafka.zk import change_notifications, paths
 from minikafka.zk.bridge import LoopBridge
+from minikafka.zk.change_notifications import scan_notifications
 from minikafka.zk.client import Watch, ZkClient, ZkError
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ USER_ENTITY_PREFIX: Final = "users/"
 
 def notification_sequence(name: str) -> int:
     """The sequence number ZooKeeper appended to `config_change_`."""
-    return int(name[len(paths.CONFIG_CHANGE_PREFIX) :])
+    return change_notifications.notification_sequence(name, paths.CONFIG_CHANGE_PREFIX)
 
 
 class ConfigChangePlan(NamedTuple):
@@ -52,27 +53,24 @@ def plan_config_changes(
     expiration_ms: int = CHANGE_EXPIRATION_MS,
 ) -> ConfigChangePlan:
     """What to do about `/config/changes`' children (name -> (entity path, ctime ms))."""
+    scan = scan_notifications(
+        notifications, paths.CONFIG_CHANGE_PREFIX, last_sequence, now_ms, expiration_ms
+    )
     topics: dict[str, None] = {}
     brokers: dict[str, None] = {}
     users: dict[str, None] = {}
-    newest = last_sequence
-    purge: list[str] = []
-    for name in sorted(notifications, key=notification_sequence):
-        entity, ctime = notifications[name]
-        seq = notification_sequence(name)
-        if seq > last_sequence:
-            newest = seq
-            if entity is not None and entity.startswith(TOPIC_ENTITY_PREFIX):
-                topics[entity[len(TOPIC_ENTITY_PREFIX) :]] = None
-            elif entity is not None and entity.startswith(BROKER_ENTITY_PREFIX):
-                brokers[entity[len(BROKER_ENTITY_PREFIX) :]] = None
-            elif entity is not None and entity.startswith(USER_ENTITY_PREFIX):
-                users[entity[len(USER_ENTITY_PREFIX) :]] = None
-            elif entity is not None:
-                log.info("ignoring a config change of %s (no such config in minikafka)", entity)
-        if ctime < now_ms - expiration_ms:
-            purge.append(name)
-    return ConfigChangePlan(list(topics), list(brokers), list(users), newest, purge)
+    for _, entity in scan.new:
+        if entity is not None and entity.startswith(TOPIC_ENTITY_PREFIX):
+            topics[entity[len(TOPIC_ENTITY_PREFIX) :]] = None
+        elif entity is not None and entity.startswith(BROKER_ENTITY_PREFIX):
+            brokers[entity[len(BROKER_ENTITY_PREFIX) :]] = None
+        elif entity is not None and entity.startswith(USER_ENTITY_PREFIX):
+            users[entity[len(USER_ENTITY_PREFIX) :]] = None
+        elif entity is not None:
+            log.info("ignoring a config change of %s (no such config in minikafka)", entity)
+    return ConfigChangePlan(
+        list(topics), list(brokers), list(users), scan.last_sequence, scan.purge
+    )
 
 
 class ConfigChangeListener:

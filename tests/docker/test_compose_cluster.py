@@ -70,7 +70,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeCluster
 
 def new_topic(p: ComposeCluster, partitions: int = 3) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    admin = new_admin(client_config(p.bootstrap_servers, {}))
+    admin = new_admin(client_config(p.bootstrap_servers, p.client_security()))
     topic = NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})
     admin.create_topics([topic], operation_timeout=60)[name].result(timeout=90)
     wait_for(
@@ -124,7 +124,8 @@ def produce_acked(
 
 @dataclass
 class Stream:
-    """Sequential values to one partition with acks=all, from a thread, until stopped."""
+    """Sequential values to one partition with acks=all, from a thread, until stopped (as
+    the admin user on the secured variant)."""
 
     p: ComposeCluster
     topic: str
@@ -150,6 +151,7 @@ class Stream:
             client_config(
                 self.p.bootstrap_servers,
                 {
+                    **self.p.client_security(),
                     "acks": "all",
                     "linger.ms": 0,
                     "retries": 2**31 - 1,

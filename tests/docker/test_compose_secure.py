@@ -16,26 +16,22 @@ import asyncio
 import json
 import ssl
 import subprocess
-import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError as ClientError
-from confluent_kafka import Message
-from confluent_kafka.admin import NewTopic
 
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
-from minikafka.client.librdkafka import client_config, new_admin, new_producer, read_to_end
+from minikafka.client.librdkafka import client_config, new_producer, read_to_end
 from minikafka.client.wire_security import SaslCredentials, WireSecurity
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from tests.docker.compose import BROKERS, ComposeCluster, require_engine, wait_for
+from tests.docker.test_compose_cluster import Stream, isr, leader, lost, new_topic
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -70,91 +66,6 @@ def cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Completed
     return subprocess.run(
         [*command, *args], input=stdin, capture_output=True, text=True, timeout=120, cwd=cwd
     )
-
-
-def new_topic(p: ComposeCluster, partitions: int = 1) -> str:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    admin = new_admin(admin_config(p))
-    topic = NewTopic(name, partitions, 3, config={"min.insync.replicas": "2"})
-    admin.create_topics([topic], operation_timeout=60)[name].result(timeout=90)
-    wait_for(
-        f"{name}'s partitions with three in-sync replicas",
-        lambda: all(
-            (s := p.partition_state(name, i)) is not None and len(s.isr) == 3
-            for i in range(partitions)
-        ),
-        60,
-    )
-    return name
-
-
-def leader(p: ComposeCluster, topic: str, partition: int = 0) -> int:
-    state = p.partition_state(topic, partition)
-    assert state is not None
-    return state.leader
-
-
-def isr(p: ComposeCluster, topic: str, partition: int = 0) -> tuple[int, ...]:
-    state = p.partition_state(topic, partition)
-    assert state is not None
-    return state.isr
-
-
-@dataclass
-class Stream:
-    """Sequential values to partition 0 with acks=all as the admin, from a thread, until
-    stopped (test_compose_cluster.py's, over SASL_SSL)."""
-
-    p: ComposeCluster
-    topic: str
-    acked: dict[bytes, int] = field(default_factory=dict)  # value -> offset
-    failed: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def __enter__(self) -> Stream:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        assert self._thread is not None
-        self._thread.join(120)
-
-    def _run(self) -> None:
-        lock = threading.Lock()
-        producer = new_producer(
-            admin_config(
-                self.p,
-                **{
-                    "acks": "all",
-                    "linger.ms": 0,
-                    "retries": 2**31 - 1,
-                    "delivery.timeout.ms": 60_000,
-                    "request.timeout.ms": 10_000,
-                    "socket.timeout.ms": 10_000,
-                },
-            )
-        )
-
-        def done(error: ClientError | None, msg: Message) -> None:
-            with lock:
-                if error is None:
-                    self.acked[msg.value()] = msg.offset()
-                else:
-                    self.failed += 1
-
-        i = 0
-        while not self._stop.is_set():
-            producer.produce(self.topic, f"v{i}".encode(), partition=0, on_delivery=done)
-            producer.poll(0)
-            i += 1
-            time.sleep(0.02)
-        producer.flush()
-
-    def acked_count(self) -> int:
-        return len(self.acked)
 
 
 async def authenticates(p: ComposeCluster, broker: int, user: str, password: str) -> bool:
@@ -346,7 +257,7 @@ def test_kill_of_the_leader_loses_nothing_acknowledged_and_it_rejoins(
     its offset, and the killed broker back in the ISR after `docker compose start` (its
     replica fetcher authenticates to the leader with its certificate again)."""
     p = project
-    topic = new_topic(p)
+    topic = new_topic(p, partitions=1)
     victim = leader(p, topic)
     with Stream(p, topic) as stream:
         wait_for("records acknowledged before the kill", lambda: stream.acked_count() > 100, 60)
@@ -367,11 +278,10 @@ def test_kill_of_the_leader_loses_nothing_acknowledged_and_it_rejoins(
         for m in read_to_end(p.bootstrap_servers, topic, 60, p.client_security())
     }
     assert stream.acked_count() > 200
-    lost = sorted(v for v, offset in stream.acked.items() if log.get(offset) != v)
-    assert lost == []
+    assert lost(stream, log) == []
 
     p.compose("start", f"broker{victim}")
-    wait_for(f"broker {victim} back in the ISR", lambda: victim in isr(p, topic), 90)
+    wait_for(f"broker {victim} back in the ISR", lambda: victim in isr(p, topic, 0), 90)
     health = wait_for(
         f"broker{victim} healthy again",
         lambda: (p.state(f"broker{victim}").get("Health") or {}).get("Status") == "healthy",

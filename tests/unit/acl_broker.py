@@ -29,17 +29,12 @@ from kio.static.primitive import i8, i32
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.kafka.codec import KafkaRequest
 from minikafka.security.acls import (
-    AccessControlEntryFilter,
     AclBinding,
     AclBindingFilter,
     AclError,
-    ResourcePatternFilter,
     validate_acl_creations,
 )
 from minikafka.security.operations import (
-    AclOperation,
-    AclPermissionType,
-    PatternType,
     ResourceType,
     authorized_operations,
 )
@@ -154,7 +149,7 @@ class AclBroker(StandInBroker):
             results = [error for _ in body.creations]
         else:
             creations = [
-                _binding_filter(
+                AclBindingFilter.from_codes(
                     c.resource_type,
                     c.resource_name,
                     c.resource_pattern_type,
@@ -191,7 +186,7 @@ class AclBroker(StandInBroker):
                 error_message=message,
                 resources=(),
             )
-        f = _binding_filter(
+        f = AclBindingFilter.from_codes(
             body.resource_type_filter,
             body.resource_name_filter,
             body.pattern_type_filter,
@@ -241,7 +236,7 @@ class AclBroker(StandInBroker):
                     )
                 )
                 continue
-            f = _binding_filter(
+            f = AclBindingFilter.from_codes(
                 raw.resource_type_filter,
                 raw.resource_name_filter,
                 raw.pattern_type_filter,
@@ -273,28 +268,6 @@ class AclBroker(StandInBroker):
                 )
             )
         return schema.DeleteAclsResponse(throttle_time=NO_TIME, filter_results=tuple(results))
-
-
-def _binding_filter(
-    resource_type: int,
-    name: str | None,
-    pattern_type: int,
-    principal: str | None,
-    host: str | None,
-    operation: int,
-    permission_type: int,
-) -> AclBindingFilter:
-    return AclBindingFilter(
-        ResourcePatternFilter(
-            ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type)
-        ),
-        AccessControlEntryFilter(
-            principal,
-            host,
-            AclOperation.from_code(operation),
-            AclPermissionType.from_code(permission_type),
-        ),
-    )
 
 
 @contextmanager

@@ -27,17 +27,15 @@ from typing import Final
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.security.acls import (
-    AccessControlEntryFilter,
     AclBinding,
     AclBindingFilter,
     AclError,
     ResourcePattern,
-    ResourcePatternFilter,
     check_acl_filters_request,
     check_create_acls_request,
     validate_acl_creations,
 )
-from minikafka.security.operations import AclOperation, AclPermissionType, PatternType, ResourceType
+from minikafka.security.operations import AclOperation
 from minikafka.security.principal import ANONYMOUS
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.acls import (
@@ -65,31 +63,8 @@ DELETE_ACLS: Final = 31
 NO_AUTHORIZER: Final = "No Authorizer is configured on the broker"
 
 
-def _filter(
-    resource_type: int,
-    name: str | None,
-    pattern_type: int,
-    principal: str | None,
-    host: str | None,
-    operation: int,
-    permission_type: int,
-) -> AclBindingFilter:
-    # Kafka's fromCode: a code this broker does not know reads as UNKNOWN.
-    return AclBindingFilter(
-        ResourcePatternFilter(
-            ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type)
-        ),
-        AccessControlEntryFilter(
-            principal,
-            host,
-            AclOperation.from_code(operation),
-            AclPermissionType.from_code(permission_type),
-        ),
-    )
-
-
 def _delete_filter(f: DeleteAclsFilter) -> AclBindingFilter:
-    return _filter(
+    return AclBindingFilter.from_codes(
         f.resource_type_filter,
         f.resource_name_filter,
         f.pattern_type_filter,
@@ -164,7 +139,7 @@ class AclApis(ApiFamily):
     ) -> DescribeAclsResponse:
         (acl_filter,) = check_acl_filters_request(
             [
-                _filter(
+                AclBindingFilter.from_codes(
                     req.resource_type_filter,
                     req.resource_name_filter,
                     req.pattern_type_filter,
@@ -197,7 +172,7 @@ class AclApis(ApiFamily):
     @api(CREATE_ACLS, "CreateAcls", versions=(1, 2))
     async def create_acls(self, req: CreateAclsRequest, ctx: RequestContext) -> CreateAclsResponse:
         creations = [
-            _filter(
+            AclBindingFilter.from_codes(
                 c.resource_type,
                 c.resource_name,
                 c.resource_pattern_type,
