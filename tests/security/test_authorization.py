@@ -7,12 +7,14 @@ prefixed ACL covers topics created after it."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -26,9 +28,15 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from minikafka.client.kafka_wire import KafkaConnection, NetworkError
+from minikafka.client.wire_security import wire_security
 from minikafka.cluster import LocalCluster
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.kafka.codec import request_type
+from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from tests.cluster.conftest import started_cluster
 from tests.security.helpers import grant
+from tests.unit import test_kafka_codec
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -154,3 +162,139 @@ def test_a_prefixed_acl_covers_topics_created_after_it(cluster: LocalCluster) ->
     assert code is None and sorted(values) == sorted(b"v%d" % i for i in range(20))
     # Not beyond the prefix.
     assert all(e is not None for e in produce(cluster, "erin", "orders", 3))
+
+
+# --- a user without ACLs, every API ------------------------------------------------------
+
+
+def _sample_of_orders(entity_type: type) -> Any:
+    """tests/unit/test_kafka_codec.py's sample request, every string "orders": the topic,
+    group, transactional id and user it names are real ones, so each request asks for
+    something that exists."""
+    original = test_kafka_codec._sample_primitive
+
+    def primitive(kind: type) -> Any:
+        return "orders" if issubclass(kind, str) else original(kind)
+
+    test_kafka_codec._sample_primitive = primitive
+    try:
+        return test_kafka_codec.sample(entity_type)
+    finally:
+        test_kafka_codec._sample_primitive = original
+
+
+def _error_codes(entity: Any) -> set[int]:
+    """Every error code anywhere in a response."""
+    if dataclasses.is_dataclass(entity):
+        codes: set[int] = set()
+        for f in dataclasses.fields(entity):
+            value = getattr(entity, f.name)
+            codes |= {int(value)} if f.name == "error_code" else _error_codes(value)
+        return codes
+    if isinstance(entity, tuple):
+        return set().union(*(_error_codes(v) for v in entity)) if entity else set()
+    return set()
+
+
+def _zookeeper_state(cluster: LocalCluster) -> dict[str, bytes | None]:
+    """Every znode's path, and the data of those a request could change (topics, configs,
+    ACLs, admin requests); a partition's state is left out (an ISR may move on its own).
+    Read anonymously: what ZooKeeper keeps from everyone reads as None."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError, NoNodeError
+
+    zk = KazooClient(hosts=cluster.zookeeper_connect)
+    zk.start(30)
+    state: dict[str, bytes | None] = {}
+    try:
+        pending = ["/"]
+        while pending:
+            path = pending.pop()
+            if path == "/zookeeper":
+                continue
+            try:
+                data, _ = zk.get(path)
+                children = zk.get_children(path)
+            except NoAuthError:
+                state[path] = None
+                continue
+            except NoNodeError:
+                continue
+            keep = path.startswith(("/brokers/topics", "/config", "/kafka-acl", "/admin"))
+            state[path] = data if keep and not path.endswith("/state") else b""
+            pending += [f"{path.rstrip('/')}/{child}" for child in children]
+    finally:
+        zk.stop()
+        zk.close()
+    return state
+
+
+def test_a_user_without_acls_trying_every_api_changes_nothing(cluster: LocalCluster) -> None:
+    """frank, authenticated but granted nothing, sends every API the brokers serve (its
+    latest version, every field set, every name "orders"): each is answered with Kafka's
+    errors, or an empty answer where Kafka filters (ListGroups), or the connection is
+    closed (the ACL APIs' sample filters use a resource type Kafka 2.8 cannot parse); the
+    ZooKeeper state, the topic's data and the groups are as they were, every broker up."""
+    admin = AdminClient(cluster.client_config())
+    watermarks = Consumer({**cluster.client_config(), "group.id": "watermarks"})
+
+    def ends() -> list[tuple[int, int]]:
+        return [
+            watermarks.get_watermark_offsets(TopicPartition("orders", p), timeout=30)
+            for p in range(3)
+        ]
+
+    def groups() -> set[str]:
+        return {g.group_id for g in admin.list_consumer_groups().result(30).valid}
+
+    pids = {b: cluster.pid(b) for b in cluster.broker_ids}
+    zookeeper_before, ends_before, groups_before = _zookeeper_state(cluster), ends(), groups()
+    security = wire_security(
+        {**cluster.client_config(), "sasl.username": "frank", "sasl.password": "frank-pw"}
+    )
+    host, port = cluster.broker_address(1)
+
+    async def every_api() -> dict[str, set[int] | None]:
+        outcomes: dict[str, set[int] | None] = {}
+        for key, (_, latest) in sorted(SERVED_VERSIONS.items()):
+            request = _sample_of_orders(request_type(key, latest))
+            name = type(request).__name__
+            connection = KafkaConnection(host, port, client_id="frank", security=security)
+            try:
+                outcomes[name] = _error_codes(await connection.call(request, 30))
+            except NetworkError:
+                outcomes[name] = None  # closed
+            finally:
+                await connection.close()
+        return outcomes
+
+    outcomes = asyncio.run(every_api())
+    closed = {name for name, codes in outcomes.items() if codes is None}
+    assert closed == {"DescribeAclsRequest", "CreateAclsRequest", "DeleteAclsRequest"}, outcomes
+    # Answered without an error: only what Kafka lets anyone ask, with nothing in it.
+    unrefused = {name for name, codes in outcomes.items() if codes == {0}}
+    assert unrefused == {"ApiVersionsRequest", "ListGroupsRequest"}, outcomes
+    for name, codes in outcomes.items():
+        if codes is not None and name not in unrefused:
+            assert codes - {0}, (name, codes)
+    authorization = {
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    }
+    for name in ("Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
+                 "JoinGroup", "CreateTopics", "DeleteTopics", "DeleteGroups",
+                 "DescribeUserScramCredentials", "AlterUserScramCredentials"):  # fmt: skip
+        codes = outcomes[f"{name}Request"]
+        assert codes is not None and codes & authorization, (name, codes)
+
+    assert {b: cluster.pid(b) for b in cluster.broker_ids} == pids
+    assert all(cluster.is_alive(b) for b in cluster.broker_ids)
+    assert _zookeeper_state(cluster) == zookeeper_before
+    assert ends() == ends_before
+    assert groups() == groups_before and "orders" not in groups_before
+    watermarks.close()
+    for b in cluster.broker_ids:
+        log = cluster.broker_log_path(b).read_text()
+        assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:4000]

@@ -211,6 +211,17 @@ def test_fetch_needs_read_on_each_topic(version: int, replica_id: int) -> None:
     assert (b.high_watermark, b.records) == (-1, b"")
 
 
+def test_a_follower_fetch_without_cluster_action_is_a_topic_authorization_failure() -> None:
+    """Kafka answers a Fetch with a replica id from a principal without CLUSTER_ACTION
+    TOPIC_AUTHORIZATION_FAILED on every partition (READ on the topic does not help)."""
+    body = request(1, 12, replica_id=3)
+    denied = call(body, fake_with(allow(TOPIC, SAMPLE_TOPIC, Op.READ)))
+    assert codes(denied.responses, "topic") == {SAMPLE_TOPIC: [E.TOPIC_AUTHORIZATION_FAILED]}
+    # Allowed, it is still no way to replicate here: followers use the inter-broker RPC.
+    allowed = call(body, fake_with(allow(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)))
+    assert codes(allowed.responses, "topic") == {SAMPLE_TOPIC: [E.INVALID_REQUEST]}
+
+
 def test_describe_alone_does_not_let_a_consumer_fetch() -> None:
     fake = fake_with(allow(TOPIC, SAMPLE_TOPIC, Op.DESCRIBE))
     response = call(request(1, 12), fake)

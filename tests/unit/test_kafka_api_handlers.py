@@ -581,3 +581,16 @@ def test_find_coordinator_answers_not_available_when_the_offsets_topic_cannot_be
     fake.create_error = error
     response, _ = run(consumer_request(sample(request_type(10, 4))), fake)
     assert [c.error_code for c in response.coordinators] == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+
+
+@pytest.mark.parametrize(
+    ("key_type", "code"), [(1, "COORDINATOR_NOT_AVAILABLE"), (7, "INVALID_REQUEST")]
+)
+def test_find_coordinator_of_a_transaction_or_an_unknown_type(key_type: int, code: str) -> None:
+    """No transaction coordinator here; an unknown type is Kafka's CoordinatorType.forId
+    failing: INVALID_REQUEST."""
+    body = dataclasses.replace(sample(request_type(10, 4)), key_type=key_type)
+    response, _ = run(body, FakeApis())
+    assert [c.error_code for c in response.coordinators] == [ErrorCode[code]]
+    if key_type == 7:
+        assert response.coordinators[0].error_message == "Unknown coordinator type received: 7"

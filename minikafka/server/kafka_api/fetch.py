@@ -54,7 +54,15 @@ class FetchApis(ApiFamily):
         # v15+ (KIP-903) send it in replica_state.
         replica_id = req.replica_id if req.replica_state is None else req.replica_state.replica_id
         if replica_id not in (CONSUMER_REPLICA_ID, DEBUG_REPLICA_ID):
-            return 0, 0, [_fetch_topic_error(t, ErrorCode.INVALID_REQUEST) for t in req.topics]
+            # A follower's fetch: Kafka wants CLUSTER_ACTION and answers every partition
+            # TOPIC_AUTHORIZATION_FAILED without it. Allowed, it is still refused: followers
+            # here replicate over the inter-broker RPC, never with Kafka's Fetch.
+            authorizer = self.apis.authorizer
+            refused = authorizer.enabled and not authorizer.authorize_cluster(
+                ctx.session, AclOperation.CLUSTER_ACTION, request="Fetch"
+            )
+            error = ErrorCode.TOPIC_AUTHORIZATION_FAILED if refused else ErrorCode.INVALID_REQUEST
+            return 0, 0, [_fetch_topic_error(t, error) for t in req.topics]
         cache = self.apis.cache
         # v13+ name topics by id (KIP-516): each id is resolved to its topic here, and an id
         # no topic has is answered UNKNOWN_TOPIC_ID (the fetch session never sees it).

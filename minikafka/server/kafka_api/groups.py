@@ -121,6 +121,9 @@ class GroupApis(ApiFamily):
             return error(
                 E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "Transactional Id authorization failed."
             )
+        if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
+            # Kafka's CoordinatorType.forId throws: INVALID_REQUEST.
+            return error(E.INVALID_REQUEST, f"Unknown coordinator type received: {key_type}")
         if key_type != GROUP_KEY_TYPE:
             return error(E.COORDINATOR_NOT_AVAILABLE, "this broker has no transaction coordinator")
         if not key:
