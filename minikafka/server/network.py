@@ -62,7 +62,7 @@ from minikafka.rpc.framing import (
 from minikafka.security.acls import MalformedAclRequestError
 from minikafka.security.sasl_server import SASL_AUTHENTICATE, SASL_HANDSHAKE, IllegalSaslState
 from minikafka.security.tls import peer_principal_name
-from minikafka.server.session import ConnectionSession, ListenerSecurity
+from minikafka.server.session import CloseConnection, ConnectionSession, ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -350,6 +350,9 @@ class SocketServer:
                     # A request Kafka's own parsing refuses (an ACL filter of UNKNOWN type):
                     # closed unanswered, as a malformed frame is.
                     log.info("closing Kafka connection from %s: malformed request: %s", peer, e)
+                    return
+                except CloseConnection as e:
+                    log.info("closing Kafka connection from %s: %s", peer, e)
                     return
                 except Exception:
                     # Kafka has no request-level error frame: a request that fails outside

@@ -37,6 +37,12 @@ def _anonymous(_dn: str | None) -> KafkaPrincipal:
     return ANONYMOUS
 
 
+class CloseConnection(Exception):
+    """Raised by a handler that answers by closing the connection, as Kafka's
+    RequestChannel.closeConnection does (a produce that failed with acks=0: the client,
+    expecting no answer, learns of the failure by the closed connection)."""
+
+
 @dataclass(frozen=True)
 class ListenerSecurity:
     """How one listener authenticates its connections, and who may use the inter-broker RPC

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
+import ssl
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -298,3 +300,51 @@ def test_a_user_without_acls_trying_every_api_changes_nothing(cluster: LocalClus
     for b in cluster.broker_ids:
         log = cluster.broker_log_path(b).read_text()
         assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:4000]
+
+
+def test_a_refused_produce_with_acks_0_closes_the_connection(cluster: LocalCluster) -> None:
+    """acks=0: no answer is read, so Kafka closes the connection on a failure (here
+    TOPIC_AUTHORIZATION_FAILED) for the producer to notice; one that succeeds keeps it."""
+    from kio.schema.produce.v9.request import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i16, i32, i32Timedelta
+
+    from minikafka.common import TopicPartition as Partition
+    from minikafka.protocol.kafka.client_codec import request_frame
+    from minikafka.server.listener_security import sasl_client_authenticate
+    from minikafka.storage.record_batch import build_batch
+
+    state = cluster.zk_client().get_partition_state(Partition("orders", 0))
+    assert state is not None
+    host, port = cluster.broker_address(state.leader)  # a follower would refuse it too
+    ca = cluster.client_config()["ssl.ca.location"]
+
+    def produce(topic: str) -> ProduceRequest:
+        data = PartitionProduceData(index=i32(0), records=build_batch([b"x"]))
+        return ProduceRequest(
+            transactional_id=None,
+            acks=i16(0),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=5)),
+            topic_data=(TopicProduceData(name=TopicName(topic), partition_data=(data,)),),
+        )
+
+    async def closed_after(user: str, topic: str) -> bool:
+        context = ssl.create_default_context(cafile=ca)
+        reader, writer = await asyncio.open_connection(host, port, ssl=context)
+        try:
+            await sasl_client_authenticate("SCRAM-SHA-512", user, f"{user}-pw", reader, writer)
+            writer.write(request_frame(produce(topic), 10, user))
+            await writer.drain()
+            try:
+                return await asyncio.wait_for(reader.read(1), 5) == b""
+            except TimeoutError:
+                return False  # still open, nothing to read: acks=0's silence
+        finally:
+            writer.close()
+
+    assert asyncio.run(closed_after("frank", "orders"))
+    assert not asyncio.run(closed_after("carol", "orders"))

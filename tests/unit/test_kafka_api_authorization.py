@@ -43,7 +43,7 @@ from minikafka.security.principal import KafkaPrincipal
 from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.kafka_api.handler import KafkaApiHandler
 from minikafka.server.scram_credentials import ScramCredentialAdmin
-from minikafka.server.session import ConnectionSession, ListenerSecurity
+from minikafka.server.session import CloseConnection, ConnectionSession, ListenerSecurity
 from tests.unit.test_kafka_api_handlers import (
     SAMPLE_TOPIC,
     SAMPLE_TOPIC_ID,
@@ -166,8 +166,9 @@ def test_a_produce_to_no_writable_topic_appends_nothing() -> None:
     response = call(request(0, 8), fake)
     assert produce_codes(response) == {SAMPLE_TOPIC: [E.TOPIC_AUTHORIZATION_FAILED]}
     assert fake.seen == []
-    # acks=0: no answer, and still nothing appended.
-    assert call(request(0, 8, acks=0), fake) is None
+    # acks=0: no answer but a closed connection (Kafka's), and still nothing appended.
+    with pytest.raises(CloseConnection, match="orders-é-7: TOPIC_AUTHORIZATION_FAILED"):
+        call(request(0, 8, acks=0), fake)
     assert fake.seen == []
 
 

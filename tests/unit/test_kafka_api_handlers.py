@@ -40,6 +40,7 @@ from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS, KafkaApiHandler
 from minikafka.server.scram_credentials import ScramCredentialAdmin
+from minikafka.server.session import CloseConnection
 from minikafka.zk.client import ZkError
 from tests.unit.test_kafka_codec import parse_response, sample
 from tests.unit.test_scram_credentials import MemoryUsers
@@ -500,6 +501,16 @@ def test_acks_0_gets_no_response(version: int) -> None:
     assert response is None
     [(acks, _timeout_ms, entries)] = fake.seen  # appended all the same
     assert acks == 0 and entries
+
+
+def test_a_failed_produce_with_acks_0_closes_the_connection() -> None:
+    """The producer reads no answer: Kafka closes the connection instead, so the client
+    notices the failure and refreshes its metadata."""
+    fake = FakeApis()
+    fake.produce_error = InvalidRequiredAcksError("acks 2")
+    body = dataclasses.replace(consumer_request(sample(request_type(0, 9))), acks=0)
+    with pytest.raises(CloseConnection, match=r"with ack=0.*INVALID_REQUIRED_ACKS"):
+        run(body, fake)
 
 
 @pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))

@@ -18,6 +18,7 @@ from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.models.produce import ProduceRequest, TopicProduceData
 from minikafka.server.kafka_api.registry import ApiFamily, EncodedResponse, RequestContext, api
 from minikafka.server.kafka_api.topic_ids import ZERO_UUID, topic_named, topic_uuid
+from minikafka.server.session import CloseConnection
 
 PRODUCE = 0
 
@@ -30,15 +31,14 @@ class ProduceApis(ApiFamily):
     async def produce(self, req: ProduceRequest, ctx: RequestContext) -> EncodedResponse | None:
         """None when no response is sent (acks=0)."""
         topics = await self._produce(ctx, req)
-        if topics is None:
+        if req.acks == 0:
+            _close_on_error(ctx, topics)
             return None
         return EncodedResponse(
             [encode_produce_response(ctx.api_version, ctx.correlation_id, topics)]
         )
 
-    async def _produce(
-        self, ctx: RequestContext, req: ProduceRequest
-    ) -> list[ProduceTopicData] | None:
+    async def _produce(self, ctx: RequestContext, req: ProduceRequest) -> list[ProduceTopicData]:
         version = ctx.api_version
         if req.transactional_id is not None:
             # No transactions here: Kafka answers a broker without them the same way.
@@ -83,8 +83,6 @@ class ProduceApis(ApiFamily):
                 results = {
                     tp: ProducePartitionResponse(tp.partition, int(e.code)) for tp in entries
                 }
-        if req.acks == 0:
-            return None
         return [
             ProduceTopicData(
                 name,
@@ -109,10 +107,24 @@ class ProduceApis(ApiFamily):
         ]
 
 
-def _produce_error(req: ProduceRequest, code: int) -> list[ProduceTopicData] | None:
-    if req.acks == 0:
-        return None
+def _produce_error(req: ProduceRequest, code: int) -> list[ProduceTopicData]:
     return [_produce_topic_error(t, code) for t in req.topic_data]
+
+
+def _close_on_error(ctx: RequestContext, topics: list[ProduceTopicData]) -> None:
+    """With acks=0 the producer reads no answer: Kafka closes the connection on any
+    partition's error instead, so the client notices and refreshes its metadata."""
+    failed = [
+        f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
+        for t in topics
+        for p in t.partitions
+        if p.error_code != ErrorCode.NONE
+    ]
+    if failed:
+        raise CloseConnection(
+            f"error during produce request with correlation id {ctx.correlation_id} with "
+            f"ack=0; topic and partition to exceptions: {', '.join(failed)}"
+        )
 
 
 def _produce_topic_error(t: TopicProduceData, code: int) -> ProduceTopicData:
