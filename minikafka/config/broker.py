@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
 from minikafka.config.security import SecurityConfig, is_security_prop
+from minikafka.config.zk_client import check_zk_tls_props, is_zk_tls_prop
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 
@@ -114,6 +115,9 @@ class BrokerConfig:
     zookeeper_connect: str = "localhost:2181"
     zookeeper_session_timeout_ms: int = 18000
     zookeeper_connection_timeout_ms: int | None = None
+    # Kafka's: the znodes this broker creates are writable by its ZooKeeper identity only
+    # (zk/auth.py); needs SASL to ZooKeeper (config/zk_client.py).
+    zookeeper_set_acl: bool = False
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
@@ -250,6 +254,9 @@ class BrokerConfig:
                 if name in props:
                     kwargs[attr] = _int(props[name]) * unit
                     break
+        # Kafka's ZooKeeper TLS settings, refused by name rather than as unknown.
+        check_zk_tls_props(props)
+        known.update(k for k in props if is_zk_tls_prop(k))
         unknown = sorted(k for k in props if k not in known)
         if unknown:
             raise InvalidConfigError(_unknown_properties_message(unknown, known))

@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -27,9 +28,28 @@ DEFAULT_JAVA_LIB_DIR = Path("/usr/share/java")
 DEFAULT_PORT = 2181
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
+# ZooKeeper's SASL: the server's login module for DIGEST-MD5 and the authentication
+# provider that turns a SASL login into the `sasl:<user>` identity ACLs name.
+DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+SASL_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+
 # Debian ships no slf4j binding on zookeeper.jar's manifest class path, so without these
 # the server would log nothing at all ("SLF4J: Defaulting to no-operation logger").
 _LOG_JARS = ("slf4j-log4j12.jar", "log4j-1.2.jar")
+
+
+def _jaas_quote(value: str) -> str:
+    # Java's StreamTokenizer reads backslash escapes inside quotes.
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_server_jaas(path: Path, users: Mapping[str, str]) -> None:
+    """A JAAS file whose `Server` section lets `users` (name -> password) log in to
+    ZooKeeper with SASL DIGEST-MD5; readable by its owner only (it holds the passwords)."""
+    options = " ".join(f"user_{name}={_jaas_quote(pw)}" for name, pw in users.items())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_text(f"Server {{\n  {DIGEST_LOGIN_MODULE} required {options};\n}};\n")
 
 
 class ZooKeeperNotInstalledError(RuntimeError):
@@ -66,6 +86,11 @@ class LocalZooKeeper:
     clients can reconnect). Files: `conf/zoo.cfg`, `conf/log4j.properties`, `data/`,
     `zookeeper.log` (the server's log), `zookeeper.out` (JVM stdout/stderr),
     `zookeeper.pid`.
+
+    `server_jaas`: a JAAS file with a `Server` section (`write_server_jaas`): the server then
+    accepts SASL DIGEST-MD5 logins from its users, whose znodes' ACLs can name them
+    (`sasl:<user>`). Clients that do not log in still connect, and may do what the ACLs
+    allow anyone (Kafka's brokers with zookeeper.set.acl: read, outside the sensitive paths).
     """
 
     def __init__(
@@ -82,8 +107,10 @@ class LocalZooKeeper:
         install_dir: str | os.PathLike[str] = DEFAULT_INSTALL_DIR,
         java_lib_dir: str | os.PathLike[str] = DEFAULT_JAVA_LIB_DIR,
         java: str = "java",
+        server_jaas: str | os.PathLike[str] | None = None,
     ) -> None:
         self.base_dir = Path(base_dir).absolute()
+        self.server_jaas = None if server_jaas is None else Path(server_jaas).absolute()
         self.host = host
         self._port = port
         self._pick_port = port == 0
@@ -247,6 +274,8 @@ class LocalZooKeeper:
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        if self.server_jaas is not None:
+            lines.append(f"authProvider.sasl={SASL_AUTH_PROVIDER}")
         self.config_path.write_text("\n".join(lines) + "\n")
         (self.conf_dir / "log4j.properties").write_text(
             "log4j.rootLogger=INFO, FILE\n"
@@ -266,6 +295,11 @@ class LocalZooKeeper:
             f"-Dlog4j.configuration=file:{self.conf_dir / 'log4j.properties'}",
             f"-Dzookeeper.log.dir={self.base_dir}",
             "-Dzookeeper.jmx.log4j.disable=true",
+            *(
+                [f"-Djava.security.auth.login.config={self.server_jaas}"]
+                if self.server_jaas is not None
+                else []
+            ),
             "-cp",
             ":".join(classpath),
             MAIN_CLASS,
