@@ -83,7 +83,11 @@ def broker(config_path: Path | None, overrides: tuple[str, ...]) -> None:
     try:
         config = BrokerConfig.load(config_path, parse_key_values(overrides, "--override"))
         # SASL to ZooKeeper, as Kafka's: the JAAS file named in $KAFKA_OPTS.
-        zk_auth = load_zk_client_auth(config.zookeeper_set_acl, os.environ.get(KAFKA_OPTS_ENV, ""))
+        zk_auth = load_zk_client_auth(
+            config.zookeeper_set_acl,
+            os.environ.get(KAFKA_OPTS_ENV, ""),
+            dict(config.zookeeper_tls_props),
+        )
     except KafkaError as e:
         raise click.ClickException(str(e)) from e
     try:

@@ -95,7 +95,9 @@ class KafkaServer:
         self.metadata_cache = MetadataCache(config.broker_id)
         if zk_auth is None:
             zk_auth = load_zk_client_auth(
-                config.zookeeper_set_acl, os.environ.get(KAFKA_OPTS_ENV, "")
+                config.zookeeper_set_acl,
+                os.environ.get(KAFKA_OPTS_ENV, ""),
+                dict(config.zookeeper_tls_props),
             )
         self.zk = ZkClient(
             config.zookeeper_connect,

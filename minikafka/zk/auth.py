@@ -14,7 +14,7 @@ Pure: no I/O here; `session.py` hands these to kazoo.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
@@ -31,14 +31,53 @@ CONSUMERS_PATH: Final = "/consumers"
 
 
 @dataclass(frozen=True)
+class ZkTls:
+    """TLS to ZooKeeper (KIP-515), as kazoo makes it: `keystore`, a PEM file with the
+    client's key and certificate chain (its identity: ZooKeeper's x509 provider names it
+    by the certificate's subject), the key's password, `truststore` the PEM CAs (None: the
+    system's), and whether the server's certificate must name the host connected to."""
+
+    keystore: str | None = None
+    keystore_password: str | None = field(default=None, repr=False)
+    truststore: str | None = None
+    check_hostname: bool = True
+
+    def kazoo_options(self) -> dict[str, Any]:
+        return {
+            "use_ssl": True,
+            "verify_certs": True,
+            "check_hostname": self.check_hostname,
+            "ca": self.truststore,
+            # kazoo loads a key only with both; one PEM file holds the key and the chain.
+            "certfile": self.keystore,
+            "keyfile": self.keystore,
+            "keyfile_password": self.keystore_password,
+        }
+
+
+@dataclass(frozen=True)
 class ZkClientAuth:
     """How a client authenticates to ZooKeeper and whether its znodes get Kafka's ACLs.
 
-    `sasl`: (username, password) for DIGEST-MD5, None for no SASL. `secure_acls`: Kafka's
-    `zookeeper.set.acl`."""
+    `sasl`: (username, password) for DIGEST-MD5, None for no SASL. `tls`: TLS to
+    ZooKeeper, None for plaintext. `secure_acls`: Kafka's `zookeeper.set.acl`."""
 
     sasl: tuple[str, str] | None = field(default=None, repr=False)
     secure_acls: bool = False
+    tls: ZkTls | None = None
+
+    @property
+    def identified(self) -> bool:
+        """Whether ZooKeeper knows this client as someone: SASL, or a TLS client
+        certificate (Kafka's isZkSecurityEnabled)."""
+        return self.sasl is not None or (self.tls is not None and self.tls.keystore is not None)
+
+    def kazoo_options(self) -> dict[str, Any]:
+        """KazooClient's keyword arguments for SASL and TLS."""
+        options: dict[str, Any] = {"sasl_options": self.sasl_options()}
+        if self.tls is not None:
+            options.update(self.tls.kazoo_options())
+        return options
 
     @property
     def username(self) -> str | None:

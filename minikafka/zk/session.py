@@ -231,7 +231,7 @@ class ZkSession:
             timeout=self.session_timeout_ms / 1000,
             # Reconnect quickly after a ZooKeeper restart (kazoo's default backs off to 60 s).
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
-            sasl_options=self.auth.sasl_options(),
+            **self.auth.kazoo_options(),
         )
 
     def _start_kazoo(self, zk: Any) -> None:

@@ -16,10 +16,11 @@ from minikafka.config.zk_client import (
     jvm_system_properties,
     load_zk_client_auth,
     zk_client_auth,
+    zk_tls,
 )
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.security.jaas import JaasConfigError, parse_jaas_file
-from minikafka.zk.auth import ZkClientAuth, default_acls
+from minikafka.zk.auth import ZkClientAuth, ZkTls, default_acls
 
 DIGEST = "org.apache.zookeeper.server.auth.DigestLoginModule"
 JAAS = f"""
@@ -39,6 +40,7 @@ Other {{ {DIGEST} required username="other" password="other-secret"; }};
 def auth(
     jaas: str | None,
     set_acl: bool = False,
+    tls_props: dict[str, str] | None = None,
     **system_props: str,
 ) -> ZkClientAuth:
     props = {k.replace("_", "."): v for k, v in system_props.items()}
@@ -50,7 +52,7 @@ def auth(
         assert jaas is not None
         return jaas
 
-    return zk_client_auth(set_acl, props, read)
+    return zk_client_auth(set_acl, props, read, tls_props)
 
 
 # --- the JAAS file ------------------------------------------------------------------------
@@ -234,26 +236,87 @@ def test_zookeeper_set_acl_is_a_broker_setting() -> None:
     assert cfg.zookeeper_set_acl
 
 
+NETTY = "org.apache.zookeeper.ClientCnxnSocketNetty"
+TLS = {
+    "zookeeper.ssl.client.enable": "true",
+    "zookeeper.clientCnxnSocket": NETTY,
+    "zookeeper.ssl.keystore.location": "/etc/kafka/broker1.keystore.pem",
+    "zookeeper.ssl.keystore.password": "key-secret",
+    "zookeeper.ssl.truststore.location": "/etc/kafka/ca.pem",
+    "zookeeper.ssl.truststore.type": "PEM",
+}
+
+
+def test_zookeeper_tls_settings_as_kafkas() -> None:
+    cfg = BrokerConfig.from_properties({"broker.id": "1", **TLS})
+    tls = cfg.zookeeper_tls()
+    assert tls == ZkTls(
+        "/etc/kafka/broker1.keystore.pem", "key-secret", "/etc/kafka/ca.pem", check_hostname=True
+    )
+    assert "key-secret" not in repr(cfg) + repr(tls)
+    assert tls.kazoo_options() == {
+        "use_ssl": True,
+        "verify_certs": True,
+        "check_hostname": True,
+        "ca": "/etc/kafka/ca.pem",
+        "certfile": "/etc/kafka/broker1.keystore.pem",
+        "keyfile": "/etc/kafka/broker1.keystore.pem",
+        "keyfile_password": "key-secret",
+    }
+    no_check = {**TLS, "zookeeper.ssl.endpoint.identification.algorithm": ""}
+    assert not zk_tls(no_check).check_hostname  # type: ignore[union-attr]
+    # Never described: the keystore password is among them.
+    assert BrokerConfig().zookeeper_tls() is None
+
+
+def test_a_client_certificate_is_an_identity_for_set_acl() -> None:
+    got = auth(None, set_acl=True, tls_props=TLS)
+    assert got.sasl is None and got.tls is not None and got.identified and got.secure_acls
+    # TLS without a client certificate identifies nobody.
+    without_cert = {k: v for k, v in TLS.items() if "keystore" not in k}
+    with pytest.raises(InvalidConfigError, match=r"zookeeper\.set\.acl is true"):
+        auth(None, set_acl=True, tls_props=without_cert)
+
+
 @pytest.mark.parametrize(
-    ("name", "value"),
+    ("changes", "error"),
     [
-        ("zookeeper.ssl.client.enable", "true"),
-        ("zookeeper.clientCnxnSocket", "org.apache.zookeeper.ClientCnxnSocketNetty"),
-        ("zookeeper.ssl.keystore.location", "/etc/kafka/zk.pem"),
-        ("zookeeper.ssl.truststore.type", "PEM"),
-        ("zookeeper.ssl.ocsp.enable", "false"),
-        ("zookeeper.ssl.endpoint.identification.algorithm", "HTTPS"),
+        ({"zookeeper.clientCnxnSocket": None}, "needs zookeeper.clientCnxnSocket="),
+        ({"zookeeper.ssl.keystore.type": "JKS"}, "zookeeper.ssl.keystore.type=JKS: "),
+        ({"zookeeper.ssl.truststore.type": "PKCS12"}, "PEM stores only"),
+        (
+            {"zookeeper.ssl.truststore.type": None, "zookeeper.ssl.truststore.location": "/ts.jks"},
+            "does not end in .pem",
+        ),
+        ({"zookeeper.ssl.truststore.password": "x"}, "a PEM truststore has no password"),
+        ({"zookeeper.ssl.protocol": "TLSv1.3"}, "zookeeper.ssl.protocol is not supported"),
+        ({"zookeeper.ssl.enabled.protocols": "TLSv1.2"}, "takes no protocol setting"),
+        ({"zookeeper.ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "no cipher suites"),
+        ({"zookeeper.ssl.crl.enable": "true"}, "zookeeper.ssl.crl.enable=true is not supported"),
+        ({"zookeeper.ssl.ocsp.enable": "true"}, "checks no revocation"),
+        ({"zookeeper.ssl.endpoint.identification.algorithm": "LDAPS"}, "HTTPS"),
+        ({"zookeeper.ssl.keystore.typo": "PEM"}, "unknown broker property"),
+        ({"zookeeper.ssl.client.enable": "false"}, "set with zookeeper.ssl.client.enable=true"),
     ],
 )
-def test_zookeeper_tls_settings_are_refused_by_name(name: str, value: str) -> None:
+def test_zookeeper_tls_settings_minikafka_cannot_honour_are_refused_by_name(
+    changes: dict[str, str | None], error: str
+) -> None:
+    props = {**TLS, **changes}
     with pytest.raises(InvalidConfigError) as e:
-        BrokerConfig.from_properties({"broker.id": "1", name: value})
-    assert name in e.value.message
-    assert "TLS to ZooKeeper (KIP-515) is not implemented" in e.value.message
+        BrokerConfig.from_properties(
+            {"broker.id": "1", **{k: v for k, v in props.items() if v is not None}}
+        )
+    assert error in e.value.message
+    assert "key-secret" not in e.value.message
 
 
-def test_zookeeper_tls_turned_off_is_what_minikafka_does() -> None:
-    BrokerConfig.from_properties({"broker.id": "1", "zookeeper.ssl.client.enable": "false"})
+def test_zookeeper_tls_turned_off_is_plaintext() -> None:
+    for props in (
+        {},
+        {"zookeeper.ssl.client.enable": "false", "zookeeper.ssl.crl.enable": "false"},
+    ):
+        assert BrokerConfig.from_properties({"broker.id": "1", **props}).zookeeper_tls() is None
 
 
 # --- a secured local cluster --------------------------------------------------------------
