@@ -183,3 +183,14 @@ def test_a_broker_with_set_acl_and_no_zookeeper_login_is_refused(
     )
     assert done.returncode != 0
     assert "zookeeper.set.acl is true, but ZooKeeper client TLS configuration" in done.stderr
+
+
+def test_a_broker_whose_session_expired_logs_in_again_and_reregisters(
+    cluster: LocalCluster, brokers_zk: KazooClient
+) -> None:
+    before = {bid: info.epoch for bid, info in cluster.registrations().items()}
+    # `cluster`'s session expiry attaches to the broker's session without logging in.
+    cluster.expire_session(2)
+    cluster.wait_for_registered([2], 60, newer_than=before)
+    acls, _ = brokers_zk.get_acls("/brokers/ids/2")
+    assert acls == [BROKERS_ALL, WORLD_READ]
