@@ -92,7 +92,7 @@ class ZkSession:
         auth: ZkClientAuth | None = None,
     ) -> None:
         self.connect = connect
-        # SASL and zookeeper.set.acl (zk/auth.py); none: anonymous, open znodes.
+        # SASL, TLS and zookeeper.set.acl (zk/auth.py); none: anonymous, open znodes.
         self.auth = auth or ZkClientAuth()
         self.hosts, self.chroot = parse_connect_string(connect)
         self.session_timeout_ms = session_timeout_ms
@@ -244,10 +244,11 @@ class ZkSession:
                 # start at once with its reason, not later as a lost session.
                 zk.exists_async("/").get(timeout=self.connection_timeout_ms / 1000)
         except (KazooTimeoutError, KazooException) as e:
+            refused = isinstance(e, AuthFailedError) or zk.client_state == KeeperState.AUTH_FAILED
             with contextlib.suppress(Exception):
                 zk.stop()
                 zk.close()
-            if isinstance(e, AuthFailedError) or zk.client_state == KeeperState.AUTH_FAILED:
+            if refused:
                 raise ZkAuthFailedError(
                     f"ZooKeeper at {self.hosts} refused this client's SASL authentication "
                     f"(DIGEST-MD5 as user {self.auth.username!r}): check the username and "
