@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -15,7 +16,9 @@ import uvloop
 
 from minikafka.cli.client_options import parse_key_values
 from minikafka.config.broker import BrokerConfig
+from minikafka.config.zk_client import KAFKA_OPTS_ENV, load_zk_client_auth
 from minikafka.protocol.errors import KafkaError
+from minikafka.zk.client import ZkClientAuth
 
 if TYPE_CHECKING:
     from minikafka.server.admin_endpoint import AdminEndpoint, BrokerView
@@ -41,11 +44,11 @@ def admin_endpoint(broker: BrokerView, host: str, port: int) -> AdminEndpoint:
     return AdminHttpServer(broker, host, port)
 
 
-async def run_broker(config: BrokerConfig) -> None:
+async def run_broker(config: BrokerConfig, zk_auth: ZkClientAuth | None = None) -> None:
     # Imported here so that `minikafka` subcommands that are not the broker start fast.
     from minikafka.server.broker import KafkaServer
 
-    server = KafkaServer(config, admin_endpoint=admin_endpoint)
+    server = KafkaServer(config, admin_endpoint=admin_endpoint, zk_auth=zk_auth)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -79,11 +82,17 @@ def broker(config_path: Path | None, overrides: tuple[str, ...]) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         config = BrokerConfig.load(config_path, parse_key_values(overrides, "--override"))
+        # SASL to ZooKeeper, as Kafka's: the JAAS file named in $KAFKA_OPTS.
+        zk_auth = load_zk_client_auth(
+            config.zookeeper_set_acl,
+            os.environ.get(KAFKA_OPTS_ENV, ""),
+            dict(config.zookeeper_tls_props),
+        )
     except KafkaError as e:
         raise click.ClickException(str(e)) from e
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(run_broker(config))
+            runner.run(run_broker(config, zk_auth))
     except Exception as e:  # startup failed; the traceback is in the log above
         click.echo(f"broker {config.broker_id} failed: {e}", err=True)
         sys.exit(1)

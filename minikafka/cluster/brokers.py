@@ -200,6 +200,11 @@ class LocalBrokers:
         prefix = str(self.data_dir).encode() + b"/"
         return any(a.startswith(prefix) for a in args)
 
+    def broker_environment(self) -> dict[str, str]:
+        """Environment variables every broker process gets on top of ours (a secured
+        cluster's `KAFKA_OPTS`, naming its JAAS file)."""
+        return {}
+
     def _launch(self, b: BrokerProcess, cmd: Sequence[str]) -> None:
         """Run `cmd` as broker b's process, in a session of its own, with its output
         appended to its broker.log; b.proc and b.pid are the new process."""
@@ -209,6 +214,7 @@ class LocalBrokers:
             os.environ,
             PYTHONUNBUFFERED="1",  # broker.log must be current on a crash
             **{ZK_SESSION_FILE_ENV: str(self.zk_session_path(b.id))},
+            **self.broker_environment(),
         )
         with open(self.broker_log_path(b.id), "ab") as out:
             stamp = time.strftime("%Y-%m-%d %H:%M:%S")

@@ -43,7 +43,7 @@ from minikafka.cluster.zookeeper import (
     check_zookeeper_installed,
     expire_broker_session,
 )
-from minikafka.zk.client import BrokerInfo
+from minikafka.zk.client import BrokerInfo, ZkClientAuth
 from minikafka.zk.server import DEFAULT_INSTALL_DIR, LocalZooKeeper
 
 log = logging.getLogger(__name__)
@@ -150,6 +150,10 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
             host=host,
             fsync=zookeeper_fsync,
             install_dir=zookeeper_install_dir,
+            # A secured cluster's ZooKeeper takes SASL logins (its brokers' identity).
+            server_jaas=(
+                self.security.zookeeper_server_jaas_path if self.security is not None else None
+            ),
         )
 
     # --- paths and simple properties ---------------------------------------------------
@@ -171,6 +175,16 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         random one in its data dir), else None (the default cluster's endpoints ask for
         none)."""
         return None if self.security is None else self.security.admin_token()
+
+    def zk_auth(self) -> ZkClientAuth | None:
+        """A secured cluster's tools log in to ZooKeeper as its brokers do and create znodes
+        with the brokers' ACLs; the default cluster's are anonymous."""
+        if self.security is None or not self.security.zookeeper_password_path.exists():
+            return None  # not secured, or a data dir whose ZooKeeper was not secured yet
+        return self.security.zk_client_auth()
+
+    def broker_environment(self) -> dict[str, str]:
+        return {} if self.security is None else self.security.broker_environment()
 
     def broker_properties(self, broker_id: int) -> dict[str, str]:
         """What `server.properties` of this broker says: ours, then the overrides."""

@@ -20,7 +20,7 @@ from minikafka.cluster.leader_balance import balance_leaders
 from minikafka.cluster.ports import port_accepts
 from minikafka.cluster.waiting import POLL_INTERVAL_S, wait_for
 from minikafka.common import TopicPartition
-from minikafka.zk.client import BrokerInfo, ZkClient
+from minikafka.zk.client import BrokerInfo, ZkClient, ZkClientAuth
 from minikafka.zk.cluster_view import ZkClusterView
 from minikafka.zk.server import LocalZooKeeper
 
@@ -38,6 +38,11 @@ class ClusterReadiness(LocalBrokers):
         when they ask for none. The subclass knows it."""
         return None
 
+    def zk_auth(self) -> ZkClientAuth | None:
+        """Who the cluster's tools are to ZooKeeper (a secured cluster's brokers' identity,
+        and their ACLs), None for anonymous. The subclass knows it."""
+        return None
+
     # --- ZooKeeper view ----------------------------------------------------------------
 
     def zk_client(self) -> ZkClient:
@@ -48,7 +53,7 @@ class ClusterReadiness(LocalBrokers):
         if self._zk_view is None:
             if not self.zookeeper.is_running():
                 raise ClusterError(f"ZooKeeper of {self.data_dir} is not running")
-            self._zk_view = ZkClusterView(self.zookeeper.connect_string)
+            self._zk_view = ZkClusterView(self.zookeeper.connect_string, self.zk_auth())
         return self._zk_view
 
     def close_zk_client(self) -> None:

@@ -12,6 +12,14 @@ Every mode turns Kafka's ACL authorizer on (authorizer.class.name), with the adm
 and the brokers as super users (super.users): the admin may do anything, brokers may send
 each other the inter-broker requests, and any other user needs ACLs.
 
+Every mode secures ZooKeeper as Kafka's docs do: the cluster's ZooKeeper takes SASL
+DIGEST-MD5 logins (a JAAS `Server` section with one user, `kafka`), the brokers log in as
+that user (a JAAS `Client` section, named in their `KAFKA_OPTS` as
+`-Djava.security.auth.login.config=`) and run with `zookeeper.set.acl=true`, so that only
+they may write the znodes they create, and nobody else may read `/config/users`. The
+cluster's own commands (`cluster up`'s admin user and persistent paths, preferred replica
+elections, readiness, chaos) log in as the same user.
+
 Everything lives in `<data dir>/security/`: a throwaway CA, one certificate per broker and
 one for the admin client, the admin user's password and the admin endpoints' token (mode
 0600). The admin user is a super user and is written to ZooKeeper as Kafka's
@@ -28,8 +36,12 @@ from pathlib import Path
 from typing import Final, Literal, get_args
 
 from minikafka.config.security import ACL_AUTHORIZER
+from minikafka.config.zk_client import JAVA_LOGIN_CONFIG_PARAM, KAFKA_OPTS_ENV, ZK_SET_ACL
 from minikafka.security.certs import CertificateAuthority, IssuedCertificate, make_ca
+from minikafka.security.jaas import ZK_DIGEST_LOGIN_MODULE
 from minikafka.security.scram import ScramMechanism, make_credential
+from minikafka.zk.client import ZkClientAuth
+from minikafka.zk.server import write_server_jaas
 
 SecurityMode = Literal["ssl", "sasl_ssl", "sasl_plaintext"]
 SECURITY_MODES: Final[tuple[str, ...]] = get_args(SecurityMode)
@@ -43,6 +55,8 @@ ADMIN_TOKEN_PROPERTY: Final = "admin.listeners.token"
 MAPPING_RULES: Final = "RULE:^CN=([^,]+),OU=minikafka$/$1/,DEFAULT"
 SCRAM_LOGIN_MODULE: Final = "org.apache.kafka.common.security.scram.ScramLoginModule"
 INTER_BROKER_MECHANISM: Final = "SCRAM-SHA-512"
+# Who the brokers (and the cluster's commands) are to ZooKeeper: `sasl:kafka` in the ACLs.
+ZK_USER: Final = "kafka"
 
 
 def _listener(mode: SecurityMode) -> str:
@@ -84,6 +98,20 @@ class ClusterSecurity:
     def admin_token_path(self) -> Path:
         return self.directory / ADMIN_TOKEN_FILE
 
+    @property
+    def zookeeper_password_path(self) -> Path:
+        return self.directory / "zookeeper.password"
+
+    @property
+    def zookeeper_server_jaas_path(self) -> Path:
+        """ZooKeeper's JAAS file (`Server`: the user the brokers log in as)."""
+        return self.directory / "zookeeper-server.jaas"
+
+    @property
+    def zookeeper_client_jaas_path(self) -> Path:
+        """The brokers' JAAS file (`Client`: how they log in to ZooKeeper)."""
+        return self.directory / "zookeeper-client.jaas"
+
     def prepare(self, broker_ids: list[int]) -> None:
         """Make what is missing: the CA, a certificate per broker and the admin's, the
         admin's password, the admin endpoints' token. Idempotent: a restarted cluster keeps
@@ -104,6 +132,28 @@ class ClusterSecurity:
             _write_secret(self.password_path, secrets.token_urlsafe(24))
         if not self.admin_token_path.exists():
             _write_secret(self.admin_token_path, secrets.token_urlsafe(32))
+        if not self.zookeeper_password_path.exists():
+            _write_secret(self.zookeeper_password_path, secrets.token_urlsafe(24))
+        # Written from the password at every start: a data dir from before ZooKeeper was
+        # secured gets them too.
+        password = self.zookeeper_password()
+        write_server_jaas(self.zookeeper_server_jaas_path, {ZK_USER: password})
+        _write_secret(
+            self.zookeeper_client_jaas_path,
+            f'Client {{\n  {ZK_DIGEST_LOGIN_MODULE} required\n  username="{ZK_USER}" '
+            f'password="{password}";\n}};\n',
+        )
+
+    def zookeeper_password(self) -> str:
+        return self.zookeeper_password_path.read_text().strip()
+
+    def zk_client_auth(self) -> ZkClientAuth:
+        """The brokers' ZooKeeper identity and ACLs, for the cluster's own commands."""
+        return ZkClientAuth(sasl=(ZK_USER, self.zookeeper_password()), secure_acls=True)
+
+    def broker_environment(self) -> dict[str, str]:
+        """What the brokers' processes get: Kafka's way to the JAAS file."""
+        return {KAFKA_OPTS_ENV: f"-D{JAVA_LOGIN_CONFIG_PARAM}={self.zookeeper_client_jaas_path}"}
 
     def admin_password(self) -> str:
         return self.password_path.read_text().strip()
@@ -157,6 +207,7 @@ class ClusterSecurity:
             "security.inter.broker.protocol": listener,
             "authorizer.class.name": ACL_AUTHORIZER,
             "super.users": self.super_users({broker_id, *broker_ids}),
+            ZK_SET_ACL: "true",
         }
         token = self.admin_token()
         if token is not None:

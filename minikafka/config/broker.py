@@ -18,8 +18,10 @@ from urllib.parse import urlsplit
 
 from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
 from minikafka.config.security import SecurityConfig, is_security_prop
+from minikafka.config.zk_client import is_zk_tls_prop, zk_tls
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
+from minikafka.zk.auth import ZkTls
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,9 @@ class BrokerConfig:
     zookeeper_connect: str = "localhost:2181"
     zookeeper_session_timeout_ms: int = 18000
     zookeeper_connection_timeout_ms: int | None = None
+    # Kafka's: the znodes this broker creates are writable by its ZooKeeper identity only
+    # (zk/auth.py); needs SASL to ZooKeeper (config/zk_client.py).
+    zookeeper_set_acl: bool = False
     replica_lag_time_max_ms: int = 30000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
@@ -208,6 +213,9 @@ class BrokerConfig:
     allow_everyone_if_no_acl_found: bool = False
     # ssl.* and listener.name.<listener>.* properties, as given (config/security.py reads them).
     security_props: tuple[tuple[str, str], ...] = ()
+    # zookeeper.ssl.* and zookeeper.clientCnxnSocket, as given (config/zk_client.py reads
+    # them; a keystore password among them).
+    zookeeper_tls_props: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     # Kafka accepts `log.retention.hours` / `minutes`; the most precise one given wins.
     _RETENTION_UNITS = (
@@ -232,6 +240,11 @@ class BrokerConfig:
                 known.update(("log.dirs", "log.dir"))
                 if raw is not None:
                     kwargs["log_dirs"] = tuple(d.strip() for d in raw.split(",") if d.strip())
+                continue
+            if f.name == "zookeeper_tls_props":
+                tls = sorted((k, v) for k, v in props.items() if is_zk_tls_prop(k))
+                known.update(k for k, _ in tls)
+                kwargs["zookeeper_tls_props"] = tuple(tls)
                 continue
             if f.name == "security_props":
                 prefixed = sorted((k, v) for k, v in props.items() if is_security_prop(k))
@@ -265,7 +278,7 @@ class BrokerConfig:
         changes: dict[str, Any] = {}
         for name, raw in props.items():
             f = by_name.get(name)
-            if f is None or f.name in ("log_dirs", "security_props"):
+            if f is None or f.name in ("log_dirs", "security_props", "zookeeper_tls_props"):
                 raise InvalidConfigError(f"unknown broker property {name!r}")
             changes[f.name] = _parse_field(f.name, f.type, raw)
         cfg = replace(self, **changes)
@@ -308,6 +321,7 @@ class BrokerConfig:
             )
         self.resolved_listeners()
         self.security()
+        self.zookeeper_tls()
         if self.log_cleaner_backoff_ms <= 0:
             raise InvalidConfigError("log.cleaner.backoff.ms must be positive")
         if self.max_incremental_fetch_session_cache_slots < 0:
@@ -361,6 +375,11 @@ class BrokerConfig:
             authorizer_class_name=self.authorizer_class_name,
             super_users=self.super_users,
         )
+
+    def zookeeper_tls(self) -> ZkTls | None:
+        """TLS to ZooKeeper from the zookeeper.ssl.* properties (InvalidConfigError naming
+        the property), None for plaintext."""
+        return zk_tls(dict(self.zookeeper_tls_props))
 
     def log_config(self) -> LogConfig:
         """Default topic config derived from the broker's log.* settings."""

@@ -56,6 +56,10 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "expires is taken for dead and its registration removed.",
     "zookeeper.connection.timeout.ms": "How long the broker waits to establish a connection "
     "to ZooKeeper (unset: zookeeper.session.timeout.ms).",
+    "zookeeper.set.acl": "Set secure ACLs on the znodes the broker creates: everything for "
+    "its ZooKeeper identity (SASL, from the JAAS file's Client section), read for anyone "
+    "else, nothing for anyone else under /config/users, /config/brokers and "
+    "/delegation_token.",
     "broker.rack": "The rack of the broker, registered in ZooKeeper and reported to clients "
     "in Metadata. minikafka's replica assignment does not take racks into account.",
     "admin.listeners": "minikafka's own setting (Kafka has JMX instead): http://host:port of "

@@ -282,7 +282,7 @@ def _broker_values(broker: BrokerConfig) -> dict[str, str | None]:
     return {
         BrokerConfig.property_name(f.name): _text(getattr(broker, f.name))
         for f in fields(broker)
-        if f.name != "security_props"
+        if f.name not in ("security_props", "zookeeper_tls_props")
     }
 
 

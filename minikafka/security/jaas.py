@@ -371,3 +371,40 @@ def check_login_module(entry: JaasEntry, mechanism: str) -> None:
             f"SASL mechanism {mechanism} needs login module {expected} in its "
             f"sasl.jaas.config, not {entry.login_module}"
         )
+
+
+# ---------------------------------------------------------------------------------------
+# JAAS login files (`-Djava.security.auth.login.config=<file>`)
+
+# The login module of ZooKeeper's DIGEST-MD5 SASL, client and server side.
+ZK_DIGEST_LOGIN_MODULE: Final = "org.apache.zookeeper.server.auth.DigestLoginModule"
+
+
+def parse_jaas_file(text: str) -> dict[str, tuple[JaasEntry, ...]]:
+    """A JAAS login configuration file, as Java's ConfigFile reads it: sections
+    `Name { <module> <flag> key="value" ...; ... };`, by name. The entries inside a section
+    are read as `parse_jaas_config` reads one (the same tokenizer: Java's ConfigFile also
+    takes `*` in bare words, which no ZooKeeper or Kafka option needs)."""
+    tokenizer = _Tokenizer(text)
+    sections: dict[str, tuple[JaasEntry, ...]] = {}
+    while tokenizer.next_token() != _TT_EOF:
+        name = tokenizer.sval
+        if tokenizer.ttype != _TT_WORD or not name:
+            raise JaasConfigError("JAAS file: expected a login context name")
+        if tokenizer.next_token() != ord("{"):
+            raise JaasConfigError(f"JAAS file: expected '{{' after login context {name}")
+        entries: list[JaasEntry] = []
+        while tokenizer.next_token() != ord("}"):
+            if tokenizer.ttype == _TT_EOF:
+                raise JaasConfigError(f"JAAS file: login context {name} has no closing '}}'")
+            try:
+                entries.append(_parse_entry(tokenizer))
+            except JaasConfigError as e:
+                raise JaasConfigError(f"JAAS file, login context {name}: {e}") from None
+        if tokenizer.next_token() != ord(";"):
+            raise JaasConfigError(f"JAAS file: expected ';' after login context {name}'s '}}'")
+        if name in sections:
+            # Java's ConfigFile: "Can not specify multiple entries for <name>".
+            raise JaasConfigError(f"JAAS file: login context {name} is given twice")
+        sections[name] = tuple(entries)
+    return sections

@@ -25,6 +25,7 @@ from minikafka.common import Endpoint, LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig, parse_admin_listener
 from minikafka.config.dynamic import DEFAULT_BROKER_ENTITY, BrokerConfigLayers
 from minikafka.config.listeners import Listeners
+from minikafka.config.zk_client import KAFKA_OPTS_ENV, load_zk_client_auth
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.zk_store import KazooControllerZkStore
 from minikafka.coordinator.group.group_coordinator import GroupConfig
@@ -52,7 +53,7 @@ from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.zk import paths
 from minikafka.zk.bridge import LoopBridge
-from minikafka.zk.client import ZkClient, ZkError, ZkState
+from minikafka.zk.client import ZkClient, ZkClientAuth, ZkError, ZkState
 from minikafka.zk.codecs import BrokerInfo, new_cluster_id
 
 if TYPE_CHECKING:
@@ -75,9 +76,12 @@ class KafkaServer:
         *,
         clock: Clock = SYSTEM_CLOCK,
         admin_endpoint: AdminEndpointFactory | None = None,
+        zk_auth: ZkClientAuth | None = None,
     ) -> None:
         """`admin_endpoint` makes the admin endpoint when admin.listeners is set (the endpoint
-        lives in a layer above the broker: `minikafka broker` gives admin_http's)."""
+        lives in a layer above the broker: `minikafka broker` gives admin_http's).
+        `zk_auth`: who the broker is to ZooKeeper (config/zk_client.py); by default read
+        as Kafka reads it, from the JAAS file `$KAFKA_OPTS` names."""
         if config.admin_listeners is not None and admin_endpoint is None:
             raise ValueError("admin.listeners is set but the broker was given no admin endpoint")
         self.config = config
@@ -89,10 +93,17 @@ class KafkaServer:
             clock=clock,
         )
         self.metadata_cache = MetadataCache(config.broker_id)
+        if zk_auth is None:
+            zk_auth = load_zk_client_auth(
+                config.zookeeper_set_acl,
+                os.environ.get(KAFKA_OPTS_ENV, ""),
+                dict(config.zookeeper_tls_props),
+            )
         self.zk = ZkClient(
             config.zookeeper_connect,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connection_timeout_ms=config.zookeeper_connection_timeout_ms,
+            auth=zk_auth,
         )
         self.replica_manager = ReplicaManager(
             config,

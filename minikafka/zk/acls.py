@@ -34,7 +34,7 @@ class AclZnodes(ZkSession):
     def create_acl_paths(self, paths: Iterable[str]) -> None:
         """Create the ACL stores' znodes if missing (KafkaZkClient.createAclPaths)."""
         for path in paths:
-            self._call(f"create {path}", self._kazoo().ensure_path_async(path))
+            self._ensure_path(self._kazoo(), path)
 
     def get_acl_znodes(self, store_roots: Iterable[str]) -> dict[str, tuple[bytes, int]]:
         """Every ACL znode under the stores' roots, path -> (data, version): Kafka's loadCache
@@ -57,7 +57,7 @@ class AclZnodes(ZkSession):
         """Create a pattern's znode (at version 0); False if it exists already
         (createAclsForResourceIfNotExists)."""
         try:
-            self._call(f"create {path}", self._kazoo().create_async(path, data))
+            self._call(f"create {path}", self._create_async(path, data))
         except ZkNodeExistsError:
             return False
         return True
@@ -94,7 +94,7 @@ class AclZnodes(ZkSession):
         return str(
             self._call(
                 f"notify an ACL change at {sequence_prefix}",
-                self._kazoo().create_async(sequence_prefix, data, sequence=True),
+                self._create_async(sequence_prefix, data, sequence=True),
             )
         )
 

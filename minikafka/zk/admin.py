@@ -36,7 +36,7 @@ class AdminZnodes(TopicZnodes, ConfigZnodes):
         try:
             self._call(
                 f"create topic {topic}",
-                self._kazoo().create_async(
+                self._create_async(
                     paths.topic(topic), codecs.encode_topic_assignment(assignment, topic_id)
                 ),
             )
@@ -89,7 +89,7 @@ class AdminZnodes(TopicZnodes, ConfigZnodes):
         try:
             self._call(
                 f"request deletion of {topic}",
-                self._kazoo().create_async(paths.delete_topic(topic), b""),
+                self._create_async(paths.delete_topic(topic), b""),
             )
             return True
         except ZkNodeExistsError:

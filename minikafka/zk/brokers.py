@@ -32,7 +32,7 @@ class BrokerZnodes(ZkSession):
             try:
                 _, stat = self._call(
                     f"register broker at {path}",
-                    self._kazoo().create_async(path, data, ephemeral=True, include_data=True),
+                    self._create_async(path, data, ephemeral=True, include_data=True),
                 )
                 return int(stat.czxid)
             except ZkNodeExistsError:

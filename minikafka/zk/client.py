@@ -15,6 +15,7 @@ job, each a base of it:
 
 - `session.py`: the session (connecting, connection states, raw reads and writes) and the
   requests the jobs are built on (pipelined reads, multis, fenced or not);
+- `auth.py`: SASL to ZooKeeper and the ACLs of created znodes (`zookeeper.set.acl`);
 - `errors.py`: the `Zk*Error` classes; `multi.py`: a multi's operations and size limits;
 - `watches.py`: children, data and existence watches;
 - `brokers.py`: broker registration; `cluster_ids.py`: the cluster id, producer id blocks;
@@ -32,15 +33,18 @@ from __future__ import annotations
 
 from minikafka.zk.acls import AclZnodes
 from minikafka.zk.admin import AdminZnodes
+from minikafka.zk.auth import ZkClientAuth
 from minikafka.zk.brokers import BrokerZnodes
 from minikafka.zk.cluster_ids import ClusterIdZnodes
 from minikafka.zk.codecs import BrokerInfo
 from minikafka.zk.controller_znodes import ControllerZnodes
 from minikafka.zk.errors import (
     ControllerMovedError,
+    ZkAuthFailedError,
     ZkBadVersionError,
     ZkConnectionError,
     ZkError,
+    ZkNoAuthError,
     ZkNodeExistsError,
     ZkNoNodeError,
     ZkNotEmptyError,
@@ -58,10 +62,13 @@ __all__ = [
     "ControllerMovedError",
     "TopicZNode",
     "Watch",
+    "ZkAuthFailedError",
     "ZkBadVersionError",
     "ZkClient",
+    "ZkClientAuth",
     "ZkConnectionError",
     "ZkError",
+    "ZkNoAuthError",
     "ZkNoNodeError",
     "ZkNodeExistsError",
     "ZkNotEmptyError",

@@ -25,7 +25,7 @@ class ClusterIdZnodes(ZkSession):
             try:
                 self._call(
                     f"create {paths.CLUSTER_ID}",
-                    self._kazoo().create_async(
+                    self._create_async(
                         paths.CLUSTER_ID, codecs.encode_cluster_id(proposed), makepath=True
                     ),
                 )
@@ -52,7 +52,7 @@ class ClusterIdZnodes(ZkSession):
                 if got is None:
                     self._call(
                         f"create {paths.LATEST_PRODUCER_ID_BLOCK}",
-                        self._kazoo().create_async(paths.LATEST_PRODUCER_ID_BLOCK, data),
+                        self._create_async(paths.LATEST_PRODUCER_ID_BLOCK, data),
                     )
                 else:
                     self.set_data(paths.LATEST_PRODUCER_ID_BLOCK, data, int(got[1].version))

@@ -4,7 +4,7 @@ chaos's command mode, which drive a cluster from outside and only ever read thes
 
 from __future__ import annotations
 
-from minikafka.zk.client import BrokerInfo, ZkClient, ZkError
+from minikafka.zk.client import BrokerInfo, ZkClient, ZkClientAuth, ZkError
 
 # A tool's session: short enough that a dead tool's session goes soon, and requests that
 # fail fast when ZooKeeper is down (the callers then say so or retry).
@@ -14,10 +14,13 @@ REQUEST_TIMEOUT_MS = 5000
 
 
 class ZkClusterView:
-    """A client on `connect`, started on first use and kept until `close`."""
+    """A client on `connect`, started on first use and kept until `close`; `auth`: its
+    SASL identity and ACLs, a secured cluster's brokers' (its tools write znodes the brokers
+    then write too: the persistent paths, the admin user, preferred replica elections)."""
 
-    def __init__(self, connect: str) -> None:
+    def __init__(self, connect: str, auth: ZkClientAuth | None = None) -> None:
         self.connect = connect
+        self.auth = auth
         self._zk: ZkClient | None = None
 
     def client(self) -> ZkClient:
@@ -28,6 +31,7 @@ class ZkClusterView:
                 session_timeout_ms=SESSION_TIMEOUT_MS,
                 connection_timeout_ms=CONNECTION_TIMEOUT_MS,
                 request_timeout_ms=REQUEST_TIMEOUT_MS,
+                auth=self.auth,
             )
             client.start()
             self._zk = client

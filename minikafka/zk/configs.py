@@ -28,7 +28,7 @@ class ConfigZnodes(ZkSession):
             self._call(f"set {path}", self._kazoo().set_async(path, data))
         except ZkNoNodeError:
             try:
-                self._call(f"create {path}", self._kazoo().create_async(path, data))
+                self._call(f"create {path}", self._create_async(path, data))
             except ZkNodeExistsError:
                 self._call(f"set {path}", self._kazoo().set_async(path, data))
 
@@ -76,7 +76,7 @@ class ConfigZnodes(ZkSession):
     def _notify_config_change(self, entity_path: str) -> None:
         self._call(
             f"notify the config change of {entity_path}",
-            self._kazoo().create_async(
+            self._create_async(
                 paths.config_change_prefix(),
                 codecs.encode_config_change_notification(entity_path),
                 sequence=True,

@@ -44,7 +44,7 @@ class ControllerZnodes(ZkSession):
         with contextlib.suppress(ZkNodeExistsError):
             self._call(
                 f"create {epoch_path}",
-                self._kazoo().create_async(epoch_path, codecs.encode_controller_epoch(0)),
+                self._create_async(epoch_path, codecs.encode_controller_epoch(0)),
             )
         if self._stat(ctrl_path) is not None:
             return self._our_controllership(broker_id, None)
@@ -93,7 +93,7 @@ class ControllerZnodes(ZkSession):
         """Persistent sequential `/isr_change_notification/isr_change_<seq>`; returns its name."""
         created = self._call(
             "create ISR change notification",
-            self._kazoo().create_async(
+            self._create_async(
                 paths.isr_change_notification_prefix(),
                 codecs.encode_isr_change_notification(tps),
                 sequence=True,
@@ -124,9 +124,7 @@ class ControllerZnodes(ZkSession):
         path = paths.preferred_replica_election()
         self._call(
             f"create {path}",
-            self._kazoo().create_async(
-                path, codecs.encode_preferred_replica_election(tps), makepath=True
-            ),
+            self._create_async(path, codecs.encode_preferred_replica_election(tps), makepath=True),
         )
 
     def get_preferred_replica_election(self) -> list[TopicPartition] | None:

@@ -7,10 +7,12 @@ import contextlib
 from collections.abc import Iterator
 
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -22,9 +24,11 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 __all__ = [
     "ControllerMovedError",
+    "ZkAuthFailedError",
     "ZkBadVersionError",
     "ZkConnectionError",
     "ZkError",
+    "ZkNoAuthError",
     "ZkNoNodeError",
     "ZkNodeExistsError",
     "ZkNotEmptyError",
@@ -46,6 +50,16 @@ class ZkConnectionError(ZkError):
 
 class ZkNoNodeError(ZkError):
     pass
+
+
+class ZkNoAuthError(ZkError):
+    """The znode's ACL does not let this client's identities do that (ZooKeeper's
+    NoAuth): a client without the brokers' identity writing under `zookeeper.set.acl`."""
+
+
+class ZkAuthFailedError(ZkError):
+    """ZooKeeper refused this client's SASL authentication (wrong username or password,
+    or a server without SASL). Not retriable: the client stops connecting."""
 
 
 class ZkNodeExistsError(ZkError):
@@ -87,6 +101,10 @@ def translate(exc: BaseException, what: str) -> ZkError:
         return ZkNodeExistsError(f"{what}: znode already exists")
     if isinstance(exc, BadVersionError):
         return ZkBadVersionError(f"{what}: znode version changed")
+    if isinstance(exc, NoAuthError):
+        return ZkNoAuthError(f"{what}: not allowed by the znode's ACL (NoAuth)")
+    if isinstance(exc, AuthFailedError):
+        return ZkAuthFailedError(f"{what}: ZooKeeper refused this client's authentication")
     if isinstance(exc, NotEmptyError):
         return ZkNotEmptyError(f"{what}: znode has children")
     if isinstance(exc, _CONNECTION_ERRORS):

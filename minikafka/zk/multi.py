@@ -39,9 +39,10 @@ class Op:
         """Upper bound of its bytes in a multi request (kazoo prefixes the chroot)."""
         return _OP_OVERHEAD_BYTES + len(chroot) + len(self.path.encode()) + len(self.data)
 
-    def add_to(self, txn: Any) -> None:
+    def add_to(self, txn: Any, acl: list[Any] | None = None) -> None:
+        """Add to kazoo's transaction `txn`; `acl`: a create's ACLs (zk/auth.py)."""
         if self.kind == "create":
-            txn.create(self.path, self.data, ephemeral=self.ephemeral)
+            txn.create(self.path, self.data, acl=acl, ephemeral=self.ephemeral)
         elif self.kind == "set":
             txn.set_data(self.path, self.data, version=self.version)
         elif self.kind == "delete":

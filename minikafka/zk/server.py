@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -27,9 +28,35 @@ DEFAULT_JAVA_LIB_DIR = Path("/usr/share/java")
 DEFAULT_PORT = 2181
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
+# ZooKeeper's SASL: the server's login module for DIGEST-MD5 and the authentication
+# provider that turns a SASL login into the `sasl:<user>` identity ACLs name.
+DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+SASL_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+# TLS (ZooKeeper 3.5+): Netty's connection factory serves secureClientPort, and the x509
+# provider makes a client certificate's subject an identity (`x509:<subject>` in ACLs).
+NETTY_SERVER_CNXN_FACTORY = "org.apache.zookeeper.server.NettyServerCnxnFactory"
+X509_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+# Netty's codec, which NettyServerCnxnFactory needs and Debian's zookeeper.jar manifest
+# leaves off its class path (the other Netty jars are on it).
+_TLS_JARS = ("netty-codec.jar",)
+
 # Debian ships no slf4j binding on zookeeper.jar's manifest class path, so without these
 # the server would log nothing at all ("SLF4J: Defaulting to no-operation logger").
 _LOG_JARS = ("slf4j-log4j12.jar", "log4j-1.2.jar")
+
+
+def _jaas_quote(value: str) -> str:
+    # Java's StreamTokenizer reads backslash escapes inside quotes.
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_server_jaas(path: Path, users: Mapping[str, str]) -> None:
+    """A JAAS file whose `Server` section lets `users` (name -> password) log in to
+    ZooKeeper with SASL DIGEST-MD5; readable by its owner only (it holds the passwords)."""
+    options = " ".join(f"user_{name}={_jaas_quote(pw)}" for name, pw in users.items())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_text(f"Server {{\n  {DIGEST_LOGIN_MODULE} required {options};\n}};\n")
 
 
 class ZooKeeperNotInstalledError(RuntimeError):
@@ -66,6 +93,15 @@ class LocalZooKeeper:
     clients can reconnect). Files: `conf/zoo.cfg`, `conf/log4j.properties`, `data/`,
     `zookeeper.log` (the server's log), `zookeeper.out` (JVM stdout/stderr),
     `zookeeper.pid`.
+
+    `tls`: (keystore, truststore), PEM files: the server also serves TLS on
+    `secure_port` (0: a free one, kept across restarts), where every client must present a
+    certificate the truststore's CAs signed (`ssl.clientAuth=need`).
+
+    `server_jaas`: a JAAS file with a `Server` section (`write_server_jaas`): the server then
+    accepts SASL DIGEST-MD5 logins from its users, whose znodes' ACLs can name them
+    (`sasl:<user>`). Clients that do not log in still connect, and may do what the ACLs
+    allow anyone (Kafka's brokers with zookeeper.set.acl: read, outside the sensitive paths).
     """
 
     def __init__(
@@ -82,8 +118,15 @@ class LocalZooKeeper:
         install_dir: str | os.PathLike[str] = DEFAULT_INSTALL_DIR,
         java_lib_dir: str | os.PathLike[str] = DEFAULT_JAVA_LIB_DIR,
         java: str = "java",
+        server_jaas: str | os.PathLike[str] | None = None,
+        tls: tuple[Path, Path] | None = None,
+        secure_port: int = 0,
     ) -> None:
         self.base_dir = Path(base_dir).absolute()
+        self.server_jaas = None if server_jaas is None else Path(server_jaas).absolute()
+        self.tls = tls
+        self._secure_port = secure_port
+        self._pick_secure_port = secure_port == 0
         self.host = host
         self._port = port
         self._pick_port = port == 0
@@ -128,6 +171,15 @@ class LocalZooKeeper:
         return self._port
 
     @property
+    def secure_port(self) -> int:
+        return self._secure_port
+
+    @property
+    def secure_connect_string(self) -> str:
+        """`zookeeper.connect` of the TLS port (with `tls` only)."""
+        return f"{self.host}:{self._secure_port}"
+
+    @property
     def connect_string(self) -> str:
         """Kafka's `zookeeper.connect` for this server (append `/chroot` as needed)."""
         return f"{self.host}:{self._port}"
@@ -156,6 +208,14 @@ class LocalZooKeeper:
             )
         classpath = [str(self.conf_dir), str(server_jar)]
         classpath += [str(p) for p in (self.java_lib_dir / j for j in _LOG_JARS) if p.is_file()]
+        if self.tls is not None:
+            for jar in (self.java_lib_dir / j for j in _TLS_JARS):
+                if not jar.is_file():
+                    raise ZooKeeperNotInstalledError(
+                        f"{jar} not found: ZooKeeper's TLS (Netty) needs it; install Debian's "
+                        "package with `apt-get install libnetty-java`."
+                    )
+                classpath.append(str(jar))
         return classpath
 
     def start(self, timeout: float = 30.0) -> None:
@@ -170,6 +230,12 @@ class LocalZooKeeper:
         for attempt in range(3):
             if self._pick_port and (attempt > 0 or self._port == 0):
                 self._port = pick_free_port(self.host)
+            if (
+                self.tls is not None
+                and self._pick_secure_port
+                and (attempt > 0 or self._secure_port == 0)
+            ):
+                self._secure_port = pick_free_port(self.host)
             self._write_config()
             self._spawn(classpath)
             try:
@@ -247,6 +313,21 @@ class LocalZooKeeper:
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        if self.server_jaas is not None:
+            lines.append(f"authProvider.sasl={SASL_AUTH_PROVIDER}")
+        if self.tls is not None:
+            keystore, truststore = self.tls
+            lines += [
+                f"secureClientPort={self._secure_port}",
+                f"secureClientPortAddress={self.host}",
+                f"serverCnxnFactory={NETTY_SERVER_CNXN_FACTORY}",
+                f"ssl.keyStore.location={keystore}",
+                "ssl.keyStore.type=PEM",
+                f"ssl.trustStore.location={truststore}",
+                "ssl.trustStore.type=PEM",
+                "ssl.clientAuth=need",
+                f"authProvider.x509={X509_AUTH_PROVIDER}",
+            ]
         self.config_path.write_text("\n".join(lines) + "\n")
         (self.conf_dir / "log4j.properties").write_text(
             "log4j.rootLogger=INFO, FILE\n"
@@ -266,6 +347,11 @@ class LocalZooKeeper:
             f"-Dlog4j.configuration=file:{self.conf_dir / 'log4j.properties'}",
             f"-Dzookeeper.log.dir={self.base_dir}",
             "-Dzookeeper.jmx.log4j.disable=true",
+            *(
+                [f"-Djava.security.auth.login.config={self.server_jaas}"]
+                if self.server_jaas is not None
+                else []
+            ),
             "-cp",
             ":".join(classpath),
             MAIN_CLASS,

@@ -27,15 +27,23 @@ from enum import StrEnum
 from typing import Any, Self, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import (
+    AuthFailedError,
+    KazooException,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import KazooState, KeeperState
 
 from minikafka.zk import multi, paths
+from minikafka.zk.auth import ZkClientAuth, default_acls
 from minikafka.zk.errors import (
     ControllerMovedError,
+    ZkAuthFailedError,
     ZkConnectionError,
     ZkError,
+    ZkNodeExistsError,
     ZkNoNodeError,
     ZkRequestTooLargeError,
     kazoo_errors,
@@ -81,8 +89,11 @@ class ZkSession:
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
         request_timeout_ms: int | None = None,
+        auth: ZkClientAuth | None = None,
     ) -> None:
         self.connect = connect
+        # SASL, TLS and zookeeper.set.acl (zk/auth.py); none: anonymous, open znodes.
+        self.auth = auth or ZkClientAuth()
         self.hosts, self.chroot = parse_connect_string(connect)
         self.session_timeout_ms = session_timeout_ms
         # Kafka: zookeeper.connection.timeout.ms defaults to the session timeout.
@@ -154,8 +165,7 @@ class ZkSession:
     def ensure_persistent_paths(self) -> None:
         """Create Kafka's persistent top-level znodes if missing (ZkData.PersistentZkPaths)."""
         for path in paths.persistent_paths():
-            with kazoo_errors(f"create {path}"):
-                self._wait(self._kazoo().ensure_path_async(path))
+            self._ensure_path(self._kazoo(), path)
 
     # --- raw reads (tools, tests) ------------------------------------------------------
 
@@ -181,6 +191,35 @@ class ZkSession:
 
     # --- requests, for ZkClient's jobs -------------------------------------------------
 
+    def _acl(self, path: str) -> list[Any]:
+        """The ACLs a znode this client creates at `path` gets (Kafka's defaultAcls)."""
+        return default_acls(self.auth.secure_acls, path)
+
+    def _create_async(self, path: str, data: bytes = b"", **kwargs: Any) -> Any:
+        """kazoo's create_async with the znode's ACLs. With `makepath`, missing parents get
+        the same ACLs: right for every parent minikafka lets kazoo make, since the only
+        parent whose ACLs differ from its children's (`/config`) is a persistent path,
+        created at start by `ensure_persistent_paths`."""
+        return self._kazoo().create_async(path, data, acl=self._acl(path), **kwargs)
+
+    def _ensure_path(self, zk: Any, path: str) -> None:
+        """Create `path` and its missing parents, each with its own ACLs (Kafka's
+        createRecursive; kazoo's ensure_path would give the parents the leaf's). Which
+        levels exist is asked first: ZooKeeper checks the parent's ACL before whether the
+        znode exists, so creating an existing znode under a parent this client may not
+        write would fail (NoAuth) rather than find it there. Pipelined: two round trips."""
+        parts = [p for p in path.split("/") if p]
+        levels = ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+        stats = [(level, zk.exists_async(level)) for level in levels]
+        missing = [level for level, result in stats if self._call(f"stat {level}", result) is None]
+        pending = [
+            (level, zk.create_async(level, b"", acl=default_acls(self.auth.secure_acls, level)))
+            for level in missing
+        ]
+        for level, result in pending:
+            with contextlib.suppress(ZkNodeExistsError):
+                self._call(f"create {level}", result)
+
     def _kazoo(self) -> Any:
         if self._zk is None:
             raise ZkConnectionError("ZkClient is not started (or already closed)")
@@ -192,15 +231,29 @@ class ZkSession:
             timeout=self.session_timeout_ms / 1000,
             # Reconnect quickly after a ZooKeeper restart (kazoo's default backs off to 60 s).
             connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
+            **self.auth.kazoo_options(),
         )
 
     def _start_kazoo(self, zk: Any) -> None:
         try:
             zk.start(timeout=self.connection_timeout_ms / 1000)
+            if self.auth.sasl is not None:
+                # kazoo reports CONNECTED before its SASL exchange, and after a refused one
+                # stops connecting (AUTH_FAILED) and fails what was queued. A first request,
+                # sent once the exchange is over, tells which: a wrong password fails the
+                # start at once with its reason, not later as a lost session.
+                zk.exists_async("/").get(timeout=self.connection_timeout_ms / 1000)
         except (KazooTimeoutError, KazooException) as e:
+            refused = isinstance(e, AuthFailedError) or zk.client_state == KeeperState.AUTH_FAILED
             with contextlib.suppress(Exception):
                 zk.stop()
                 zk.close()
+            if refused:
+                raise ZkAuthFailedError(
+                    f"ZooKeeper at {self.hosts} refused this client's SASL authentication "
+                    f"(DIGEST-MD5 as user {self.auth.username!r}): check the username and "
+                    "password in the JAAS file's ZooKeeper client section (Client)"
+                ) from e
             raise ZkConnectionError(
                 f"cannot connect to ZooKeeper at {self.hosts} within "
                 f"{self.connection_timeout_ms} ms"
@@ -210,8 +263,8 @@ class ZkSession:
         zk = self._new_kazoo(self.hosts)
         self._start_kazoo(zk)
         try:
-            with kazoo_errors(f"create chroot {self.chroot}"):
-                zk.ensure_path(self.chroot)
+            # As Kafka's makeSurePersistentPathExists, with the chroot's own ACLs.
+            self._ensure_path(zk, self.chroot)
         finally:
             zk.stop()
             zk.close()
@@ -338,7 +391,7 @@ class ZkSession:
             )
         txn = self._kazoo().transaction()
         for op in ops:
-            op.add_to(txn)
+            op.add_to(txn, self._acl(op.path) if op.kind == "create" else None)
         with kazoo_errors("multi"):
             return ops, txn.commit_async()
 

@@ -63,6 +63,7 @@ BROKERS = ("broker1", "broker2", "broker3")
 BOOKWORM_PACKAGES = {
     "python3": "3.11.2-1+b1",
     "python3-kazoo": "2.8.0-2",
+    "python3-pure-sasl": "0.5.1+dfsg1-2",
     "python3-msgpack": "1.0.3-2+b1",
     "python3-aiohttp": "3.8.4-1+deb12u2",
     "python3-uvloop": "0.17.0+ds1-2+b2",
@@ -85,6 +86,7 @@ BOOKWORM_PACKAGES = {
 # pyproject's runtime dependencies → the Debian package the broker image takes each from.
 DEBIAN_PACKAGE_FOR = {
     "kazoo": "python3-kazoo",
+    "pure-sasl": "python3-pure-sasl",
     "msgpack": "python3-msgpack",
     "uvloop": "python3-uvloop",
     "aiohttp": "python3-aiohttp",
