@@ -23,7 +23,11 @@ from minikafka.chaos.command_cluster import (
 )
 from minikafka.chaos.nemesis import NEMESIS_OPS
 from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
-from minikafka.cli.client_options import command_config_option, require_client
+from minikafka.cli.client_options import (
+    command_config_option,
+    require_client,
+    take_local_cluster_settings,
+)
 from minikafka.cli.cluster import _open, data_dir_option
 from minikafka.cli.output_dirs import OTHER_CLUSTERS_DIR, other_clusters_dir
 from minikafka.cli.signals import interrupt_status, sigterm_as_interrupt
@@ -227,7 +231,9 @@ def chaos(
         topic = "chaos-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     cluster: ChaosCluster
     if remote is None:
-        cluster = _open(data_dir)
+        local = _open(data_dir)
+        take_local_cluster_settings(ctx, local)
+        cluster = local
         where = "in the cluster's data dir"
         default_out = cluster.data_dir / "chaos" / topic
     else:

@@ -90,6 +90,15 @@ def admin_token() -> str | None:
     return token if isinstance(token, str) and token else os.environ.get(ADMIN_TOKEN_ENV) or None
 
 
+def take_local_cluster_settings(ctx: click.Context, cluster: LocalCluster) -> None:
+    """A command run against a local cluster it was pointed at (--data-dir) connects as
+    the cluster's clients must (its TLS and SASL settings), unless --command-config said
+    otherwise."""
+    if not ctx.meta.get(_COMMAND_CONFIG_GIVEN, False):
+        set_client_security(cluster.client_config())
+    ctx.meta[_LOCAL_CLUSTER] = cluster
+
+
 def _check_bootstrap(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if value is None:
         # --command-config (eager: read before this) may name the servers, as a Kafka

@@ -1,9 +1,11 @@
 """`minikafka chaos` on a SASL_SSL cluster (`--security sasl_ssl`: SCRAM over TLS for
-clients and between brokers, the authorizer on), run as a user runs it against a cluster
-it does not manage: `--bootstrap-server` with the admin's `--command-config`, faults through
-a nemesis command. Its producers and the consumer group authenticate as librdkafka clients;
-the replicas are read back with chaos's own Fetch requests (client/kafka_wire.py) over TLS
-and SCRAM. Kill and pause leave nothing acknowledged lost."""
+clients and between brokers, the authorizer on), run as a user runs it, twice on one
+cluster: first against the local cluster (`--data-dir`), whose client settings chaos takes
+itself; then as against a cluster it does not manage: `--bootstrap-server` with the admin's
+`--command-config`, faults through a nemesis command. Its producers and the consumer group
+authenticate as librdkafka clients; in the second run the replicas are read back with
+chaos's own Fetch requests (client/kafka_wire.py) over TLS and SCRAM. Kill and pause leave
+nothing acknowledged lost."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from tests.cluster.helpers import bootstrap
 from tests.security.test_acls_cli import write_properties
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(360)
 @KILLED_BY_THE_SHIM
 def test_chaos_on_a_sasl_ssl_cluster_loses_nothing(
     make_cluster: ClusterFactory, tmp_path: Path
@@ -33,6 +35,24 @@ def test_chaos_on_a_sasl_ssl_cluster_loses_nothing(
     assert cluster.admin_token()
     assert config["security.protocol"] == "SASL_SSL" and "sasl.password" in config
     properties = write_properties(tmp_path / "admin.properties", config)
+
+    # The local cluster, by its data dir: chaos takes the cluster's settings itself.
+    local_out = tmp_path / "local-report"
+    local = subprocess.run(
+        [sys.executable, "-m", "minikafka", "chaos", "--data-dir", str(cluster.data_dir),
+         "--nemesis", "kill", "--interval", "4", "--time-limit", "8", "--rate", "50",
+         "--topic", "secured-local", "--out", str(local_out)],
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )  # fmt: skip
+    assert local.returncode == 0, local.stdout + local.stderr
+    local_report = json.loads((local_out / "report.json").read_text())
+    assert local_report["result"]["valid"], local_report["result"]["problems"]
+    assert local_report["result"]["acknowledged"] > 100
+    assert local_report["history"]["meta"]["replica_logs_from"] == "files"
+    assert [f["op"] for f in local_report["history"]["faults"]] == ["kill"]
+
     shim, calls = write_shim(tmp_path, cluster)
     out = tmp_path / "report"
     args = [
