@@ -27,11 +27,11 @@ import pytest
 from confluent_kafka import KafkaError as ClientError
 
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
-from minikafka.client.librdkafka import client_config, new_producer, read_to_end
+from minikafka.client.librdkafka import client_config, new_producer
 from minikafka.client.wire_security import SaslCredentials, WireSecurity
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from tests.docker.compose import BROKERS, ComposeCluster, require_engine, wait_for
-from tests.docker.test_compose_cluster import Stream, isr, leader, lost, new_topic
+from tests.docker.test_compose_cluster import kill_the_leader_while_writing, new_topic
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -130,13 +130,9 @@ def test_clients_without_credentials_are_refused(project: ComposeCluster) -> Non
     p = project
     port = p.broker_ports[2]
 
-    async def metadata(context: ssl.SSLContext | None) -> Exception | None:
+    async def metadata_error(security: WireSecurity) -> Exception | None:
         conn = KafkaConnection(
-            "localhost",
-            port,
-            client_id="no-credentials",
-            connect_timeout_s=10,
-            security=WireSecurity(context),
+            "localhost", port, client_id="test", connect_timeout_s=10, security=security
         )
         try:
             await conn.call(metadata_request([]), 10)
@@ -147,29 +143,14 @@ def test_clients_without_credentials_are_refused(project: ComposeCluster) -> Non
         return None
 
     # Plaintext to the SASL_SSL listener: no TLS handshake, no answer; closed.
-    assert isinstance(asyncio.run(metadata(None)), KafkaError)
+    assert isinstance(asyncio.run(metadata_error(WireSecurity())), KafkaError)
     # TLS, but a request before SASL authentication: closed, as Kafka closes it.
     context = ssl.create_default_context(cafile=p.client_security()["ssl.ca.location"])
-    assert isinstance(asyncio.run(metadata(context)), KafkaError)
+    assert isinstance(asyncio.run(metadata_error(WireSecurity(context))), KafkaError)
 
     # The wire: a wrong password is refused with SASL_AUTHENTICATION_FAILED.
-    async def wrong_password() -> Exception | None:
-        conn = KafkaConnection(
-            "localhost",
-            port,
-            client_id="wrong-password",
-            connect_timeout_s=10,
-            security=WireSecurity(context, SaslCredentials("SCRAM-SHA-512", "admin", "wrong")),
-        )
-        try:
-            await conn.call(metadata_request([]), 10)
-        except Exception as e:
-            return e
-        finally:
-            await conn.close()
-        return None
-
-    refused = asyncio.run(wrong_password())
+    wrong_password = WireSecurity(context, SaslCredentials("SCRAM-SHA-512", "admin", "wrong"))
+    refused = asyncio.run(metadata_error(wrong_password))
     assert isinstance(refused, KafkaError), refused
     assert refused.code == ErrorCode.SASL_AUTHENTICATION_FAILED, refused
 
@@ -257,31 +238,7 @@ def test_kill_of_the_leader_loses_nothing_acknowledged_and_it_rejoins(
     its offset, and the killed broker back in the ISR after `docker compose start` (its
     replica fetcher authenticates to the leader with its certificate again)."""
     p = project
-    topic = new_topic(p, partitions=1)
-    victim = leader(p, topic)
-    with Stream(p, topic) as stream:
-        wait_for("records acknowledged before the kill", lambda: stream.acked_count() > 100, 60)
-        p.fault("kill", victim)
-        assert p.state(f"broker{victim}")["Status"] == "exited"
-        failover_s = wait_for(
-            "a new leader",
-            lambda: leader(p, topic) not in (victim, -1),
-            FAILOVER_BUDGET_S + 10,
-        )
-        assert failover_s <= FAILOVER_BUDGET_S, f"failover took {failover_s:.1f}s"
-        before = stream.acked_count()
-        wait_for("acks from the new leader", lambda: stream.acked_count() > before + 100, 60)
-    print(f"failover after docker kill (secured): {failover_s:.1f}s")
-
-    log = {
-        m.offset(): m.value()
-        for m in read_to_end(p.bootstrap_servers, topic, 60, p.client_security())
-    }
-    assert stream.acked_count() > 200
-    assert lost(stream, log) == []
-
-    p.compose("start", f"broker{victim}")
-    wait_for(f"broker {victim} back in the ISR", lambda: victim in isr(p, topic, 0), 90)
+    victim = kill_the_leader_while_writing(p, new_topic(p, partitions=1), FAILOVER_BUDGET_S)
     health = wait_for(
         f"broker{victim} healthy again",
         lambda: (p.state(f"broker{victim}").get("Health") or {}).get("Status") == "healthy",
