@@ -36,6 +36,7 @@ Argument errors are click's usage errors (status 2).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import time
@@ -536,10 +537,18 @@ def zookeeper_user_config(current: dict[str, str], alteration: ScramAlteration) 
 
 def alter_in_zookeeper(connect: str, alteration: ScramAlteration, timeout_s: float = 30.0) -> None:
     """`--zookeeper`: rewrite the user's config in ZooKeeper and notify the brokers, as
-    Kafka's AdminZkClient.changeUserOrUserClientIdConfig does."""
+    Kafka's AdminZkClient.changeUserOrUserClientIdConfig does. Logged in as kafka-configs.sh
+    logs in: the JAAS file's Client section named in $KAFKA_OPTS, and then with Kafka's
+    secure ACLs on what it creates (its KafkaZkClient is secure when SASL is on)."""
+    import dataclasses
+
+    from minikafka.config.zk_client import KAFKA_OPTS_ENV, load_zk_client_auth
     from minikafka.zk.client import ZkClient
 
-    zk = ZkClient(connect, session_timeout_ms=int(timeout_s * 1000))
+    auth = load_zk_client_auth(False, os.environ.get(KAFKA_OPTS_ENV, ""))
+    if auth.sasl is not None:
+        auth = dataclasses.replace(auth, secure_acls=True)
+    zk = ZkClient(connect, session_timeout_ms=int(timeout_s * 1000), auth=auth)
     zk.start()
     try:
         zk.ensure_persistent_paths()

@@ -38,10 +38,9 @@ from typing import Final, Literal, get_args
 from minikafka.config.security import ACL_AUTHORIZER
 from minikafka.config.zk_client import JAVA_LOGIN_CONFIG_PARAM, KAFKA_OPTS_ENV, ZK_SET_ACL
 from minikafka.security.certs import CertificateAuthority, IssuedCertificate, make_ca
-from minikafka.security.jaas import ZK_DIGEST_LOGIN_MODULE
 from minikafka.security.scram import ScramMechanism, make_credential
 from minikafka.zk.client import ZkClientAuth
-from minikafka.zk.server import write_server_jaas
+from minikafka.zk.server import write_client_jaas, write_server_jaas
 
 SecurityMode = Literal["ssl", "sasl_ssl", "sasl_plaintext"]
 SECURITY_MODES: Final[tuple[str, ...]] = get_args(SecurityMode)
@@ -138,11 +137,7 @@ class ClusterSecurity:
         # secured gets them too.
         password = self.zookeeper_password()
         write_server_jaas(self.zookeeper_server_jaas_path, {ZK_USER: password})
-        _write_secret(
-            self.zookeeper_client_jaas_path,
-            f'Client {{\n  {ZK_DIGEST_LOGIN_MODULE} required\n  username="{ZK_USER}" '
-            f'password="{password}";\n}};\n',
-        )
+        write_client_jaas(self.zookeeper_client_jaas_path, ZK_USER, password)
 
     def zookeeper_password(self) -> str:
         return self.zookeeper_password_path.read_text().strip()

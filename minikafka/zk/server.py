@@ -59,6 +59,18 @@ def write_server_jaas(path: Path, users: Mapping[str, str]) -> None:
     path.write_text(f"Server {{\n  {DIGEST_LOGIN_MODULE} required {options};\n}};\n")
 
 
+def write_client_jaas(path: Path, username: str, password: str) -> None:
+    """A JAAS file whose `Client` section logs a ZooKeeper client (a broker, a tool) in
+    with SASL DIGEST-MD5, as Kafka's `-Djava.security.auth.login.config` names it; readable
+    by its owner only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(mode=0o600)
+    path.write_text(
+        f"Client {{\n  {DIGEST_LOGIN_MODULE} required\n  username={_jaas_quote(username)} "
+        f"password={_jaas_quote(password)};\n}};\n"
+    )
+
+
 class ZooKeeperNotInstalledError(RuntimeError):
     """Debian's zookeeper package (or Java) is missing."""
 

@@ -6,6 +6,9 @@ password fails the start at once."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +23,7 @@ from minikafka.zk.client import (
     ZkClientAuth,
     ZkNoAuthError,
 )
-from minikafka.zk.server import LocalZooKeeper, write_server_jaas
+from minikafka.zk.server import LocalZooKeeper, write_client_jaas, write_server_jaas
 
 USER, PASSWORD = "kafka", 'pa"ss\\word'  # quotes and backslashes survive the JAAS file
 OWNER = ACL(Permissions.ALL, Id("sasl", USER))
@@ -122,3 +125,26 @@ def test_a_wrong_password_fails_the_start(sasl_zk: LocalZooKeeper, chroot: str) 
     with pytest.raises(ZkAuthFailedError, match="as user 'kafka'") as e:
         zk.start()
     assert "wrong" not in str(e.value)
+
+
+def test_configs_zookeeper_logs_in_as_kafka_configs_does(
+    sasl_zk: LocalZooKeeper, chroot: str, admin: KazooClient, tmp_path: Path
+) -> None:
+    """`minikafka configs --zookeeper` takes the JAAS file's Client section named in
+    $KAFKA_OPTS, as kafka-configs.sh's JVM does, and creates the user's znode with Kafka's
+    ACLs (its KafkaZkClient is secure when SASL is on); without the login it is refused."""
+    jaas = tmp_path / "client.jaas"
+    write_client_jaas(jaas, USER, PASSWORD)
+    command = [
+        sys.executable, "-m", "minikafka", "configs", "--zookeeper",
+        sasl_zk.connect_string + chroot, "--user", "carol", "--alter",
+        "--add-config", "SCRAM-SHA-512=[password=carol-secret]",
+    ]  # fmt: skip
+    env = {**os.environ, "KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"}
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert admin.get_acls(f"{chroot}/config/users/carol")[0] == [OWNER]
+    # Anonymous, the same command may not write where the credentials are.
+    anonymous = {k: v for k, v in env.items() if k != "KAFKA_OPTS"}
+    refused = subprocess.run(command, env=anonymous, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "NoAuth" in refused.stderr, refused.stderr
