@@ -5,7 +5,8 @@ The seeds' rule: sort the brokers, and partition i's replica j goes to broker
 so first replicas (preferred leaders) are spread evenly. Kafka's
 `AdminUtils.assignReplicasToBrokersRackUnaware` also picks a random start index
 (reproducible here with a seed) and shifts followers on larger clusters; the shift
-is left out.
+is left out. With `broker.rack` on every broker, Kafka's rack-aware placement instead
+(`assign_replicas_rack_aware`, below), whose examples and properties it is tested against.
 """
 
 from __future__ import annotations
@@ -177,3 +178,80 @@ def new_partitions_assignment(
             f"[{_ids(bad.values())}], respectively."
         )
     return proposed
+
+
+# --- rack-aware placement (broker.rack) --------------------------------------------------
+
+
+def rack_alternated_brokers(broker_racks: Mapping[int, str]) -> list[int]:
+    """Kafka's `AdminUtils.getRackAlternatedBrokerList`: the brokers taken one rack at a
+    time, racks in name order, each rack's brokers in id order; e.g. racks {0: r1, 1: r3,
+    2: r3, 3: r2, 4: r2, 5: r1} give [0, 3, 1, 5, 4, 2]."""
+    by_rack: dict[str, list[int]] = {}
+    for broker, rack in sorted(broker_racks.items()):
+        by_rack.setdefault(rack, []).append(broker)
+    queues = [by_rack[rack] for rack in sorted(by_rack)]
+    out: list[int] = []
+    depth = 0
+    while len(out) < len(broker_racks):
+        out += [brokers[depth] for brokers in queues if depth < len(brokers)]
+        depth += 1
+    return out
+
+
+def _replica_index(first: int, second_replica_shift: int, replica: int, n: int) -> int:
+    """Kafka's `AdminUtils.replicaIndex`: the followers' positions, never the leader's."""
+    return (first + 1 + (second_replica_shift + replica) % (n - 1)) % n
+
+
+def assign_replicas_rack_aware(
+    broker_racks: Mapping[int, str],
+    num_partitions: int,
+    replication_factor: int,
+    *,
+    start_partition: int = 0,
+    start_index: int = 0,
+    replica_shift: int = 0,
+) -> dict[int, tuple[int, ...]]:
+    """Kafka's `AdminUtils.assignReplicasToBrokersRackAware`, for brokers that all have a
+    rack: leaders walk the rack-alternated broker list from `start_index`, so consecutive
+    partitions lead on different racks; each follower is the next broker (from a shift that
+    grows once per round of the list) on a rack without a replica of the partition yet, and
+    not holding one, until every rack (then every broker) has one. So with a replication
+    factor no larger than the number of racks, a partition's replicas are on different racks.
+    Kafka draws `start_index` and `replica_shift` at random (`random_start_index`); given,
+    the assignment is reproducible."""
+    if num_partitions < 1:
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+    if replication_factor < 1:
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+    brokers = rack_alternated_brokers(broker_racks)
+    n = len(brokers)
+    if replication_factor > n:
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: {n}."
+        )
+    num_racks = len(set(broker_racks.values()))
+    out: dict[int, tuple[int, ...]] = {}
+    shift = replica_shift
+    for partition in range(max(0, start_partition), max(0, start_partition) + num_partitions):
+        if partition > 0 and partition % n == 0:
+            shift += 1
+        first = (partition + start_index) % n
+        leader = brokers[first]
+        replicas = [leader]
+        racks = {broker_racks[leader]}
+        k = 0
+        while len(replicas) < replication_factor:
+            broker = brokers[_replica_index(first, shift * num_racks, k, n)]
+            rack = broker_racks[broker]
+            k += 1
+            # Skip a rack that has a replica while another has none, and a broker that has
+            # one while another has none.
+            if (rack not in racks or len(racks) == num_racks) and (
+                broker not in replicas or len(replicas) == n
+            ):
+                replicas.append(broker)
+                racks.add(rack)
+        out[partition] = tuple(replicas)
+    return out
