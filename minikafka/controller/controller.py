@@ -18,6 +18,7 @@ and the ISR change notifications (§8.5). The rest is one job per module, as Kaf
 - new topics and partitions added to topics: `topic_changes.py`;
 - topic deletion: `topic_deletion.py`;
 - preferred replica elections, by an admin or the imbalance check: `preferred_replica_election.py`;
+- partition reassignment (KIP-455): `reassignment.py`;
 - controlled shutdown: `controlled_shutdown.py`.
 """
 
@@ -41,6 +42,7 @@ from minikafka.controller.context import ControllerContext, format_partitions
 from minikafka.controller.controlled_shutdown import do_controlled_shutdown
 from minikafka.controller.event_manager import ControllerEventManager
 from minikafka.controller.events import (
+    ApiPartitionReassignment,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     ControlledShutdown,
@@ -48,7 +50,9 @@ from minikafka.controller.events import (
     ControllerEvent,
     Expire,
     IsrChangeNotification,
+    ListPartitionReassignments,
     PartitionModifications,
+    PartitionReassignmentIsrChange,
     PreferredReplicaLeaderElection,
     Reelect,
     RegisterBrokerAndReelect,
@@ -57,16 +61,19 @@ from minikafka.controller.events import (
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
     UncleanLeaderElectionEnable,
+    ZkPartitionReassignment,
 )
 from minikafka.controller.partition_state_machine import PartitionStateMachine
 from minikafka.controller.parts import ControllerParts
 from minikafka.controller.preferred_replica_election import PreferredReplicaElectionProcessor
+from minikafka.controller.reassignment import PartitionReassignmentProcessor
 from minikafka.controller.replica_state_machine import ReplicaStateMachine
 from minikafka.controller.topic_changes import TopicChangeProcessor
 from minikafka.controller.topic_deletion import TopicDeletionManager
 from minikafka.controller.zk_store import ControllerZkStore, WatchHandle
-from minikafka.protocol.errors import KafkaError, NotControllerError
+from minikafka.protocol.errors import ErrorCode, KafkaError, NotControllerError
 from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.zk.client import ControllerMovedError, ZkError
 
 log = logging.getLogger(__name__)
@@ -154,12 +161,20 @@ class KafkaController:
         self._topic_deletion = TopicDeletionManager(
             parts, _ControllerDeletionClient(parts, self._topic_changes)
         )
+        self._reassignment = PartitionReassignmentProcessor(
+            parts,
+            self._partition_state_machine,
+            self._replica_state_machine,
+            lambda tp: self._enqueue(PartitionReassignmentIsrChange(tp)),
+            self._topic_deletion.resume_deletion_for_topics,
+        )
         self._broker_changes = BrokerChangeProcessor(
             parts,
             self.channel,
             self._partition_state_machine,
             self._replica_state_machine,
             self._topic_deletion,
+            self._reassignment,
         )
         self._preferred_replica_election = PreferredReplicaElectionProcessor(
             parts, self._partition_state_machine
@@ -209,6 +224,27 @@ class KafkaController:
         if not self._active or self._event_manager.is_closed:
             raise NotControllerError(f"broker {self.broker_id} is not the controller")
         event = ControlledShutdown(broker_id, broker_epoch)
+        self._enqueue(event)
+        return await event.result
+
+    async def alter_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments (KIP-455): an error code and message per partition;
+        NotControllerError if this broker is not the controller."""
+        if not self._active or self._event_manager.is_closed:
+            raise NotControllerError("This is not the correct controller for this cluster.")
+        event = ApiPartitionReassignment(reassignments)
+        self._enqueue(event)
+        return await event.result
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        """ListPartitionReassignments: the moving partitions among `partitions` (None: all)."""
+        if not self._active or self._event_manager.is_closed:
+            raise NotControllerError("This is not the correct controller for this cluster.")
+        event = ListPartitionReassignments(partitions)
         self._enqueue(event)
         return await event.result
 
@@ -265,6 +301,17 @@ class KafkaController:
             remaining = await self._process_controlled_shutdown(event.broker_id, event.broker_epoch)
             if not event.result.done():
                 event.result.set_result(remaining)
+        elif isinstance(event, ApiPartitionReassignment | ListPartitionReassignments):
+            if not self._active:
+                raise NotControllerError("This is not the correct controller for this cluster.")
+            if isinstance(event, ApiPartitionReassignment):
+                results = await self._reassignment.process_api_reassignment(event.reassignments)
+                if not event.result.done():
+                    event.result.set_result(results)
+            elif not event.result.done():
+                event.result.set_result(
+                    self._reassignment.list_partition_reassignments(event.partitions)
+                )
         elif not self._active:
             return  # the rest is controller work; a resigned controller drops it (as Kafka)
         elif isinstance(event, BrokerChange):
@@ -279,6 +326,10 @@ class KafkaController:
             await self._topic_deletion.process_stop_replica_response(event)
         elif isinstance(event, IsrChangeNotification):
             await self._process_isr_change_notification()
+        elif isinstance(event, ZkPartitionReassignment):
+            await self._reassignment.process_zk_partition_reassignment()
+        elif isinstance(event, PartitionReassignmentIsrChange):
+            await self._reassignment.process_isr_change(event.tp)
         elif isinstance(event, PreferredReplicaLeaderElection):
             await self._preferred_replica_election.process_preferred_replica_election_znode()
         elif isinstance(event, AutoPreferredReplicaLeaderElection):
@@ -414,6 +465,7 @@ class KafkaController:
             (zk.watch_topic_deletions, TopicDeletion),
             (zk.watch_isr_change_notifications, IsrChangeNotification),
             (zk.watch_preferred_replica_election, PreferredReplicaLeaderElection),
+            (zk.watch_partition_reassignment, ZkPartitionReassignment),
         )
         for watch, event_type in watches:
             # One at a time, so that resigning cancels those set before a failure.
@@ -462,6 +514,7 @@ class KafkaController:
         self._batch.send_requests_to_brokers(ctx.epoch)
 
         log.info("controller %d ready, epoch %d", self.broker_id, ctx.epoch)
+        await self._reassignment.initialize()
         await self._topic_deletion.resume_deletions()
         await self._preferred_replica_election.process_preferred_replica_election_znode()
         if self.config.auto_leader_rebalance_enable:
@@ -477,8 +530,10 @@ class KafkaController:
         topics = await zk.get_all_topics()
         # Before reading the assignments, so that no partition added later is missed.
         await self._topic_changes.watch_partition_modifications(topics)
-        for topic, assignment in (await zk.get_assignments(topics)).items():
+        for topic, assignment in (await zk.get_full_assignments(topics)).items():
             ctx.set_assignment(topic, assignment)
+        # Kafka's partitionsBeingReassigned: moves the previous controller left unfinished.
+        ctx.partitions_being_reassigned = set(ctx.reassignment_states)
         await self._topic_changes.load_topic_ids(topics)
         ctx.partition_leadership.update(await zk.get_partition_states(ctx.all_partitions()))
         log.info(
@@ -499,6 +554,7 @@ class KafkaController:
             watch.cancel()
         self._controller_only_watches = []
         self._topic_changes.unwatch_all_partition_modifications()
+        self._reassignment.unwatch_all()
         if self._rebalance_timer is not None:
             self._rebalance_timer.cancel()
             self._rebalance_timer = None

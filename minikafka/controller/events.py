@@ -10,6 +10,8 @@ import asyncio
 from dataclasses import dataclass, field
 
 from minikafka.common import TopicPartition
+from minikafka.protocol.errors import ErrorCode
+from minikafka.rules.reassignment import ReplicaAssignment
 
 
 class ControllerEvent:
@@ -80,6 +82,50 @@ class UncleanLeaderElectionEnable(ControllerEvent):
     try the offline partitions again."""
 
 
+class ZkPartitionReassignment(ControllerEvent):
+    """`/admin/reassign_partitions` was created."""
+
+
+@dataclass(repr=False)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed (its leader wrote a new ISR):
+    Kafka's PartitionReassignmentIsrChange."""
+
+    tp: TopicPartition
+
+    def __repr__(self) -> str:
+        return f"PartitionReassignmentIsrChange({self.tp})"
+
+
+@dataclass(repr=False)
+class ApiPartitionReassignment(ControllerEvent):
+    """AlterPartitionReassignments: target replicas per partition (None cancels); `result`
+    gets an error code and message per partition."""
+
+    reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    result: asyncio.Future[dict[TopicPartition, tuple[ErrorCode, str | None]]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def fail(self, error: Exception) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
+@dataclass(repr=False)
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments: the named partitions (None: all) that are moving."""
+
+    partitions: list[TopicPartition] | None
+    result: asyncio.Future[dict[TopicPartition, ReplicaAssignment]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def fail(self, error: Exception) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
 class AutoPreferredReplicaLeaderElection(ControllerEvent):
     """The leader-imbalance timer fired."""
 
@@ -111,6 +157,7 @@ class ControlledShutdown(ControllerEvent):
 
 
 __all__ = [
+    "ApiPartitionReassignment",
     "AutoPreferredReplicaLeaderElection",
     "BrokerChange",
     "ControlledShutdown",
@@ -118,7 +165,9 @@ __all__ = [
     "ControllerEvent",
     "Expire",
     "IsrChangeNotification",
+    "ListPartitionReassignments",
     "PartitionModifications",
+    "PartitionReassignmentIsrChange",
     "PreferredReplicaLeaderElection",
     "Reelect",
     "RegisterBrokerAndReelect",
@@ -127,4 +176,5 @@ __all__ = [
     "TopicDeletion",
     "TopicDeletionStopReplicaResponseReceived",
     "UncleanLeaderElectionEnable",
+    "ZkPartitionReassignment",
 ]

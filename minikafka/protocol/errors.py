@@ -62,6 +62,7 @@ class ErrorCode(IntEnum):
     SECURITY_DISABLED = 54
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
+    REASSIGNMENT_IN_PROGRESS = 60
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
@@ -73,6 +74,7 @@ class ErrorCode(IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     RESOURCE_NOT_FOUND = 91
@@ -226,6 +228,14 @@ class InvalidReplicationFactorError(KafkaError):
 
 class InvalidReplicaAssignmentError(KafkaError):
     code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class ReassignmentInProgressError(KafkaError):
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+class NoReassignmentInProgressError(KafkaError):
+    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
 
 
 class NotControllerError(KafkaError):
