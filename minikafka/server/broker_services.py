@@ -40,6 +40,7 @@ from minikafka.rpc.messages import (
     ProducePartitionResponse,
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
@@ -66,6 +67,14 @@ class ControllerLike(Protocol):
     ) -> list[TopicPartition]: ...
 
     def is_topic_queued_for_deletion(self, topic: str) -> bool: ...
+
+    async def alter_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]: ...
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]: ...
 
 
 class BrokerServices:

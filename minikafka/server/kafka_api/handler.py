@@ -27,6 +27,7 @@ from minikafka.server.kafka_api.metadata import MetadataApis
 from minikafka.server.kafka_api.model import read, write
 from minikafka.server.kafka_api.produce import ProduceApis
 from minikafka.server.kafka_api.producer_ids import ProducerIdApis
+from minikafka.server.kafka_api.reassignments import ReassignmentApis
 from minikafka.server.kafka_api.registry import (
     ApiFamily,
     EncodedResponse,
@@ -54,6 +55,7 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     SaslApis,
     ScramApis,
     AclApis,
+    ReassignmentApis,
 )
 
 # api key -> (min, max): every API the broker serves on its client listeners. The minimum
@@ -98,6 +100,7 @@ class KafkaApiHandler:
             SaslApis(),
             ScramApis(apis),
             AclApis(apis),
+            ReassignmentApis(apis),
         ]
         assert [type(f) for f in families] == list(FAMILIES)
         self._routes: dict[int, Route] = {
