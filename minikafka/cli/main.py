@@ -19,6 +19,7 @@ from minikafka.cli.dump_log import dump_log
 from minikafka.cli.perf import perf
 from minikafka.cli.pipeline import pipeline
 from minikafka.cli.produce import produce
+from minikafka.cli.reassign_partitions import reassign_partitions
 from minikafka.cli.replicas import replicas
 from minikafka.cli.storage_demo import storage
 from minikafka.cli.topics import topics
@@ -48,6 +49,7 @@ cli.add_command(consumer_groups)
 cli.add_command(configs)
 cli.add_command(acls)
 cli.add_command(replicas)
+cli.add_command(reassign_partitions)
 cli.add_command(chaos)
 cli.add_command(perf)
 cli.add_command(pipeline)

@@ -10,6 +10,7 @@ that must catch up, so that a controller or leader can be killed while it runs.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -31,9 +32,11 @@ from minikafka.common import TopicPartition
 from tests.cluster.conftest import started_cluster, wait_until
 from tests.cluster.helpers import (
     admin_client,
+    bootstrap,
     create_topic,
     producing,
     read_records,
+    run_cli,
     send_values,
 )
 
@@ -430,3 +433,149 @@ def test_a_reassignment_written_to_zookeeper(
     wait_until_moved(cluster, targets)
     # Done: the controller deletes the znode.
     wait_until(lambda: zk.get_partition_reassignment() is None, 30, "the znode deleted")
+
+
+# --- `minikafka reassign-partitions` (kafka-reassign-partitions.sh) ------------------------------
+
+
+def tool(cluster: LocalCluster, *args: str, exclude: tuple[int, ...] = ()) -> tuple[int, str]:
+    done = run_cli("reassign-partitions", "--bootstrap-server", bootstrap(cluster, exclude), *args)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_tool_generates_executes_and_verifies_a_move(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    four_brokers(cluster)
+    topic = "tool"
+    create(cluster, topic, {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 2]})
+    send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(200)])
+    topics_file = tmp_path / "topics.json"
+    topics_file.write_text(json.dumps({"topics": [{"topic": topic}], "version": 1}))
+    code, out = tool(
+        cluster, "--generate", "--topics-to-move-json-file", str(topics_file),
+        "--broker-list", "2,3,4",
+    )  # fmt: skip
+    assert code == 0, out
+    current_text, proposed_text = (
+        block.split("\n", 1)[1].strip() for block in out.strip().split("\n\n")
+    )
+    assert out.startswith("Current partition replica assignment\n")
+    assert "\n\nProposed partition reassignment configuration\n" in out
+    current = json.loads(current_text)
+    assert current == {
+        "version": 1,
+        "partitions": [
+            {"topic": topic, "partition": p, "replicas": r, "log_dirs": ["any", "any"]}
+            for p, r in enumerate([[1, 2], [2, 3], [3, 1], [1, 2]])
+        ],
+    }
+    proposed = json.loads(proposed_text)
+    assert [p["partition"] for p in proposed["partitions"]] == [0, 1, 2, 3]
+    for p in proposed["partitions"]:
+        assert len(set(p["replicas"])) == 2 and set(p["replicas"]) <= {2, 3, 4}
+    plan = tmp_path / "plan.json"
+    plan.write_text(proposed_text)
+    code, out = tool(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert code == 0, out
+    assert out.splitlines() == [
+        "Current partition replica assignment",
+        "",
+        current_text,
+        "",
+        "Save this to use as the --reassignment-json-file option during rollback",
+        f"Successfully started partition reassignments for {topic}-0,{topic}-1,{topic}-2,{topic}-3",
+    ]
+    wait_until_moved(
+        cluster,
+        {TopicPartition(topic, p["partition"]): p["replicas"] for p in proposed["partitions"]},
+    )
+    code, out = tool(cluster, "--verify", "--reassignment-json-file", str(plan))
+    assert code == 0, out
+    assert out.splitlines() == [
+        "Status of partition reassignment:",
+        *(f"Reassignment of partition {topic}-{p} is complete." for p in range(4)),
+    ]
+    assert tool(cluster, "--list") == (0, "No partition reassignments found.\n")
+    values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
+    assert sorted(values) == sorted(b"%d" % i for i in range(200))
+
+
+def test_the_tool_lists_refuses_a_second_move_and_cancels(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    four_brokers(cluster)
+    controller = cluster.zk_client().get_controller_id()
+    a, b, adding = [x for x in cluster.broker_ids if x != controller]
+    topic = "tool-cancel"
+    create(cluster, topic, {0: [a, b]})
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": topic, "partition": 0, "replicas": [a, adding]}],
+            }
+        )
+    )
+    cluster.pause(adding)
+    try:
+        code, out = tool(
+            cluster, "--execute", "--reassignment-json-file", str(plan), exclude=(adding,)
+        )
+        assert code == 0 and out.endswith(f"reassignment for {topic}-0\n"), out
+        code, out = tool(cluster, "--list", exclude=(adding,))
+        assert (code, out) == (
+            0,
+            "Current partition reassignments:\n"
+            f"{topic}-0: replicas: {a},{adding},{b}. adding: {adding}. removing: {b}.\n",
+        )
+        code, out = tool(
+            cluster, "--verify", "--reassignment-json-file", str(plan), exclude=(adding,)
+        )
+        assert out.splitlines()[1] == f"Reassignment of partition {topic}-0 is still in progress."
+        # Another move while one runs needs --additional, as with Kafka's tool.
+        code, out = tool(
+            cluster, "--execute", "--reassignment-json-file", str(plan), exclude=(adding,)
+        )
+        assert code == 1 and out.startswith("Cannot execute because there is an existing"), out
+        code, out = tool(
+            cluster, "--cancel", "--reassignment-json-file", str(plan), exclude=(adding,)
+        )
+        assert (code, out.splitlines()) == (
+            0,
+            [
+                f"Successfully cancelled partition reassignment for: {topic}-0",
+                "None of the specified partition moves are active.",
+            ],
+        )
+        code, out = tool(
+            cluster, "--cancel", "--reassignment-json-file", str(plan), exclude=(adding,)
+        )
+        assert out.splitlines()[0] == "None of the specified partition reassignments are active."
+    finally:
+        cluster.resume(adding)
+    code, out = tool(cluster, "--verify", "--reassignment-json-file", str(plan))
+    assert out.splitlines()[1] == (
+        f"There is no active reassignment of partition {topic}-0, but replica set is "
+        f"{a},{b} rather than {a},{adding}."
+    )
+
+
+def test_the_tool_refuses_what_it_cannot_do(cluster: LocalCluster, tmp_path: Path) -> None:
+    four_brokers(cluster)
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"version":1,"partitions":[{"topic":"tool","partition":0,"replicas":[1,9]}]}')
+    code, out = tool(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert (code, out.splitlines()[-1]) == (1, "Unknown broker id 9")
+    plan.write_text('{"version":1,"partitions":[{"topic":"tool","partition":0,"replicas":[1,1]}]}')
+    code, out = tool(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert code == 1 and "tool-0 contains multiple entries for 1" in out
+    code, out = tool(
+        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "1000"
+    )
+    assert code == 2 and "--throttle" in out
+    code, out = tool(cluster, "--list", "--verify")
+    assert code == 2 and "exactly one action" in out
+    code, out = tool(cluster, "--list", "--additional")
+    assert code == 2 and "can't be used with action" in out
