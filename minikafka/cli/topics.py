@@ -10,6 +10,7 @@ the functions (client/librdkafka.py says why).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import time
@@ -26,6 +27,7 @@ from minikafka.cli.client_options import (
     require_client,
 )
 from minikafka.client import reachability
+from minikafka.client.controller_calls import ControllerClient, OngoingReassignment
 from minikafka.client.librdkafka import (
     AllBrokersDown,
     ClientConfigError,
@@ -33,6 +35,8 @@ from minikafka.client.librdkafka import (
     new_admin,
     quiet_log_config,
 )
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import ClusterAuthorizationFailedError
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 
 if TYPE_CHECKING:
@@ -111,14 +115,24 @@ def _ids(ids: tuple[int, ...]) -> str:
     return ",".join(str(i) for i in ids)
 
 
-def format_partition(p: PartitionInfo, unanswering: set[int] | None = None) -> str:
-    """kafka-topics.sh's line; with `unanswering`, an `Unreachable:` column naming the
-    leader and ISR members among them (not Kafka's: what a write with acks=all waits on)."""
+def format_partition(
+    p: PartitionInfo,
+    unanswering: set[int] | None = None,
+    reassignment: OngoingReassignment | None = None,
+) -> str:
+    """kafka-topics.sh's line, with the adding and removing replicas of a partition being
+    moved; with `unanswering`, an `Unreachable:` column naming the leader and ISR members
+    among them (not Kafka's: what a write with acks=all waits on)."""
     leader = "none" if p.leader is None else str(p.leader)
     line = (
         f"\tTopic: {p.topic}\tPartition: {p.partition}\tLeader: {leader}"
         f"\tReplicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
     )
+    if reassignment is not None:
+        line += (
+            f"\tAdding Replicas: {_ids(reassignment.adding)}"
+            f"\tRemoving Replicas: {_ids(reassignment.removing)}"
+        )
     stalled = tuple(
         b for b in dict.fromkeys((p.leader, *p.isr)) if b is not None and b in (unanswering or ())
     )
@@ -135,14 +149,56 @@ UNREACHABLE_NOTE = (
 
 
 def format_description(
-    t: TopicInfo, configs: dict[str, str] | None = None, unanswering: set[int] | None = None
+    t: TopicInfo,
+    configs: dict[str, str] | None = None,
+    unanswering: set[int] | None = None,
+    reassignments: dict[TopicPartition, OngoingReassignment] | None = None,
 ) -> list[str]:
     config_text = ",".join(f"{k}={v}" for k, v in sorted((configs or {}).items()))
+    moves = reassignments or {}
+    rf = t.replication_factor
+    first = moves.get(TopicPartition(t.name, 0))
+    if first is not None and t.partitions:
+        # Kafka's getReplicationFactor: a moving partition's replicas without the ones being
+        # added, while any of them is still there.
+        changing = {*first.adding, *first.removing}
+        if changing & set(t.partitions[0].replicas):
+            rf = len([r for r in first.replicas if r not in first.adding])
     header = (
         f"Topic: {t.name}\tPartitionCount: {len(t.partitions)}"
-        f"\tReplicationFactor: {t.replication_factor}\tConfigs: {config_text}"
+        f"\tReplicationFactor: {rf}\tConfigs: {config_text}"
     )
-    return [header, *(format_partition(p, unanswering) for p in t.partitions)]
+    return [
+        header,
+        *(
+            format_partition(p, unanswering, moves.get(TopicPartition(p.topic, p.partition)))
+            for p in t.partitions
+        ),
+    ]
+
+
+def _reassignments(
+    bootstrap_server: str, topics: list[TopicInfo]
+) -> dict[TopicPartition, OngoingReassignment]:
+    """The partitions being moved (ListPartitionReassignments), as Kafka's tool shows them;
+    none when the controller refuses to say (CLUSTER_AUTHORIZATION_FAILED)."""
+    tps = [TopicPartition(t.name, p.partition) for t in topics for p in t.partitions]
+    if not tps:
+        return {}
+
+    async def ask() -> dict[TopicPartition, OngoingReassignment]:
+        client = ControllerClient(
+            bootstrap_server, client_id="minikafka-topics", timeout_s=API_TIMEOUT_S
+        )
+        try:
+            return await client.list_partition_reassignments(tps)
+        finally:
+            await client.close()
+
+    try:
+        return asyncio.run(ask())
+    except ClusterAuthorizationFailedError:
+        return {}
 
 
 def _error_of(e: KafkaException) -> KafkaError | None:
@@ -448,6 +504,7 @@ def _topic_configs(admin: _Admin, names: list[str]) -> dict[str, dict[str, str]]
 
 def _describe(
     admin: _Admin,
+    bootstrap_server: str,
     topic: str | None,
     if_exists: bool,
     under_replicated: bool,
@@ -474,8 +531,9 @@ def _describe(
                     lines.append(format_partition(p, unanswering))
     else:
         configs = _topic_configs(admin, [t.name for t in found])
+        moves = _reassignments(bootstrap_server, found)
         for t in found:
-            lines += format_description(t, configs.get(t.name), unanswering)
+            lines += format_description(t, configs.get(t.name), unanswering, moves)
     for line in lines:
         click.echo(line)
     if any("\tUnreachable: " in line for line in lines):
@@ -588,7 +646,15 @@ def topics(
                 if not (exclude_internal and name in INTERNAL_TOPICS):
                     click.echo(name)
         elif action == "describe":
-            _describe(admin, topic, if_exists, under_replicated, unavailable, exclude_internal)
+            _describe(
+                admin,
+                bootstrap_server,
+                topic,
+                if_exists,
+                under_replicated,
+                unavailable,
+                exclude_internal,
+            )
         elif action == "alter":
             assert topic is not None and partitions is not None
             _alter(admin, topic, partitions, replica_assignment, if_exists)

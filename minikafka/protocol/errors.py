@@ -230,6 +230,10 @@ class InvalidReplicaAssignmentError(KafkaError):
     code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
+class ClusterAuthorizationFailedError(KafkaError):
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 class ReassignmentInProgressError(KafkaError):
     code = ErrorCode.REASSIGNMENT_IN_PROGRESS
 
