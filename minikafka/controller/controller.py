@@ -17,7 +17,8 @@ and the ISR change notifications (§8.5). The rest is one job per module, as Kaf
 - brokers starting, dying, bouncing: `broker_changes.py`;
 - new topics and partitions added to topics: `topic_changes.py`;
 - topic deletion: `topic_deletion.py`;
-- preferred replica elections, by an admin or the imbalance check: `preferred_replica_election.py`;
+- preferred replica elections, by an admin or the imbalance check, and an admin's
+  ElectLeaders (preferred or unclean): `preferred_replica_election.py`;
 - controlled shutdown: `controlled_shutdown.py`.
 """
 
@@ -41,6 +42,7 @@ from minikafka.controller.context import ControllerContext, format_partitions
 from minikafka.controller.controlled_shutdown import do_controlled_shutdown
 from minikafka.controller.event_manager import ControllerEventManager
 from minikafka.controller.events import (
+    ApiError,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     ControlledShutdown,
@@ -52,6 +54,7 @@ from minikafka.controller.events import (
     PreferredReplicaLeaderElection,
     Reelect,
     RegisterBrokerAndReelect,
+    ReplicaLeaderElection,
     Startup,
     TopicChange,
     TopicDeletion,
@@ -67,6 +70,7 @@ from minikafka.controller.topic_deletion import TopicDeletionManager
 from minikafka.controller.zk_store import ControllerZkStore, WatchHandle
 from minikafka.protocol.errors import KafkaError, NotControllerError
 from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
+from minikafka.rules.election import ElectionType
 from minikafka.zk.client import ControllerMovedError, ZkError
 
 log = logging.getLogger(__name__)
@@ -212,6 +216,18 @@ class KafkaController:
         self._enqueue(event)
         return await event.result
 
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition], election_type: ElectionType
+    ) -> dict[TopicPartition, int | ApiError]:
+        """An admin's ElectLeaders (KIP-460), on the event task: each partition's new leader,
+        or its error. NotControllerError if this broker is not (or stops being) the
+        controller before the event is processed."""
+        if not self._active or self._event_manager.is_closed:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller")
+        event = ReplicaLeaderElection(frozenset(partitions), election_type)
+        self._enqueue(event)
+        return await event.result
+
     def enable_unclean_leader_election(self) -> None:
         """`unclean.leader.election.enable` became true somewhere: elect leaders for the
         offline partitions again (on the event loop; only the active controller acts)."""
@@ -265,6 +281,14 @@ class KafkaController:
             remaining = await self._process_controlled_shutdown(event.broker_id, event.broker_epoch)
             if not event.result.done():
                 event.result.set_result(remaining)
+        elif isinstance(event, ReplicaLeaderElection):
+            if not self._active:
+                raise NotControllerError(f"broker {self.broker_id} is not the controller")
+            results = await self._preferred_replica_election.process_admin_replica_election(
+                event.partitions, event.election_type
+            )
+            if not event.result.done():
+                event.result.set_result(results)
         elif not self._active:
             return  # the rest is controller work; a resigned controller drops it (as Kafka)
         elif isinstance(event, BrokerChange):

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, cast
 
 from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import BrokerConfigLayers
+from minikafka.controller.events import ApiError
 from minikafka.protocol.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -40,6 +41,7 @@ from minikafka.rpc.messages import (
     ProducePartitionResponse,
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
+from minikafka.rules.election import ElectionType
 from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
@@ -66,6 +68,10 @@ class ControllerLike(Protocol):
     ) -> list[TopicPartition]: ...
 
     def is_topic_queued_for_deletion(self, topic: str) -> bool: ...
+
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition], election_type: ElectionType
+    ) -> dict[TopicPartition, int | ApiError]: ...
 
 
 class BrokerServices:
