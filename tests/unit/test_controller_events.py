@@ -1218,6 +1218,23 @@ async def test_admin_unclean_election_elects_outside_the_isr(
     assert result.code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
 
 
+async def test_admin_election_of_a_topic_being_deleted(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    zk.create_topic("t", {0: [2, 3]})
+    await c.wait_for_idle()
+    zk.kill_broker(3)  # the deletion waits for it
+    await c.wait_for_idle()
+    zk.request_deletion("t")
+    await c.wait_for_idle()
+    for election_type in ElectionType:
+        assert await c.elect_leaders([T0], election_type) == {
+            T0: ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is being deleted")
+        }
+
+
 async def test_admin_election_on_a_broker_that_is_not_the_controller(
     zk: FakeZk, sender: CapturingSender, start: Starter
 ) -> None:
