@@ -1,4 +1,4 @@
-"""Replica leader elections an admin or the controller asks for (design §8.2).
+"""Replica leader elections an admin or the controller asks for (design §8.2, §8.9).
 
 Preferred elections move leadership back to each partition's first assigned replica. They
 are asked for by an admin through `/admin/preferred_replica_election` (Kafka's

@@ -25,7 +25,14 @@ from minikafka.client.kafka_wire import KafkaConnection
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
 from tests.cluster.conftest import started_cluster, wait_until_async
-from tests.cluster.helpers import TIMEOUT_S, admin_client, create_topic, metadata, run_cli
+from tests.cluster.helpers import (
+    TIMEOUT_S,
+    admin_client,
+    create_topic,
+    metadata,
+    partition_states,
+    run_cli,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -85,6 +92,12 @@ async def test_a_preferred_election_restores_the_leaders_after_a_restart(
     bounced = next(b for b in reversed(cluster.broker_ids) if b != controller_id(cluster))
     await asyncio.to_thread(cluster.terminate, bounced)
     await asyncio.to_thread(cluster.start_broker, bounced)
+    # A preferred replica may lead again once back in the ISR (caught up).
+    await wait_until_async(
+        lambda: all(len(st.isr) == 3 for st in partition_states(cluster, topic, 6).values()),
+        TIMEOUT_S,
+        f"broker {bounced} back in every ISR",
+    )
     # Its partitions moved away on its controlled shutdown, and stay away (no rebalance).
     ctrl = controller_id(cluster)
     moved = await leaders(cluster, ctrl, topic)

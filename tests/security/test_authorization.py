@@ -335,23 +335,10 @@ def test_leader_elections_need_alter_on_the_cluster(cluster: LocalCluster, tmp_p
             f"{k}={v}\n" for k, v in as_user(cluster, "frank").items() if k != "bootstrap.servers"
         )
     )
+    command = ["leader-election", "--admin.config", str(frank), "--election-type", "preferred"]
+    command += ["--bootstrap-server", cluster.bootstrap_servers, "--all-topic-partitions"]
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "minikafka",
-            "leader-election",
-            "--admin.config",
-            str(frank),
-            "--bootstrap-server",
-            cluster.bootstrap_servers,
-            "--election-type",
-            "preferred",
-            "--all-topic-partitions",
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-m", "minikafka", *command], capture_output=True, text=True, timeout=120
     )
     assert (result.returncode, result.stdout) == (1, "Not authorized to perform leader election\n")
 
