@@ -22,15 +22,19 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from minikafka.client.kafka_wire import KafkaConnection
+from minikafka.client.librdkafka import watermarks
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
 from tests.cluster.conftest import started_cluster, wait_until_async
 from tests.cluster.helpers import (
     TIMEOUT_S,
     admin_client,
+    bootstrap,
+    consuming,
     create_topic,
     metadata,
     partition_states,
+    produce_values,
     run_cli,
 )
 
@@ -144,6 +148,9 @@ async def test_errors_and_an_unclean_election(cluster: LocalCluster, tmp_path: P
     # elect-unclean-0's only in-sync replica is `down`, and `down` dies: `other` leaves the
     # ISR on its controlled shutdown, then `down` is killed, then `other` comes back.
     await asyncio.to_thread(cluster.terminate, other)
+    # Acknowledged by `down` alone (the ISR is {down}; min.insync.replicas=1): an unclean
+    # election loses them, Kafka's known cost.
+    await produce_values(cluster, "elect-unclean", [b"lost"] * 5, exclude=(other,))
     await asyncio.to_thread(cluster.kill, down)
     await wait_until_async(
         lambda: _leader_is(cluster, ctrl, "elect-a", 0, ctrl), TIMEOUT_S, "elect-a-0 to move"
@@ -223,8 +230,11 @@ async def test_errors_and_an_unclean_election(cluster: LocalCluster, tmp_path: P
         0,
         "Successfully completed leader election (UNCLEAN) for partitions elect-unclean-0\n",
     )
-    # Answered once the controller's metadata shows it: `other`, which was not in the ISR.
+    # Answered once the controller's metadata shows it: `other`, which was not in the ISR,
+    # and never got the five records.
     assert (await leaders(cluster, ctrl, "elect-unclean"))[0] == other
+    with consuming(bootstrap(cluster, exclude=(down,))) as consumer:
+        assert watermarks(consumer, "elect-unclean", 0, TIMEOUT_S) == (0, 0)
 
     await asyncio.to_thread(cluster.start_broker, down)
 
