@@ -18,6 +18,7 @@ from minikafka.controller.channel_manager import (
 from minikafka.controller.context import PartitionAndReplica
 from minikafka.controller.partition_state_machine import PartitionStateMachine
 from minikafka.controller.parts import ControllerParts
+from minikafka.controller.reassignment import PartitionReassignmentProcessor
 from minikafka.controller.replica_state_machine import ReplicaStateMachine
 from minikafka.controller.topic_deletion import TopicDeletionManager
 
@@ -32,6 +33,7 @@ class BrokerChangeProcessor:
         partition_state_machine: PartitionStateMachine,
         replica_state_machine: ReplicaStateMachine,
         topic_deletion: TopicDeletionManager,
+        reassignment: PartitionReassignmentProcessor,
     ) -> None:
         self._context = parts.context
         self._zk = parts.zk
@@ -40,6 +42,7 @@ class BrokerChangeProcessor:
         self._partition_state_machine = partition_state_machine
         self._replica_state_machine = replica_state_machine
         self._topic_deletion = topic_deletion
+        self._reassignment = reassignment
 
     async def process_broker_change(self) -> None:
         """Kafka's `processBrokerChange`: the children of `/brokers/ids` changed."""
@@ -103,6 +106,12 @@ class BrokerChangeProcessor:
         self._batch.new_batch()
         await self._partition_state_machine.trigger_online_partition_state_change()
         self._batch.send_requests_to_brokers(ctx.epoch)
+
+        # Moves waiting for a target replica on these brokers can go on.
+        started = set(new_ids)
+        await self._reassignment.maybe_resume_reassignments(
+            lambda _, assignment: any(r in started for r in assignment.target_replicas)
+        )
 
         # Deletions waiting for replicas on these brokers can go on.
         waiting = {r.tp.topic for r in replicas if ctx.is_topic_queued_for_deletion(r.tp.topic)}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.zk.codecs import BrokerInfo
 
 
@@ -58,7 +59,13 @@ class ControllerContext:
         self.live_brokers: dict[int, BrokerInfo] = {}
         self.shutting_down_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
+        # Each partition's replicas: the full set RS while a reassignment moves it.
         self.partition_assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        # The adding and removing replicas of partitions a reassignment is moving (KIP-455).
+        self.reassignment_states: dict[TopicPartition, ReplicaAssignment] = {}
+        # Kafka's partitionsBeingReassigned: reassignments not finished yet (a cancelled one
+        # included, until its original replicas are all back in the ISR).
+        self.partitions_being_reassigned: set[TopicPartition] = set()
         # Kafka's topic ids (KIP-516), from `/brokers/topics/<t>`.
         self.topic_ids: dict[str, str] = {}
         self.partition_leadership: dict[TopicPartition, LeaderAndIsr] = {}
@@ -99,16 +106,48 @@ class ControllerContext:
 
     # --- topics and partitions -------------------------------------------------------------
 
-    def set_assignment(self, topic: str, assignment: Mapping[int, Sequence[int]]) -> None:
+    def set_assignment(
+        self, topic: str, assignment: Mapping[int, Sequence[int] | ReplicaAssignment]
+    ) -> None:
         self.all_topics.add(topic)
-        self.partition_assignments[topic] = {p: tuple(r) for p, r in assignment.items()}
+        self.partition_assignments[topic] = {}
+        for p, replicas in assignment.items():
+            full = (
+                replicas
+                if isinstance(replicas, ReplicaAssignment)
+                else ReplicaAssignment.of(replicas)
+            )
+            self.update_full_replica_assignment(TopicPartition(topic, p), full)
+
+    def full_replica_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """The replicas with a reassignment's adding and removing ones (Kafka's
+        `partitionFullReplicaAssignment`)."""
+        state = self.reassignment_states.get(tp)
+        return state if state is not None else ReplicaAssignment.of(self.partition_replicas(tp))
+
+    def full_topic_assignment(self, topic: str) -> dict[int, ReplicaAssignment]:
+        """A topic's partitions as `/brokers/topics/<t>` holds them."""
+        return {
+            tp.partition: self.full_replica_assignment(tp)
+            for tp in self.partitions_for_topic(topic)
+        }
+
+    def update_full_replica_assignment(self, tp: TopicPartition, full: ReplicaAssignment) -> None:
+        self.partition_assignments.setdefault(tp.topic, {})[tp.partition] = full.replicas
+        if full.is_being_reassigned:
+            self.reassignment_states[tp] = full
+        else:
+            self.reassignment_states.pop(tp, None)
 
     def remove_topic(self, topic: str) -> None:
         """Forget a deleted topic entirely (Kafka's `removeTopic`)."""
         self.all_topics.discard(topic)
         self.topic_ids.pop(topic, None)
         for p in self.partition_assignments.pop(topic, {}):
-            self.partition_leadership.pop(TopicPartition(topic, p), None)
+            tp = TopicPartition(topic, p)
+            self.partition_leadership.pop(tp, None)
+            self.reassignment_states.pop(tp, None)
+            self.partitions_being_reassigned.discard(tp)
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)
         self.topics_ineligible_for_deletion.discard(topic)

@@ -19,6 +19,7 @@ and the ISR change notifications (§8.5). The rest is one job per module, as Kaf
 - topic deletion: `topic_deletion.py`;
 - preferred replica elections, by an admin or the imbalance check, and an admin's
   ElectLeaders (preferred or unclean): `preferred_replica_election.py`;
+- partition reassignment (KIP-455): `reassignment.py`;
 - controlled shutdown: `controlled_shutdown.py`.
 """
 
@@ -43,6 +44,7 @@ from minikafka.controller.controlled_shutdown import do_controlled_shutdown
 from minikafka.controller.event_manager import ControllerEventManager
 from minikafka.controller.events import (
     ApiError,
+    ApiPartitionReassignment,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     ControlledShutdown,
@@ -50,7 +52,9 @@ from minikafka.controller.events import (
     ControllerEvent,
     Expire,
     IsrChangeNotification,
+    ListPartitionReassignments,
     PartitionModifications,
+    PartitionReassignmentIsrChange,
     PreferredReplicaLeaderElection,
     Reelect,
     RegisterBrokerAndReelect,
@@ -60,17 +64,20 @@ from minikafka.controller.events import (
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
     UncleanLeaderElectionEnable,
+    ZkPartitionReassignment,
 )
 from minikafka.controller.partition_state_machine import PartitionStateMachine
 from minikafka.controller.parts import ControllerParts
 from minikafka.controller.preferred_replica_election import PreferredReplicaElectionProcessor
+from minikafka.controller.reassignment import PartitionReassignmentProcessor
 from minikafka.controller.replica_state_machine import ReplicaStateMachine
 from minikafka.controller.topic_changes import TopicChangeProcessor
 from minikafka.controller.topic_deletion import TopicDeletionManager
 from minikafka.controller.zk_store import ControllerZkStore, WatchHandle
-from minikafka.protocol.errors import KafkaError, NotControllerError
+from minikafka.protocol.errors import ErrorCode, KafkaError, NotControllerError
 from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
 from minikafka.rules.election import ElectionType
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.zk.client import ControllerMovedError, ZkError
 
 log = logging.getLogger(__name__)
@@ -158,12 +165,20 @@ class KafkaController:
         self._topic_deletion = TopicDeletionManager(
             parts, _ControllerDeletionClient(parts, self._topic_changes)
         )
+        self._reassignment = PartitionReassignmentProcessor(
+            parts,
+            self._partition_state_machine,
+            self._replica_state_machine,
+            lambda tp: self._enqueue(PartitionReassignmentIsrChange(tp)),
+            self._topic_deletion.resume_deletion_for_topics,
+        )
         self._broker_changes = BrokerChangeProcessor(
             parts,
             self.channel,
             self._partition_state_machine,
             self._replica_state_machine,
             self._topic_deletion,
+            self._reassignment,
         )
         self._preferred_replica_election = PreferredReplicaElectionProcessor(
             parts, self._partition_state_machine
@@ -228,6 +243,27 @@ class KafkaController:
         self._enqueue(event)
         return await event.result
 
+    async def alter_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments (KIP-455): an error code and message per partition;
+        NotControllerError if this broker is not the controller."""
+        if not self._active or self._event_manager.is_closed:
+            raise NotControllerError("This is not the correct controller for this cluster.")
+        event = ApiPartitionReassignment(reassignments)
+        self._enqueue(event)
+        return await event.result
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        """ListPartitionReassignments: the moving partitions among `partitions` (None: all)."""
+        if not self._active or self._event_manager.is_closed:
+            raise NotControllerError("This is not the correct controller for this cluster.")
+        event = ListPartitionReassignments(partitions)
+        self._enqueue(event)
+        return await event.result
+
     def enable_unclean_leader_election(self) -> None:
         """`unclean.leader.election.enable` became true somewhere: elect leaders for the
         offline partitions again (on the event loop; only the active controller acts)."""
@@ -283,12 +319,23 @@ class KafkaController:
                 event.result.set_result(remaining)
         elif isinstance(event, ReplicaLeaderElection):
             if not self._active:
-                raise NotControllerError(f"broker {self.broker_id} is not the controller")
-            results = await self._preferred_replica_election.process_admin_replica_election(
+                raise NotControllerError("This is not the correct controller for this cluster.")
+            elections = await self._preferred_replica_election.process_admin_replica_election(
                 event.partitions, event.election_type
             )
             if not event.result.done():
-                event.result.set_result(results)
+                event.result.set_result(elections)
+        elif isinstance(event, ApiPartitionReassignment | ListPartitionReassignments):
+            if not self._active:
+                raise NotControllerError("This is not the correct controller for this cluster.")
+            if isinstance(event, ApiPartitionReassignment):
+                results = await self._reassignment.process_api_reassignment(event.reassignments)
+                if not event.result.done():
+                    event.result.set_result(results)
+            elif not event.result.done():
+                event.result.set_result(
+                    self._reassignment.list_partition_reassignments(event.partitions)
+                )
         elif not self._active:
             return  # the rest is controller work; a resigned controller drops it (as Kafka)
         elif isinstance(event, BrokerChange):
@@ -303,6 +350,10 @@ class KafkaController:
             await self._topic_deletion.process_stop_replica_response(event)
         elif isinstance(event, IsrChangeNotification):
             await self._process_isr_change_notification()
+        elif isinstance(event, ZkPartitionReassignment):
+            await self._reassignment.process_zk_partition_reassignment()
+        elif isinstance(event, PartitionReassignmentIsrChange):
+            await self._reassignment.process_isr_change(event.tp)
         elif isinstance(event, PreferredReplicaLeaderElection):
             await self._preferred_replica_election.process_preferred_replica_election_znode()
         elif isinstance(event, AutoPreferredReplicaLeaderElection):
@@ -438,6 +489,7 @@ class KafkaController:
             (zk.watch_topic_deletions, TopicDeletion),
             (zk.watch_isr_change_notifications, IsrChangeNotification),
             (zk.watch_preferred_replica_election, PreferredReplicaLeaderElection),
+            (zk.watch_partition_reassignment, ZkPartitionReassignment),
         )
         for watch, event_type in watches:
             # One at a time, so that resigning cancels those set before a failure.
@@ -486,6 +538,7 @@ class KafkaController:
         self._batch.send_requests_to_brokers(ctx.epoch)
 
         log.info("controller %d ready, epoch %d", self.broker_id, ctx.epoch)
+        await self._reassignment.initialize()
         await self._topic_deletion.resume_deletions()
         await self._preferred_replica_election.process_preferred_replica_election_znode()
         if self.config.auto_leader_rebalance_enable:
@@ -501,8 +554,10 @@ class KafkaController:
         topics = await zk.get_all_topics()
         # Before reading the assignments, so that no partition added later is missed.
         await self._topic_changes.watch_partition_modifications(topics)
-        for topic, assignment in (await zk.get_assignments(topics)).items():
+        for topic, assignment in (await zk.get_full_assignments(topics)).items():
             ctx.set_assignment(topic, assignment)
+        # Kafka's partitionsBeingReassigned: moves the previous controller left unfinished.
+        ctx.partitions_being_reassigned = set(ctx.reassignment_states)
         await self._topic_changes.load_topic_ids(topics)
         ctx.partition_leadership.update(await zk.get_partition_states(ctx.all_partitions()))
         log.info(
@@ -523,6 +578,7 @@ class KafkaController:
             watch.cancel()
         self._controller_only_watches = []
         self._topic_changes.unwatch_all_partition_modifications()
+        self._reassignment.unwatch_all()
         if self._rebalance_timer is not None:
             self._rebalance_timer.cancel()
             self._rebalance_timer = None

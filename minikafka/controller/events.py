@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
 from minikafka.rules.election import ElectionType
+from minikafka.rules.reassignment import ReplicaAssignment
 
 
 class ControllerEvent:
@@ -82,6 +83,50 @@ class UncleanLeaderElectionEnable(ControllerEvent):
     try the offline partitions again."""
 
 
+class ZkPartitionReassignment(ControllerEvent):
+    """`/admin/reassign_partitions` was created."""
+
+
+@dataclass(repr=False)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed (its leader wrote a new ISR):
+    Kafka's PartitionReassignmentIsrChange."""
+
+    tp: TopicPartition
+
+    def __repr__(self) -> str:
+        return f"PartitionReassignmentIsrChange({self.tp})"
+
+
+@dataclass(repr=False)
+class ApiPartitionReassignment(ControllerEvent):
+    """AlterPartitionReassignments: target replicas per partition (None cancels); `result`
+    gets an error code and message per partition."""
+
+    reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    result: asyncio.Future[dict[TopicPartition, tuple[ErrorCode, str | None]]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def fail(self, error: Exception) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
+@dataclass(repr=False)
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments: the named partitions (None: all) that are moving."""
+
+    partitions: list[TopicPartition] | None
+    result: asyncio.Future[dict[TopicPartition, ReplicaAssignment]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def fail(self, error: Exception) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
 class AutoPreferredReplicaLeaderElection(ControllerEvent):
     """The leader-imbalance timer fired."""
 
@@ -143,6 +188,7 @@ class ReplicaLeaderElection(ControllerEvent):
 
 __all__ = [
     "ApiError",
+    "ApiPartitionReassignment",
     "AutoPreferredReplicaLeaderElection",
     "BrokerChange",
     "ControlledShutdown",
@@ -150,7 +196,9 @@ __all__ = [
     "ControllerEvent",
     "Expire",
     "IsrChangeNotification",
+    "ListPartitionReassignments",
     "PartitionModifications",
+    "PartitionReassignmentIsrChange",
     "PreferredReplicaLeaderElection",
     "Reelect",
     "RegisterBrokerAndReelect",
@@ -160,4 +208,5 @@ __all__ = [
     "TopicDeletion",
     "TopicDeletionStopReplicaResponseReceived",
     "UncleanLeaderElectionEnable",
+    "ZkPartitionReassignment",
 ]

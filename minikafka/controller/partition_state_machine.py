@@ -22,6 +22,7 @@ from minikafka.rules.election import (
     offline_partition_election,
     preferred_replica_election,
 )
+from minikafka.rules.reassignment import reassign_partition_leader_election
 from minikafka.storage.log_config import parse_bool
 from minikafka.zk.client import ZkNodeExistsError, ZkNoNodeError
 
@@ -37,13 +38,14 @@ STATE_CREATION_CHUNK_BYTES = 512 * 1024
 
 
 class PartitionLeaderElectionStrategy(Enum):
-    """Kafka's `PartitionLeaderElectionStrategy` (reassignment is not implemented)."""
+    """Kafka's `PartitionLeaderElectionStrategy`."""
 
     OFFLINE = "offline"
     # Kafka's OfflinePartitionLeaderElectionStrategy(allowUnclean = true): an admin's UNCLEAN
     # ElectLeaders, which may elect a replica outside the ISR whatever the topic's
     # unclean.leader.election.enable says.
     OFFLINE_ALLOW_UNCLEAN = "offline (unclean allowed)"
+    REASSIGN = "reassign partition"
     PREFERRED = "preferred"
     CONTROLLED_SHUTDOWN = "controlled shutdown"
 
@@ -278,6 +280,11 @@ class PartitionStateMachine:
             return result, live_replicas
         if strategy is PartitionLeaderElectionStrategy.PREFERRED:
             return preferred_replica_election(replicas, state.isr, live), live_replicas
+        if strategy is PartitionLeaderElectionStrategy.REASSIGN:
+            # The target replicas only: a move's removed replicas may not lead.
+            target = ctx.full_replica_assignment(tp).target_replicas
+            live_target = [r for r in target if r in live]
+            return reassign_partition_leader_election(target, state.isr, live), live_target
         # Controlled shutdown: the broker leaving gets the new state too, so it stops leading.
         live_or_shutting_down = ctx.live_or_shutting_down_broker_ids
         result = controlled_shutdown_election(

@@ -81,7 +81,7 @@ class TopicChangeProcessor:
             return
         # Watched before their assignments are read, as at failover.
         await self.watch_partition_modifications(new_topics)
-        assignments = await self._zk.get_assignments(new_topics)
+        assignments = await self._zk.get_full_assignments(new_topics)
         new_partitions: list[TopicPartition] = []
         for topic, assignment in sorted(assignments.items()):
             ctx.set_assignment(topic, assignment)
@@ -104,7 +104,7 @@ class TopicChangeProcessor:
                 topic_id = new_kafka_uuid()
                 try:
                     await self._zk.set_topic_assignment(
-                        topic, ctx.partition_assignments[topic], ctx.epoch_zk_version, topic_id
+                        topic, ctx.full_topic_assignment(topic), ctx.epoch_zk_version, topic_id
                     )
                 except ZkNoNodeError:
                     continue  # deleted meanwhile: the topic change watch sees to it
@@ -125,7 +125,7 @@ class TopicChangeProcessor:
         assignment = (await self._zk.get_assignments([topic])).get(topic)
         if assignment is None:
             return  # deleted meanwhile: the topic change watch sees to it
-        known = ctx.partition_assignments.get(topic, {})
+        known = ctx.full_topic_assignment(topic)
         added = {p: replicas for p, replicas in assignment.items() if p not in known}
         if ctx.is_topic_queued_for_deletion(topic):
             if added:

@@ -76,6 +76,7 @@ class TopicDeletionManager:
             for topic in requested
             if any(not ctx.is_replica_online(r.replica) for r in ctx.replicas_for_topic(topic))
         }
+        self._wait_for_reassignments(requested)
 
     async def process_topic_deletion(self) -> None:
         """Kafka's `processTopicDeletion`: the children of `/admin/delete_topics` changed."""
@@ -100,7 +101,17 @@ class TopicDeletionManager:
         if new:
             log.info("topics queued for deletion: %s", sorted(new))
             ctx.topics_to_be_deleted |= new
+            self._wait_for_reassignments(new)
             await self.resume_deletions()
+
+    def _wait_for_reassignments(self, topics: Iterable[str]) -> None:
+        """A topic with partitions being moved is deleted once the moves finish (Kafka marks
+        it ineligible, "topic reassignment in progress"; the reassignment resumes it)."""
+        ctx = self._context
+        moving = {tp.topic for tp in ctx.partitions_being_reassigned} & set(topics)
+        if moving:
+            log.info("deletion of topics %s waits for their reassignments", sorted(moving))
+            ctx.topics_ineligible_for_deletion |= moving
 
     async def resume_deletion_for_topics(self, topics: Iterable[str]) -> None:
         """Kafka's `resumeDeletionForTopics`: the brokers the topics waited for are back."""

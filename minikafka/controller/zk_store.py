@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.zk import paths
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import Watch, ZkClient, ZkNoNodeError
@@ -64,6 +65,12 @@ class ControllerZkStore(Protocol):
         self, topics: Iterable[str]
     ) -> dict[str, dict[int, tuple[int, ...]]]: ...
 
+    async def get_full_assignments(
+        self, topics: Iterable[str]
+    ) -> dict[str, dict[int, ReplicaAssignment]]:
+        """Assignments with their reassignments' adding and removing replicas."""
+        ...
+
     async def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
         """Topic ids of the topics that exist (None: the znode has none)."""
         ...
@@ -73,7 +80,7 @@ class ControllerZkStore(Protocol):
     async def set_topic_assignment(
         self,
         topic: str,
-        assignment: Mapping[int, Iterable[int]],
+        assignment: Mapping[int, ReplicaAssignment],
         controller_epoch_zk_version: int,
         topic_id: str | None,
     ) -> None:
@@ -121,6 +128,21 @@ class ControllerZkStore(Protocol):
 
     async def delete_preferred_replica_election(self, controller_epoch_zk_version: int) -> None: ...
 
+    # --- partition reassignment through ZooKeeper ------------------------------------------
+
+    async def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]] | None:
+        """`/admin/reassign_partitions`, None if absent."""
+        ...
+
+    async def set_or_delete_partition_reassignment(
+        self,
+        reassignment: Mapping[TopicPartition, Sequence[int]],
+        controller_epoch_zk_version: int,
+    ) -> None:
+        """Rewrite `/admin/reassign_partitions` with what is left (fenced); delete it if
+        nothing is."""
+        ...
+
     # --- topic deletion ------------------------------------------------------------------------
 
     async def get_topic_deletions(self) -> list[str]: ...
@@ -150,6 +172,18 @@ class ControllerZkStore(Protocol):
 
     async def watch_preferred_replica_election(self, cb: Callable[[], None]) -> WatchHandle:
         """`cb()` when `/admin/preferred_replica_election` is created."""
+        ...
+
+    async def watch_partition_reassignment(self, cb: Callable[[], None]) -> WatchHandle:
+        """`cb()` when `/admin/reassign_partitions` is created (Kafka's
+        PartitionReassignmentHandler)."""
+        ...
+
+    async def watch_partition_state(
+        self, tp: TopicPartition, cb: Callable[[], None]
+    ) -> WatchHandle:
+        """`cb()` when the partition's state znode changes (Kafka's
+        PartitionReassignmentIsrChangeHandler: a leader wrote a new ISR)."""
         ...
 
     async def watch_partition_modifications(
@@ -216,6 +250,11 @@ class KazooControllerZkStore:
     async def get_assignments(self, topics: Iterable[str]) -> dict[str, dict[int, tuple[int, ...]]]:
         return await self._run(self.zk.get_assignments, list(topics))
 
+    async def get_full_assignments(
+        self, topics: Iterable[str]
+    ) -> dict[str, dict[int, ReplicaAssignment]]:
+        return await self._run(self.zk.get_full_assignments, list(topics))
+
     async def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
         return await self._run(self.zk.get_topic_ids, list(topics))
 
@@ -225,14 +264,14 @@ class KazooControllerZkStore:
     async def set_topic_assignment(
         self,
         topic: str,
-        assignment: Mapping[int, Iterable[int]],
+        assignment: Mapping[int, ReplicaAssignment],
         controller_epoch_zk_version: int,
         topic_id: str | None,
     ) -> None:
         await self._run(
             self.zk.set_topic_assignment_as_controller,
             topic,
-            {p: list(r) for p, r in assignment.items()},
+            dict(assignment),
             controller_epoch_zk_version,
             topic_id,
         )
@@ -291,6 +330,22 @@ class KazooControllerZkStore:
     async def delete_preferred_replica_election(self, controller_epoch_zk_version: int) -> None:
         await self._run(self.zk.delete_preferred_replica_election, controller_epoch_zk_version)
 
+    # --- partition reassignment through ZooKeeper ------------------------------------------
+
+    async def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]] | None:
+        return await self._run(self.zk.get_partition_reassignment)
+
+    async def set_or_delete_partition_reassignment(
+        self,
+        reassignment: Mapping[TopicPartition, Sequence[int]],
+        controller_epoch_zk_version: int,
+    ) -> None:
+        await self._run(
+            self.zk.set_or_delete_partition_reassignment,
+            dict(reassignment),
+            controller_epoch_zk_version,
+        )
+
     # --- topic deletion ------------------------------------------------------------------------
 
     async def get_topic_deletions(self) -> list[str]:
@@ -323,18 +378,41 @@ class KazooControllerZkStore:
         return await self._run(register)
 
     async def watch_preferred_replica_election(self, cb: Callable[[], None]) -> WatchHandle:
+        # Only creation matters (Kafka's PreferredReplicaElectionHandler.handleCreation); the
+        # controller deletes the znode itself when done.
+        return await self._watch_data(paths.preferred_replica_election(), cb, creation_only=True)
+
+    async def watch_partition_reassignment(self, cb: Callable[[], None]) -> WatchHandle:
+        # Only creation: the controller rewrites the znode as partitions finish moving, and
+        # must not start the rest over each time.
+        return await self._watch_data(paths.reassign_partitions(), cb, creation_only=True)
+
+    async def watch_partition_state(
+        self, tp: TopicPartition, cb: Callable[[], None]
+    ) -> WatchHandle:
+        path = paths.partition_state(tp.topic, tp.partition)
+        return await self._watch_data(path, cb, creation_only=False)
+
+    async def _watch_data(
+        self, path: str, cb: Callable[[], None], *, creation_only: bool
+    ) -> WatchHandle:
+        """`cb()` on changes of `path` after registration: with `creation_only`, when it
+        comes to exist; else on every write and deletion as well."""
         initial = _RegisteringFilter()
         on_loop = self._bridge.wrap(cb)
+        existed = [False]
 
         def on_data(data: bytes | None) -> None:
-            # Only creation matters (Kafka's PreferredReplicaElectionHandler.handleCreation);
-            # the controller deletes the znode itself when done.
-            if data is not None and not initial.is_initial_call():
+            created = data is not None and not existed[0]
+            existed[0] = data is not None
+            if initial.is_initial_call():
+                return
+            if created or not creation_only:
                 on_loop()
 
         def register() -> Watch:
             with initial.registering():
-                return self.zk.watch_data(paths.preferred_replica_election(), on_data)
+                return self.zk.watch_data(path, on_data)
 
         return await self._run(register)
 

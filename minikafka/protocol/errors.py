@@ -62,6 +62,7 @@ class ErrorCode(IntEnum):
     SECURITY_DISABLED = 54
     KAFKA_STORAGE_ERROR = 56
     SASL_AUTHENTICATION_FAILED = 58
+    REASSIGNMENT_IN_PROGRESS = 60
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     FETCH_SESSION_ID_NOT_FOUND = 70
@@ -76,6 +77,7 @@ class ErrorCode(IntEnum):
     FENCED_INSTANCE_ID = 82
     ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
     ELECTION_NOT_NEEDED = 84
+    NO_REASSIGNMENT_IN_PROGRESS = 85
     GROUP_SUBSCRIBED_TO_TOPIC = 86
     INVALID_RECORD = 87
     RESOURCE_NOT_FOUND = 91
@@ -229,6 +231,14 @@ class InvalidReplicationFactorError(KafkaError):
 
 class InvalidReplicaAssignmentError(KafkaError):
     code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class ReassignmentInProgressError(KafkaError):
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
+
+
+class NoReassignmentInProgressError(KafkaError):
+    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
 
 
 class NotControllerError(KafkaError):

@@ -47,6 +47,7 @@ from minikafka.protocol.errors import (
     InvalidRequestError,
     InvalidTopicError,
     KafkaError,
+    ReassignmentInProgressError,
     RequestTimedOutError,
     TopicDeletionDisabledError,
     UnknownTopicOrPartitionError,
@@ -321,7 +322,13 @@ class AdminManager:
             got = await self.store.get_assignment_and_version(t.name)
             if got is None:
                 raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
-            existing, version, topic_id = got
+            existing, version, topic_id, reassigning = got
+            if reassigning:
+                # Kafka's ZkAdminManager.createPartitions: the new assignment would be
+                # written over the moving partitions' adding and removing replicas.
+                raise ReassignmentInProgressError(
+                    f"A partition reassignment is in progress for the topic {t.name}."
+                )
             brokers = await self.store.get_broker_ids()
             added = new_partitions_assignment(t.name, existing, brokers, t.count, t.assignments)
             if validate_only:

@@ -42,6 +42,7 @@ from minikafka.rpc.messages import (
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.rules.election import ElectionType
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
 from minikafka.server.admin_zk_store import KazooAdminZkStore
@@ -72,6 +73,13 @@ class ControllerLike(Protocol):
     async def elect_leaders(
         self, partitions: Iterable[TopicPartition], election_type: ElectionType
     ) -> dict[TopicPartition, int | ApiError]: ...
+    async def alter_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]: ...
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]: ...
 
 
 class BrokerServices:

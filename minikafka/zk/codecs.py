@@ -22,9 +22,11 @@ from minikafka.common import (
     new_kafka_uuid,
     parse_kafka_uuid,
 )
+from minikafka.rules.reassignment import ReplicaAssignment
 
 BROKER_INFO_VERSION = 4
 TOPIC_ASSIGNMENT_VERSION = 3
+REASSIGN_PARTITIONS_VERSION = 1
 PARTITION_STATE_VERSION = 1
 CONTROLLER_VERSION = 1
 ISR_CHANGE_NOTIFICATION_VERSION = 1
@@ -229,31 +231,60 @@ def decode_broker_info(broker_id: int, data: bytes | str | None, epoch: int = -1
 
 
 def encode_topic_assignment(
-    assignment: Mapping[int, Iterable[int]], topic_id: str | None = None
+    assignment: Mapping[int, Iterable[int] | ReplicaAssignment], topic_id: str | None = None
 ) -> bytes:
-    """Kafka's TopicZNode: version 3 carries the topic id (KIP-516), version 2 has none."""
+    """Kafka's TopicZNode: version 3 carries the topic id (KIP-516), version 2 has none. A
+    partition being reassigned (KIP-455) has its adding and removing replicas beside its
+    full replica set."""
     obj: dict[str, Any] = {"version": TOPIC_ASSIGNMENT_VERSION if topic_id else 2}
     if topic_id:
         obj["topic_id"] = topic_id
-    obj["partitions"] = {str(p): list(assignment[p]) for p in sorted(assignment)}
-    obj["adding_replicas"] = {}
-    obj["removing_replicas"] = {}
+    full = {
+        p: r if isinstance(r, ReplicaAssignment) else ReplicaAssignment.of(tuple(r))
+        for p, r in assignment.items()
+    }
+    obj["partitions"] = {str(p): list(full[p].replicas) for p in sorted(full)}
+    obj["adding_replicas"] = {str(p): list(full[p].adding) for p in sorted(full) if full[p].adding}
+    obj["removing_replicas"] = {
+        str(p): list(full[p].removing) for p in sorted(full) if full[p].removing
+    }
     return _dump(obj)
 
 
 def decode_topic_assignment(topic: str, data: bytes | str | None) -> dict[int, tuple[int, ...]]:
+    """The replicas of each partition (the full set RS while one is reassigned)."""
+    return {p: a.replicas for p, a in decode_topic_full_assignment(topic, data).items()}
+
+
+def decode_topic_full_assignment(
+    topic: str, data: bytes | str | None
+) -> dict[int, ReplicaAssignment]:
+    """Each partition's replicas with its adding and removing replicas (Kafka's
+    `TopicZNode.decode`; versions 1 and 2 before KIP-455 have none)."""
     what = f"topic assignment /brokers/topics/{topic}"
     obj = _load_object(data, what)
     _check_version(obj, what, (1, 2, 3))
-    parts = _field(obj, "partitions", what)
-    if not isinstance(parts, dict):
-        raise ValueError(f"{what}: field 'partitions' must be an object, got {parts!r}")
-    out: dict[int, tuple[int, ...]] = {}
-    for key, replicas in parts.items():
-        if not key.isdigit():
-            raise ValueError(f"{what}: partition id {key!r} is not a non-negative integer")
-        out[int(key)] = _int_list(replicas, what, f"partitions.{key}")
-    return dict(sorted(out.items()))
+    by_field: dict[str, dict[int, tuple[int, ...]]] = {}
+    for name in ("partitions", "adding_replicas", "removing_replicas"):
+        parts = obj.get(name, {}) if name != "partitions" else _field(obj, name, what)
+        if parts is None:
+            parts = {}
+        if not isinstance(parts, dict):
+            raise ValueError(f"{what}: field {name!r} must be an object, got {parts!r}")
+        out: dict[int, tuple[int, ...]] = {}
+        for key, replicas in parts.items():
+            if not key.isdigit():
+                raise ValueError(f"{what}: partition id {key!r} is not a non-negative integer")
+            out[int(key)] = _int_list(replicas, what, f"{name}.{key}")
+        by_field[name] = out
+    return {
+        p: ReplicaAssignment(
+            replicas,
+            by_field["adding_replicas"].get(p, ()),
+            by_field["removing_replicas"].get(p, ()),
+        )
+        for p, replicas in sorted(by_field["partitions"].items())
+    }
 
 
 def decode_topic_id(topic: str, data: bytes | str | None) -> str | None:
@@ -426,6 +457,40 @@ def encode_preferred_replica_election(tps: Iterable[TopicPartition]) -> bytes:
 
 def decode_preferred_replica_election(data: bytes | str | None) -> list[TopicPartition]:
     return _decode_partition_list(data, "preferred replica election")
+
+
+# --- /admin/reassign_partitions ----------------------------------------------------------
+
+
+def encode_partition_reassignment(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
+    """Kafka's ReassignPartitionsZNode: the target replicas of each partition to move."""
+    return _dump(
+        {
+            "version": REASSIGN_PARTITIONS_VERSION,
+            "partitions": [
+                {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
+                for tp, replicas in reassignment.items()
+            ],
+        }
+    )
+
+
+def decode_partition_reassignment(
+    data: bytes | str | None,
+) -> dict[TopicPartition, tuple[int, ...]]:
+    what = "partition reassignment /admin/reassign_partitions"
+    obj = _load_object(data, what)
+    _check_version(obj, what, (REASSIGN_PARTITIONS_VERSION,))
+    entries = _field(obj, "partitions", what)
+    if not isinstance(entries, list):
+        raise ValueError(f"{what}: field 'partitions' must be a list, got {entries!r}")
+    out: dict[TopicPartition, tuple[int, ...]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError(f"{what}: partition entry must be an object, got {entry!r}")
+        tp = TopicPartition(_str_field(entry, "topic", what), _int_field(entry, "partition", what))
+        out[tp] = _int_list(_field(entry, "replicas", what), what, "replicas")
+    return out
 
 
 # --- /config/topics/<t> -----------------------------------------------------------------

@@ -1,12 +1,13 @@
 """The controller's znodes: the election (`/controller`, `/controller_epoch`, design §8.1)
 and resignation, and what the controller is notified through: ISR change notifications
 (`/isr_change_notification`) and the preferred replica election
-(`/admin/preferred_replica_election`)."""
+(`/admin/preferred_replica_election`) and the ZooKeeper path of partition reassignment
+(`/admin/reassign_partitions`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from minikafka.common import TopicPartition
 from minikafka.zk import codecs, paths
@@ -134,3 +135,38 @@ class ControllerZnodes(ZkSession):
     def delete_preferred_replica_election(self, controller_epoch_zk_version: int) -> None:
         ops = [Op("delete", paths.preferred_replica_election())]
         self._fenced_delete_existing(ops, controller_epoch_zk_version)
+
+    # --- partition reassignment through ZooKeeper ------------------------------------------
+
+    def create_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Sequence[int]]
+    ) -> None:
+        """An admin's reassignment; ZkNodeExistsError while one is still in progress (Kafka's
+        `createPartitionReassignment`, as the --zookeeper tool writes it)."""
+        path = paths.reassign_partitions()
+        self._call(
+            f"create {path}",
+            self._create_async(
+                path, codecs.encode_partition_reassignment(reassignment), makepath=True
+            ),
+        )
+
+    def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]] | None:
+        got = self._get(paths.reassign_partitions())
+        return None if got is None else codecs.decode_partition_reassignment(got[0])
+
+    def set_or_delete_partition_reassignment(
+        self,
+        reassignment: Mapping[TopicPartition, Sequence[int]],
+        controller_epoch_zk_version: int,
+    ) -> None:
+        """The controller's fenced rewrite of what is left to move; deleted when nothing is."""
+        path = paths.reassign_partitions()
+        if not reassignment:
+            self._fenced_delete_existing([Op("delete", path)], controller_epoch_zk_version)
+            return
+        data = codecs.encode_partition_reassignment(reassignment)
+        # Deleted meanwhile by someone else: the reassignments already started go on from
+        # the topics' znodes, and there is nothing left to write.
+        with contextlib.suppress(ZkNoNodeError):
+            self._multi([Op("set", path, data)], controller_epoch_zk_version, f"update {path}")

@@ -17,6 +17,7 @@ ISR_CHANGE_PREFIX = "isr_change_"
 ADMIN = "/admin"
 DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
@@ -107,6 +108,12 @@ def delete_topic(t: str) -> str:
 
 def preferred_replica_election() -> str:
     return PREFERRED_REPLICA_ELECTION
+
+
+def reassign_partitions() -> str:
+    """The reassignment kafka-reassign-partitions.sh --zookeeper writes (before KIP-455's
+    AlterPartitionReassignments); the controller watches it too."""
+    return REASSIGN_PARTITIONS
 
 
 def topic_configs() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.zk import codecs, paths
 from minikafka.zk.errors import ZkError, ZkNoNodeError, ZkNotEmptyError
 from minikafka.zk.multi import Op
@@ -21,6 +22,8 @@ class TopicZNode(NamedTuple):
     assignment: dict[int, tuple[int, ...]]
     version: int
     topic_id: str | None
+    # Partitions a reassignment is moving (KIP-455): adding partitions waits for them.
+    reassigning: tuple[int, ...] = ()
 
 
 class TopicZnodes(ZkSession):
@@ -45,10 +48,12 @@ class TopicZnodes(ZkSession):
         if got is None:
             return None
         data, stat = got
+        full = codecs.decode_topic_full_assignment(topic, data)
         return TopicZNode(
-            codecs.decode_topic_assignment(topic, data),
+            {p: a.replicas for p, a in full.items()},
             int(stat.version),
             codecs.decode_topic_id(topic, data),
+            tuple(p for p, a in full.items() if a.is_being_reassigned),
         )
 
     def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
@@ -59,14 +64,14 @@ class TopicZnodes(ZkSession):
     def set_topic_assignment_as_controller(
         self,
         topic: str,
-        assignment: Mapping[int, Iterable[int]],
+        assignment: Mapping[int, Iterable[int] | ReplicaAssignment],
         controller_epoch_zk_version: int,
         topic_id: str | None = None,
     ) -> None:
         """The controller's fenced overwrite of a topic's assignment (Kafka's
         setTopicAssignment with the controller epoch's zk version): it restores the
         assignment of a topic being deleted that someone added partitions to, and gives a
-        topic written without an id its id."""
+        topic written without an id its id, and records reassignments (KIP-455)."""
         op = Op("set", paths.topic(topic), codecs.encode_topic_assignment(assignment, topic_id))
         self._multi([op], controller_epoch_zk_version, f"restore assignment of {topic}")
 
@@ -74,6 +79,14 @@ class TopicZnodes(ZkSession):
         """Assignments of the topics that exist (one pipelined round trip)."""
         got = self._get_many({t: paths.topic(t) for t in topics})
         return {t: codecs.decode_topic_assignment(t, data) for t, (data, _) in got.items()}
+
+    def get_full_assignments(
+        self, topics: Iterable[str]
+    ) -> dict[str, dict[int, ReplicaAssignment]]:
+        """Assignments with their reassignment state (KIP-455's adding and removing
+        replicas), of the topics that exist."""
+        got = self._get_many({t: paths.topic(t) for t in topics})
+        return {t: codecs.decode_topic_full_assignment(t, data) for t, (data, _) in got.items()}
 
     def get_partition_ids(self, topic: str) -> list[int]:
         """Partitions that have a `partitions/<p>` znode (created by the controller)."""

@@ -47,6 +47,7 @@ from minikafka.rpc.messages import (
     UpdateMetadataResponse,
 )
 from minikafka.rules.election import ElectionType
+from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.server.network import SocketServer
 from minikafka.zk.client import ControllerMovedError, ZkNodeExistsError, ZkNoNodeError
 from minikafka.zk.codecs import BrokerInfo
@@ -90,6 +91,9 @@ class FakeZk:
         self.isr_notifications: dict[str, list[TopicPartition]] = {}
         self._isr_seq = itertools.count()
         self.preferred: list[TopicPartition] | None = None
+        # `/admin/reassign_partitions`, and the moving partitions' adding/removing replicas.
+        self.reassign: dict[TopicPartition, tuple[int, ...]] | None = None
+        self.reassigning: dict[TopicPartition, ReplicaAssignment] = {}
         self.deletions: set[str] = set()
         self.watches: dict[str, list[FakeWatch]] = {}
         # Concurrent writes to apply just before the controller's next write of a partition.
@@ -153,6 +157,13 @@ class FakeZk:
         """Write a state znode as someone else would (a leader's ISR change, a setup)."""
         old = self.states.get(tp)
         self.states[tp] = replace(state, zk_version=0 if old is None else old.zk_version + 1)
+        self._fire(f"state:{tp}")
+
+    def request_reassignment(self, reassignment: dict[TopicPartition, tuple[int, ...]]) -> None:
+        """kafka-reassign-partitions.sh --zookeeper: `/admin/reassign_partitions` created."""
+        assert self.reassign is None
+        self.reassign = dict(reassignment)
+        self._fire("reassign")
 
     def request_deletion(self, topic: str) -> None:
         self.deletions.add(topic)
@@ -207,6 +218,18 @@ class FakeZk:
     async def get_assignments(self, topics: Iterable[str]) -> dict[str, dict[int, tuple[int, ...]]]:
         return {t: dict(self.topics[t]) for t in topics if t in self.topics}
 
+    async def get_full_assignments(
+        self, topics: Iterable[str]
+    ) -> dict[str, dict[int, ReplicaAssignment]]:
+        return {
+            t: {
+                p: self.reassigning.get(TopicPartition(t, p), ReplicaAssignment.of(r))
+                for p, r in self.topics[t].items()
+            }
+            for t in topics
+            if t in self.topics
+        }
+
     async def get_topic_ids(self, topics: Iterable[str]) -> dict[str, str | None]:
         return {t: self.topic_ids.get(t) for t in topics if t in self.topics}
 
@@ -216,14 +239,20 @@ class FakeZk:
     async def set_topic_assignment(
         self,
         topic: str,
-        assignment: Mapping[int, Iterable[int]],
+        assignment: Mapping[int, ReplicaAssignment],
         controller_epoch_zk_version: int,
         topic_id: str | None,
     ) -> None:
         self._fence(controller_epoch_zk_version)
         if topic not in self.topics:
             raise ZkNoNodeError(f"no topic {topic}")
-        self.topics[topic] = {p: tuple(r) for p, r in assignment.items()}
+        self.topics[topic] = {p: a.replicas for p, a in assignment.items()}
+        for p, a in assignment.items():
+            tp = TopicPartition(topic, p)
+            if a.is_being_reassigned:
+                self.reassigning[tp] = a
+            else:
+                self.reassigning.pop(tp, None)
         self.topic_ids[topic] = topic_id
         self._fire(f"topic:{topic}")
 
@@ -284,6 +313,17 @@ class FakeZk:
         self._fence(controller_epoch_zk_version)
         self.preferred = None
 
+    async def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]] | None:
+        return None if self.reassign is None else dict(self.reassign)
+
+    async def set_or_delete_partition_reassignment(
+        self,
+        reassignment: Mapping[TopicPartition, Iterable[int]],
+        controller_epoch_zk_version: int,
+    ) -> None:
+        self._fence(controller_epoch_zk_version)
+        self.reassign = {tp: tuple(r) for tp, r in reassignment.items()} or None
+
     async def get_topic_deletions(self) -> list[str]:
         return sorted(self.deletions)
 
@@ -321,6 +361,12 @@ class FakeZk:
 
     async def watch_preferred_replica_election(self, cb: Callable[[], None]) -> FakeWatch:
         return self._watch("preferred", cb)
+
+    async def watch_partition_reassignment(self, cb: Callable[[], None]) -> FakeWatch:
+        return self._watch("reassign", cb)
+
+    async def watch_partition_state(self, tp: TopicPartition, cb: Callable[[], None]) -> FakeWatch:
+        return self._watch(f"state:{tp}", cb)
 
     async def watch_partition_modifications(
         self, topics: Iterable[str], cb: Callable[[str], None]
@@ -1514,3 +1560,183 @@ async def test_controlled_shutdown_skips_partitions_no_other_live_replica_can_le
     assert lai(zk.states[T1]) == (1, 1, (1,))
     assert lai(zk.states[T0]) == (2, 0, (2,))
     assert read == [T1]
+
+
+# --- partition reassignment (KIP-455) --------------------------------------------------------------
+
+
+async def moving_cluster(zk: FakeZk, start: Starter) -> KafkaController:
+    """Brokers 1-5, topic `t` with partition 0 on (1, 2, 3) led by 1, all in sync."""
+    brokers(zk, 1, 2, 3, 4, 5)
+    existing_topic(zk, {0: (1, 2, 3)}, p0=state(1, 5, (1, 2, 3)))
+    return await start(1)
+
+
+async def test_reassignment_adds_then_removes_after_the_targets_join_the_isr(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    sender.clear()
+    assert await c.alter_partition_reassignments({T0: (2, 3, 4)}) == {T0: (ErrorCode.NONE, None)}
+    await c.wait_for_idle()
+    # RS = TRS + ORS in ZooKeeper, as Kafka writes it, and in memory.
+    moving = ReplicaAssignment((2, 3, 4, 1), adding=(4,), removing=(1,))
+    assert zk.topics["t"] == {0: (2, 3, 4, 1)} and zk.reassigning == {T0: moving}
+    assert await c.list_partition_reassignments(None) == {T0: moving}
+    # Leader epoch + 1 to every replica of RS; the new one creates its log.
+    assert lai(zk.states[T0]) == (1, 6, (1, 2, 3))
+    for b in (1, 2, 3, 4):
+        s = sender.leader_and_isr(b)[T0]
+        assert (s.leader, s.leader_epoch, s.replicas, s.is_new) == (1, 6, [2, 3, 4, 1], b == 4)
+    assert sender.stop_replicas(1) == []
+    # Not done while 4 is not in the ISR.
+    zk.set_state(T0, state(1, 6, (1, 2, 3)))
+    await c.wait_for_idle()
+    assert zk.reassigning == {T0: moving}
+    sender.clear()
+    # The leader adds 4 to the ISR: the move completes, and leadership leaves broker 1.
+    zk.set_state(T0, state(1, 6, (1, 2, 3, 4)))
+    await c.wait_for_idle()
+    assert zk.topics["t"] == {0: (2, 3, 4)} and zk.reassigning == {}
+    assert lai(zk.states[T0]) == (2, 8, (2, 3, 4))  # elected 2, then 1 left the ISR
+    assert sender.leader_and_isr(4)[T0].replicas == [2, 3, 4]
+    assert any(p.delete_partition for p in sender.stop_replicas(1))
+    assert sender.update_metadata(5)[T0].replicas == [2, 3, 4]
+    assert await c.list_partition_reassignments(None) == {}
+    assert zk.live_watches(f"state:{T0}") == 0
+
+
+async def test_reassignment_keeping_the_leader_bumps_its_epoch(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    await c.alter_partition_reassignments({T0: (1, 2)})  # shrink: nothing to add
+    await c.wait_for_idle()
+    # Every target replica is already in the ISR: done at once.
+    assert zk.topics["t"] == {0: (1, 2)} and zk.reassigning == {}
+    assert lai(zk.states[T0]) == (1, 7, (1, 2))
+    assert any(p.delete_partition for p in sender.stop_replicas(3))
+
+
+async def test_reassignment_refusals_change_nothing(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    sender.clear()
+    results = await c.alter_partition_reassignments(
+        {
+            T0: (2, 2, 3),
+            TopicPartition("t", 7): (1, 2),
+            TopicPartition("nope", 0): (1, 2),
+        }
+    )
+    assert results[T0][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert "Duplicate replica ids" in (results[T0][1] or "")
+    assert results[TopicPartition("t", 7)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert results[TopicPartition("nope", 0)][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    for target, words in (((1, 2, 9), "not alive"), ((), "Empty"), ((1, -1), "Invalid broker")):
+        (code, message) = (await c.alter_partition_reassignments({T0: target}))[T0]
+        assert code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and words in (message or "")
+    # Cancelling a partition that is not moving.
+    assert (await c.alter_partition_reassignments({T0: None}))[T0][0] == (
+        ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    )
+    await c.wait_for_idle()
+    assert zk.topics["t"] == {0: (1, 2, 3)} and zk.reassigning == {}
+    assert lai(zk.states[T0]) == (1, 5, (1, 2, 3)) and sender.sent == []
+
+
+async def test_cancelling_a_reassignment_reverts_to_the_original_replicas(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    await c.alter_partition_reassignments({T0: (2, 3, 4)})
+    await c.wait_for_idle()
+    sender.clear()
+    assert (await c.alter_partition_reassignments({T0: None}))[T0] == (ErrorCode.NONE, None)
+    await c.wait_for_idle()
+    # The original replicas, in the order RS holds them (Kafka's `originReplicas`: the
+    # znode keeps no other order), so the leader stays but the preferred replica may change.
+    assert zk.topics["t"] == {0: (2, 3, 1)} and zk.reassigning == {}
+    assert any(p.delete_partition for p in sender.stop_replicas(4))
+    assert zk.states[T0].leader == 1 and 4 not in zk.states[T0].isr
+    assert await c.list_partition_reassignments(None) == {}
+
+
+async def test_a_new_target_replaces_the_one_being_moved_to(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    await c.alter_partition_reassignments({T0: (1, 2, 4)})
+    await c.wait_for_idle()
+    sender.clear()
+    await c.alter_partition_reassignments({T0: (1, 2, 5)})
+    await c.wait_for_idle()
+    # From the original replicas to the new target; 4, no longer wanted, is deleted.
+    assert zk.reassigning == {T0: ReplicaAssignment((1, 2, 5, 3), adding=(5,), removing=(3,))}
+    assert any(p.delete_partition for p in sender.stop_replicas(4))
+    assert sender.leader_and_isr(5)[T0].is_new
+
+
+async def test_a_new_controller_resumes_a_reassignment(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3, 4)
+    existing_topic(zk, {0: (2, 3, 4, 1)}, p0=state(1, 6, (1, 2, 3)))
+    zk.reassigning[T0] = ReplicaAssignment((2, 3, 4, 1), adding=(4,), removing=(1,))
+    c = await start(2)
+    assert await c.list_partition_reassignments([T0]) == {T0: zk.reassigning[T0]}
+    # Resumed: the replicas get the full set again (with a new leader epoch).
+    assert sender.leader_and_isr(4)[T0].replicas == [2, 3, 4, 1]
+    zk.set_state(T0, state(1, 7, (1, 2, 3, 4), controller_epoch=1))
+    await c.wait_for_idle()
+    assert zk.topics["t"] == {0: (2, 3, 4)} and zk.reassigning == {}
+    assert zk.states[T0].leader == 2 and 1 not in zk.states[T0].isr
+
+
+async def test_reassignment_through_the_admin_znode(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    zk.request_reassignment({T0: (2, 3, 4), TopicPartition("t", 9): (1, 2)})
+    await c.wait_for_idle()
+    # The partition that cannot move leaves the znode; the other moves.
+    assert zk.reassign == {T0: (2, 3, 4)}
+    assert zk.reassigning[T0].adding == (4,)
+    zk.set_state(T0, state(1, 6, (1, 2, 3, 4)))
+    await c.wait_for_idle()
+    assert zk.reassign is None and zk.topics["t"] == {0: (2, 3, 4)}
+    # The API takes precedence over the znode for the same partition.
+    zk.request_reassignment({T0: (2, 3, 5)})
+    await c.wait_for_idle()
+    await c.alter_partition_reassignments({T0: (2, 3, 4, 1)})
+    await c.wait_for_idle()
+    assert zk.reassign is None
+
+
+async def test_reassignment_api_on_a_non_controller(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2)
+    zk.elect_other_controller(2)
+    c = await start(1)
+    with pytest.raises(NotControllerError):
+        await c.alter_partition_reassignments({T0: (1, 2)})
+    with pytest.raises(NotControllerError):
+        await c.list_partition_reassignments(None)
+
+
+async def test_deleting_a_topic_waits_for_its_reassignment(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    c = await moving_cluster(zk, start)
+    await c.alter_partition_reassignments({T0: (2, 3, 4)})
+    await c.wait_for_idle()
+    sender.clear()
+    zk.request_deletion("t")
+    await c.wait_for_idle()
+    assert not any(p.delete_partition for b in (1, 2, 3, 4) for p in sender.stop_replicas(b))
+    zk.set_state(T0, state(1, 6, (1, 2, 3, 4)))
+    await c.wait_for_idle()
+    # The move finished, then the deletion started.
+    assert all(any(p.delete_partition for p in sender.stop_replicas(b)) for b in (2, 3, 4))

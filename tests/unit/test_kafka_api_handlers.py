@@ -108,6 +108,17 @@ class FakeController:
         """Every preferred replica leads already."""
         return dict.fromkeys(partitions, ApiError(ErrorCode.ELECTION_NOT_NEEDED, "not needed"))
 
+    async def alter_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """The samples move a partition to broker 7, which this cluster lacks."""
+        return dict.fromkeys(reassignments, (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "no broker 7"))
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, Any]:
+        return {}  # nothing moving
+
 
 class FakeApis:
     """Canned answers of BrokerServices (and its admin manager) for whatever the request
@@ -474,6 +485,15 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
             assert int(response.error_code) == ErrorCode.UNKNOWN_SERVER_ERROR
             expected = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
         assert results == [(SAMPLE_TOPIC, 7, *expected)]
+    elif api_key == 45:
+        assert int(response.error_code) == ErrorCode.NONE
+        assert [
+            (t.name, p.partition_index, int(p.error_code), p.error_message)
+            for t in response.responses
+            for p in t.partitions
+        ] == [(SAMPLE_TOPIC, 7, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "no broker 7")]
+    elif api_key == 46:
+        assert (int(response.error_code), response.topics) == (ErrorCode.NONE, ())
     elif api_key in (17, 36):
         # Outside a SASL listener's exchange (here: no connection at all).
         assert int(response.error_code) == ErrorCode.ILLEGAL_SASL_STATE

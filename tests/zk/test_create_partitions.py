@@ -99,10 +99,10 @@ def metadata_with(topic: str, partitions: int) -> UpdateMetadataRequest:
 
 def test_conditional_assignment_write(zk_client: ZkClient) -> None:
     topic_id = zk_client.create_topic("t", {0: [1, 2]})
-    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id)
+    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id, ())
     assert zk_client.set_topic_assignment("t", {0: [1, 2], 1: [2, 1]}, 0, topic_id) == 1
     # Adding partitions keeps the topic's id.
-    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2), 1: (2, 1)}, 1, topic_id)
+    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2), 1: (2, 1)}, 1, topic_id, ())
     assert zk_client.get_assignment("t") == {0: (1, 2), 1: (2, 1)}
     with pytest.raises(ZkBadVersionError):
         zk_client.set_topic_assignment("t", {0: [1, 2], 1: [2, 3]}, 0)  # stale
@@ -199,7 +199,7 @@ async def test_validate_only_writes_nothing(zk_client: ZkClient) -> None:
     assert ok == {"t": (0, None)}
     bad = await create_partitions(api, NewPartitions("t", 1), validate_only=True)
     assert bad["t"][0] == ErrorCode.INVALID_PARTITIONS
-    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id)
+    assert zk_client.get_assignment_and_version("t") == ({0: (1, 2)}, 0, topic_id, ())
 
 
 async def test_errors_per_topic_with_kafkas_codes_and_messages(zk_client: ZkClient) -> None:

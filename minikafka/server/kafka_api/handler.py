@@ -28,6 +28,7 @@ from minikafka.server.kafka_api.metadata import MetadataApis
 from minikafka.server.kafka_api.model import read, write
 from minikafka.server.kafka_api.produce import ProduceApis
 from minikafka.server.kafka_api.producer_ids import ProducerIdApis
+from minikafka.server.kafka_api.reassignments import ReassignmentApis
 from minikafka.server.kafka_api.registry import (
     ApiFamily,
     EncodedResponse,
@@ -56,6 +57,7 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     ScramApis,
     AclApis,
     ElectionApis,
+    ReassignmentApis,
 )
 
 # api key -> (min, max): every API the broker serves on its client listeners. The minimum
@@ -101,6 +103,7 @@ class KafkaApiHandler:
             ScramApis(apis),
             AclApis(apis),
             ElectionApis(apis),
+            ReassignmentApis(apis),
         ]
         assert [type(f) for f in families] == list(FAMILIES)
         self._routes: dict[int, Route] = {

@@ -1,0 +1,432 @@
+"""Partition reassignment (KIP-455) on a real cluster, driven by an unmodified Kafka client
+(kafka-python's KafkaAdminClient: AlterPartitionReassignments, ListPartitionReassignments)
+and by the older `/admin/reassign_partitions` znode.
+
+The cluster grows from three brokers to four in the first test and stays at four for the
+others. A move in the middle is made to stay in the middle by pausing (SIGSTOP) the broker
+that must catch up, so that a controller or leader can be killed while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import TopicPartition as KTopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import (
+    InvalidReplicationAssignmentError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
+
+from minikafka.client.kafka_wire import KafkaConnection
+from minikafka.cluster import LocalCluster
+from minikafka.common import TopicPartition
+from tests.cluster.conftest import started_cluster, wait_until
+from tests.cluster.helpers import (
+    admin_client,
+    create_topic,
+    producing,
+    read_records,
+    send_values,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+MIN_INSYNC = 2
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with started_cluster(
+        tmp_path_factory.mktemp("reassign"),
+        # Leadership stays where the tests put it.
+        {"auto.leader.rebalance.enable": "false", "min.insync.replicas": str(MIN_INSYNC)},
+    ) as c:
+        yield c
+
+
+@pytest.fixture
+def admin(cluster: LocalCluster) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=30000)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def four_brokers(cluster: LocalCluster) -> None:
+    if 4 not in cluster.broker_ids or not cluster.is_alive(4):
+        cluster.start_broker(4)
+    for b in cluster.broker_ids:
+        if not cluster.is_alive(b):
+            cluster.start_broker(b)
+    cluster.wait_for_metadata(cluster.broker_ids, 60)
+
+
+def create(cluster: LocalCluster, topic: str, assignment: dict[int, list[int]]) -> None:
+    asyncio.run(create_topic(cluster, topic, -1, -1, assignment=assignment))
+
+
+def tps(topic: str, n: int) -> list[TopicPartition]:
+    return [TopicPartition(topic, p) for p in range(n)]
+
+
+def ktp(tp: TopicPartition) -> KTopicPartition:
+    return KTopicPartition(tp.topic, tp.partition)
+
+
+def assignment(cluster: LocalCluster, topic: str) -> dict[int, tuple[int, ...]]:
+    got = cluster.zk_client().get_assignment(topic)
+    assert got is not None
+    return got
+
+
+def moving(admin: KafkaAdminClient) -> dict[KTopicPartition, dict[str, list[int]]]:
+    result: dict[KTopicPartition, dict[str, list[int]]] = admin.list_partition_reassignments()
+    return result
+
+
+def wait_until_moved(cluster: LocalCluster, targets: dict[TopicPartition, list[int]]) -> None:
+    def done() -> bool:
+        zk = cluster.zk_client()
+        states = zk.get_partition_states(list(targets))
+        for tp, target in targets.items():
+            got = zk.get_assignment(tp.topic)
+            if got is None or got[tp.partition] != tuple(target):
+                return False
+            if set(states[tp].isr) != set(target) or states[tp].leader not in target:
+                return False
+        return True
+
+    wait_until(done, 90, f"reassignments {targets}")
+    assert not any(tp in moving_at_controller(cluster) for tp in targets)
+
+
+def alter_at_controller(
+    cluster: LocalCluster, targets: dict[TopicPartition, list[int] | None]
+) -> dict[TopicPartition, int]:
+    """AlterPartitionReassignments straight to the controller: a client that looks for the
+    controller may ask a paused broker first and wait out its request timeout."""
+    from kio.schema.alter_partition_reassignments.v0.request import (
+        AlterPartitionReassignmentsRequest,
+        ReassignablePartition,
+        ReassignableTopic,
+    )
+    from kio.schema.types import BrokerId, TopicName
+    from kio.static.primitive import i32
+
+    topics: dict[str, list[ReassignablePartition]] = {}
+    for tp, target in targets.items():
+        topics.setdefault(tp.topic, []).append(
+            ReassignablePartition(
+                partition_index=i32(tp.partition),
+                replicas=None if target is None else tuple(BrokerId(b) for b in target),
+            )
+        )
+    request = AlterPartitionReassignmentsRequest(
+        topics=tuple(
+            ReassignableTopic(name=TopicName(t), partitions=tuple(ps)) for t, ps in topics.items()
+        )
+    )
+
+    response = call_controller(cluster, request)
+    return {
+        TopicPartition(t.name, p.partition_index): int(p.error_code)
+        for t in response.responses
+        for p in t.partitions
+    }
+
+
+def moving_at_controller(cluster: LocalCluster) -> dict[TopicPartition, list[list[int]]]:
+    """ListPartitionReassignments straight to the controller: [replicas, adding, removing]
+    of each partition being moved."""
+    from kio.schema.list_partition_reassignments.v0.request import (
+        ListPartitionReassignmentsRequest,
+    )
+
+    response = call_controller(cluster, ListPartitionReassignmentsRequest(topics=None))
+    return {
+        TopicPartition(t.name, p.partition_index): [
+            list(p.replicas),
+            list(p.adding_replicas),
+            list(p.removing_replicas),
+        ]
+        for t in response.topics
+        for p in t.partitions
+    }
+
+
+def call_controller(cluster: LocalCluster, request: Any) -> Any:
+    controller = cluster.zk_client().get_controller_id()
+    assert controller is not None
+
+    async def call() -> object:
+        conn = KafkaConnection(*cluster.broker_address(controller), client_id="test")
+        try:
+            return await conn.call(request, 30)
+        finally:
+            await conn.close()
+
+    response: Any = asyncio.run(call())
+    assert response.error_code == 0, response
+    return response
+
+
+def replica_dir(cluster: LocalCluster, broker_id: int, tp: TopicPartition) -> Path:
+    return cluster.log_dir(broker_id) / f"{tp.topic}-{tp.partition}"
+
+
+class AcksAllProducer:
+    """Writes numbered records with acks=all until stopped; keeps what was acknowledged."""
+
+    def __init__(self, servers: str, topic: str) -> None:
+        self.topic = topic
+        self.acknowledged: set[bytes] = set()
+        self.failed = 0
+        self._servers = servers
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> AcksAllProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def wait_for(self, count: int) -> None:
+        wait_until(lambda: len(self.acknowledged) >= count, 60, f"{count} acknowledged")
+
+    def _run(self) -> None:
+        with producing(self._servers, {"linger.ms": 2, "message.timeout.ms": 60000}) as p:
+            n = 0
+            while not self._stop.is_set():
+                value = f"record-{n}".encode()
+                n += 1
+
+                def report(err: object, msg: object, value: bytes = value) -> None:
+                    if err is None:
+                        self.acknowledged.add(value)
+                    else:
+                        self.failed += 1
+
+                p.produce(self.topic, value, on_delivery=report)
+                p.poll(0.002)
+            p.flush(60)
+
+
+class IsrWatcher:
+    """Samples the ISR of some partitions in ZooKeeper every few milliseconds."""
+
+    def __init__(self, cluster: LocalCluster, partitions: list[TopicPartition]) -> None:
+        self.smallest = 99
+        self._zk = cluster.zk_client()
+        self._partitions = partitions
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> IsrWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for state in self._zk.get_partition_states(self._partitions).values():
+                self.smallest = min(self.smallest, len(state.isr))
+            time.sleep(0.01)
+
+
+def test_grow_to_four_brokers_and_move_half_the_partitions_while_writing(
+    cluster: LocalCluster, admin: KafkaAdminClient
+) -> None:
+    topic = "grow"
+    original = {p: [1 + (p + i) % 3 for i in range(3)] for p in range(6)}
+    create(cluster, topic, original)
+    # Half the partitions get broker 4 in place of their preferred leader.
+    targets = {TopicPartition(topic, p): [4, *original[p][1:]] for p in range(3)}
+    with AcksAllProducer(cluster.bootstrap_servers, topic) as producer:
+        producer.wait_for(500)
+        cluster.start_broker(4)
+        cluster.wait_for_metadata(cluster.broker_ids, 60)
+        with IsrWatcher(cluster, tps(topic, 6)) as isr:
+            results = admin.alter_partition_reassignments(
+                {ktp(tp): target for tp, target in targets.items()}
+            )
+            assert results == dict.fromkeys((ktp(tp) for tp in targets), None)
+            # What is still moving when asked (a move may be done already) is listed as
+            # Kafka lists it.
+            listed = moving(admin)
+            assert set(listed) <= {ktp(tp) for tp in targets}
+            for tp, target in targets.items():
+                removed = original[tp.partition][0]
+                assert listed.get(ktp(tp), {}) in (
+                    {},
+                    {
+                        "replicas": [*target, removed],
+                        "adding_replicas": [4],
+                        "removing_replicas": [removed],
+                    },
+                )
+            wait_until_moved(cluster, targets)
+        acknowledged_during = len(producer.acknowledged)
+        producer.wait_for(acknowledged_during + 500)
+    assert isr.smallest >= MIN_INSYNC
+    assert assignment(cluster, topic) == {
+        p: tuple(targets[TopicPartition(topic, p)]) if p < 3 else tuple(original[p])
+        for p in range(6)
+    }
+    # Nothing acknowledged is lost, and nothing is read twice.
+    records = read_records(cluster.bootstrap_servers, topic, timeout=60)
+    values = [r.value for r in records]
+    assert len(values) == len(set(values))
+    assert producer.acknowledged <= set(values)
+    # The new replicas hold the data; the replaced ones deleted theirs.
+    for tp in targets:
+        assert replica_dir(cluster, 4, tp).is_dir()
+    gone = [replica_dir(cluster, original[tp.partition][0], tp) for tp in targets]
+    wait_until(lambda: not any(d.exists() for d in gone), 30, "the replaced replicas deleted")
+    # Every broker's metadata has the new replicas.
+    md = admin_client(cluster.bootstrap_servers).list_topics(topic, timeout=30)
+    for tp, target in targets.items():
+        assert sorted(md.topics[topic].partitions[tp.partition].replicas) == sorted(target)
+
+
+def test_bad_reassignments_are_refused_and_change_nothing(
+    cluster: LocalCluster, admin: KafkaAdminClient
+) -> None:
+    four_brokers(cluster)
+    topic = "refused"
+    create(cluster, topic, {0: [1, 2]})
+    tp = KTopicPartition(topic, 0)
+    results = admin.alter_partition_reassignments(
+        {tp: [1, 9], KTopicPartition(topic, 5): [1, 2], KTopicPartition("nope", 0): [1, 2]}
+    )
+    assert results[tp] is InvalidReplicationAssignmentError
+    assert results[KTopicPartition(topic, 5)] is UnknownTopicOrPartitionError
+    assert results[KTopicPartition("nope", 0)] is UnknownTopicOrPartitionError
+    assert admin.alter_partition_reassignments({tp: [2, 2]}) == {
+        tp: InvalidReplicationAssignmentError
+    }
+    # Cancelling what is not moving.
+    assert admin.alter_partition_reassignments({tp: None}) == {tp: NoReassignmentInProgressError}
+    assert assignment(cluster, topic) == {0: (1, 2)} and moving(admin) == {}
+
+
+def test_the_controller_killed_in_the_middle_of_a_reassignment(
+    cluster: LocalCluster, admin: KafkaAdminClient
+) -> None:
+    four_brokers(cluster)
+    controller = cluster.zk_client().get_controller_id()
+    assert controller is not None
+    others = [b for b in cluster.broker_ids if b != controller]
+    # The partition moves from (controller, a) to (a, b); b must catch up.
+    a, b = others[0], others[1]
+    topic = "mid-controller"
+    create(cluster, topic, {0: [controller, a]})
+    send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(2000)])
+    tp = TopicPartition(topic, 0)
+    cluster.pause(b)  # b cannot catch up: the move stays in the middle
+    try:
+        assert alter_at_controller(cluster, {tp: [a, b]}) == {tp: 0}
+        moving_znode = cluster.zk_client().get_full_assignments([topic])[topic][0]
+        assert (moving_znode.replicas, moving_znode.adding, moving_znode.removing) == (
+            (a, b, controller),
+            (b,),
+            (controller,),
+        )
+        cluster.kill(controller)
+        # A new controller is elected, and resumes the move from ZooKeeper.
+        wait_until(
+            lambda: cluster.zk_client().get_controller_id() not in (None, controller),
+            60,
+            "a new controller",
+        )
+    finally:
+        cluster.resume(b)
+    wait_until_moved(cluster, {tp: [a, b]})
+    values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
+    assert values == [b"%d" % i for i in range(2000)]
+    four_brokers(cluster)
+
+
+def test_the_leader_killed_in_the_middle_of_a_reassignment(
+    cluster: LocalCluster, admin: KafkaAdminClient
+) -> None:
+    four_brokers(cluster)
+    controller = cluster.zk_client().get_controller_id()
+    others = [b for b in cluster.broker_ids if b != controller]
+    leader, stays, adding = others
+    topic = "mid-leader"
+    create(cluster, topic, {0: [leader, stays]})
+    send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(2000)])
+    tp = TopicPartition(topic, 0)
+    cluster.pause(adding)
+    try:
+        assert alter_at_controller(cluster, {tp: [stays, adding]}) == {tp: 0}
+        cluster.kill(leader)
+        wait_until(
+            lambda: cluster.zk_client().get_partition_states([tp])[tp].leader == stays,
+            60,
+            "the surviving replica to lead",
+        )
+    finally:
+        cluster.resume(adding)
+    wait_until_moved(cluster, {tp: [stays, adding]})
+    values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
+    assert values == [b"%d" % i for i in range(2000)]
+    four_brokers(cluster)
+
+
+def test_cancel_in_the_middle_reverts_to_the_original_replicas(
+    cluster: LocalCluster, admin: KafkaAdminClient
+) -> None:
+    four_brokers(cluster)
+    controller = cluster.zk_client().get_controller_id()
+    a, b, adding = [x for x in cluster.broker_ids if x != controller]
+    topic = "cancelled"
+    create(cluster, topic, {0: [a, b]})
+    send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(100)])
+    tp = TopicPartition(topic, 0)
+    cluster.pause(adding)
+    try:
+        assert alter_at_controller(cluster, {tp: [a, adding]}) == {tp: 0}
+        assert assignment(cluster, topic) == {0: (a, adding, b)}
+        assert moving_at_controller(cluster) == {tp: [[a, adding, b], [adding], [b]]}
+        assert alter_at_controller(cluster, {tp: None}) == {tp: 0}
+        assert set(assignment(cluster, topic)[0]) == {a, b}
+    finally:
+        cluster.resume(adding)
+    assert moving_at_controller(cluster) == {}
+    # The broker that was to catch up is told to delete the replica it started.
+    wait_until(lambda: not replica_dir(cluster, adding, tp).exists(), 30, "the replica deleted")
+    state = cluster.zk_client().get_partition_states([tp])[tp]
+    assert set(state.isr) == {a, b}
+    values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
+    assert values == [b"%d" % i for i in range(100)]
+
+
+def test_a_reassignment_written_to_zookeeper(
+    cluster: LocalCluster, admin: KafkaAdminClient
+) -> None:
+    four_brokers(cluster)
+    topic = "through-zk"
+    create(cluster, topic, {0: [1, 2], 1: [2, 3]})
+    send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(100)])
+    zk = cluster.zk_client()
+    targets = {TopicPartition(topic, 0): [3, 4], TopicPartition(topic, 1): [2, 3, 4]}
+    zk.create_partition_reassignment(targets)
+    wait_until_moved(cluster, targets)
+    # Done: the controller deletes the znode.
+    wait_until(lambda: zk.get_partition_reassignment() is None, 30, "the znode deleted")
