@@ -7,7 +7,11 @@
    before the kill (metadata known, connected);
 2. controlled shutdown (SIGTERM → process exit) of a broker leading 100 partitions;
 3. creation of a 1,000-partition RF=3 topic until every partition has a leader;
-4. stopping the whole cluster (`cluster down`: every broker closes cleanly, then
+4. a preferred leader election (ElectLeaders, confluent-kafka's elect_leaders) of those
+   1,000 partitions after one broker restarted (its leaderships moved away on its
+   controlled shutdown and stay away: no automatic rebalance), from the request until
+   every broker's metadata shows every partition led by its preferred replica;
+5. stopping the whole cluster (`cluster down`: every broker closes cleanly, then
    ZooKeeper) with those 1,100 partitions on it.
 
 Usage: .venv/bin/python scripts/bench_cluster.py [--runs 5] [--data-dir DIR]
@@ -26,11 +30,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import ElectionType, KafkaError, KafkaException, Message, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin, new_producer
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
@@ -157,6 +163,57 @@ async def create_big_topic(cluster: LocalCluster, partitions: int) -> float:
     return time.monotonic() - started
 
 
+async def preferred_everywhere(cluster: LocalCluster, topic: str) -> bool:
+    """Every partition of `topic` led by its first replica in every broker's Metadata."""
+    for b in cluster.broker_ids:
+        conn = KafkaConnection(*cluster.broker_address(b), client_id="bench-cluster")
+        try:
+            meta = await conn.call(metadata_request([topic]), timeout_s=30)
+        finally:
+            await conn.close()
+        for t in meta.topics:
+            if any(p.leader_id != p.replica_nodes[0] for p in t.partitions):
+                return False
+    return True
+
+
+async def preferred_election_after_restart(
+    cluster: LocalCluster, topic: str, partitions: int
+) -> tuple[float, int]:
+    """Seconds from ElectLeaders(PREFERRED, every partition of `topic`) until every broker's
+    metadata shows each partition led by its preferred replica, after a broker restart; and
+    how many partitions the election moved (those whose preferred replica restarted)."""
+    bounced = cluster.broker_ids[-1]
+    cluster.restart(bounced, timeout=120)
+    zk = cluster.zk_client()
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    assignment = zk.get_assignment(topic) or {}
+    # A preferred replica leads again only once back in the ISR (caught up), as in Kafka.
+    wait(
+        lambda: all(len(st.isr) == 3 for st in zk.get_partition_states(tps).values()),
+        300,
+        f"broker {bounced} back in every ISR of {topic}",
+    )
+    states = zk.get_partition_states(tps)
+    moved = [tp for tp, st in states.items() if st.leader != assignment[tp.partition][0]]
+    assert moved, f"no partition of {topic} lost its preferred leader when {bounced} restarted"
+    admin = new_admin(client_config(cluster.bootstrap_servers, QUIET))
+    asked = [KafkaTopicPartition(topic, p) for p in range(partitions)]
+    started = time.monotonic()
+    results = await asyncio.wrap_future(admin.elect_leaders(ElectionType.PREFERRED, asked))
+    failed = {
+        tp: e
+        for tp, e in results.items()
+        if e is not None and e.code() != KafkaError.ELECTION_NOT_NEEDED
+    }
+    assert not failed, f"elections failed: {failed}"
+    while not await preferred_everywhere(cluster, topic):
+        if time.monotonic() - started > 300:
+            raise TimeoutError("preferred leaders not in every broker's metadata after 300 s")
+        await asyncio.sleep(0.02)
+    return time.monotonic() - started, len(moved)
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
@@ -185,6 +242,7 @@ async def main() -> None:
         failover = await failover_runs(cluster, args.runs)
         shutdown_s, n = await controlled_shutdown(cluster, 100)
         big_s = await create_big_topic(cluster, 1000)
+        election_s, elected = await preferred_election_after_restart(cluster, "big", 1000)
         started = time.monotonic()
         cluster.stop(timeout=120)
         whole_stop_s = time.monotonic() - started
@@ -201,6 +259,8 @@ async def main() -> None:
         "failover_median_seconds": statistics.median(failover),
         "controlled_shutdown_100_leaders_seconds": shutdown_s,
         "create_1000_partitions_rf3_seconds": big_s,
+        "preferred_election_1000_partitions_seconds": election_s,
+        "preferred_election_partitions_moved": elected,
         "whole_cluster_stop_seconds": whole_stop_s,
     }
     table = Table(title="minikafka cluster core")
@@ -214,6 +274,11 @@ async def main() -> None:
     )
     table.add_row(f"controlled shutdown, broker leading {n} partitions", f"{shutdown_s:.2f} s")
     table.add_row("create topic 1,000 partitions RF=3, all leaders elected", f"{big_s:.2f} s")
+    table.add_row(
+        "preferred election of the 1,000 partitions after a broker restart, "
+        "in every broker's metadata",
+        f"{election_s:.2f} s  ({elected} moved)",
+    )
     table.add_row(
         "stop the whole cluster (clean close of every broker, ZooKeeper)", f"{whole_stop_s:.2f} s"
     )

@@ -143,11 +143,12 @@ def _load_command_config(
     return value
 
 
-def command_config_option(fn: F) -> F:
-    """--command-config, which the command does not get: it sets the process's client
-    security settings, which every client the command makes takes."""
-    decorator = click.option(
-        "--command-config",
+def _config_file_option(flag: str) -> Callable[[F], F]:
+    """A client properties file option (`--command-config`, or `--admin.config` as
+    kafka-leader-election.sh names it), which the command does not get: it sets the
+    process's client security settings, which every client the command makes takes."""
+    return click.option(
+        flag,
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
         callback=_load_command_config,
         expose_value=False,
@@ -161,22 +162,36 @@ def command_config_option(fn: F) -> F:
         "command bootstrapping from the running local cluster by default takes that "
         "cluster's client settings.",
     )
-    return decorator(fn)
 
 
-def bootstrap_server_option(fn: F) -> F:
-    """--bootstrap-server, and --command-config with it."""
+def command_config_option(fn: F) -> F:
+    """--command-config (see `_config_file_option`)."""
+    return _config_file_option("--command-config")(fn)
+
+
+def _bootstrap_option(fn: F) -> F:
     decorator = click.option(
         "--bootstrap-server",
         "bootstrap_server",
         default=None,
         callback=_check_bootstrap,
         metavar="HOST:PORT[,HOST:PORT]",
-        help="Brokers to bootstrap from. Default: --command-config's bootstrap.servers, else "
-        "every broker of the running local cluster (`minikafka cluster up`'s default data "
-        f"dir), else ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP}.",
+        help="Brokers to bootstrap from. Default: the client properties file's "
+        "bootstrap.servers, else every broker of the running local cluster (`minikafka "
+        f"cluster up`'s default data dir), else ${BOOTSTRAP_ENV}, else {DEFAULT_BOOTSTRAP}.",
     )
-    return decorator(command_config_option(fn))
+    return decorator(fn)
+
+
+def bootstrap_server_option(fn: F) -> F:
+    """--bootstrap-server, and --command-config with it."""
+    return _bootstrap_option(command_config_option(fn))
+
+
+def bootstrap_server_admin_config_option(fn: F) -> F:
+    """--bootstrap-server, and --admin.config with it (kafka-leader-election.sh's name for
+    the client properties file)."""
+    return _bootstrap_option(_config_file_option("--admin.config")(fn))
 
 
 def parse_key_values(values: Iterable[str], option: str) -> dict[str, str]:

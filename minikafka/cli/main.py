@@ -16,6 +16,7 @@ from minikafka.cli.configs import configs
 from minikafka.cli.consume import consume
 from minikafka.cli.consumer_groups import consumer_groups
 from minikafka.cli.dump_log import dump_log
+from minikafka.cli.leader_election import leader_election
 from minikafka.cli.perf import perf
 from minikafka.cli.pipeline import pipeline
 from minikafka.cli.produce import produce
@@ -50,6 +51,7 @@ cli.add_command(configs)
 cli.add_command(acls)
 cli.add_command(replicas)
 cli.add_command(reassign_partitions)
+cli.add_command(leader_election)
 cli.add_command(chaos)
 cli.add_command(perf)
 cli.add_command(pipeline)

@@ -139,11 +139,19 @@ class WatchedAdmin:
 
     poll_s = 0.25
 
-    def __init__(self, bootstrap_server: str, error: type[Exception], timeout_s: float) -> None:
+    def __init__(
+        self,
+        bootstrap_server: str,
+        error: type[Exception],
+        timeout_s: float,
+        props: Mapping[str, Any] | None = None,
+    ) -> None:
         self._down = AllBrokersDown()
         self._error = error
         self.timeout_s = timeout_s  # what a command allows a call (it sets the deadlines)
-        config = client_config(bootstrap_server, {"error_cb": self._down, **quiet_log_config()})
+        config = client_config(
+            bootstrap_server, {"error_cb": self._down, **quiet_log_config(), **(props or {})}
+        )
         self.client: AdminClient = new_admin(config)
 
     def wait(self, future: Future[T], deadline: float) -> T:

@@ -17,7 +17,8 @@ and the ISR change notifications (§8.5). The rest is one job per module, as Kaf
 - brokers starting, dying, bouncing: `broker_changes.py`;
 - new topics and partitions added to topics: `topic_changes.py`;
 - topic deletion: `topic_deletion.py`;
-- preferred replica elections, by an admin or the imbalance check: `preferred_replica_election.py`;
+- preferred replica elections, by an admin or the imbalance check, and an admin's
+  ElectLeaders (preferred or unclean): `preferred_replica_election.py`;
 - partition reassignment (KIP-455): `reassignment.py`;
 - controlled shutdown: `controlled_shutdown.py`.
 """
@@ -42,6 +43,7 @@ from minikafka.controller.context import ControllerContext, format_partitions
 from minikafka.controller.controlled_shutdown import do_controlled_shutdown
 from minikafka.controller.event_manager import ControllerEventManager
 from minikafka.controller.events import (
+    ApiError,
     ApiPartitionReassignment,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
@@ -56,6 +58,7 @@ from minikafka.controller.events import (
     PreferredReplicaLeaderElection,
     Reelect,
     RegisterBrokerAndReelect,
+    ReplicaLeaderElection,
     Startup,
     TopicChange,
     TopicDeletion,
@@ -73,6 +76,7 @@ from minikafka.controller.topic_deletion import TopicDeletionManager
 from minikafka.controller.zk_store import ControllerZkStore, WatchHandle
 from minikafka.protocol.errors import ErrorCode, KafkaError, NotControllerError
 from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
+from minikafka.rules.election import ElectionType
 from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.zk.client import ControllerMovedError, ZkError
 
@@ -227,6 +231,18 @@ class KafkaController:
         self._enqueue(event)
         return await event.result
 
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition], election_type: ElectionType
+    ) -> dict[TopicPartition, int | ApiError]:
+        """An admin's ElectLeaders (KIP-460), on the event task: each partition's new leader,
+        or its error. NotControllerError if this broker is not (or stops being) the
+        controller before the event is processed."""
+        if not self._active or self._event_manager.is_closed:
+            raise NotControllerError(f"broker {self.broker_id} is not the controller")
+        event = ReplicaLeaderElection(frozenset(partitions), election_type)
+        self._enqueue(event)
+        return await event.result
+
     async def alter_partition_reassignments(
         self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
     ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
@@ -301,6 +317,14 @@ class KafkaController:
             remaining = await self._process_controlled_shutdown(event.broker_id, event.broker_epoch)
             if not event.result.done():
                 event.result.set_result(remaining)
+        elif isinstance(event, ReplicaLeaderElection):
+            if not self._active:
+                raise NotControllerError("This is not the correct controller for this cluster.")
+            elections = await self._preferred_replica_election.process_admin_replica_election(
+                event.partitions, event.election_type
+            )
+            if not event.result.done():
+                event.result.set_result(elections)
         elif isinstance(event, ApiPartitionReassignment | ListPartitionReassignments):
             if not self._active:
                 raise NotControllerError("This is not the correct controller for this cluster.")

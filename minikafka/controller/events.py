@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
+from minikafka.rules.election import ElectionType
 from minikafka.rules.reassignment import ReplicaAssignment
 
 
@@ -156,7 +157,37 @@ class ControlledShutdown(ControllerEvent):
             self.result.set_exception(error)
 
 
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """A partition's error in an API's answer: Kafka's `ApiError`."""
+
+    code: ErrorCode
+    message: str | None = None
+
+
+@dataclass(repr=False)
+class ReplicaLeaderElection(ControllerEvent):
+    """An admin's ElectLeaders (Kafka's ReplicaLeaderElection triggered by the admin client):
+    `result` gets, for each partition asked, the leader elected or why none was."""
+
+    partitions: frozenset[TopicPartition]
+    election_type: ElectionType
+    result: asyncio.Future[dict[TopicPartition, int | ApiError]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplicaLeaderElection({self.election_type.name}, {len(self.partitions)} partitions)"
+        )
+
+    def fail(self, error: Exception) -> None:
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
 __all__ = [
+    "ApiError",
     "ApiPartitionReassignment",
     "AutoPreferredReplicaLeaderElection",
     "BrokerChange",
@@ -171,6 +202,7 @@ __all__ = [
     "PreferredReplicaLeaderElection",
     "Reelect",
     "RegisterBrokerAndReelect",
+    "ReplicaLeaderElection",
     "Startup",
     "TopicChange",
     "TopicDeletion",

@@ -41,6 +41,10 @@ class PartitionLeaderElectionStrategy(Enum):
     """Kafka's `PartitionLeaderElectionStrategy`."""
 
     OFFLINE = "offline"
+    # Kafka's OfflinePartitionLeaderElectionStrategy(allowUnclean = true): an admin's UNCLEAN
+    # ElectLeaders, which may elect a replica outside the ISR whatever the topic's
+    # unclean.leader.election.enable says.
+    OFFLINE_ALLOW_UNCLEAN = "offline (unclean allowed)"
     REASSIGN = "reassign partition"
     PREFERRED = "preferred"
     CONTROLLED_SHUTDOWN = "controlled shutdown"
@@ -265,6 +269,8 @@ class PartitionStateMachine:
         replicas = ctx.partition_replicas(tp)
         live = ctx.live_broker_ids
         live_replicas = [r for r in replicas if r in live]
+        if strategy is PartitionLeaderElectionStrategy.OFFLINE_ALLOW_UNCLEAN:
+            return offline_partition_election(replicas, state.isr, live, True), live_replicas
         if strategy is PartitionLeaderElectionStrategy.OFFLINE:
             result = offline_partition_election(replicas, state.isr, live, False)
             if result is None and await self._unclean_leader_election_enabled(

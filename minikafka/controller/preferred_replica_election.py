@@ -1,10 +1,14 @@
-"""Preferred replica elections: leadership back to each partition's first assigned replica
-(design §8.2).
+"""Replica leader elections an admin or the controller asks for (design §8.2, §8.9).
 
-Asked for by an admin through `/admin/preferred_replica_election` (Kafka's
+Preferred elections move leadership back to each partition's first assigned replica. They
+are asked for by an admin through `/admin/preferred_replica_election` (Kafka's
 `processReplicaLeaderElection` for that znode), or by the controller's own leader-imbalance
 check (Kafka's `checkAndTriggerAutoLeaderRebalance`, every
 `leader.imbalance.check.interval.seconds`; which partitions: `rebalance.py`).
+
+An admin's ElectLeaders (KIP-460) asks for preferred or unclean elections of the partitions
+it names, and gets each partition's outcome (Kafka's `processReplicaLeaderElection` triggered
+by the admin client).
 """
 
 from __future__ import annotations
@@ -14,12 +18,21 @@ from collections.abc import Iterable
 
 from minikafka.common import TopicPartition
 from minikafka.controller.context import format_partitions
+from minikafka.controller.events import ApiError
 from minikafka.controller.partition_state_machine import (
     PartitionLeaderElectionStrategy,
     PartitionStateMachine,
 )
 from minikafka.controller.parts import ControllerParts
+from minikafka.protocol.errors import ErrorCode
+from minikafka.rules.election import ElectionType, election_needed
 from minikafka.rules.rebalance import partitions_to_rebalance
+
+# Kafka's names of the strategies, which its ElectLeaders' error messages quote.
+_KAFKA_STRATEGY_NAMES = {
+    ElectionType.PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
+    ElectionType.UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)",
+}
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +97,72 @@ class PreferredReplicaElectionProcessor:
             ctx.sorted_partitions(set(electable)), PartitionLeaderElectionStrategy.PREFERRED
         )
         self._batch.send_requests_to_brokers(ctx.epoch)
+
+    async def process_admin_replica_election(
+        self, partitions: Iterable[TopicPartition], election_type: ElectionType
+    ) -> dict[TopicPartition, int | ApiError]:
+        """Kafka's `processReplicaLeaderElection` for an admin's ElectLeaders: each
+        partition's new leader, or why it got none. Unknown partitions get
+        UNKNOWN_TOPIC_OR_PARTITION, those of topics being deleted INVALID_TOPIC_EXCEPTION,
+        those whose leader is already valid ELECTION_NOT_NEEDED; an election that finds no
+        eligible replica PREFERRED_LEADER_NOT_AVAILABLE (the preferred replica is not live
+        or not in the ISR) or ELIGIBLE_LEADERS_NOT_AVAILABLE (no live replica)."""
+        ctx = self._context
+        results: dict[TopicPartition, int | ApiError] = {}
+        electable: list[TopicPartition] = []
+        live = ctx.live_broker_ids
+        for tp in partitions:
+            if not ctx.has_partition(tp):
+                results[tp] = ApiError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+                )
+            elif ctx.is_topic_queued_for_deletion(tp.topic):
+                results[tp] = ApiError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is being deleted"
+                )
+            else:
+                leadership = ctx.partition_leadership.get(tp)
+                # A partition without a state yet has no leader: the election reads its
+                # state znode, and fails if there is none.
+                leader = -1 if leadership is None else leadership.leader
+                if election_needed(election_type, ctx.partition_replicas(tp), leader, live):
+                    electable.append(tp)
+                else:
+                    results[tp] = ApiError(
+                        ErrorCode.ELECTION_NOT_NEEDED,
+                        "Leader election not needed for topic partition.",
+                    )
+        if not electable:
+            return results
+        log.info(
+            "replica leader election (%s) for %s triggered by the admin client",
+            election_type.name,
+            format_partitions(electable),
+        )
+        strategy = (
+            PartitionLeaderElectionStrategy.PREFERRED
+            if election_type is ElectionType.PREFERRED
+            else PartitionLeaderElectionStrategy.OFFLINE_ALLOW_UNCLEAN
+        )
+        self._batch.new_batch()
+        elected, failed = await self._partition_state_machine.elect_leaders(
+            ctx.sorted_partitions(set(electable)), strategy
+        )
+        self._batch.send_requests_to_brokers(ctx.epoch)
+        no_leader = (
+            ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            if election_type is ElectionType.PREFERRED
+            else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        )
+        for tp in failed:
+            results[tp] = ApiError(
+                no_leader,
+                f"Failed to elect leader for partition {tp} under strategy "
+                f"{_KAFKA_STRATEGY_NAMES[election_type]}",
+            )
+        for tp, leadership in elected.items():
+            results[tp] = leadership.leader
+        return results
 
 
 __all__ = ["PreferredReplicaElectionProcessor"]

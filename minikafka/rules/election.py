@@ -11,6 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
+
+from minikafka.common import NO_LEADER
+
+
+class ElectionType(IntEnum):
+    """What an admin's ElectLeaders asks for (KIP-460): Kafka's `ElectionType`, by its
+    wire values."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +98,16 @@ def new_partition_election(
     if not live_replicas:
         return None
     return ElectionResult(live_replicas[0], live_replicas)
+
+
+def election_needed(
+    election_type: ElectionType, assignment: Sequence[int], leader: int, live: Collection[int]
+) -> bool:
+    """Whether an admin's election of this type would change anything: Kafka's
+    `processReplicaLeaderElection` splits electable partitions from those whose leader is
+    already valid (ELECTION_NOT_NEEDED). A preferred election is needed while the preferred
+    replica does not lead; an unclean one only while no live broker leads, so that it never
+    replaces a working leader."""
+    if election_type is ElectionType.PREFERRED:
+        return not assignment or leader != assignment[0]
+    return leader == NO_LEADER or leader not in live

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, cast
 
 from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.config.dynamic import BrokerConfigLayers
+from minikafka.controller.events import ApiError
 from minikafka.protocol.errors import (
     CoordinatorNotAvailableError,
     ErrorCode,
@@ -40,6 +41,7 @@ from minikafka.rpc.messages import (
     ProducePartitionResponse,
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
+from minikafka.rules.election import ElectionType
 from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import AdminManager, NewTopic, validate_topic_name
@@ -68,6 +70,9 @@ class ControllerLike(Protocol):
 
     def is_topic_queued_for_deletion(self, topic: str) -> bool: ...
 
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition], election_type: ElectionType
+    ) -> dict[TopicPartition, int | ApiError]: ...
     async def alter_partition_reassignments(
         self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
     ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]: ...

@@ -19,6 +19,7 @@ ROW_LABELS = (
     "kill -9 leader → first acks=all produce on new leader (median of 1)",
     "controlled shutdown, broker leading 100 partitions",
     "create topic 1,000 partitions RF=3, all leaders elected",
+    "preferred election of the 1,000 partitions after a broker restart, in every broker's metadata",
     "stop the whole cluster (clean close of every broker, ZooKeeper)",
 )
 
@@ -41,9 +42,12 @@ def test_bench_cluster_reports_every_figure(tmp_path: Path) -> None:
     for key in (
         "controlled_shutdown_100_leaders_seconds",
         "create_1000_partitions_rf3_seconds",
+        "preferred_election_1000_partitions_seconds",
         "whole_cluster_stop_seconds",
     ):
         assert figures[key] > 0, key
+    # The restarted broker's preferred leaderships, about a third of them, moved back.
+    assert 0 < figures["preferred_election_partitions_moved"] < 1000
     assert figures["machine"]["cores"] >= 1
 
     run = re.search(

@@ -11,12 +11,22 @@ import asyncio
 import dataclasses
 import datetime
 import ssl
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -287,7 +297,8 @@ def test_a_user_without_acls_trying_every_api_changes_nothing(cluster: LocalClus
     }
     for name in ("Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
                  "JoinGroup", "CreateTopics", "DeleteTopics", "DeleteGroups",
-                 "DescribeUserScramCredentials", "AlterUserScramCredentials"):  # fmt: skip
+                 "DescribeUserScramCredentials", "AlterUserScramCredentials",
+                 "ElectLeaders"):  # fmt: skip
         codes = outcomes[f"{name}Request"]
         assert codes is not None and codes & authorization, (name, codes)
 
@@ -300,6 +311,36 @@ def test_a_user_without_acls_trying_every_api_changes_nothing(cluster: LocalClus
     for b in cluster.broker_ids:
         log = cluster.broker_log_path(b).read_text()
         assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:4000]
+
+
+def test_leader_elections_need_alter_on_the_cluster(cluster: LocalCluster, tmp_path: Path) -> None:
+    """ElectLeaders needs ALTER on the cluster: the admin (a super user) may, frank may not
+    (CLUSTER_AUTHORIZATION_FAILED, which `leader-election` reports as Kafka's tool does)."""
+    asked = [TopicPartition("orders", p) for p in range(3)]
+    admin = AdminClient(cluster.client_config())  # kept: a destroyed client fails its futures
+    allowed = admin.elect_leaders(ElectionType.PREFERRED, asked)
+    # Every preferred replica leads already (nobody moved them).
+    assert {
+        (tp.partition, None if e is None else e.code()) for tp, e in allowed.result(60).items()
+    } == {(p, KafkaError.ELECTION_NOT_NEEDED) for p in range(3)}
+    as_frank = AdminClient(as_user(cluster, "frank"))
+    refused = as_frank.elect_leaders(ElectionType.PREFERRED, asked)
+    with pytest.raises(KafkaException) as e:
+        refused.result(60)
+    assert e.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+    frank = tmp_path / "frank.properties"
+    frank.write_text(
+        "".join(
+            f"{k}={v}\n" for k, v in as_user(cluster, "frank").items() if k != "bootstrap.servers"
+        )
+    )
+    command = ["leader-election", "--admin.config", str(frank), "--election-type", "preferred"]
+    command += ["--bootstrap-server", cluster.bootstrap_servers, "--all-topic-partitions"]
+    result = subprocess.run(
+        [sys.executable, "-m", "minikafka", *command], capture_output=True, text=True, timeout=120
+    )
+    assert (result.returncode, result.stdout) == (1, "Not authorized to perform leader election\n")
 
 
 def test_a_refused_produce_with_acks_0_closes_the_connection(cluster: LocalCluster) -> None:

@@ -527,15 +527,20 @@ CLIENT_COMMANDS = [
     "pipeline run",
     "pipeline demo",
 ]
+# Client commands whose Kafka tool names the same file --admin.config
+# (kafka-leader-election.sh).
+ADMIN_CONFIG_COMMANDS = ["leader-election"]
 
 
 def test_every_client_command_takes_command_config() -> None:
     commands = dict(_commands(cli))
-    assert set(CLIENT_COMMANDS) <= set(commands)
+    assert set(CLIENT_COMMANDS + ADMIN_CONFIG_COMMANDS) <= set(commands)
     for name, command in commands.items():
         options = {o for p in command.params for o in p.opts}
-        assert ("--bootstrap-server" in options) == (name in CLIENT_COMMANDS), name
+        client = name in CLIENT_COMMANDS + ADMIN_CONFIG_COMMANDS
+        assert ("--bootstrap-server" in options) == client, name
         assert ("--command-config" in options) == (name in CLIENT_COMMANDS), name
+        assert ("--admin.config" in options) == (name in ADMIN_CONFIG_COMMANDS), name
 
 
 # --- a PEM keystore for librdkafka, for real -------------------------------------------------

@@ -25,7 +25,7 @@ from minikafka.controller.channel_manager import (
 )
 from minikafka.controller.context import ControllerContext
 from minikafka.controller.controller import KafkaController
-from minikafka.controller.events import AutoPreferredReplicaLeaderElection
+from minikafka.controller.events import ApiError, AutoPreferredReplicaLeaderElection
 from minikafka.protocol.errors import (
     BrokerNotAvailableError,
     ErrorCode,
@@ -46,6 +46,7 @@ from minikafka.rpc.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from minikafka.rules.election import ElectionType
 from minikafka.rules.reassignment import ReplicaAssignment
 from minikafka.server.network import SocketServer
 from minikafka.zk.client import ControllerMovedError, ZkNodeExistsError, ZkNoNodeError
@@ -1206,6 +1207,88 @@ async def test_pending_preferred_election_runs_on_failover(
     zk.preferred = [T0]
     await start(1)
     assert lai(zk.states[T0]) == (2, 5, (3, 2)) and zk.preferred is None
+
+
+async def test_admin_preferred_elections_and_their_errors(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    existing_topic(
+        zk,
+        {0: (2, 3), 1: (3, 2), 2: (2, 3)},
+        p0=state(3, 4, (3, 2)),
+        p1=state(3, 0, (3, 2)),
+        p2=state(3, 1, (3,)),  # 2 not caught up: not eligible
+    )
+    c = await start(1)
+    sender.clear()
+    nope = TopicPartition("nope", 0)
+    results = await c.elect_leaders([T0, T1, T2, nope], ElectionType.PREFERRED)
+    assert results[T0] == 2 and lai(zk.states[T0]) == (2, 5, (3, 2))
+    assert results[T1] == ApiError(
+        ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+    )
+    assert results[T2] == ApiError(
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+        "Failed to elect leader for partition t-2 under strategy "
+        "PreferredReplicaPartitionLeaderElectionStrategy",
+    )
+    assert lai(zk.states[T2]) == (3, 1, (3,))
+    assert results[nope] == ApiError(
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+    )
+    assert sender.receivers(LeaderAndIsrRequest) == {2, 3}
+
+
+async def test_admin_unclean_election_elects_outside_the_isr(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    # t-1's leader is live: an unclean election is not needed there.
+    existing_topic(zk, {0: (2, 3), 1: (3, 2)}, p0=state(2, 4, (2,)), p1=state(3, 0, (3,)))
+    c = await start(1)  # unclean.leader.election.enable stays false
+    zk.kill_broker(2)
+    await c.wait_for_idle()
+    assert lai(zk.states[T0]) == (NO_LEADER, 5, (2,))
+    results = await c.elect_leaders([T0, T1], ElectionType.UNCLEAN)
+    assert results[T0] == 3 and lai(zk.states[T0]) == (3, 6, (3,))
+    assert results[T1] == ApiError(
+        ErrorCode.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
+    )
+    assert c.context.unclean_leader_elections == 1
+    # No live replica at all: nothing eligible.
+    zk.kill_broker(3)
+    await c.wait_for_idle()
+    (result,) = (await c.elect_leaders([T0], ElectionType.UNCLEAN)).values()
+    assert isinstance(result, ApiError)
+    assert result.code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+async def test_admin_election_of_a_topic_being_deleted(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2, 3)
+    c = await start(1)
+    zk.create_topic("t", {0: [2, 3]})
+    await c.wait_for_idle()
+    zk.kill_broker(3)  # the deletion waits for it
+    await c.wait_for_idle()
+    zk.request_deletion("t")
+    await c.wait_for_idle()
+    for election_type in ElectionType:
+        assert await c.elect_leaders([T0], election_type) == {
+            T0: ApiError(ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is being deleted")
+        }
+
+
+async def test_admin_election_on_a_broker_that_is_not_the_controller(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    brokers(zk, 1, 2)
+    await start(1)
+    other = await start(2)
+    with pytest.raises(NotControllerError):
+        await other.elect_leaders([T0], ElectionType.PREFERRED)
 
 
 async def test_auto_leader_rebalance(zk: FakeZk, sender: CapturingSender, start: Starter) -> None:

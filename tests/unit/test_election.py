@@ -3,7 +3,9 @@ from hypothesis import strategies as st
 
 from minikafka.rules.election import (
     ElectionResult,
+    ElectionType,
     controlled_shutdown_election,
+    election_needed,
     new_partition_election,
     offline_partition_election,
     preferred_replica_election,
@@ -226,3 +228,37 @@ def test_new_partition_properties(assignment: list[int], live: set[int]) -> None
         assert result.leader == result.isr[0]
         assert set(result.isr) == live & set(assignment)
         assert list(result.isr) == [r for r in assignment if r in live]
+
+
+# --- an admin's ElectLeaders: whether an election is needed -------------------------------------
+
+
+def test_preferred_election_needed_while_another_replica_leads() -> None:
+    assert election_needed(ElectionType.PREFERRED, [1, 2, 3], 2, {1, 2, 3})
+    assert election_needed(ElectionType.PREFERRED, [1, 2, 3], -1, {2, 3})
+    assert not election_needed(ElectionType.PREFERRED, [1, 2, 3], 1, {1, 2, 3})
+
+
+def test_unclean_election_needed_only_without_a_live_leader() -> None:
+    assert not election_needed(ElectionType.UNCLEAN, [1, 2], 2, {1, 2})
+    # Not the preferred replica, but alive: left alone.
+    assert not election_needed(ElectionType.UNCLEAN, [1, 2], 2, {2})
+    assert election_needed(ElectionType.UNCLEAN, [1, 2], -1, {2})
+    # A leader on a broker the controller knows dead (its state znode not yet rewritten).
+    assert election_needed(ElectionType.UNCLEAN, [1, 2], 1, {2})
+
+
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=True),
+    st.integers(-1, 5),
+    st.sets(st.integers(0, 5)),
+)
+def test_an_election_needed_is_one_that_could_change_the_leader(
+    assignment: list[int], leader: int, live: set[int]
+) -> None:
+    # Preferred: needed exactly when the preferred replica does not lead; unclean: exactly
+    # when the leader is missing or dead.
+    assert election_needed(ElectionType.PREFERRED, assignment, leader, live) == (
+        leader != assignment[0]
+    )
+    assert election_needed(ElectionType.UNCLEAN, assignment, leader, live) == (leader not in live)

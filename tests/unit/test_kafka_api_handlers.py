@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from minikafka.config.dynamic import (
     ConfigType,
     DescribedConfig,
 )
+from minikafka.controller.events import ApiError
 from minikafka.coordinator.group.group_coordinator import GroupConfig
 from minikafka.protocol.errors import (
     ErrorCode,
@@ -34,6 +35,7 @@ from minikafka.protocol.errors import (
 )
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
 from minikafka.rpc import messages as m
+from minikafka.rules.election import ElectionType
 from minikafka.server.acl_store import AclStore
 from minikafka.server.admin_manager import NewPartitions, NewTopic, TopicResult
 from minikafka.server.authorization import RequestAuthorizer
@@ -99,6 +101,23 @@ class FakeController:
 
     def is_topic_queued_for_deletion(self, topic: str) -> bool:
         return False
+
+    async def elect_leaders(
+        self, partitions: Iterable[TopicPartition], election_type: ElectionType
+    ) -> dict[TopicPartition, int | ApiError]:
+        """Every preferred replica leads already."""
+        return dict.fromkeys(partitions, ApiError(ErrorCode.ELECTION_NOT_NEEDED, "not needed"))
+
+    async def alter_partition_reassignments(
+        self, reassignments: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """The samples move a partition to broker 7, which this cluster lacks."""
+        return dict.fromkeys(reassignments, (ErrorCode.INVALID_REPLICA_ASSIGNMENT, "no broker 7"))
+
+    async def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, Any]:
+        return {}  # nothing moving
 
 
 class FakeApis:
@@ -451,6 +470,30 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
             assert response.cluster_id == "mk-cluster-id-22-chars"
         else:
             assert int(response.error_code) == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+    elif api_key == 43:
+        results = [
+            (r.topic, p.partition_id, int(p.error_code), p.error_message)
+            for r in response.replica_election_results
+            for p in r.partition_result
+        ]
+        if version == 0:
+            # Preferred (v0's only type): the fake controller finds it needs none.
+            expected = (ErrorCode.ELECTION_NOT_NEEDED, "not needed")
+        else:
+            # The sample's election type 7 is neither PREFERRED nor UNCLEAN: Kafka's
+            # ElectionType.valueOf throws, answered UNKNOWN_SERVER_ERROR everywhere.
+            assert int(response.error_code) == ErrorCode.UNKNOWN_SERVER_ERROR
+            expected = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        assert results == [(SAMPLE_TOPIC, 7, *expected)]
+    elif api_key == 45:
+        assert int(response.error_code) == ErrorCode.NONE
+        assert [
+            (t.name, p.partition_index, int(p.error_code), p.error_message)
+            for t in response.responses
+            for p in t.partitions
+        ] == [(SAMPLE_TOPIC, 7, ErrorCode.INVALID_REPLICA_ASSIGNMENT, "no broker 7")]
+    elif api_key == 46:
+        assert (int(response.error_code), response.topics) == (ErrorCode.NONE, ())
     elif api_key in (17, 36):
         # Outside a SASL listener's exchange (here: no connection at all).
         assert int(response.error_code) == ErrorCode.ILLEGAL_SASL_STATE

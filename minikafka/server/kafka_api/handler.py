@@ -19,6 +19,7 @@ from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.acls import AclApis
 from minikafka.server.kafka_api.cluster import ClusterApis
 from minikafka.server.kafka_api.configs import ConfigApis
+from minikafka.server.kafka_api.elections import ElectionApis
 from minikafka.server.kafka_api.fetch import FetchApis
 from minikafka.server.kafka_api.group_offsets import GroupOffsetApis
 from minikafka.server.kafka_api.groups import GroupApis
@@ -55,6 +56,7 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     SaslApis,
     ScramApis,
     AclApis,
+    ElectionApis,
     ReassignmentApis,
 )
 
@@ -100,6 +102,7 @@ class KafkaApiHandler:
             SaslApis(),
             ScramApis(apis),
             AclApis(apis),
+            ElectionApis(apis),
             ReassignmentApis(apis),
         ]
         assert [type(f) for f in families] == list(FAMILIES)
