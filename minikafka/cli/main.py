@@ -15,6 +15,7 @@ from minikafka.cli.cluster import cluster
 from minikafka.cli.configs import configs
 from minikafka.cli.consume import consume
 from minikafka.cli.consumer_groups import consumer_groups
+from minikafka.cli.delete_records import delete_records_command
 from minikafka.cli.dump_log import dump_log
 from minikafka.cli.perf import perf
 from minikafka.cli.pipeline import pipeline
@@ -46,6 +47,7 @@ cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(consumer_groups)
 cli.add_command(configs)
+cli.add_command(delete_records_command)
 cli.add_command(acls)
 cli.add_command(replicas)
 cli.add_command(chaos)

@@ -517,6 +517,7 @@ CLIENT_COMMANDS = [
     "consume",
     "consumer-groups",
     "configs",
+    "delete-records",
     "acls",
     "replicas",
     "chaos",
