@@ -518,6 +518,7 @@ CLIENT_COMMANDS = [
     "consumer-groups",
     "configs",
     "delete-records",
+    "log-dirs",
     "acls",
     "replicas",
     "chaos",
