@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.client.kafka_wire import KafkaConnection
-from minikafka.client.librdkafka import ClientConfigError, WatchedAdmin
+from minikafka.client.librdkafka import ClientConfigError, cluster_metadata
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import BrokerNotAvailableError, ErrorCode, KafkaError
 
@@ -65,15 +65,8 @@ def log_dirs_of(response: Any) -> list[LogDirInfo]:
 
 def broker_addresses(bootstrap_servers: str, timeout_s: float) -> dict[int, tuple[str, int]]:
     """Every broker of the cluster (its id -> host, port), from librdkafka's metadata."""
-    from confluent_kafka import KafkaException
-
-    admin = WatchedAdmin(bootstrap_servers, LogDirsError, timeout_s)
     try:
-        md = admin.client.list_topics(timeout=timeout_s)
-    except KafkaException as e:
-        raise LogDirsError(
-            f"no broker at {bootstrap_servers} answered: {e.args[0].str()}"
-        ) from None
+        md = cluster_metadata(bootstrap_servers, LogDirsError, timeout_s)
     except ClientConfigError as e:
         raise LogDirsError(str(e)) from None
     return {b.id: (b.host or "", b.port) for b in md.brokers.values()}
