@@ -1,8 +1,27 @@
-"""`minikafka configs`: kafka-configs.sh's `--entity-type users`, the SCRAM credentials of
-KIP-554, on librdkafka's admin client (confluent-kafka) over Kafka's protocol
-(AlterUserScramCredentials, DescribeUserScramCredentials).
+"""`minikafka configs`: kafka-configs.sh (Kafka 2.8's ConfigCommand with --bootstrap-server)
+for topics, brokers and users.
 
-As Kafka 2.8's ConfigCommand with --bootstrap-server:
+Topics and brokers, over Kafka's protocol (client/resource_configs.py: DescribeConfigs with
+synonyms, IncrementalAlterConfigs, AlterConfigs):
+
+- `--entity-type topics --entity-name T` (`--topic T`), `--entity-type brokers
+  --entity-name N` (`--broker N`), `--entity-type brokers --entity-default`
+  (`--broker-defaults`: every broker's default, `/config/brokers/<default>`).
+- `--describe`: "Dynamic configs for topic t are:" (or broker 1; "Default configs for
+  brokers in the cluster are:"), then a line per config the entity sets itself,
+  `  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000,
+  DEFAULT_CONFIG:...}`; `--all`: every config ("All configs for ..."). Without a name:
+  every topic, every broker then their default.
+- `--alter --add-config k=v,k2=[a,b] --delete-config k3`: as Kafka 2.8 does it, a topic's
+  with IncrementalAlterConfigs (SET and DELETE), a broker's and the default with
+  AlterConfigs (the entity's dynamic configs, changed, sent whole); a config to delete
+  must be set on the entity ("Invalid config(s): k3"), and a broker's sensitive dynamic
+  config, which the broker describes without its value, must be given again.
+  "Completed updating config for topic t." / "... for broker 1." / "Completed updating
+  default config for brokers in the cluster.".
+
+Users: the SCRAM credentials of KIP-554, on librdkafka's admin client (confluent-kafka)
+over Kafka's protocol (AlterUserScramCredentials, DescribeUserScramCredentials):
 
 - `--alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'`
   is read as parseConfigsToBeAdded reads it (commas outside `[...]` separate the configs,
@@ -24,7 +43,8 @@ As Kafka 2.8's ConfigCommand with --bootstrap-server:
 
 Where it differs from Kafka's tool: minikafka has no client quotas, so quota configs are
 refused (and the `Quota configs for ...` lines Kafka prints only for quotas never appear);
-the other entity types are refused, saying where their configs are set; an iteration count
+clients, ips and broker-loggers are refused, saying why; `--zookeeper` alters users
+only; `--add-config-file` is not taken; topics are described in name order; an iteration count
 above Kafka's maximum (16384) is refused before the broker would (UNACCEPTABLE_CREDENTIAL);
 a credential Kafka could not parse is refused without repeating it, and a failure is one line,
 `Error while executing config command : <error>: <broker's message>`, without the
@@ -35,6 +55,7 @@ Argument errors are click's usage errors (status 2).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
@@ -51,8 +72,20 @@ from minikafka.cli.client_options import bootstrap_server_option, require_client
 from minikafka.client.librdkafka import (
     ClientConfigError,
     WatchedAdmin,
+    cluster_metadata,
     kafka_error_text,
 )
+from minikafka.client.resource_configs import (
+    BROKER,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    SOURCE_NAMES,
+    TOPIC,
+    ConfigEntry,
+    ResourceConfigs,
+)
+from minikafka.protocol import errors as kafka_errors
 from minikafka.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -100,14 +133,6 @@ class ConfigSyntaxError(ValueError):
 
 
 _REFUSED_ENTITY_TYPES: Final = {
-    "topics": "Topic configs: a new topic's with `minikafka topics --create --topic T --config "
-    "KEY=VALUE` (`minikafka topics --describe` shows them); an existing topic's with an admin "
-    "client's incremental_alter_configs or Kafka's kafka-configs.sh, as the brokers serve "
-    "IncrementalAlterConfigs and AlterConfigs.",
-    "brokers": "Broker configs: server.properties (`minikafka cluster up --broker-config "
-    "KEY=VALUE`), or at runtime, for those Kafka makes dynamic, an admin client's "
-    "incremental_alter_configs or Kafka's kafka-configs.sh, as the brokers serve "
-    "IncrementalAlterConfigs and AlterConfigs.",
     "broker-loggers": "minikafka's brokers have no broker-logger configs (their log levels "
     "are not dynamic).",
     "clients": "Client configs are quotas, and minikafka has no quotas.",
@@ -409,14 +434,23 @@ def _error(e: Exception) -> KafkaError:
 @click.option(
     "--entity-type",
     type=click.Choice(ENTITY_TYPES),
-    help="Type of entity: users (the others are refused, saying where their configs are set).",
+    help="Type of entity: topics, brokers or users (clients, ips and broker-loggers are "
+    "refused, saying why).",
 )
 @click.option(
     "--entity-name",
     "entity_names",
     multiple=True,
     metavar="NAME",
-    help="A user's name (repeatable with --describe; none: every user with credentials).",
+    help="The topic, the broker id or the user (users: repeatable with --describe). Without "
+    "it, --describe shows every topic, every broker and the brokers' default, or every user "
+    "with credentials.",
+)
+@click.option(
+    "--entity-default",
+    is_flag=True,
+    help="With --entity-type brokers: the default of every broker in the cluster "
+    "(/config/brokers/<default>).",
 )
 @click.option(
     "--user",
@@ -426,32 +460,52 @@ def _error(e: Exception) -> KafkaError:
     help="Shorthand for --entity-type users --entity-name NAME.",
 )
 @click.option(
+    "--topic",
+    "topic",
+    default=None,
+    metavar="NAME",
+    help="--entity-type topics --entity-name NAME.",
+)
+@click.option(
+    "--broker", "broker", default=None, metavar="ID", help="--entity-type brokers --entity-name ID."
+)
+@click.option("--broker-defaults", is_flag=True, help="--entity-type brokers --entity-default.")
+@click.option(
     "--zookeeper",
     "zookeeper",
     default=None,
     metavar="HOST:PORT",
-    help="With --alter: write the credentials to ZooKeeper's /config/users directly, as "
-    "kafka-configs.sh --zookeeper does, without a broker: how the first users (the admin, "
-    "the brokers' own) are made before the brokers that authenticate with them start.",
+    help="Users only, with --alter: write the credentials to ZooKeeper's /config/users "
+    "directly, as kafka-configs.sh --zookeeper does, without a broker: how the first users "
+    "(the admin, the brokers' own) are made before the brokers that authenticate with them "
+    "start.",
 )
-@click.option("--describe", is_flag=True, help="Show the users' SCRAM credentials.")
-@click.option("--alter", is_flag=True, help="Add, change or delete a user's SCRAM credentials.")
+@click.option("--describe", is_flag=True, help="List configs for the given entity.")
+@click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
+@click.option(
+    "--all",
+    "describe_all",
+    is_flag=True,
+    help="With --describe of topics and brokers: every config (static and default ones too), "
+    "not only the dynamic ones.",
+)
 @click.option(
     "--add-config",
     "add_configs",
     multiple=True,
     metavar="CONFIGS",
-    help="Credentials to add or replace, e.g. 'SCRAM-SHA-256=[iterations=8192,password=P],"
-    "SCRAM-SHA-512=[password=P]': comma-separated, [...] grouping a value's commas; "
-    f"iterations default to {DEFAULT_ITERATIONS} ({MIN_ITERATIONS} to {MAX_ITERATIONS}) and "
-    "come before password=.",
+    help="Configs to add or change, comma-separated, [...] grouping a value's commas: "
+    "'retention.ms=1000,cleanup.policy=[compact,delete]' for a topic or a broker; for a "
+    "user 'SCRAM-SHA-256=[iterations=8192,password=P],SCRAM-SHA-512=[password=P]' "
+    f"(iterations default to {DEFAULT_ITERATIONS}, {MIN_ITERATIONS} to {MAX_ITERATIONS}, and "
+    "come before password=).",
 )
 @click.option(
     "--delete-config",
     "delete_configs",
     multiple=True,
-    metavar="SCRAM-SHA-256[,SCRAM-SHA-512]",
-    help="Credentials to delete (comma-separated, repeatable).",
+    metavar="K1[,K2]",
+    help="Configs to delete (comma-separated, repeatable).",
 )
 @click.pass_context
 def configs(
@@ -459,21 +513,30 @@ def configs(
     bootstrap_server: str,
     entity_type: str | None,
     entity_names: tuple[str, ...],
+    entity_default: bool,
     users: tuple[str, ...],
+    topic: str | None,
+    broker: str | None,
+    broker_defaults: bool,
     describe: bool,
     alter: bool,
+    describe_all: bool,
     add_configs: tuple[str, ...],
     delete_configs: tuple[str, ...],
     zookeeper: str | None,
 ) -> None:
-    """Add, change, delete and describe users' SCRAM credentials (like kafka-configs.sh
-    --entity-type users), on librdkafka's admin client.
+    """Describe and alter topics' configs, brokers' dynamic configs (one broker's or the
+    cluster default) and users' SCRAM credentials, like kafka-configs.sh.
 
     \b
+    minikafka configs --entity-type topics --entity-name orders --alter \\
+        --add-config retention.ms=86400000
+    minikafka configs --topic orders --describe
+    minikafka configs --entity-type brokers --entity-default --alter \\
+        --add-config log.cleaner.threads=2
+    minikafka configs --broker 1 --describe --all
     minikafka configs --entity-type users --entity-name alice --alter \\
         --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
-    minikafka configs --user alice --alter --delete-config SCRAM-SHA-256
-    minikafka configs --entity-type users --describe
     minikafka configs --zookeeper zookeeper:2181 --user admin --alter \\
         --add-config 'SCRAM-SHA-512=[password=admin-secret]'
     """
@@ -482,7 +545,24 @@ def configs(
     if describe and (add_configs or delete_configs):
         given = "--add-config" if add_configs else "--delete-config"
         raise click.UsageError(f"{given} goes with --alter, not --describe")
-    names = _entity_names(entity_type, entity_names, users)
+    if describe_all and not describe:
+        raise click.UsageError("--all goes with --describe")
+    entity_type, names = _entity(
+        entity_type, entity_names, entity_default, users, topic, broker, broker_defaults
+    )
+    if entity_type in ("topics", "brokers"):
+        if zookeeper is not None:
+            raise click.UsageError(
+                f"--zookeeper alters users' SCRAM credentials only: {entity_type}' configs go "
+                "through a broker (--bootstrap-server)"
+            )
+        _resource_command(
+            bootstrap_server, entity_type, names, alter, describe_all, add_configs, delete_configs
+        )
+        return
+    if describe_all:
+        raise click.UsageError("--all goes with topics and brokers (users have credentials only)")
+    names = _user_names(names)
     alteration = _alteration(names, add_configs, delete_configs) if alter else None
     if zookeeper is not None:
         if alteration is None:
@@ -519,6 +599,166 @@ def configs(
         _fail(str(e))
     if not ok:
         sys.exit(1)
+
+
+# ---------------------------------------------------------------------------------------
+# Topics and brokers (Kafka 2.8's describeResourceConfig and alterConfig)
+
+
+def describe_header(entity_type: str, name: str, describe_all: bool) -> str:
+    """Kafka's line before an entity's configs ("" is the brokers' default)."""
+    if not name:
+        return f"Default configs for {entity_type} in the cluster are:"
+    return f"{'All' if describe_all else 'Dynamic'} configs for {entity_type[:-1]} {name} are:"
+
+
+def describe_entry_line(entry: ConfigEntry) -> str:
+    """Kafka's line for one config: `  name=value sensitive=false synonyms={SOURCE:name=value,
+    ...}` (a sensitive value is null)."""
+    synonyms = ", ".join(
+        f"{SOURCE_NAMES.get(y.source, 'UNKNOWN')}:{y.name}={_java(y.value)}" for y in entry.synonyms
+    )
+    return (
+        f"  {entry.name}={_java(entry.value)} sensitive={str(entry.sensitive).lower()} "
+        f"synonyms={{{synonyms}}}"
+    )
+
+
+def _java(value: str | None) -> str:
+    return "null" if value is None else value
+
+
+def completed_resource_line(entity_type: str, name: str) -> str:
+    if name:
+        return f"Completed updating config for {entity_type[:-1]} {name}."
+    return f"Completed updating default config for {entity_type} in the cluster."
+
+
+def dynamic_source(resource_type: int, name: str) -> int:
+    """The source of the configs kafka-configs.sh shows and alters for the entity: a topic's
+    own, a broker's own, or the brokers' default."""
+    if resource_type == TOPIC:
+        return DYNAMIC_TOPIC_CONFIG
+    return DYNAMIC_BROKER_CONFIG if name else DYNAMIC_DEFAULT_BROKER_CONFIG
+
+
+def broker_configs_after(
+    current: dict[str, str | None], add: dict[str, str], delete: Sequence[str]
+) -> dict[str, str]:
+    """Kafka 2.8's broker alteration (AlterConfigs replaces the entity's dynamic configs):
+    the current ones with `add` set and `delete` removed. ConfigSyntaxError names a deletion
+    of a config not set and a sensitive one the broker does not show (whose value the tool
+    cannot send back)."""
+    invalid = [k for k in delete if k not in current]
+    if invalid:
+        raise ConfigSyntaxError(f"Invalid config(s): {','.join(invalid)}")
+    new = {**current, **add}
+    for k in delete:
+        new.pop(k, None)
+    missing = [k for k, v in new.items() if v is None]
+    if missing:
+        raise ConfigSyntaxError(
+            "All sensitive broker config entries must be specified for --alter, missing "
+            f"entries: Set({', '.join(missing)})"
+        )
+    return {k: v for k, v in new.items() if v is not None}
+
+
+def _resource_command(
+    bootstrap_server: str,
+    entity_type: str,
+    names: list[str],
+    alter: bool,
+    describe_all: bool,
+    add_configs: tuple[str, ...],
+    delete_configs: tuple[str, ...],
+) -> None:
+    if len(names) > 1:
+        raise click.UsageError(f"give one --entity-name for {entity_type}")
+    name = names[0] if names else None
+    add: dict[str, str] = {}
+    delete: list[str] = []
+    if alter:
+        if name is None:
+            raise click.UsageError(
+                "an entity name must be specified with --alter of topics"
+                if entity_type == "topics"
+                else "an entity-name or default entity must be specified with --alter of "
+                "users, clients, brokers or ips"
+            )
+        add, delete = _changes(add_configs, delete_configs)
+    resource_type = TOPIC if entity_type == "topics" else BROKER
+    require_client("minikafka configs finds the brokers with its admin client")
+    try:
+        md = cluster_metadata(bootstrap_server, ConfigCommandError, API_TIMEOUT_S)
+        client = ResourceConfigs({b.id: (b.host or "", b.port) for b in md.brokers.values()})
+        if alter:
+            assert name is not None
+            asyncio.run(_alter_resource(client, resource_type, name, add, delete))
+            click.echo(completed_resource_line(entity_type, name))
+            return
+        if name is not None:
+            entities = [name]
+        elif resource_type == TOPIC:
+            entities = sorted(md.topics)
+        else:  # every broker, then their default (Kafka's order)
+            entities = [*(str(b) for b in sorted(client.addresses)), ""]
+        for entity in entities:
+            click.echo(describe_header(entity_type, entity, describe_all))
+            entries = asyncio.run(client.describe(resource_type, entity))
+            source = dynamic_source(resource_type, entity)
+            for entry in entries:
+                if describe_all or entry.source == source:
+                    click.echo(describe_entry_line(entry))
+    except kafka_errors.KafkaError as e:
+        _fail(str(e))
+    except ConfigSyntaxError as e:
+        _fail(f"{kafka_errors.ErrorCode.INVALID_CONFIG.name}: {e}")
+    except (ConfigCommandError, ClientConfigError) as e:
+        _fail(str(e))
+
+
+def _changes(
+    add_configs: tuple[str, ...], delete_configs: tuple[str, ...]
+) -> tuple[dict[str, str], list[str]]:
+    if not add_configs and not delete_configs:
+        raise click.UsageError(
+            "At least one of --add-config or --delete-config must be specified with --alter"
+        )
+    if len(add_configs) > 1:
+        raise click.UsageError(
+            "--add-config given more than once: give every config in one, comma-separated"
+        )
+    try:
+        add = parse_add_config(add_configs[0]) if add_configs else {}
+    except ConfigSyntaxError as e:
+        raise click.BadParameter(str(e), param_hint="--add-config") from None
+    try:
+        delete = parse_delete_config(delete_configs)
+    except ConfigSyntaxError as e:
+        raise click.BadParameter(str(e), param_hint="--delete-config") from None
+    return add, delete
+
+
+async def _alter_resource(
+    client: ResourceConfigs, resource_type: int, name: str, add: dict[str, str], delete: list[str]
+) -> None:
+    """Kafka 2.8's alterConfig: a topic's with IncrementalAlterConfigs (SET, DELETE), a
+    broker's or the brokers' default with AlterConfigs (every dynamic config of the entity,
+    changed); a config to delete must be set on the entity."""
+    source = dynamic_source(resource_type, name)
+    current = {
+        e.name: e.value
+        for e in await client.describe(resource_type, name, include_synonyms=False)
+        if e.source == source
+    }
+    if resource_type == TOPIC:
+        invalid = [k for k in delete if k not in current]
+        if invalid:
+            raise ConfigSyntaxError(f"Invalid config(s): {','.join(invalid)}")
+        await client.incremental_alter(resource_type, name, add, delete)
+        return
+    await client.alter(resource_type, name, broker_configs_after(current, add, delete))
 
 
 def zookeeper_user_config(current: dict[str, str], alteration: ScramAlteration) -> dict[str, str]:
@@ -558,30 +798,72 @@ def alter_in_zookeeper(connect: str, alteration: ScramAlteration, timeout_s: flo
         zk.close()
 
 
-def _entity_names(
-    entity_type: str | None, entity_names: tuple[str, ...], users: tuple[str, ...]
-) -> list[str]:
-    """The users named (each once, in order), after Kafka's checks of the entity options."""
-    if users and (entity_type is not None or entity_names):
+def _entity(
+    entity_type: str | None,
+    entity_names: tuple[str, ...],
+    entity_default: bool,
+    users: tuple[str, ...],
+    topic: str | None,
+    broker: str | None,
+    broker_defaults: bool,
+) -> tuple[str, list[str]]:
+    """The entity type and the names given (each once, in order; "" is the default entity),
+    after Kafka's checks of the entity options; the types minikafka does not have are
+    refused here, saying why."""
+    flags: list[tuple[str, list[str]]] = []
+    if users:
+        flags.append(("users", list(users)))
+    if topic is not None:
+        flags.append(("topics", [topic]))
+    if broker is not None:
+        flags.append(("brokers", [broker]))
+    if broker_defaults:
+        flags.append(("brokers", [""]))
+    if flags and (entity_type is not None or entity_names or entity_default):
         raise click.UsageError(
             "--entity-{type,name,default} should not be used in conjunction with specific "
             "entity flags"
         )
-    if users:
-        entity_type, entity_names = "users", users
+    if len(flags) > 1:
+        raise click.UsageError(
+            "give one entity: --user, --topic, --broker and --broker-defaults each name one"
+        )
+    if flags:
+        entity_type, names = flags[0]
+    else:
+        names = [*entity_names, *([""] if entity_default else [])]
     if entity_type is None:
         raise click.UsageError(
-            "At least one entity type must be specified (--entity-type users, or --user NAME)"
+            "At least one entity type must be specified (--entity-type topics, brokers or "
+            "users, or --topic, --broker, --broker-defaults, --user)"
         )
-    if entity_type != "users":
+    if entity_type not in ("users", "topics", "brokers"):
         raise click.UsageError(
-            f"minikafka configs handles --entity-type users (SCRAM credentials), not "
-            f"{entity_type}. {_REFUSED_ENTITY_TYPES[entity_type]}"
+            f"minikafka configs handles topics, brokers and users, not {entity_type}. "
+            f"{_REFUSED_ENTITY_TYPES[entity_type]}"
         )
-    if any(not name for name in entity_names):
-        # Kafka's tool would take "" for the default user, which has no credentials.
-        raise click.BadParameter("a user's name cannot be empty", param_hint="--entity-name")
-    return list(dict.fromkeys(entity_names))
+    if entity_type == "topics" and "" in names:
+        raise click.UsageError(
+            "--entity-default names the default of users, clients, brokers or ips: topics "
+            "have none (their defaults are the brokers' log.* configs)"
+        )
+    if entity_type == "brokers":
+        for name in names:
+            if name and not re.fullmatch(r"[+-]?[0-9]+", name):
+                raise click.UsageError(
+                    "The entity name for brokers must be a valid integer broker id, but it "
+                    f"is: {name}"
+                )
+    return entity_type, list(dict.fromkeys(names))
+
+
+def _user_names(names: list[str]) -> list[str]:
+    if "" in names:
+        raise click.UsageError(
+            "The use of --entity-default or --user-defaults is not allowed with User SCRAM "
+            "Credentials using --bootstrap-server."
+        )
+    return names
 
 
 def _alteration(

@@ -15,8 +15,10 @@ from minikafka.cli.cluster import cluster
 from minikafka.cli.configs import configs
 from minikafka.cli.consume import consume
 from minikafka.cli.consumer_groups import consumer_groups
+from minikafka.cli.delete_records import delete_records_command
 from minikafka.cli.dump_log import dump_log
 from minikafka.cli.leader_election import leader_election
+from minikafka.cli.log_dirs import log_dirs
 from minikafka.cli.perf import perf
 from minikafka.cli.pipeline import pipeline
 from minikafka.cli.produce import produce
@@ -48,6 +50,8 @@ cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(consumer_groups)
 cli.add_command(configs)
+cli.add_command(delete_records_command)
+cli.add_command(log_dirs)
 cli.add_command(acls)
 cli.add_command(replicas)
 cli.add_command(reassign_partitions)

@@ -154,6 +154,10 @@ class WatchedAdmin:
         )
         self.client: AdminClient = new_admin(config)
 
+    def down_message(self) -> str | None:
+        """What to say if librdkafka reported every broker down (None while one is up)."""
+        return self._down.message()
+
     def wait(self, future: Future[T], deadline: float) -> T:
         """A call's result (KafkaException: its error); the command's error when every
         broker is down or `deadline` (time.monotonic) passes."""
@@ -167,6 +171,29 @@ class WatchedAdmin:
                 raise self._error(message)
             if time.monotonic() >= deadline:
                 raise self._error(f"Timed out after {self.timeout_s:.0f} s waiting for the brokers")
+
+
+def cluster_metadata(bootstrap_server: str, error: type[Exception], timeout_s: float) -> Any:
+    """librdkafka's ClusterMetadata (every broker and every topic, internal ones too); the
+    command's `error` when no broker answers within `timeout_s`, or as soon as librdkafka
+    reports every broker down (short tries, librdkafka's error callback served between)."""
+    from confluent_kafka import KafkaException
+
+    admin = WatchedAdmin(bootstrap_server, error, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return admin.client.list_topics(
+                timeout=max(0.01, min(WatchedAdmin.poll_s * 2, deadline - time.monotonic()))
+            )
+        except KafkaException as e:
+            admin.client.poll(0)  # runs error_cb
+            if (message := admin.down_message()) is not None:
+                raise error(message) from None
+            if time.monotonic() >= deadline:
+                raise error(
+                    f"no broker at {bootstrap_server} answered: {e.args[0].str()}"
+                ) from None
 
 
 def kafka_error_text(err: KafkaError) -> str:

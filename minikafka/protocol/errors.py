@@ -55,6 +55,7 @@ class ErrorCode(IntEnum):
     INVALID_CONFIG = 40
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
+    POLICY_VIOLATION = 44
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47
@@ -261,6 +262,10 @@ class InvalidTopicError(KafkaError):
 class BrokerNotAvailableError(KafkaError):
     code = ErrorCode.BROKER_NOT_AVAILABLE
     retriable = True
+
+
+class PolicyViolationError(KafkaError):
+    code = ErrorCode.POLICY_VIOLATION
 
 
 class UnsupportedVersionError(KafkaError):

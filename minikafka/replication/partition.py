@@ -8,7 +8,8 @@ requests and write ISR changes.
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Final, NamedTuple
 
 from minikafka.clock import Clock
 from minikafka.common import NO_LEADER, TopicPartition
@@ -16,6 +17,8 @@ from minikafka.protocol.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    PolicyViolationError,
     UnknownLeaderEpochError,
 )
 from minikafka.replication.partition_state import LeaderReplicaState
@@ -28,6 +31,9 @@ from minikafka.storage.log import FetchDataInfo, Log
 from minikafka.storage.segment import LogAppendInfo
 
 log = logging.getLogger(__name__)
+
+# DeleteRecords' offset -1: up to the high watermark.
+DELETE_TO_HIGH_WATERMARK: Final = -1
 
 
 class ReadResult(NamedTuple):
@@ -163,6 +169,40 @@ class Partition:
             return True
         return False
 
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords on the leader (Kafka's deleteRecordsOnLeader): the log now starts
+        at `offset` (-1: the HW), which may not be beyond the HW; an offset below the log
+        start changes nothing. Returns the offset asked for. The segments wholly below go
+        with the next retention pass, as in Kafka."""
+        self._require_leader()
+        if not self.log.config.delete:
+            raise PolicyViolationError(
+                f"Records of partition {self.tp} can not be deleted due to the configured policy"
+            )
+        hw = self.log.high_watermark
+        requested = hw if offset == DELETE_TO_HIGH_WATERMARK else offset
+        if requested < 0 or requested > hw:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {requested} of partition "
+                f"{self.tp} since it is larger than the high watermark {hw}"
+                if requested > hw
+                else f"The offset {requested} for partition {self.tp} is not valid"
+            )
+        if self.log.maybe_increment_log_start_offset(requested):
+            log.info("%s: log start offset moved to %d (DeleteRecords)", self.tp, requested)
+        return requested
+
+    def low_watermark_if_leader(self, alive: Callable[[int], bool]) -> int:
+        """The lowest log start offset among this leader and its followers on live brokers
+        (Kafka's lowWatermarkIfLeader): where DeleteRecords is done everywhere. A follower
+        that has not fetched since this broker became leader counts as -1 (unknown)."""
+        self._require_leader()
+        low = self.log.log_start_offset
+        for st in self.replica_state.followers.values():
+            if alive(st.broker_id) and st.log_start_offset < low:
+                low = st.log_start_offset
+        return low
+
     def read_records(
         self,
         fetch_offset: int,
@@ -195,14 +235,16 @@ class Partition:
         follower_log_start_offset: int,
         leader_end_offset: int,
     ) -> bool:
-        """A follower fetched; returns whether the HW moved."""
+        """A follower fetched; returns whether the HW or the low watermark (the follower's
+        log start offset, which DeleteRecords waits for) may have moved."""
         st = self.replica_state.follower(follower_id)
         if st is None:
             return False
+        start_before = st.log_start_offset
         st.update_fetch_state(
             fetch_offset, follower_log_start_offset, leader_end_offset, self._clock.now_ms()
         )
-        return self.maybe_increment_high_watermark()
+        return self.maybe_increment_high_watermark() or st.log_start_offset != start_before
 
     def replica_states(self, now_ms: int) -> list[ReplicaState]:
         """On the leader: each replica as the leader sees it (itself first), for

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import (
     ErrorCode,
     InvalidRequiredAcksError,
+    InvalidTopicError,
     KafkaError,
     KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
@@ -80,6 +82,7 @@ from minikafka.rpc.messages import (
     StopReplicaRequest,
     StopReplicaResponse,
 )
+from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
@@ -106,6 +109,19 @@ def _unauthorized(tp: TopicPartition) -> FetchPartitionResponse:
     return FetchPartitionResponse(
         tp.partition, int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), -1, -1, -1, None
     )
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir for DescribeLogDirs: its absolute path, an error code (a dir that cannot
+    be read is KAFKA_STORAGE_ERROR), the replicas asked about in it as (partition, size in
+    bytes, offset lag), and its volume's total and usable bytes (-1: unknown)."""
+
+    path: str
+    error_code: int
+    replicas: list[tuple[TopicPartition, int, int]]
+    total_bytes: int = -1
+    usable_bytes: int = -1
 
 
 @dataclass(frozen=True)
@@ -867,7 +883,9 @@ class ReplicaManager:
                 replica_id, fetch_offset, follower_log_start_offset, result.log_end_offset
             )
         ):
-            self.purgatory.notify(tp)  # the HW moved: acks=all producers may be done
+            # The HW moved (acks=all producers may be done) or the follower's log start did
+            # (DeleteRecords waits for it).
+            self.purgatory.notify(tp)
         if replica_id >= 0 and update_follower_state:
             self.maybe_expand_isr(p, replica_id)
         # The HW as of now: it may just have moved with this very fetch.
@@ -958,6 +976,89 @@ class ReplicaManager:
                     parts.append(EpochEndOffset(op.partition, int(e.code), NO_LEADER_EPOCH, -1))
             topics.append(OffsetForLeaderTopicResult(t.name, parts))
         return OffsetForLeaderEpochResponse(topics)
+
+    # --- DeleteRecords -------------------------------------------------------------------
+
+    async def delete_records(
+        self,
+        timeout_ms: int,
+        offsets: Mapping[TopicPartition, int],
+        alive: Callable[[int], bool],
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """Kafka's deleteRecords: each partition's log start moves on its leader at once;
+        the request then waits (DelayedDeleteRecords) until the low watermark, the lowest
+        log start among the leader and its followers on live brokers (`alive`), reached
+        the offset asked for: the followers learn the new start from their next fetch and
+        report theirs in the one after. Per partition (error code, low watermark); those
+        still short at `timeout_ms` are REQUEST_TIMED_OUT with the low watermark seen first."""
+        results: dict[TopicPartition, tuple[int, int]] = {}
+        waiting: dict[TopicPartition, tuple[Partition, int]] = {}
+        for tp, offset in offsets.items():
+            if tp.topic == OFFSETS_TOPIC:  # Kafka's only internal topic without transactions
+                err: KafkaError = InvalidTopicError(
+                    f"Cannot delete records of internal topic {tp.topic}"
+                )
+                results[tp] = (int(err.code), -1)
+                continue
+            try:
+                p = self._partition_or_error(tp)
+                requested = p.delete_records_on_leader(offset)
+                low = p.low_watermark_if_leader(alive)
+            except KafkaError as e:
+                results[tp] = (int(e.code), -1)
+                continue
+            self.purgatory.notify(tp)  # followers' fetch sessions carry the new log start
+            results[tp] = (int(ErrorCode.NONE), low)
+            if low < requested:
+                waiting[tp] = (p, requested)
+        if not waiting:
+            return results
+
+        def reached(tp: TopicPartition) -> bool:
+            p, requested = waiting[tp]
+            if self.partitions.get(tp) is not p or not p.is_leader:
+                return True  # answered NOT_LEADER_OR_FOLLOWER below
+            return p.low_watermark_if_leader(alive) >= requested
+
+        await self.purgatory.wait_until(
+            waiting, lambda: all(reached(tp) for tp in waiting), timeout_ms / 1000
+        )
+        for tp, (p, requested) in waiting.items():
+            if self.partitions.get(tp) is not p:
+                results[tp] = (int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), -1)
+            elif not p.is_leader:
+                results[tp] = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1)
+            elif (low := p.low_watermark_if_leader(alive)) >= requested:
+                results[tp] = (int(ErrorCode.NONE), low)
+            else:
+                results[tp] = (int(ErrorCode.REQUEST_TIMED_OUT), results[tp][1])
+        return results
+
+    # --- DescribeLogDirs -----------------------------------------------------------------
+
+    def describe_log_dirs(self, partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
+        """Kafka's describeLogDirs: every log dir of this broker with its replicas of
+        `partitions` (None: all). The offset lag of a current (not future) log is Kafka's
+        max(0, HW - LEO), which is 0 on a leader and on a follower alike (a follower's HW is
+        capped by its LEO); future logs (AlterReplicaLogDirs) do not exist here."""
+        out: list[LogDirDescription] = []
+        for d, logs in self.log_manager.logs_by_dir().items():
+            path = str(d.absolute())
+            try:
+                usage = shutil.disk_usage(d)
+            except OSError as e:
+                log.warning("Unable to describe replica dirs for %s: %s", path, e)
+                out.append(LogDirDescription(path, int(ErrorCode.KAFKA_STORAGE_ERROR), []))
+                continue
+            replicas = [
+                (tp, lg.size_in_bytes, max(0, lg.high_watermark - lg.log_end_offset))
+                for tp, lg in sorted(logs.items())
+                if partitions is None or tp in partitions
+            ]
+            out.append(
+                LogDirDescription(path, int(ErrorCode.NONE), replicas, usage.total, usage.free)
+            )
+        return out
 
     # --- ISR changes, written by the leader itself (§7.3, §7.4, §8.5) ------------------
 

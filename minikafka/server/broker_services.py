@@ -28,7 +28,7 @@ from minikafka.protocol.errors import (
     TopicAlreadyExistsError,
 )
 from minikafka.protocol.transport import FileRegion
-from minikafka.replication.replica_manager import ReplicaManager
+from minikafka.replication.replica_manager import LogDirDescription, ReplicaManager
 from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
@@ -209,6 +209,35 @@ class BrokerServices:
                 f"Cannot append to internal topic {tp.topic}",
             )
         return results
+
+    async def delete_records(
+        self, timeout_ms: int, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        """DeleteRecords: per partition (error code, low watermark). A partition the
+        metadata lacks is UNKNOWN_TOPIC_OR_PARTITION; one this broker does not host,
+        NOT_LEADER_OR_FOLLOWER (Kafka's getPartitionOrError: the client looks again)."""
+        results: dict[TopicPartition, tuple[int, int]] = {}
+        asked: dict[TopicPartition, int] = {}
+        for tp, offset in offsets.items():
+            if self.cache.partition_state(tp) is None:
+                results[tp] = (int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), -1)
+            elif tp not in self.rm.partitions:
+                results[tp] = (int(ErrorCode.NOT_LEADER_OR_FOLLOWER), -1)
+            else:
+                asked[tp] = offset
+        if asked:
+            cache = self.cache
+            results.update(
+                await self.rm.delete_records(
+                    timeout_ms, asked, lambda broker: broker in cache.live_brokers
+                )
+            )
+        return results
+
+    def describe_log_dirs(self, partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
+        """DescribeLogDirs: this broker's log dirs with its replicas of `partitions` (None:
+        all of them)."""
+        return self.rm.describe_log_dirs(partitions)
 
     async def fetch(
         self, req: FetchRequest, readable: Callable[[str], bool] | None = None

@@ -352,6 +352,10 @@ class LogManager:
 
     # --- periodic work -------------------------------------------------------------------
 
+    def logs_by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
+        """Each log dir (every one, empty or not) with the logs in it."""
+        return self._by_dir()
+
     def _by_dir(self) -> dict[Path, dict[TopicPartition, Log]]:
         out: dict[Path, dict[TopicPartition, Log]] = {d: {} for d in self.log_dirs}
         for tp, lg in self._logs.items():

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import json
 import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
@@ -47,6 +49,7 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.kafka.codec import request_type
 from minikafka.server.kafka_api.handler import SERVED_VERSIONS
 from tests.cluster.conftest import started_cluster
+from tests.cluster.helpers import run_cli
 from tests.security.helpers import grant
 from tests.unit import test_kafka_codec
 
@@ -176,6 +179,87 @@ def test_a_prefixed_acl_covers_topics_created_after_it(cluster: LocalCluster) ->
     assert all(e is not None for e in produce(cluster, "erin", "orders", 3))
 
 
+# --- the admin tools over the SASL_SSL listener, as users with and without ACLs -----------
+
+
+def command_config(cluster: LocalCluster, path: Path, user: str | None) -> Path:
+    """A client properties file for `user` (None: the admin)."""
+    settings = cluster.client_config() if user is None else as_user(cluster, user)
+    path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    return path
+
+
+def tool(cluster: LocalCluster, config: Path, *args: str) -> CompletedProcess[str]:
+    return run_cli(
+        *args, "--bootstrap-server", cluster.bootstrap_servers, "--command-config", str(config)
+    )
+
+
+def test_delete_records_log_dirs_and_configs_need_their_acls(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    admin_props = command_config(cluster, tmp_path / "admin.properties", None)
+    dave = command_config(cluster, tmp_path / "dave.properties", "dave")  # READ on orders
+    erin = command_config(cluster, tmp_path / "erin.properties", "erin")  # ALL on logs-*
+    admin = AdminClient(cluster.client_config())
+    for f in admin.create_topics([NewTopic("logs-trimmed", 1, 3)]).values():
+        f.result(60)
+    assert produce(cluster, "erin", "logs-trimmed", 10) == [None] * 10
+
+    spec = tmp_path / "offsets.json"
+    spec.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": "orders", "partition": 0, "offset": 0},
+                    {"topic": "logs-trimmed", "partition": 0, "offset": 4},
+                ]
+            }
+        )
+    )
+    refused = tool(cluster, dave, "delete-records", "--offset-json-file", str(spec))
+    assert refused.returncode == 1
+    assert refused.stdout.splitlines()[2:] == [
+        "partition: orders-0\terror: org.apache.kafka.common.errors."
+        "TopicAuthorizationException: Topic authorization failed.",
+        "partition: logs-trimmed-0\terror: org.apache.kafka.common.errors."
+        "TopicAuthorizationException: Topic authorization failed.",
+    ]
+    spec.write_text(
+        json.dumps({"partitions": [{"topic": "logs-trimmed", "partition": 0, "offset": 4}]})
+    )
+    done = tool(cluster, erin, "delete-records", "--offset-json-file", str(spec))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert done.stdout.splitlines()[-1] == "partition: logs-trimmed-0\tlow_watermark: 4"
+
+    # DESCRIBE on the cluster: the admin sees every replica, erin no log dir (Kafka 2.8's
+    # answer to a principal without it: an empty list).
+    listed = tool(cluster, admin_props, "log-dirs", "--describe", "--topic-list", "orders")
+    assert listed.returncode == 0, (listed.stdout, listed.stderr)
+    doc = json.loads(listed.stdout.splitlines()[2])
+    assert {
+        p["partition"] for b in doc["brokers"] for d in b["logDirs"] for p in d["partitions"]
+    } == {
+        "orders-0",
+        "orders-1",
+        "orders-2",
+    }
+    listed = tool(cluster, erin, "log-dirs", "--describe")
+    assert listed.returncode == 0, (listed.stdout, listed.stderr)
+    assert [b["logDirs"] for b in json.loads(listed.stdout.splitlines()[2])["brokers"]] == [
+        [],
+        [],
+        [],
+    ]
+
+    # DESCRIBE_CONFIGS on the topic: dave's READ does not imply it.
+    described = tool(cluster, admin_props, "configs", "--topic", "orders", "--describe")
+    assert described.stdout == "Dynamic configs for topic orders are:\n", described.stderr
+    refused = tool(cluster, dave, "configs", "--topic", "orders", "--describe")
+    assert refused.returncode == 1
+    assert "TOPIC_AUTHORIZATION_FAILED" in refused.stderr
+
+
 # --- a user without ACLs, every API ------------------------------------------------------
 
 
@@ -298,7 +382,7 @@ def test_a_user_without_acls_trying_every_api_changes_nothing(cluster: LocalClus
     for name in ("Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch",
                  "JoinGroup", "CreateTopics", "DeleteTopics", "DeleteGroups",
                  "DescribeUserScramCredentials", "AlterUserScramCredentials",
-                 "ElectLeaders"):  # fmt: skip
+                 "ElectLeaders", "DeleteRecords", "DescribeLogDirs"):  # fmt: skip
         codes = outcomes[f"{name}Request"]
         assert codes is not None and codes & authorization, (name, codes)
 

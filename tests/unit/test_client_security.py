@@ -517,6 +517,8 @@ CLIENT_COMMANDS = [
     "consume",
     "consumer-groups",
     "configs",
+    "delete-records",
+    "log-dirs",
     "acls",
     "replicas",
     "chaos",

@@ -22,8 +22,12 @@ from hypothesis import strategies as st
 from minikafka.cli.configs import (
     ConfigSyntaxError,
     ScramUpsertion,
+    broker_configs_after,
     completed_line,
+    completed_resource_line,
+    describe_entry_line,
     describe_error_line,
+    describe_header,
     describe_line,
     parse_add_config,
     parse_delete_config,
@@ -32,6 +36,7 @@ from minikafka.cli.configs import (
 )
 from minikafka.cli.main import cli
 from minikafka.client.client_security import set_client_security
+from minikafka.client.resource_configs import ConfigEntry, Synonym
 from minikafka.security.scram import ScramMechanism
 from tests.unit.scram_broker import ScramBroker, scram_broker
 
@@ -266,11 +271,32 @@ USAGE_ERRORS = [
     ),
     (["--entity-name", "alice", "--describe"], "At least one entity type must be specified"),
     (
-        ["--entity-type", "topics", "--entity-name", "t", "--describe"],
-        "minikafka configs handles --entity-type users (SCRAM credentials), not topics. Topic "
-        "configs: a new topic's with `minikafka topics --create --topic T --config KEY=VALUE`",
+        ["--entity-type", "brokers", "--entity-name", "one", "--describe"],
+        "The entity name for brokers must be a valid integer broker id, but it is: one",
     ),
-    (["--entity-type", "brokers", "--describe"], "Broker configs: server.properties"),
+    (
+        ["--entity-type", "topics", "--entity-default", "--describe"],
+        "topics have none",
+    ),
+    (["--topic", "t", "--alter"], "At least one of --add-config or --delete-config"),
+    (["--entity-type", "topics", "--alter", "--add-config", "a=1"], "an entity name must be"),
+    (["--entity-type", "brokers", "--alter", "--add-config", "a=1"], "or default entity must"),
+    (["--topic", "t", "--broker", "1", "--describe"], "give one entity"),
+    (["--topic", "t", "--entity-type", "topics", "--describe"], "should not be used"),
+    (["--topic", "t", "--alter", "--all", "--add-config", "a=1"], "--all goes with --describe"),
+    (["--user", "alice", "--describe", "--all"], "--all goes with topics and brokers"),
+    (
+        ["--entity-type", "topics", "--entity-name", "a", "--entity-name", "b", "--describe"],
+        "give one --entity-name for topics",
+    ),
+    (
+        ["--topic", "t", "--alter", "--add-config", "a=1", "--zookeeper", "localhost:2181"],
+        "--zookeeper alters users' SCRAM credentials only",
+    ),
+    (
+        ["--entity-type", "users", "--entity-default", "--describe"],
+        "The use of --entity-default or --user-defaults is not allowed",
+    ),
     (["--entity-type", "clients", "--describe"], "Client configs are quotas"),
     (["--entity-type", "ips", "--describe"], "minikafka has no quotas"),
     (["--entity-type", "broker-loggers", "--describe"], "no broker-logger configs"),
@@ -325,7 +351,7 @@ USAGE_ERRORS = [
         ["--user", "alice", "--alter", "--add-config", ","],
         "Invalid value for --add-config: names no config",
     ),
-    (["--entity-type", "users", "--entity-name", "", "--describe"], "cannot be empty"),
+    (["--entity-type", "users", "--entity-name", "", "--describe"], "is not allowed with User"),
     (["--entity-type", "groups", "--describe"], "'groups' is not one of"),
     (["--user", "alice", "--describe", "--add-config-file", "f"], "No such option"),
 ]
@@ -529,3 +555,43 @@ def test_add_config_parses_as_kafkas_own_code(tmp_path: Path) -> None:
         else:
             ours = "".join(f"<{k}>=<{v}>" for k, v in sorted(parsed.items()))
         assert ours == kafka, repr(case)
+
+
+# --- topics and brokers: kafka-configs.sh's lines, Kafka 2.8's broker alteration ------------
+
+
+def test_describe_lines_as_kafkas_tool_prints_them() -> None:
+    assert describe_header("topics", "t", False) == "Dynamic configs for topic t are:"
+    assert describe_header("brokers", "1", True) == "All configs for broker 1 are:"
+    assert (
+        describe_header("brokers", "", False) == "Default configs for brokers in the cluster are:"
+    )
+    entry = ConfigEntry(
+        "retention.ms",
+        "1000",
+        1,
+        False,
+        False,
+        (Synonym("retention.ms", "1000", 1), Synonym("log.retention.hours", "168", 5)),
+    )
+    assert describe_entry_line(entry) == (
+        "  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000, "
+        "DEFAULT_CONFIG:log.retention.hours=168}"
+    )
+    secret = ConfigEntry("admin.listeners.token", None, 2, True, False, ())
+    assert describe_entry_line(secret) == "  admin.listeners.token=null sensitive=true synonyms={}"
+    assert completed_resource_line("topics", "t") == "Completed updating config for topic t."
+    assert completed_resource_line("brokers", "") == (
+        "Completed updating default config for brokers in the cluster."
+    )
+
+
+def test_a_broker_alteration_sends_every_dynamic_config_of_the_entity() -> None:
+    current: dict[str, str | None] = {"a": "1", "b": "2"}
+    assert broker_configs_after(current, {"b": "3", "c": "4"}, ["a"]) == {"b": "3", "c": "4"}
+    with pytest.raises(ConfigSyntaxError, match=r"Invalid config\(s\): x,y"):
+        broker_configs_after(current, {}, ["x", "y"])
+    # A sensitive config is described without its value: it must be given again.
+    with pytest.raises(ConfigSyntaxError, match=r"missing entries: Set\(secret\)"):
+        broker_configs_after({"secret": None}, {"a": "1"}, [])
+    assert broker_configs_after({"secret": None}, {"secret": "s"}, []) == {"secret": "s"}

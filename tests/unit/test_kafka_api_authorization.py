@@ -447,6 +447,38 @@ def test_offset_for_leader_epoch_with_cluster_action_needs_no_describe() -> None
     assert codes(response.topics, "topic") == {SAMPLE_TOPIC: [0]}
 
 
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_delete_records_needs_delete_on_each_topic(version: int) -> None:
+    fake = fake_with(allow(TOPIC, "a", Op.DELETE), allow(TOPIC, "b", Op.READ))
+    body = request(21, version)
+    body = dataclasses.replace(body, topics=each(body.topics[0], "name", ["b", "a"]))
+    response = call(body, fake)
+    b, a = (t.partitions[0] for t in response.topics)
+    assert (int(a.error_code), a.low_watermark) == (0, body.topics[1].partitions[0].offset)
+    assert (int(b.error_code), b.low_watermark) == (E.TOPIC_AUTHORIZATION_FAILED, -1)
+    [(_timeout_ms, offsets)] = fake.seen
+    assert {tp.topic for tp in offsets} == {"a"}
+
+
+def test_delete_records_of_no_deletable_topic_asks_nothing() -> None:
+    fake = fake_with(allow(TOPIC, SAMPLE_TOPIC, Op.ALTER))
+    response = call(request(21, 2), fake)
+    assert codes(response.topics) == {SAMPLE_TOPIC: [E.TOPIC_AUTHORIZATION_FAILED]}
+    assert fake.seen == []
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_describe_log_dirs_needs_describe_on_the_cluster(version: int) -> None:
+    denied = fake_with(allow(TOPIC, "*", Op.ALL))
+    response = call(request(35, version), denied)
+    assert response.results == ()
+    if version >= 3:
+        assert int(response.error_code) == E.CLUSTER_AUTHORIZATION_FAILED
+    assert denied.seen == []
+    allowed = call(request(35, version), fake_with(allow(CLUSTER, CLUSTER_NAME, Op.DESCRIBE)))
+    assert [d.log_dir for d in allowed.results] == ["/data/1"]
+
+
 # --- CreateTopics, DeleteTopics, CreatePartitions -----------------------------------------
 
 

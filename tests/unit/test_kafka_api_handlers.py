@@ -34,6 +34,7 @@ from minikafka.protocol.errors import (
     InvalidRequiredAcksError,
 )
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
+from minikafka.replication.replica_manager import LogDirDescription
 from minikafka.rpc import messages as m
 from minikafka.rules.election import ElectionType
 from minikafka.server.acl_store import AclStore
@@ -210,6 +211,17 @@ class FakeApis:
                 for t in req.topics
             ]
         )
+
+    async def delete_records(
+        self, timeout_ms: int, offsets: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, int]]:
+        self.seen.append((timeout_ms, offsets))
+        return {tp: (0, offset) for tp, offset in offsets.items()}
+
+    def describe_log_dirs(self, partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
+        self.seen.append(partitions)
+        replicas = [(TopicPartition(SAMPLE_TOPIC, 0), 1234, 0)]
+        return [LogDirDescription("/data/1", 0, replicas, 9000, 4000)]
 
     async def create_topics(
         self, topics: list[NewTopic], timeout_ms: int, validate_only: bool
@@ -519,6 +531,24 @@ def test_every_served_version_answers_with_its_own_response(api_key: int, versio
         assert [
             (int(r.error_code), r.error_message, r.matching_acls) for r in response.filter_results
         ] == [(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker.", ())]
+    elif api_key == 21:
+        # The sample names one partition of one topic; the fake's low watermark is the
+        # offset asked.
+        (t,) = response.topics
+        ((_timeout_ms, offsets),) = fake.seen
+        assert [(p.partition_index, int(p.error_code), p.low_watermark) for p in t.partitions] == [
+            (tp.partition, 0, offset) for tp, offset in offsets.items()
+        ]
+    elif api_key == 35:
+        (d,) = response.results
+        assert (int(d.error_code), d.log_dir) == (0, "/data/1")
+        assert [
+            (t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+            for t in d.topics
+            for p in t.partitions
+        ] == [(SAMPLE_TOPIC, 0, 1234, 0, False)]
+        if version >= 4:
+            assert (d.total_bytes, d.usable_bytes) == (9000, 4000)
     else:
         raise AssertionError(f"api key {api_key} served but not checked here")
 

@@ -19,11 +19,13 @@ from minikafka.server.broker_services import BrokerServices
 from minikafka.server.kafka_api.acls import AclApis
 from minikafka.server.kafka_api.cluster import ClusterApis
 from minikafka.server.kafka_api.configs import ConfigApis
+from minikafka.server.kafka_api.delete_records import DeleteRecordsApis
 from minikafka.server.kafka_api.elections import ElectionApis
 from minikafka.server.kafka_api.fetch import FetchApis
 from minikafka.server.kafka_api.group_offsets import GroupOffsetApis
 from minikafka.server.kafka_api.groups import GroupApis
 from minikafka.server.kafka_api.list_offsets import ListOffsetsApis
+from minikafka.server.kafka_api.log_dirs import LogDirApis
 from minikafka.server.kafka_api.metadata import MetadataApis
 from minikafka.server.kafka_api.model import read, write
 from minikafka.server.kafka_api.produce import ProduceApis
@@ -58,6 +60,8 @@ FAMILIES: Final[tuple[type[ApiFamily], ...]] = (
     AclApis,
     ElectionApis,
     ReassignmentApis,
+    DeleteRecordsApis,
+    LogDirApis,
 )
 
 # api key -> (min, max): every API the broker serves on its client listeners. The minimum
@@ -104,6 +108,8 @@ class KafkaApiHandler:
             AclApis(apis),
             ElectionApis(apis),
             ReassignmentApis(apis),
+            DeleteRecordsApis(apis),
+            LogDirApis(apis),
         ]
         assert [type(f) for f in families] == list(FAMILIES)
         self._routes: dict[int, Route] = {
