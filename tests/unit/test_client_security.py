@@ -519,6 +519,7 @@ CLIENT_COMMANDS = [
     "configs",
     "delete-records",
     "log-dirs",
+    "reassign-partitions",
     "acls",
     "replicas",
     "chaos",
