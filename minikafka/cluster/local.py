@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -121,8 +122,15 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         count = brokers if brokers is not None else (len(saved_brokers) or DEFAULT_BROKERS)
         if count < 1:
             raise ValueError("a cluster needs at least one broker")
+        # The saved brokers keep their ids (`add_broker` and `remove_broker` may have left
+        # gaps); a broker count given anew means ids 1..n.
+        ids = (
+            sorted(saved_brokers)
+            if brokers is None and saved_brokers
+            else list(range(1, count + 1))
+        )
         processes: dict[int, BrokerProcess] = {}
-        for bid in range(1, count + 1):
+        for bid in ids:
             b = saved_brokers.get(bid, {})
             processes[bid] = BrokerProcess(
                 bid, int(b.get("port", 0)), b.get("pid"), admin_port=int(b.get("admin_port", 0))
@@ -344,6 +352,41 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
             return None
         newer = {broker_id: old.epoch} if old is not None else None
         return self.wait_for_registered([broker_id], timeout, newer_than=newer)[broker_id]
+
+    def add_broker(self, timeout: float = 60.0) -> int:
+        """Start a broker with the next free id (Kafka's way of growing a cluster: a new
+        broker registers, empty; reassignment moves replicas onto it). Returns its id once
+        every broker's metadata has it."""
+        if self._netns is not None:
+            raise ClusterError(
+                "adding a broker is for loopback clusters: a netns cluster's namespaces are "
+                "made at `cluster up` (start it with one more broker instead)"
+            )
+        if self.security is not None:
+            raise ClusterError(
+                "adding a broker to a secured cluster is not supported: every broker's "
+                "super.users names the brokers of `cluster up`"
+            )
+        deadline = time.monotonic() + timeout
+        broker_id = max(self.broker_ids) + 1
+        # Its config is the cluster's (overrides included), as `up` gave the others.
+        self.start_broker(broker_id, timeout=timeout)
+        self.wait_for_metadata(self.broker_ids, time_left(deadline))
+        return broker_id
+
+    def remove_broker(self, broker_id: int, timeout: float = 30.0) -> None:
+        """Stop the broker (controlled shutdown) if it runs, and forget it: it leaves
+        cluster.json and its directory is deleted. The caller makes sure it holds no
+        replica any more (`minikafka cluster remove-broker --drain` moves them away)."""
+        self._broker(broker_id)
+        if len(self._brokers) == 1:
+            raise ClusterError("a cluster needs at least one broker")
+        if self.is_alive(broker_id):
+            self.terminate(broker_id, timeout=timeout)
+        del self._brokers[broker_id]
+        self.broker_overrides.pop(broker_id, None)
+        self._save_state()
+        shutil.rmtree(self.broker_dir(broker_id), ignore_errors=True)
 
     def restart(self, broker_id: int, timeout: float = 60.0) -> BrokerInfo:
         """Stop the broker if it runs (SIGTERM), start it again with the same config and

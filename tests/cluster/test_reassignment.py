@@ -579,3 +579,11 @@ def test_the_tool_refuses_what_it_cannot_do(cluster: LocalCluster, tmp_path: Pat
     assert code == 2 and "exactly one action" in out
     code, out = tool(cluster, "--list", "--additional")
     assert code == 2 and "can't be used with action" in out
+
+
+def test_removing_a_broker_that_holds_replicas_is_refused(cluster: LocalCluster) -> None:
+    four_brokers(cluster)
+    done = run_cli("cluster", "remove-broker", "--id", "1", "--data-dir", str(cluster.data_dir))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "broker 1 still holds" in done.stderr and "--drain" in done.stderr
+    assert cluster.is_alive(1) and 1 in cluster.zk_client().get_all_brokers()
