@@ -583,6 +583,7 @@ def test_the_tool_refuses_what_it_cannot_do(cluster: LocalCluster, tmp_path: Pat
 
 def test_removing_a_broker_that_holds_replicas_is_refused(cluster: LocalCluster) -> None:
     four_brokers(cluster)
+    create(cluster, "kept", {0: [1, 2]})
     done = run_cli("cluster", "remove-broker", "--id", "1", "--data-dir", str(cluster.data_dir))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "broker 1 still holds" in done.stderr and "--drain" in done.stderr
