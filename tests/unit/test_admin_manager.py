@@ -276,6 +276,17 @@ async def test_partitions_are_added_to_the_whole_assignment_by_a_conditional_wri
     assert {p: after[p] for p in before} == before
 
 
+async def test_no_partitions_are_added_while_a_partition_of_the_topic_moves() -> None:
+    store = FakeStore()
+    admin = manager(store, controller=FakeController())
+    await admin.create_topic(NewTopic("t", 2, 2))
+    store.topics["t"] = store.topics["t"]._replace(reassigning=(1,))
+    before = store.topics["t"]
+    results = await admin.create_partitions([NewPartitions("t", 4)], 0, validate_only=False)
+    assert codes(results) == {"t": ErrorCode.REASSIGNMENT_IN_PROGRESS}
+    assert store.topics["t"] == before
+
+
 async def test_create_partitions_errors_per_topic() -> None:
     store = FakeStore()
     controller = FakeController()
