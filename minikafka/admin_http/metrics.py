@@ -60,7 +60,7 @@ class LedPartition(NamedTuple):
     """What only the leader knows of a partition."""
 
     isr: int  # ISR size
-    replicas: int  # assigned replicas
+    replicas: int  # replication factor (the assigned replicas less those being added)
     min_isr: int  # min.insync.replicas
     replica_states: list[ReplicaState]
 
@@ -234,7 +234,7 @@ def take_snapshot(broker: BrokerView) -> BrokerSnapshot:
         if p.is_leader:
             led = LedPartition(
                 len(p.isr),
-                len(p.assigned_replicas),
+                p.replication_factor,
                 log.config.min_insync_replicas,
                 p.replica_states(now),
             )

@@ -276,6 +276,10 @@ class LeaderAndIsrPartitionState:
     zk_version: int
     replicas: list[int]
     is_new: bool = False
+    # A reassignment's (KIP-455, Kafka's LeaderAndIsr v3): the replicas being added are not
+    # counted in the partition's replication factor (under-replicated) until it completes.
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
