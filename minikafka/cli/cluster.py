@@ -230,6 +230,13 @@ def cluster() -> None:
     "the client settings (`cluster status --json` has them as client_config). A data dir "
     "that has run before keeps its mode.",
 )
+@click.option(
+    "--racks",
+    metavar="RACK,...",
+    default=None,
+    help="Each broker's broker.rack, in broker id order, one a broker (e.g. a,b,c for 3 "
+    "brokers): topics then get Kafka's rack-aware replica placement. Kept for later runs.",
+)
 @click.option("--detach", is_flag=True, help="Return once the cluster is up; it keeps running.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to start.")
 @click.pass_context
@@ -244,6 +251,7 @@ def up(
     network: Any,
     subnet: str | None,
     security: Any,
+    racks: str | None,
     detach: bool,
     timeout: float,
 ) -> None:
@@ -267,6 +275,7 @@ def up(
             network=network,
             subnet=subnet,
             security=security,
+            racks=None if racks is None else racks.split(","),
         )
     except (ClusterError, ValueError) as e:
         raise click.ClickException(str(e)) from e

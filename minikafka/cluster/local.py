@@ -63,7 +63,8 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
     `admin_base_port=0` pick free ports on the first start; brokers otherwise listen on
     base_port, base_port+1, ... and serve their HTTP admin endpoint (metrics, health) on
     admin_base_port, admin_base_port+1, ...
-    `broker_overrides` maps a broker id to properties for that broker only.
+    `broker_overrides` maps a broker id to properties for that broker only. `racks` gives
+    each broker its `broker.rack`, in id order, one a broker; kept as the brokers' overrides.
 
     `network="netns"` (root only) runs each broker in its own network namespace at its own
     address of `subnet` (default: a free /24 of 198.18.0.0/15), so that network faults can
@@ -87,6 +88,7 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         network: NetworkMode | None = None,
         subnet: str | None = None,
         security: SecurityMode | None = None,
+        racks: Sequence[str] | None = None,
     ) -> None:
         dirs = DataDir(data_dir)
         saved = state.load_state(dirs)
@@ -121,6 +123,16 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         count = brokers if brokers is not None else (len(saved_brokers) or DEFAULT_BROKERS)
         if count < 1:
             raise ValueError("a cluster needs at least one broker")
+        if racks is not None:
+            if len(racks) != count:
+                raise ValueError(
+                    f"--racks names {len(racks)} rack(s) but the cluster has {count} "
+                    "brokers: give one rack a broker, in broker id order"
+                )
+            for bid, rack in enumerate(racks, start=1):
+                if not rack.strip():
+                    raise ValueError(f"--racks: broker {bid}'s rack is empty")
+                self.broker_overrides.setdefault(bid, {})["broker.rack"] = rack.strip()
         processes: dict[int, BrokerProcess] = {}
         for bid in range(1, count + 1):
             b = saved_brokers.get(bid, {})

@@ -61,7 +61,10 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "else, nothing for anyone else under /config/users, /config/brokers and "
     "/delegation_token.",
     "broker.rack": "The rack of the broker, registered in ZooKeeper and reported to clients "
-    "in Metadata. minikafka's replica assignment does not take racks into account.",
+    "in Metadata and DescribeCluster. When every broker has one, new topics and partitions "
+    "get Kafka's rack-aware replica assignment (a partition's replicas on as many racks as "
+    "can be); when only some have one, creating them fails (UNKNOWN_SERVER_ERROR), as in "
+    "Kafka.",
     "admin.listeners": "minikafka's own setting (Kafka has JMX instead): http://host:port of "
     "its HTTP admin endpoint, serving Prometheus metrics, health, JSON views and the "
     "dashboard. Unset: no endpoint.",
