@@ -239,6 +239,13 @@ def cluster() -> None:
     "the client settings (`cluster status --json` has them as client_config). A data dir "
     "that has run before keeps its mode.",
 )
+@click.option(
+    "--racks",
+    metavar="RACK,...",
+    default=None,
+    help="Each broker's broker.rack, in broker id order, one a broker (e.g. a,b,c for 3 "
+    "brokers): topics then get Kafka's rack-aware replica placement. Kept for later runs.",
+)
 @click.option("--detach", is_flag=True, help="Return once the cluster is up; it keeps running.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to start.")
 @click.pass_context
@@ -253,6 +260,7 @@ def up(
     network: Any,
     subnet: str | None,
     security: Any,
+    racks: str | None,
     detach: bool,
     timeout: float,
 ) -> None:
@@ -276,6 +284,7 @@ def up(
             network=network,
             subnet=subnet,
             security=security,
+            racks=None if racks is None else racks.split(","),
         )
     except (ClusterError, ValueError) as e:
         raise click.ClickException(str(e)) from e
@@ -479,14 +488,17 @@ def stop_broker(broker_id: int, data_dir: Path, timeout: float) -> None:
 
 @cluster.command("add-broker")
 @data_dir_option
+@click.option(
+    "--rack", default=None, help="Its broker.rack (required when the other brokers have one)."
+)
 @click.option("--timeout", type=float, default=60.0, show_default=True)
-def add_broker(data_dir: Path, timeout: float) -> None:
+def add_broker(data_dir: Path, rack: str | None, timeout: float) -> None:
     """Start one more broker (the next id), with the cluster's config. It holds nothing
     until partitions are moved onto it (`minikafka reassign-partitions`) or created."""
     lc = _open(data_dir)
     try:
         with _failures_as_click_errors():
-            broker_id = lc.add_broker(timeout=timeout)
+            broker_id = lc.add_broker(timeout=timeout, rack=rack)
     finally:
         lc.close_zk_client()
     host, port = lc.broker_address(broker_id)

@@ -156,6 +156,8 @@ class FetchPartitionResponse:
     log_start_offset: int
     log_end_offset: int
     records: Records | RecordsValue | None
+    # KIP-392: the follower a consumer should fetch from instead (Fetch v11+), -1 for none.
+    preferred_read_replica: int = -1
 
 
 @dataclass(frozen=True)

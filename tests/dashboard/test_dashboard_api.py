@@ -131,6 +131,7 @@ def test_json_shapes(watched: LocalCluster) -> None:
     series = get_json(f"{url}/v1/cluster/throughput")
     assert series["rates"] == [
         "messages_in", "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out",
+        "follower_bytes_out",
     ]  # fmt: skip
     assert series["end_s"] - series["start_s"] + 1 == series["window_s"] == 300
     assert all(len(v) == 300 for v in series["total"].values())

@@ -8,7 +8,13 @@
   const MAX_EVENTS = 5000; // as many as the serving broker keeps
   const GROUP_GAP_MS = 10000; // one failure's events: each within this of the one before
   const DEFAULT_LIMIT = 200;
-  const TOTAL_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
+  const TOTAL_RATES = [
+    "messages_in",
+    "bytes_in",
+    "bytes_out",
+    "replication_bytes_in",
+    "follower_bytes_out",
+  ];
   const TOPIC_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
   const RATE_LABEL = {
     messages_in: "messages in",
@@ -16,6 +22,7 @@
     bytes_out: "bytes out",
     replication_bytes_in: "replication bytes in",
     replication_bytes_out: "replication bytes out",
+    follower_bytes_out: "bytes out from followers",
   };
   const STATUS_TEXT = {
     offline: "offline",
