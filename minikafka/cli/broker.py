@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import logging
 import os
@@ -39,6 +40,19 @@ def dump_tasks() -> None:
                 code = frame.f_code
                 out.write(f"  {code.co_filename}:{frame.f_lineno} in {code.co_name}\n")
             coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    # The replica fetchers' state: which partitions each fetches, in which phase.
+    from minikafka.replication.fetch_session import FetchSession
+    from minikafka.replication.fetcher import ReplicaFetcher
+
+    for obj in gc.get_objects():
+        if isinstance(obj, ReplicaFetcher):
+            out.write(f"=== {obj!r}: {obj.state_summary()}\n")
+        elif isinstance(obj, FetchSession):
+            held = {
+                str(tp): (cp.fetch_offset, tp in obj.dirty, tp in obj.idle)
+                for tp, cp in obj.partitions.items()
+            }
+            out.write(f"=== {obj!r}: (fetch offset, dirty, idle) {held}\n")
     log.warning("asyncio tasks:\n%s", out.getvalue())
 
 

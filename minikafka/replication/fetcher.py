@@ -96,6 +96,16 @@ class ReplicaFetcher:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=repr(self))
 
+    def state_summary(self) -> str:
+        """For a stuck broker's task dump (SIGUSR1): what this fetcher holds."""
+        return (
+            f"stopped={self._stopped} task_done={self._task is not None and self._task.done()} "
+            f"partitions={ {str(tp): (st.leader_epoch, st.phase.name) for tp, st in self.partitions.items()} } "
+            f"truncating={sorted(map(str, self._truncating))} delayed={sorted(map(str, self._delayed))} "
+            f"session={self.session!r} next={sorted(map(str, self.session.fetchable))} "
+            f"held={sorted(map(str, self.session.session_partitions))}"
+        )
+
     @property
     def stopped(self) -> bool:
         """Its fetch loop has ended (after shutdown)."""

@@ -363,14 +363,15 @@ def test_the_controller_killed_in_the_middle_of_a_reassignment(
             (controller,),
         )
         cluster.kill(controller)
-        # A new controller is elected, and resumes the move from ZooKeeper.
-        wait_until(
-            lambda: cluster.zk_client().get_controller_id() not in (None, controller),
-            60,
-            "a new controller",
-        )
     finally:
+        # b catches up while there is no controller to finish the move (the dead one's
+        # session has not expired yet): the next controller finds it in ZooKeeper.
         cluster.resume(b)
+    wait_until(
+        lambda: cluster.zk_client().get_controller_id() not in (None, controller),
+        60,
+        "a new controller",
+    )
     wait_until_moved(cluster, {tp: [a, b]})
     values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
     assert values == [b"%d" % i for i in range(2000)]
@@ -392,17 +393,41 @@ def test_the_leader_killed_in_the_middle_of_a_reassignment(
     try:
         assert alter_at_controller(cluster, {tp: [stays, adding]}) == {tp: 0}
         cluster.kill(leader)
-        wait_until(
-            lambda: cluster.zk_client().get_partition_states([tp])[tp].leader == stays,
-            60,
-            "the surviving replica to lead",
-        )
     finally:
         cluster.resume(adding)
+    # Once the dead leader's session expires, the surviving replica leads, and the new
+    # replica catches up from it.
+    wait_until(
+        lambda: cluster.zk_client().get_partition_states([tp])[tp].leader == stays,
+        60,
+        "the surviving replica to lead",
+    )
     wait_until_moved(cluster, {tp: [stays, adding]})
     values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
     assert values == [b"%d" % i for i in range(2000)]
     four_brokers(cluster)
+
+
+def test_the_new_replicas_broker_restarted_in_the_middle_of_a_reassignment(
+    cluster: LocalCluster,
+) -> None:
+    four_brokers(cluster)
+    controller = cluster.zk_client().get_controller_id()
+    a, b, adding = [x for x in cluster.broker_ids if x != controller]
+    topic = "mid-restart"
+    create(cluster, topic, {0: [a, b]})
+    send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(2000)])
+    tp = TopicPartition(topic, 0)
+    cluster.pause(adding)
+    try:
+        assert alter_at_controller(cluster, {tp: [a, adding]}) == {tp: 0}
+    finally:
+        cluster.kill(adding)  # a crash before it fetched anything
+    # It comes back (a new registration): the controller resumes the move for it.
+    cluster.start_broker(adding)
+    wait_until_moved(cluster, {tp: [a, adding]})
+    values = [r.value for r in read_records(cluster.bootstrap_servers, topic, timeout=60)]
+    assert values == [b"%d" % i for i in range(2000)]
 
 
 def test_cancel_in_the_middle_reverts_to_the_original_replicas(
