@@ -1,0 +1,233 @@
+"""The reassign nemesis: partition moves through AlterPartitionReassignments (KIP-455), as
+an operator runs `kafka-reassign-partitions.sh --execute` on a cluster that is failing.
+
+A move picks one or more partitions of the topic and a new replica list for each
+(`nemesis.choose_moves`: same size, distinct, on brokers registered in ZooKeeper, which are
+those the controller takes as alive, and never the current list), and asks the controller,
+found through Metadata and found again after NOT_CONTROLLER (`ControllerClient`).
+
+Healing a move means the cluster is no longer moving that partition: it waits, at most
+`heal_timeout_s`, for the move to be done in ZooKeeper (/brokers/topics/<t> holds the target
+with nothing adding or removing, and the target is in the ISR: Kafka's completion rule),
+and otherwise cancels it (target None), which returns the partition to its old replicas.
+A move that cannot finish is one whose new replica is on a broker that is down, paused or
+cut off: it cannot join the ISR. Each move's end is recorded (`PartitionMove`): completed,
+cancelled, refused (the controller's per-partition error), failed (no controller answered:
+nothing may have started) or unresolved (the cancel got no answer either; the run finishes
+it after healing the other faults, `finish_moves`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from minikafka.chaos.history import FaultWindow, History, MoveOutcome, PartitionMove
+from minikafka.chaos.nemesis import choose_moves
+from minikafka.client.controller_calls import ControllerClient
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.zk.client import ZkClient, ZkError
+
+CLIENT_ID = "minikafka-chaos-reassign"
+# What a request to the controller may meet during the other faults: no broker answering
+# (NetworkError is a KafkaError), no controller, a ZooKeeper read failing.
+UNREACHABLE = (KafkaError, OSError, TimeoutError, ZkError)
+
+
+@dataclass
+class ActiveMove:
+    start: float
+    replicas: dict[int, tuple[int, ...]]  # partition -> its replicas before the move
+    targets: dict[int, tuple[int, ...]]  # partition -> target, for the accepted moves
+
+    def describe(self) -> str:
+        return "; ".join(
+            f"p{p} {','.join(map(str, self.replicas[p]))}->{','.join(map(str, t))}"
+            for p, t in sorted(self.targets.items())
+        )
+
+
+class ReassignNemesis:
+    """Moves partitions of `topic`; blocking ZooKeeper reads run in threads."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        zk: ZkClient,
+        topic: str,
+        partitions: int,
+        history: History,
+        clock: Callable[[], float],
+        *,
+        request_timeout_s: float,
+    ) -> None:
+        self._client = ControllerClient(
+            bootstrap_servers, client_id=CLIENT_ID, timeout_s=request_timeout_s
+        )
+        self._zk = zk
+        self._topic = topic
+        self._partitions = partitions
+        self._history = history
+        self._clock = clock
+        self.unresolved: list[PartitionMove] = []
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    def _tp(self, partition: int) -> TopicPartition:
+        return TopicPartition(self._topic, partition)
+
+    async def start(self, pick: int) -> tuple[ActiveMove | None, str]:
+        """Ask for the moves `pick` chooses; (the accepted ones or None, what happened)."""
+        start = self._clock()
+        try:
+            live = await asyncio.to_thread(self._zk.get_broker_ids)
+            assignment = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
+        except ZkError as e:
+            return None, f"ZooKeeper unreadable ({e}), skipped"
+        moves = choose_moves(assignment, live, pick)
+        if not moves:
+            return None, f"no other replica set on the live brokers {live}, skipped"
+        try:
+            answers = await self._client.alter_partition_reassignments(
+                {self._tp(p): target for p, target in moves.items()}
+            )
+        except UNREACHABLE as e:
+            # Nothing known to have started; recorded, and the run goes on.
+            for p, target in moves.items():
+                self._history.moves.append(
+                    PartitionMove(
+                        p, start, assignment[p], target, MoveOutcome.FAILED, self._clock(),
+                        error=f"{type(e).__name__}: {e}",
+                    )
+                )  # fmt: skip
+            return None, f"no controller answered ({type(e).__name__}: {e})"
+        accepted: dict[int, tuple[int, ...]] = {}
+        for p, target in moves.items():
+            error = answers.get(self._tp(p))
+            if error is None and self._tp(p) in answers:
+                accepted[p] = target
+                continue
+            self._history.moves.append(
+                PartitionMove(
+                    p, start, assignment[p], target, MoveOutcome.REFUSED, self._clock(),
+                    error=str(error) if error is not None else "no answer for the partition",
+                )
+            )  # fmt: skip
+        if not accepted:
+            return None, "every move refused"
+        active = ActiveMove(start, {p: assignment[p] for p in moves}, accepted)
+        return active, active.describe()
+
+    def _done(self, targets: Mapping[int, tuple[int, ...]]) -> set[int]:
+        """The partitions whose move is done as ZooKeeper shows it (blocking)."""
+        znode = self._zk.get_assignment_and_version(self._topic)
+        if znode is None:
+            return set()
+        tps = [self._tp(p) for p in targets]
+        states = self._zk.get_partition_states(tps)
+        return {
+            p
+            for p, target in targets.items()
+            if znode.assignment.get(p) == target
+            and p not in znode.reassigning
+            and self._tp(p) in states
+            and set(target) <= set(states[self._tp(p)].isr)
+        }
+
+    async def heal(self, active: ActiveMove, timeout_s: float) -> str:
+        """Wait for the moves to be done, at most `timeout_s`; cancel those that are not.
+        Records each move's end; returns a summary for the log."""
+        pending = dict(active.targets)
+        done: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            with contextlib.suppress(ZkError):  # read again until the deadline
+                done |= await asyncio.to_thread(self._done, pending)
+            for p in done:
+                pending.pop(p, None)
+            if not pending or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.1)
+        outcomes: dict[int, tuple[MoveOutcome, str | None]] = {
+            p: (MoveOutcome.COMPLETED, None) for p in done
+        }
+        if pending:
+            outcomes.update(await self._cancel(pending))
+        try:
+            final = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
+        except ZkError:
+            final = {}
+        end = self._clock()
+        for p, target in sorted(active.targets.items()):
+            outcome, error = outcomes[p]
+            move = PartitionMove(
+                p, active.start, active.replicas[p], target, outcome, end, final.get(p), error
+            )
+            if outcome is MoveOutcome.UNRESOLVED:
+                self.unresolved.append(move)
+            else:
+                self._history.moves.append(move)
+        return ", ".join(f"p{p} {outcomes[p][0]}" for p in sorted(outcomes))
+
+    async def _cancel(
+        self, pending: Mapping[int, tuple[int, ...]]
+    ) -> dict[int, tuple[MoveOutcome, str | None]]:
+        try:
+            answers = await self._client.alter_partition_reassignments(
+                {self._tp(p): None for p in pending}
+            )
+        except UNREACHABLE as e:
+            why = f"cancel got no answer ({type(e).__name__}: {e})"
+            return {p: (MoveOutcome.UNRESOLVED, why) for p in pending}
+        out: dict[int, tuple[MoveOutcome, str | None]] = {}
+        for p in pending:
+            error = answers.get(self._tp(p))
+            if error is None and self._tp(p) in answers:
+                out[p] = (MoveOutcome.CANCELLED, None)
+            elif (
+                isinstance(error, KafkaError)
+                and error.code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+            ):
+                # It finished between the last look and the cancel.
+                out[p] = (MoveOutcome.COMPLETED, None)
+            else:
+                out[p] = (MoveOutcome.UNRESOLVED, f"cancel refused: {error}")
+        return out
+
+    async def finish_moves(self, timeout_s: float) -> bool:
+        """After every other fault is healed: wait for the topic's reassignments still in
+        progress to end, and record the unresolved moves' outcome then. False if some are
+        still in progress after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        ongoing: dict[TopicPartition, object] = {}
+        while time.monotonic() < deadline:
+            try:
+                ongoing = dict(
+                    await self._client.list_partition_reassignments(
+                        [self._tp(p) for p in range(self._partitions)]
+                    )
+                )
+            except UNREACHABLE:
+                ongoing = {TopicPartition(self._topic, -1): None}  # unknown: ask again
+            if not ongoing:
+                break
+            await asyncio.sleep(0.2)
+        final = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
+        for move in self.unresolved:
+            self._history.moves.append(
+                PartitionMove(
+                    move.partition, move.start, move.replicas, move.target,
+                    MoveOutcome.UNRESOLVED, self._clock(), final.get(move.partition), move.error,
+                )
+            )  # fmt: skip
+        self.unresolved.clear()
+        return not ongoing
+
+
+def move_window(active: ActiveMove, end: float) -> FaultWindow:
+    return FaultWindow("reassign", active.describe(), active.start, end)
