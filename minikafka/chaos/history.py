@@ -185,7 +185,9 @@ class MoveOutcome(StrEnum):
     COMPLETED = "completed"  # /brokers/topics/<t> holds the target, nothing adding or removing
     CANCELLED = "cancelled"  # it could not finish in time and the cancel was accepted
     REFUSED = "refused"  # the controller answered the request with this partition's error
-    FAILED = "failed"  # no answer: no controller reachable (nothing may have started)
+    # No answer: maybe never sent, or a controller still to act on it (a paused one reads
+    # the request when it resumes), so in doubt, as a produce without an answer is.
+    UNANSWERED = "unanswered"
     UNRESOLVED = "unresolved"  # neither finished nor cancelled by the heal (cancel failed)
 
 
@@ -195,7 +197,8 @@ class PartitionMove:
     `replicas` to `target` (AlterPartitionReassignments), resolved at `end` with `outcome`;
     `assignment` is the partition's replicas in ZooKeeper (/brokers/topics/<t>) read when
     the heal was done (None: unread), and `error` what the controller answered or why no
-    answer came."""
+    answer came. A move that only reorders the replicas leaves the leader where it was, so
+    a completed move is followed by a preferred leader election (`election`)."""
 
     partition: int
     start: float
@@ -205,6 +208,10 @@ class PartitionMove:
     end: float | None = None
     assignment: tuple[int, ...] | None = None
     error: str | None = None
+    # After a completed move, the preferred leader election (ElectLeaders PREFERRED) asked
+    # for the partition: "elected", "not needed" (the first replica already led) or the
+    # error; None when none was asked.
+    election: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", MoveOutcome(self.outcome))

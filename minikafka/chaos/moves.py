@@ -12,9 +12,16 @@ with nothing adding or removing, and the target is in the ISR: Kafka's completio
 and otherwise cancels it (target None), which returns the partition to its old replicas.
 A move that cannot finish is one whose new replica is on a broker that is down, paused or
 cut off: it cannot join the ISR. Each move's end is recorded (`PartitionMove`): completed,
-cancelled, refused (the controller's per-partition error), failed (no controller answered:
-nothing may have started) or unresolved (the cancel got no answer either; the run finishes
-it after healing the other faults, `finish_moves`).
+cancelled, refused (the controller's per-partition error), unanswered (no controller
+answered: in doubt, since a paused controller still carries the request out when it resumes)
+or unresolved (the cancel got no answer either). Whatever is still moving at the end, in
+doubt or unresolved, finishes once the other faults are healed (`finish_moves`), before the
+run checks that every ISR is whole. A completed move is followed by a preferred leader
+election (ElectLeaders PREFERRED), as an operator does after a reorder: Kafka moves the
+leader only when it leaves the replicas.
+
+Partitions ZooKeeper shows moving are not moved again: their replica list there is the
+target and the old replicas together, not a list of the topic's replication factor.
 """
 
 from __future__ import annotations
@@ -24,13 +31,19 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from minikafka.chaos.history import FaultWindow, History, MoveOutcome, PartitionMove
 from minikafka.chaos.nemesis import choose_moves
+from minikafka.chaos.workload import QUIET
 from minikafka.client.controller_calls import ControllerClient
+from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.zk.client import ZkClient, ZkError
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 CLIENT_ID = "minikafka-chaos-reassign"
 # What a request to the controller may meet during the other faults: no broker answering
@@ -65,6 +78,8 @@ class ReassignNemesis:
         *,
         request_timeout_s: float,
     ) -> None:
+        self._bootstrap_servers = bootstrap_servers
+        self._admin: AdminClient | None = None
         self._client = ControllerClient(
             bootstrap_servers, client_id=CLIENT_ID, timeout_s=request_timeout_s
         )
@@ -86,12 +101,16 @@ class ReassignNemesis:
         start = self._clock()
         try:
             live = await asyncio.to_thread(self._zk.get_broker_ids)
-            assignment = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
+            znode = await asyncio.to_thread(self._zk.get_assignment_and_version, self._topic)
         except ZkError as e:
             return None, f"ZooKeeper unreadable ({e}), skipped"
+        if znode is None:
+            return None, f"no topic {self._topic} in ZooKeeper, skipped"
+        assignment = {p: r for p, r in znode.assignment.items() if p not in znode.reassigning}
         moves = choose_moves(assignment, live, pick)
         if not moves:
-            return None, f"no other replica set on the live brokers {live}, skipped"
+            moving = f" (moving: {sorted(znode.reassigning)})" if znode.reassigning else ""
+            return None, f"no other replica set on the live brokers {live}{moving}, skipped"
         try:
             answers = await self._client.alter_partition_reassignments(
                 {self._tp(p): target for p, target in moves.items()}
@@ -101,7 +120,7 @@ class ReassignNemesis:
             for p, target in moves.items():
                 self._history.moves.append(
                     PartitionMove(
-                        p, start, assignment[p], target, MoveOutcome.FAILED, self._clock(),
+                        p, start, assignment[p], target, MoveOutcome.UNANSWERED, self._clock(),
                         error=f"{type(e).__name__}: {e}",
                     )
                 )  # fmt: skip
@@ -162,17 +181,58 @@ class ReassignNemesis:
             final = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
         except ZkError:
             final = {}
+        completed = sorted(p for p, (o, _) in outcomes.items() if o is MoveOutcome.COMPLETED)
+        elections = await self._elect_preferred(completed, timeout_s) if completed else {}
         end = self._clock()
         for p, target in sorted(active.targets.items()):
             outcome, error = outcomes[p]
             move = PartitionMove(
-                p, active.start, active.replicas[p], target, outcome, end, final.get(p), error
+                p,
+                active.start,
+                active.replicas[p],
+                target,
+                outcome,
+                end,
+                final.get(p),
+                error,
+                elections.get(p),
             )
             if outcome is MoveOutcome.UNRESOLVED:
                 self.unresolved.append(move)
             else:
                 self._history.moves.append(move)
-        return ", ".join(f"p{p} {outcomes[p][0]}" for p in sorted(outcomes))
+        return ", ".join(
+            f"p{p} {outcomes[p][0]}"
+            + (f" (preferred leader: {elections[p]})" if p in elections else "")
+            for p in sorted(outcomes)
+        )
+
+    async def _elect_preferred(self, partitions: list[int], timeout_s: float) -> dict[int, str]:
+        """ElectLeaders PREFERRED for the moved partitions, as an operator does after a
+        reassignment (Kafka moves the leader only if it left the replicas): partition ->
+        "elected", "not needed" or the error."""
+        from confluent_kafka import ElectionType
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        if self._admin is None:
+            # librdkafka takes ElectLeaders' timeouts from socket.timeout.ms.
+            config = {**QUIET, "socket.timeout.ms": int(max(timeout_s, 1.0) * 1000)}
+            self._admin = new_admin(client_config(self._bootstrap_servers, config))
+        asked = [RdTopicPartition(self._topic, p) for p in partitions]
+        try:
+            future = self._admin.elect_leaders(ElectionType.PREFERRED, asked)
+            result = await asyncio.wait_for(asyncio.wrap_future(future), max(timeout_s, 1.0))
+        except Exception as e:  # librdkafka's KafkaException, a timeout: recorded
+            return {p: f"no answer ({type(e).__name__}: {e})" for p in partitions}
+        out: dict[int, str] = {}
+        for tp, error in result.items():
+            if error is None:
+                out[tp.partition] = "elected"
+            elif error.code() == ErrorCode.ELECTION_NOT_NEEDED:
+                out[tp.partition] = "not needed"
+            else:
+                out[tp.partition] = f"{error.name()}: {error.str()}"
+        return out
 
     async def _cancel(
         self, pending: Mapping[int, tuple[int, ...]]

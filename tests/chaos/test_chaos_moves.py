@@ -5,14 +5,19 @@ the old replicas after a cancelled one."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from minikafka.chaos.history import MoveOutcome
+from minikafka.chaos.history import History, MoveOutcome
+from minikafka.chaos.moves import ReassignNemesis
+from minikafka.chaos.nemesis import choose_moves
 from minikafka.chaos.runner import ChaosOptions, ChaosReport, run_chaos, write_report
+from minikafka.common import TopicPartition
 from tests.chaos.test_chaos_runs import FAST, assert_safe
-from tests.cluster.conftest import ClusterFactory
+from tests.cluster.conftest import ClusterFactory, wait_until
+from tests.cluster.helpers import create_topic
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -54,3 +59,93 @@ async def test_partitions_move_during_kills_and_pauses_and_nothing_is_lost(
     assert_moves_recorded(report)
     assert_safe(report)
     print(report.result.summary_rows())
+
+
+async def test_a_move_unanswered_without_a_controller_cancelled_when_stuck_and_completed(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Each way a move ends, made to happen: with the controller paused the request gets
+    no answer and the attempt is recorded as unanswered (the nemesis carries on; the
+    controller may still act on it once resumed, and the run waits for it); a move onto a
+    paused broker (still registered: its session has not expired) cannot finish, so the
+    heal cancels it and the partition is back on its replicas; with every broker running
+    the move completes, ZooKeeper holds the target, and the preferred leader election that
+    follows leaves the target's first replica leading."""
+    cluster = make_cluster(brokers=4, overrides=FAST)
+    zk = cluster.zk_client()
+    wait_until(lambda: cluster.controller() is not None, 30, "a controller")
+    current = cluster.controller()
+    assert current is not None
+    controller = current[0]
+    # The broker that will be paused for the cancel: neither the controller nor a replica.
+    outsider = max(b for b in cluster.broker_ids if b != controller)
+    replicas = [b for b in cluster.broker_ids if b != outsider]
+    topic = "moves"
+    await create_topic(cluster, topic, -1, -1, assignment={0: replicas, 1: replicas[::-1]})
+    history = History(topic)
+    t0 = time.monotonic()
+    movers = ReassignNemesis(
+        cluster.bootstrap_servers,
+        zk,
+        topic,
+        2,
+        history,
+        lambda: time.monotonic() - t0,
+        request_timeout_s=2.0,
+    )
+    try:
+        cluster.pause(controller)
+        try:
+            active, what = await movers.start(pick=1)
+        finally:
+            cluster.resume(controller)
+        assert active is None and what.startswith("no controller answered"), what
+        unanswered = list(history.moves)
+        assert unanswered and all(m.outcome is MoveOutcome.UNANSWERED for m in unanswered)
+        assert all(m.error for m in unanswered)
+        # In doubt: the resumed controller reads the request and may carry it out.
+        assert await movers.finish_moves(30.0)
+        assignment = zk.get_assignment(topic)
+        assert assignment is not None
+        for m in unanswered:
+            assert assignment[m.partition] in (m.replicas, m.target), (m, assignment)
+        history.moves.clear()
+
+        # A pick that puts the outsider in some partition's new replicas (the choice is pure).
+        pick = next(
+            k
+            for k in range(1000)
+            if any(outsider in t for t in choose_moves(assignment, cluster.broker_ids, k).values())
+        )
+        cluster.pause(outsider)
+        try:
+            active, what = await movers.start(pick)
+            assert active is not None, what
+            summary = await movers.heal(active, timeout_s=1.0)
+        finally:
+            cluster.resume(outsider)
+        onto_outsider = [m for m in history.moves if outsider in m.target]
+        assert onto_outsider and all(m.outcome is MoveOutcome.CANCELLED for m in onto_outsider)
+        for m in onto_outsider:
+            assert m.assignment is not None and sorted(m.assignment) == sorted(m.replicas), m
+            assert m.election is None, m
+        assert "cancelled" in summary
+        history.moves.clear()
+
+        cluster.wait_for_registered(cluster.broker_ids, 30)
+        before = zk.get_assignment(topic)
+        assert before is not None
+        active, what = await movers.start(pick=7)
+        assert active is not None, what
+        await movers.heal(active, timeout_s=30.0)
+        assert history.moves and all(m.outcome is MoveOutcome.COMPLETED for m in history.moves)
+        after = zk.get_assignment(topic)
+        assert after is not None
+        for m in history.moves:
+            assert m.replicas == before[m.partition] and m.target != m.replicas
+            assert m.assignment == m.target == after[m.partition], m
+            assert m.election in ("elected", "not needed"), m
+            state = zk.get_partition_state(TopicPartition(topic, m.partition))
+            assert state is not None and state.leader == m.target[0], (m, state)
+    finally:
+        await movers.close()

@@ -125,9 +125,18 @@ def every_event_history() -> History:
         ],
         group_offset_reads=[GroupOffsetRead(19.0, 19.5, {}), GroupOffsetRead(30.0, 30.1, {2: 4})],
         moves=[
-            PartitionMove(0, 2.0, (1, 2, 3), (3, 1, 2), MoveOutcome.COMPLETED, 3.5, (3, 1, 2)),
+            PartitionMove(
+                0,
+                2.0,
+                (1, 2, 3),
+                (3, 1, 2),
+                MoveOutcome.COMPLETED,
+                3.5,
+                (3, 1, 2),
+                election="elected",
+            ),
             PartitionMove(1, 2.0, [1, 2, 3], [1, 2, 4], "cancelled", 4.0, [2, 1, 3]),
-            PartitionMove(2, 3, (1, 2, 3), (2, 3, 4), "failed", 3, error="NetworkError: x"),
+            PartitionMove(2, 3, (1, 2, 3), (2, 3, 4), "unanswered", 3, error="NetworkError: x"),
         ],
     )
 
@@ -469,6 +478,7 @@ HISTORY_JSON: JsonDict = {
             "end": 3.5,
             "assignment": [3, 1, 2],
             "error": None,
+            "election": "elected",
         },
         {
             "partition": 1,
@@ -479,16 +489,18 @@ HISTORY_JSON: JsonDict = {
             "end": 4.0,
             "assignment": [2, 1, 3],
             "error": None,
+            "election": None,
         },
         {
             "partition": 2,
             "start": 3,
             "replicas": [1, 2, 3],
             "target": [2, 3, 4],
-            "outcome": "failed",
+            "outcome": "unanswered",
             "end": 3,
             "assignment": None,
             "error": "NetworkError: x",
+            "election": None,
         },
     ],
 }
@@ -736,7 +748,7 @@ def test_loading_coerces_what_json_cannot_say() -> None:
     assert h.group_commits[4].errors == {2: "REQUEST_TIMED_OUT: x"}
     assert type(h.faults[2].start) is float
     move = h.moves[2]
-    assert type(move.start) is float and move.outcome is MoveOutcome.FAILED
+    assert type(move.start) is float and move.outcome is MoveOutcome.UNANSWERED
     assert h.moves[1].target == (1, 2, 4) and h.moves[1].assignment == (2, 1, 3)
 
 
