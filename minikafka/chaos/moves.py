@@ -31,19 +31,15 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from minikafka.chaos.history import FaultWindow, History, MoveOutcome, PartitionMove
 from minikafka.chaos.nemesis import choose_moves
 from minikafka.chaos.workload import QUIET
-from minikafka.client.controller_calls import ControllerClient
+from minikafka.client.controller_calls import RETRY_BACKOFF_S, ControllerClient
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.zk.client import ZkClient, ZkError
-
-if TYPE_CHECKING:
-    from confluent_kafka.admin import AdminClient
 
 CLIENT_ID = "minikafka-chaos-reassign"
 # What a request to the controller may meet during the other faults: no broker answering
@@ -79,7 +75,6 @@ class ReassignNemesis:
         request_timeout_s: float,
     ) -> None:
         self._bootstrap_servers = bootstrap_servers
-        self._admin: AdminClient | None = None
         self._client = ControllerClient(
             bootstrap_servers, client_id=CLIENT_ID, timeout_s=request_timeout_s
         )
@@ -214,24 +209,41 @@ class ReassignNemesis:
         from confluent_kafka import ElectionType
         from confluent_kafka import TopicPartition as RdTopicPartition
 
-        if self._admin is None:
-            # librdkafka takes ElectLeaders' timeouts from socket.timeout.ms.
-            config = {**QUIET, "socket.timeout.ms": int(max(timeout_s, 1.0) * 1000)}
-            self._admin = new_admin(client_config(self._bootstrap_servers, config))
-        asked = [RdTopicPartition(self._topic, p) for p in partitions]
-        try:
-            future = self._admin.elect_leaders(ElectionType.PREFERRED, asked)
-            result = await asyncio.wait_for(asyncio.wrap_future(future), max(timeout_s, 1.0))
-        except Exception as e:  # librdkafka's KafkaException, a timeout: recorded
-            return {p: f"no answer ({type(e).__name__}: {e})" for p in partitions}
+        timeout_s = max(timeout_s, 1.0)
+        deadline = time.monotonic() + timeout_s
         out: dict[int, str] = {}
-        for tp, error in result.items():
-            if error is None:
-                out[tp.partition] = "elected"
-            elif error.code() == ErrorCode.ELECTION_NOT_NEEDED:
-                out[tp.partition] = "not needed"
-            else:
-                out[tp.partition] = f"{error.name()}: {error.str()}"
+        asking = list(partitions)
+        while asking:
+            # A new client each time: librdkafka's cached controller is the one it met
+            # first, and a controller that moved answers NOT_CONTROLLER per partition.
+            config = {**QUIET, "socket.timeout.ms": int(timeout_s * 1000)}
+            admin = new_admin(client_config(self._bootstrap_servers, config))
+            asked = [RdTopicPartition(self._topic, p) for p in asking]
+            try:
+                future = admin.elect_leaders(ElectionType.PREFERRED, asked)
+                result = await asyncio.wait_for(
+                    asyncio.wrap_future(future), max(0.1, deadline - time.monotonic())
+                )
+            except TimeoutError:
+                out.update({p: f"no answer in {timeout_s:g} s" for p in asking})
+                break
+            except Exception as e:  # librdkafka's KafkaException: recorded
+                out.update({p: f"no answer ({type(e).__name__}: {e})" for p in asking})
+                break
+            asking = []
+            for tp, error in result.items():
+                if error is None:
+                    out[tp.partition] = "elected"
+                elif error.code() == ErrorCode.ELECTION_NOT_NEEDED:
+                    out[tp.partition] = "not needed"
+                else:
+                    out[tp.partition] = f"{error.name()}: {error.str()}"
+                    if error.code() == ErrorCode.NOT_CONTROLLER:
+                        asking.append(tp.partition)
+            if asking:
+                if time.monotonic() >= deadline:
+                    break
+                await asyncio.sleep(RETRY_BACKOFF_S)
         return out
 
     async def _cancel(

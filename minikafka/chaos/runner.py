@@ -252,8 +252,13 @@ def _check_nemesis(cluster: ChaosCluster, opts: ChaosOptions) -> None:
             "nemesis coordinator kills the consumer group's coordinator: it needs group members"
         )
     if isinstance(cluster, CommandCluster):
-        # Unknown ops are left to plan(), which lists the known ones.
-        unsupported = [op for op in ops if op in NEMESIS_OPS and op not in COMMAND_NEMESIS_OPS]
+        # Unknown ops are left to plan(), which lists the known ones. The concurrent ones
+        # (reassign) need no command: only Kafka's protocol and ZooKeeper.
+        unsupported = [
+            op
+            for op in ops
+            if op in NEMESIS_OPS and op not in COMMAND_NEMESIS_OPS and op not in CONCURRENT_OPS
+        ]
         if unsupported:
             raise ValueError(
                 f"nemesis {','.join(unsupported)} cannot be done with a nemesis command, which "
