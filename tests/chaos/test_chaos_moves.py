@@ -15,6 +15,7 @@ from minikafka.chaos.moves import ReassignNemesis
 from minikafka.chaos.nemesis import choose_moves
 from minikafka.chaos.runner import ChaosOptions, ChaosReport, run_chaos, write_report
 from minikafka.common import TopicPartition
+from tests.chaos.test_chaos_long import LONG_S
 from tests.chaos.test_chaos_runs import FAST, assert_safe
 from tests.cluster.conftest import ClusterFactory, wait_until
 from tests.cluster.helpers import create_topic
@@ -149,3 +150,24 @@ async def test_a_move_unanswered_without_a_controller_cancelled_when_stuck_and_c
             assert state is not None and state.leader == m.target[0], (m, state)
     finally:
         await movers.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(int(LONG_S) + 600)
+async def test_long_schedule_of_moves_among_every_process_fault_loses_nothing(
+    make_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """The long variant (`pytest -m slow`, MINIKAFKA_CHAOS_LONG_S seconds): moves beside
+    kills, pauses, controller kills and clean restarts on four brokers."""
+    cluster = make_cluster(brokers=4, overrides=FAST)
+    opts = ChaosOptions(
+        nemesis=("kill", "pause", "controller", "restart", "reassign"),
+        interval_s=6.0,
+        time_limit_s=LONG_S,
+        seed=2026,
+    )
+    report = await run_chaos(cluster, opts, log=print)
+    paths = write_report(report, tmp_path / "report")
+    print(f"report: {paths['json']}")
+    assert_moves_recorded(report)
+    assert_safe(report)
