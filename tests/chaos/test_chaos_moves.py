@@ -71,7 +71,8 @@ async def test_a_move_unanswered_without_a_controller_cancelled_when_stuck_and_c
     paused broker (still registered: its session has not expired) cannot finish, so the
     heal cancels it and the partition is back on its replicas; with every broker running
     the move completes, ZooKeeper holds the target, and the preferred leader election that
-    follows leaves the target's first replica leading."""
+    follows leaves the target's first replica leading. A stuck move whose cancel gets no
+    answer either (the controller paused too) stays unresolved until the run's final wait."""
     cluster = make_cluster(brokers=4, overrides=FAST)
     zk = cluster.zk_client()
     wait_until(lambda: cluster.controller() is not None, 30, "a controller")
@@ -131,6 +132,46 @@ async def test_a_move_unanswered_without_a_controller_cancelled_when_stuck_and_c
             assert m.assignment is not None and sorted(m.assignment) == sorted(m.replicas), m
             assert m.election is None, m
         assert "cancelled" in summary
+        history.moves.clear()
+
+        # Stuck, and no controller to cancel it either: unresolved until the end, when the
+        # run waits for what is still moving (every broker back).
+        assert await movers.finish_moves(30.0)
+        assignment = zk.get_assignment(topic)
+        assert assignment is not None
+        pick = next(
+            k
+            for k in range(1000)
+            if any(outsider in t for t in choose_moves(assignment, cluster.broker_ids, k).values())
+        )
+        current = cluster.controller()
+        assert current is not None and current[0] != outsider
+        cluster.pause(outsider)
+        try:
+            active, what = await movers.start(pick)
+            assert active is not None, what
+            cluster.pause(current[0])
+            try:
+                summary = await movers.heal(active, timeout_s=0.5)
+            finally:
+                cluster.resume(current[0])
+        finally:
+            cluster.resume(outsider)
+        assert "unresolved" in summary and not any(
+            m.outcome is MoveOutcome.UNRESOLVED for m in history.moves
+        )
+        stuck = [m for m in movers.unresolved if outsider in m.target]
+        assert stuck and all(m.error and "cancel" in m.error for m in stuck), movers.unresolved
+        assert await movers.finish_moves(30.0)
+        assert not movers.unresolved
+        final = zk.get_assignment(topic)
+        assert final is not None
+        for m in history.moves:
+            if outsider in m.target:
+                assert m.outcome is MoveOutcome.UNRESOLVED and m.assignment == final[m.partition]
+                # The controller, resumed, took the cancel it had been sent, or the move
+                # finished first: either way one of the two replica lists, nothing between.
+                assert sorted(final[m.partition]) in (sorted(m.replicas), sorted(m.target)), m
         history.moves.clear()
 
         cluster.wait_for_registered(cluster.broker_ids, 30)
