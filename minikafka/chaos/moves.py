@@ -7,7 +7,7 @@ those the controller takes as alive, and never the current list), and asks the c
 found through Metadata and found again after NOT_CONTROLLER (`ControllerClient`).
 
 Healing a move means the cluster is no longer moving that partition: it waits, at most
-`heal_timeout_s`, for the move to be done in ZooKeeper (/brokers/topics/<t> holds the target
+the heal's timeout (half an interval in a run), for the move to be done in ZooKeeper (/brokers/topics/<t> holds the target
 with nothing adding or removing, and the target is in the ISR: Kafka's completion rule),
 and otherwise cancels it (target None), which returns the partition to its old replicas.
 A move that cannot finish is one whose new replica is on a broker that is down, paused or
@@ -276,20 +276,15 @@ class ReassignNemesis:
         progress to end, and record the unresolved moves' outcome then. False if some are
         still in progress after `timeout_s`."""
         deadline = time.monotonic() + timeout_s
-        ongoing: dict[TopicPartition, object] = {}
-        while time.monotonic() < deadline:
-            try:
-                ongoing = dict(
-                    await self._client.list_partition_reassignments(
-                        [self._tp(p) for p in range(self._partitions)]
-                    )
-                )
-            except UNREACHABLE:
-                ongoing = {TopicPartition(self._topic, -1): None}  # unknown: ask again
-            if not ongoing:
-                break
-            await asyncio.sleep(0.2)
-        final = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
+        settled = False
+        while not settled and time.monotonic() < deadline:
+            settled = await self._settled()
+            if not settled:
+                await asyncio.sleep(0.2)
+        try:
+            final = await asyncio.to_thread(self._zk.get_assignment, self._topic) or {}
+        except ZkError:
+            final = {}
         for move in self.unresolved:
             self._history.moves.append(
                 PartitionMove(
@@ -298,7 +293,19 @@ class ReassignNemesis:
                 )
             )  # fmt: skip
         self.unresolved.clear()
-        return not ongoing
+        return settled
+
+    async def _settled(self) -> bool:
+        """Nothing of the topic moving: the controller lists no reassignment of it, and
+        ZooKeeper has no partition of it adding or removing replicas."""
+        try:
+            ongoing = await self._client.list_partition_reassignments(
+                [self._tp(p) for p in range(self._partitions)]
+            )
+            znode = await asyncio.to_thread(self._zk.get_assignment_and_version, self._topic)
+        except UNREACHABLE:
+            return False  # unknown: ask again
+        return not ongoing and znode is not None and not znode.reassigning
 
 
 def move_window(active: ActiveMove, end: float) -> FaultWindow:

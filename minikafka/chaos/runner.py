@@ -365,9 +365,10 @@ async def _move_track(
     log: Any,
 ) -> None:
     """The reassign faults beside the others: the k-th starts at a seeded point of the
-    k-th period's middle (between half an interval before the others' k-th fault starts
-    and half an interval before it is healed), so that a move runs into a kill, a pause or
-    a cut, and its heal often comes while that fault still holds."""
+    k-th period's middle (nominally between half an interval before the others' k-th fault
+    starts and half an interval before it is healed; their heals can make them late), so
+    that a move runs into a kill, a pause or a cut, and its heal often comes while that
+    fault still holds."""
     deadline = t0 + opts.time_limit_s
     for k, fault in enumerate(schedule):
         offset = 0.5 + (fault.pick % 1000) / 1000
