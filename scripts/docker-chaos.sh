@@ -11,7 +11,8 @@
 #   NEMESIS      faults to inject (default kill,pause; also restart, controller, and the
 #                network partitions partition, partition-from-brokers, partition-2013):
 #                what scripts/docker-fault.sh can do (ZooKeeper session expiry needs the
-#                local cluster, `minikafka cluster up`)
+#                local cluster, `minikafka cluster up`); and reassign (partition moves,
+#                through the brokers: no command)
 #   TIME_LIMIT   seconds of workload (default 60)
 #   BOOTSTRAP    default: the brokers' published EXTERNAL ports, localhost:9092,9093,9094
 #                (moved with MINIKAFKA_BROKER{1,2,3}_PORT, as in docker-compose.yml)

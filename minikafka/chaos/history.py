@@ -179,6 +179,48 @@ class FaultWindow:
     end: float | None = None
 
 
+class MoveOutcome(StrEnum):
+    """How a partition move of the reassign nemesis ended."""
+
+    COMPLETED = "completed"  # /brokers/topics/<t> holds the target, nothing adding or removing
+    CANCELLED = "cancelled"  # it could not finish in time and the cancel was accepted
+    REFUSED = "refused"  # the controller answered the request with this partition's error
+    # No answer: maybe never sent, or a controller still to act on it (a paused one reads
+    # the request when it resumes), so in doubt, as a produce without an answer is.
+    UNANSWERED = "unanswered"
+    UNRESOLVED = "unresolved"  # neither finished nor cancelled by the heal (cancel failed)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMove:
+    """One partition reassignment by the reassign nemesis: asked at `start` to go from
+    `replicas` to `target` (AlterPartitionReassignments), resolved at `end` with `outcome`;
+    `assignment` is the partition's replicas in ZooKeeper (/brokers/topics/<t>) read when
+    the heal was done (None: unread), and `error` what the controller answered or why no
+    answer came. A move that only reorders the replicas leaves the leader where it was, so
+    a completed move is followed by a preferred leader election (`election`)."""
+
+    partition: int
+    start: float
+    replicas: tuple[int, ...]
+    target: tuple[int, ...]
+    outcome: MoveOutcome
+    end: float | None = None
+    assignment: tuple[int, ...] | None = None
+    error: str | None = None
+    # After a completed move, the preferred leader election (ElectLeaders PREFERRED) asked
+    # for the partition: "elected", "not needed" (the first replica already led) or the
+    # error; None when none was asked.
+    election: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", MoveOutcome(self.outcome))
+        object.__setattr__(self, "replicas", tuple(self.replicas))
+        object.__setattr__(self, "target", tuple(self.target))
+        if self.assignment is not None:
+            object.__setattr__(self, "assignment", tuple(self.assignment))
+
+
 @dataclass(frozen=True, slots=True)
 class LeaderObservation:
     """A partition's leader and leader epoch as seen at `time` (-1: no leader).
@@ -365,6 +407,8 @@ class History:
     group_commits: list[GroupCommit] = field(default_factory=list)
     group_assignments: list[GroupAssignment] = field(default_factory=list)
     group_offset_reads: list[GroupOffsetRead] = field(default_factory=list)
+    # The reassign nemesis' partition moves (none in runs without it, or older histories).
+    moves: list[PartitionMove] = field(default_factory=list)
 
     def validate(self) -> None:
         """Raise ValueError if the history breaks the recording contract (a value attempted

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,8 +38,17 @@ NEMESIS_OPS = (
     # expire that leader's session; the controller's failover races the leader's own ISR
     # writes on the same state znode. Healed by SIGCONT of the follower.
     "isr-change-zk-expire",
+    # AlterPartitionReassignments (KIP-455): move partitions of the topic to another replica
+    # set of the same size among the live brokers (reorder it, so the preferred leader
+    # changes, or replace replicas); healed when the move has finished, or, if it cannot
+    # (a target broker down or cut off), by cancelling it. On its own track: moves overlap
+    # the other faults (moves.py).
+    "reassign",
 )
 INSTANT_OPS = frozenset({"zk-expire", "restart"})
+# Faults that run on a track of their own, overlapping the others' windows, as an operator's
+# reassignment does not wait for the cluster to be healthy.
+CONCURRENT_OPS = frozenset({"reassign"})
 
 
 class FaultableCluster(Protocol):
@@ -89,6 +98,66 @@ class PlannedFault:
 NETWORK_OPS = frozenset({"partition", "partition-from-brokers", "partition-2013"})
 
 
+def choose_replicas(
+    current: Sequence[int], live: Sequence[int], pick: int
+) -> tuple[int, ...] | None:
+    """A new replica list for a partition whose replicas are `current`: as many replicas,
+    distinct, all on `live` brokers, and not `current` itself; None when there is none
+    (fewer live brokers than replicas, or one replica on the only live broker).
+
+    `pick` chooses, reproducibly, among a reorder of the same replicas (when they are all
+    live: the preferred leader, the first replica, changes), the replacement of one replica
+    by a live broker outside the set, and any ordered choice of live brokers."""
+    size = len(current)
+    pool = sorted(set(live))
+    if size == 0 or len(pool) < size:
+        return None
+    rng = random.Random(pick)
+    same = tuple(current)
+    outside = [b for b in pool if b not in same]
+    modes = []
+    if size > 1 and set(same) <= set(pool):
+        modes.append("reorder")
+    if outside and set(same) <= set(pool):
+        modes.append("replace")
+    modes.append("any")
+    mode = modes[rng.randrange(len(modes))]
+    if mode == "reorder":
+        # A rotation never gives the list back, and always changes its first replica.
+        shift = 1 + rng.randrange(size - 1)
+        return same[shift:] + same[:shift]
+    if mode == "replace":
+        replaced = list(same)
+        replaced[rng.randrange(size)] = outside[rng.randrange(len(outside))]
+        return tuple(replaced)
+    target = tuple(rng.sample(pool, size))
+    if target != same:
+        return target
+    if size > 1:
+        return target[1:] + target[:1]  # a rotation of distinct brokers differs from itself
+    others = [b for b in pool if b != target[0]]
+    return (others[rng.randrange(len(others))],) if others else None
+
+
+def choose_moves(
+    assignment: Mapping[int, Sequence[int]], live: Sequence[int], pick: int
+) -> dict[int, tuple[int, ...]]:
+    """Which partitions of `assignment` (partition -> replicas) move, and where: one or
+    more, chosen by `pick`, each to `choose_replicas`' new list (partitions with none are
+    left out, so the answer may be empty)."""
+    rng = random.Random(pick)
+    partitions = sorted(assignment)
+    if not partitions:
+        return {}
+    count = 1 + rng.randrange(len(partitions))
+    moves: dict[int, tuple[int, ...]] = {}
+    for p in sorted(rng.sample(partitions, count)):
+        target = choose_replicas(assignment[p], live, rng.randrange(1 << 30))
+        if target is not None:
+            moves[p] = target
+    return moves
+
+
 def plan(ops: Sequence[str], count: int, seed: int) -> list[PlannedFault]:
     """`count` faults drawn from `ops` with a seeded generator: reproducible by seed."""
     unknown = [op for op in ops if op not in NEMESIS_OPS]
@@ -119,6 +188,8 @@ def start_fault(
     """Inject `fault`; returns how to heal it, or None if it had no target right now (no
     leader, no controller) and was skipped. Blocking: call it off the event loop."""
     op = fault.op
+    if op in CONCURRENT_OPS:
+        raise ValueError(f"{op} runs on its own track (chaos/moves.py), not through start_fault")
     if op == "controller":
         current = cluster.controller()
         if current is None:

@@ -27,6 +27,7 @@ FAULT_COLORS: dict[str, str] = {
     "coordinator": "gold",
     "partition-2013": "darkslateblue",
     "isr-change-zk-expire": "tab:gray",
+    "reassign": "teal",
 }
 
 

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,9 @@ from minikafka.chaos.history import (
     ReplicaLog,
     to_json,
 )
+from minikafka.chaos.moves import ReassignNemesis, move_window
 from minikafka.chaos.nemesis import (
+    CONCURRENT_OPS,
     INSTANT_OPS,
     NEMESIS_OPS,
     NETWORK_OPS,
@@ -144,12 +146,32 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     history.start = clock()
     log(f"writing; the first fault comes in {opts.interval_s:g} s")
 
-    schedule = plan(
-        opts.nemesis, max(1, int(opts.time_limit_s // (2 * opts.interval_s))), opts.seed
-    )
+    periods = max(1, int(opts.time_limit_s // (2 * opts.interval_s)))
+    # The others' schedule is what it would be without the concurrent faults (same seed,
+    # same schedule); those draw theirs from the seed too, apart.
+    others = tuple(op for op in opts.nemesis if op not in CONCURRENT_OPS)
+    schedule = plan(others or opts.nemesis, periods, opts.seed)
+    movers = None
+    if "reassign" in opts.nemesis:
+        movers = ReassignNemesis(
+            cluster.bootstrap_servers,
+            zk,
+            opts.topic,
+            opts.partitions,
+            history,
+            clock,
+            request_timeout_s=max(2.0, opts.interval_s),
+        )
     try:
-        await _nemesis(cluster, opts, schedule, history, observer, clock, t0, log)
+        tracks = [_nemesis(cluster, opts, schedule, history, observer, clock, t0, log, movers)]
+        if movers is not None and others:
+            moves = plan(("reassign",), periods, opts.seed + 1)
+            tracks.append(_move_track(movers, opts, moves, history, clock, t0, log))
+        await _all_or_none(tracks)
     except BaseException:
+        if movers is not None:
+            with contextlib.suppress(Exception):
+                await movers.close()
         # Leave nothing down or frozen behind (a paused container would stay paused).
         with contextlib.suppress(Exception):
             await asyncio.to_thread(heal_everything, cluster)
@@ -161,6 +183,13 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
 
     # Heal, let the cluster recover, then stop writing and read everything back.
     await asyncio.to_thread(heal_everything, cluster)
+    if movers is not None:
+        # Moves the heals left unresolved (no controller to cancel them) finish now that
+        # every broker is back; the ISRs are checked against the replication factor next.
+        moved = await movers.finish_moves(opts.recovery_timeout_s)
+        await movers.close()
+        if not moved:
+            log("partition moves still in progress after the recovery timeout")
     recovered = await _wait_for_full_isrs(cluster, opts, observer)
     log(f"healed; {'every replica in sync' if recovered else 'NOT fully recovered'}")
     await asyncio.sleep(2.0)  # writes after recovery show availability came back
@@ -223,8 +252,13 @@ def _check_nemesis(cluster: ChaosCluster, opts: ChaosOptions) -> None:
             "nemesis coordinator kills the consumer group's coordinator: it needs group members"
         )
     if isinstance(cluster, CommandCluster):
-        # Unknown ops are left to plan(), which lists the known ones.
-        unsupported = [op for op in ops if op in NEMESIS_OPS and op not in COMMAND_NEMESIS_OPS]
+        # Unknown ops are left to plan(), which lists the known ones. The concurrent ones
+        # (reassign) need no command: only Kafka's protocol and ZooKeeper.
+        unsupported = [
+            op
+            for op in ops
+            if op in NEMESIS_OPS and op not in COMMAND_NEMESIS_OPS and op not in CONCURRENT_OPS
+        ]
         if unsupported:
             raise ValueError(
                 f"nemesis {','.join(unsupported)} cannot be done with a nemesis command, which "
@@ -275,6 +309,7 @@ async def _nemesis(
     clock: Any,
     t0: float,
     log: Any,
+    movers: ReassignNemesis | None = None,
 ) -> None:
     deadline = t0 + opts.time_limit_s
 
@@ -282,6 +317,10 @@ async def _nemesis(
         await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
         if time.monotonic() >= deadline:
             break
+        if fault.op in CONCURRENT_OPS:
+            assert movers is not None  # reassign alone: on this track
+            await _move(movers, opts, fault, history, clock, deadline, log)
+            continue
         start = clock()
         active: ActiveFault | None = await asyncio.to_thread(
             start_fault, cluster, fault, observer, opts.partitions
@@ -302,6 +341,63 @@ async def _nemesis(
         log(f"{end:7.1f}s healed {fault.op} of broker {active.target}")
         history.faults.append(FaultWindow(fault.op, str(active.target), start, end))
     await _sleep_until(deadline)
+
+
+async def _all_or_none(coros: list[Coroutine[Any, Any, None]]) -> None:
+    """Run the tracks together; if one fails, stop the others before raising its error
+    (as it is, not in an ExceptionGroup: the command reports it)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _move_track(
+    movers: ReassignNemesis,
+    opts: ChaosOptions,
+    schedule: list[PlannedFault],
+    history: History,
+    clock: Any,
+    t0: float,
+    log: Any,
+) -> None:
+    """The reassign faults beside the others: the k-th starts at a seeded point of the
+    k-th period's middle (nominally between half an interval before the others' k-th fault
+    starts and half an interval before it is healed; their heals can make them late), so
+    that a move runs into a kill, a pause or a cut, and its heal often comes while that
+    fault still holds."""
+    deadline = t0 + opts.time_limit_s
+    for k, fault in enumerate(schedule):
+        offset = 0.5 + (fault.pick % 1000) / 1000
+        await _sleep_until(t0 + (2 * k + offset) * opts.interval_s)
+        if time.monotonic() >= deadline:
+            break
+        await _move(movers, opts, fault, history, clock, deadline, log)
+
+
+async def _move(
+    movers: ReassignNemesis,
+    opts: ChaosOptions,
+    fault: PlannedFault,
+    history: History,
+    clock: Any,
+    deadline: float,
+    log: Any,
+) -> None:
+    """One reassign fault: the moves, `interval` for them to run, then the heal (wait for
+    them, at most half an interval, else cancel)."""
+    active, what = await movers.start(fault.pick)
+    log(f"{clock():7.1f}s reassign: {what}")
+    if active is None:
+        return
+    await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
+    outcome = await movers.heal(active, opts.interval_s / 2)
+    end = clock()
+    log(f"{end:7.1f}s healed reassign: {outcome}")
+    history.faults.append(move_window(active, end))
 
 
 async def _sleep_until(when: float) -> None:

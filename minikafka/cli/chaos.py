@@ -139,7 +139,7 @@ def command_cluster(
     help="With --bootstrap-server: the fault injector, run without a shell, {op} being one of "
     f"{','.join(COMMAND_OPS)} and {{broker}} a broker id (status prints the state last: "
     "running, paused, exited...), e.g. scripts/docker-fault.sh. It can do the nemeses "
-    f"{','.join(COMMAND_NEMESIS_OPS)}.",
+    f"{','.join(COMMAND_NEMESIS_OPS)}; reassign needs no command.",
 )
 @click.option(
     "--topic",

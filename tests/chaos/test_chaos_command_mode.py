@@ -136,11 +136,12 @@ async def test_command_mode_kill_and_pause_run_is_safe(
     cluster = make_cluster(overrides=FAST)
     shim, calls = write_shim(tmp_path, cluster)
     # Seed 1: a kill, then a pause. Time for more: restarting the killed broker takes a
-    # session timeout and more on a loaded machine, and the pause must still come.
+    # session timeout and more on a loaded machine, and the pause must still come. Partition
+    # moves beside them, which need no command (on three brokers: reorders).
     opts = ChaosOptions(
-        nemesis=("kill", "pause"), interval_s=5.0, time_limit_s=45.0, seed=1, rate=50
+        nemesis=("kill", "pause", "reassign"), interval_s=5.0, time_limit_s=45.0, seed=1, rate=50
     )
-    assert [f.op for f in plan(opts.nemesis, 2, opts.seed)] == ["kill", "pause"]
+    assert [f.op for f in plan(("kill", "pause"), 2, opts.seed)] == ["kill", "pause"]
     pids = {b: cluster.pid(b) for b in cluster.broker_ids}
 
     with (
@@ -155,8 +156,10 @@ async def test_command_mode_kill_and_pause_run_is_safe(
     assert_safe(report)
     history = report.history
     assert history.meta["brokers"] == [1, 2, 3]
-    struck = {f.op: int(f.target) for f in history.faults}
+    struck = {f.op: int(f.target) for f in history.faults if f.op != "reassign"}
     assert set(struck) == {"kill", "pause"}, history.faults
+    completed = [m for m in history.moves if m.outcome == "completed"]
+    assert completed and all(m.assignment == m.target for m in completed), history.moves
     killed, paused = struck["kill"], struck["pause"]
     # The commands ran, each fault healed by its counterpart...
     lines = calls.read_text().splitlines()

@@ -23,7 +23,9 @@ from minikafka.chaos import (
     History,
     IsrObservation,
     LeaderObservation,
+    MoveOutcome,
     Outcome,
+    PartitionMove,
     ProduceAttempt,
     ReplicaLog,
     check,
@@ -122,6 +124,20 @@ def every_event_history() -> History:
             GroupAssignment(7.0, 1, AssignmentChange.LOST, (), ()),
         ],
         group_offset_reads=[GroupOffsetRead(19.0, 19.5, {}), GroupOffsetRead(30.0, 30.1, {2: 4})],
+        moves=[
+            PartitionMove(
+                0,
+                2.0,
+                (1, 2, 3),
+                (3, 1, 2),
+                MoveOutcome.COMPLETED,
+                3.5,
+                (3, 1, 2),
+                election="elected",
+            ),
+            PartitionMove(1, 2.0, [1, 2, 3], [1, 2, 4], "cancelled", 4.0, [2, 1, 3]),
+            PartitionMove(2, 3, (1, 2, 3), (2, 3, 4), "unanswered", 3, error="NetworkError: x"),
+        ],
     )
 
 
@@ -452,6 +468,41 @@ HISTORY_JSON: JsonDict = {
         {"invoke_time": 19.0, "complete_time": 19.5, "offsets": {}},
         {"invoke_time": 30.0, "complete_time": 30.1, "offsets": {"2": 4}},
     ],
+    "moves": [
+        {
+            "partition": 0,
+            "start": 2.0,
+            "replicas": [1, 2, 3],
+            "target": [3, 1, 2],
+            "outcome": "completed",
+            "end": 3.5,
+            "assignment": [3, 1, 2],
+            "error": None,
+            "election": "elected",
+        },
+        {
+            "partition": 1,
+            "start": 2.0,
+            "replicas": [1, 2, 3],
+            "target": [1, 2, 4],
+            "outcome": "cancelled",
+            "end": 4.0,
+            "assignment": [2, 1, 3],
+            "error": None,
+            "election": None,
+        },
+        {
+            "partition": 2,
+            "start": 3,
+            "replicas": [1, 2, 3],
+            "target": [2, 3, 4],
+            "outcome": "unanswered",
+            "end": 3,
+            "assignment": None,
+            "error": "NetworkError: x",
+            "election": None,
+        },
+    ],
 }
 
 RESULT_JSON: JsonDict = {
@@ -666,13 +717,16 @@ def test_history_round_trips_through_json(tmp_path: Path) -> None:
 
 def test_a_history_from_before_the_group_workload_and_the_drain_consumer_loads() -> None:
     data = json.loads(json.dumps(HISTORY_JSON))
-    for key in ("group", "group_reads", "group_commits", "group_assignments", "group_offset_reads"):
+    for key in (
+        "group", "group_reads", "group_commits", "group_assignments", "group_offset_reads",
+        "moves",
+    ):  # fmt: skip
         del data[key]
     for drained in data["drained"]:
         del drained["consumer"]
     h = from_json(History, data)
     assert h.group is None and h.group_reads == h.group_commits == []
-    assert h.group_assignments == h.group_offset_reads == []
+    assert h.group_assignments == h.group_offset_reads == h.moves == []
     assert [d.consumer for d in h.drained] == [None, None]
     assert h.attempts == every_event_history().attempts
 
@@ -693,6 +747,9 @@ def test_loading_coerces_what_json_cannot_say() -> None:
     assert h.group_commits[2].offsets == {0: 1, 2: 4}
     assert h.group_commits[4].errors == {2: "REQUEST_TIMED_OUT: x"}
     assert type(h.faults[2].start) is float
+    move = h.moves[2]
+    assert type(move.start) is float and move.outcome is MoveOutcome.UNANSWERED
+    assert h.moves[1].target == (1, 2, 4) and h.moves[1].assignment == (2, 1, 3)
 
 
 def test_loading_keeps_the_events_checks() -> None:
