@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.client.bootstrap import parse_bootstrap_servers
-from minikafka.client.kafka_wire import KafkaConnection, NetworkError
+from minikafka.client.kafka_wire import KafkaConnection, NetworkError, metadata_request
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode, KafkaError, error_for_code
 
@@ -48,19 +48,6 @@ class ClusterMetadata:
     errors: dict[str, int]  # topic -> error code, for the topics asked for that have one
 
 
-def _metadata_request(topics: Sequence[str] | None) -> Any:
-    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-    from kio.schema.types import TopicName
-
-    return MetadataRequest(
-        topics=None
-        if topics is None
-        else tuple(MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics),
-        allow_auto_topic_creation=False,
-        include_topic_authorized_operations=False,
-    )
-
-
 class ControllerClient:
     def __init__(self, bootstrap_servers: str, *, client_id: str, timeout_s: float = 60.0) -> None:
         self._bootstrap = parse_bootstrap_servers(bootstrap_servers)
@@ -88,7 +75,7 @@ class ControllerClient:
             for address in self._bootstrap:
                 try:
                     response = await self._connection(address).call(
-                        _metadata_request(topics), max(0.1, min(10.0, deadline - time.monotonic()))
+                        metadata_request(topics), max(0.1, min(10.0, deadline - time.monotonic()))
                     )
                 except NetworkError as e:
                     last = e

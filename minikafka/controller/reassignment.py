@@ -87,22 +87,7 @@ class PartitionReassignmentProcessor:
     ) -> dict[TopicPartition, ApiError]:
         """Kafka's `processApiPartitionReassignment`: a target list moves the partition (a
         new target replaces the one it is moving to), None cancels its move."""
-        ctx = self._context
-        results: dict[TopicPartition, ApiError] = {}
-        to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
-        for tp, target in reassignments.items():
-            if target is not None:
-                invalid = validate_target_replicas(
-                    ctx.full_replica_assignment(tp), target, ctx.live_broker_ids
-                )
-                if invalid is not None:
-                    results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid.message)
-                    continue
-            built = self._maybe_build_reassignment(tp, target)
-            if built is None:
-                results[tp] = NO_REASSIGNMENT_IN_PROGRESS
-            else:
-                to_reassign[tp] = built
+        results, to_reassign = self._build_reassignments(reassignments)
         # The latest reassignment, by the API or through ZooKeeper, takes precedence.
         await self._maybe_remove_from_zk_reassignment(lambda tp, _: tp in to_reassign)
         results.update(await self._maybe_trigger_partition_reassignment(to_reassign))
@@ -115,24 +100,10 @@ class PartitionReassignmentProcessor:
         Unlike Kafka, the targets are validated as the API's are (Kafka leaves that to the
         tool), so that a hand-written znode naming a dead broker does not hang a partition
         in a reassignment that can never finish."""
-        ctx = self._context
         requested = await self._zk.get_partition_reassignment()
         if not requested:
             return set()
-        results: dict[TopicPartition, ApiError] = {}
-        to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
-        for tp, target in requested.items():
-            invalid = validate_target_replicas(
-                ctx.full_replica_assignment(tp), target, ctx.live_broker_ids
-            )
-            if invalid is not None:
-                results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid.message)
-                continue
-            built = self._maybe_build_reassignment(tp, target)
-            if built is None:
-                results[tp] = NO_REASSIGNMENT_IN_PROGRESS
-            else:
-                to_reassign[tp] = built
+        results, to_reassign = self._build_reassignments(requested)
         results.update(await self._maybe_trigger_partition_reassignment(to_reassign))
         failed = {tp: e for tp, e in results.items() if e[0] != ErrorCode.NONE}
         if failed:
@@ -202,6 +173,29 @@ class PartitionReassignmentProcessor:
         self._isr_watches.clear()
 
     # --- the algorithm ----------------------------------------------------------------------
+
+    def _build_reassignments(
+        self, requested: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> tuple[dict[TopicPartition, ApiError], dict[TopicPartition, ReplicaAssignment]]:
+        """Kafka's `validateReplicas` and `maybeBuildReassignment` over a request: the
+        errors of the refused partitions, and the moves of the others."""
+        ctx = self._context
+        results: dict[TopicPartition, ApiError] = {}
+        to_reassign: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, target in requested.items():
+            if target is not None:
+                invalid = validate_target_replicas(
+                    ctx.full_replica_assignment(tp), target, ctx.live_broker_ids
+                )
+                if invalid is not None:
+                    results[tp] = (ErrorCode.INVALID_REPLICA_ASSIGNMENT, invalid.message)
+                    continue
+            built = self._maybe_build_reassignment(tp, target)
+            if built is None:
+                results[tp] = NO_REASSIGNMENT_IN_PROGRESS
+            else:
+                to_reassign[tp] = built
+        return results, to_reassign
 
     def _maybe_build_reassignment(
         self, tp: TopicPartition, target: Sequence[int] | None
