@@ -1,0 +1,193 @@
+"""Replication throttles (KIP-73) on a real cluster: `minikafka reassign-partitions --execute
+--throttle` sets them, a new replica of a throttled partition catches up at the rate while
+one of an unthrottled partition is not slowed, `--verify` clears them; bad values are
+refused with Kafka's errors by an unmodified client (confluent-kafka's AdminClient)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
+
+from minikafka.cluster import LocalCluster
+from tests.cluster.conftest import started_cluster, wait_until
+from tests.cluster.helpers import admin_client, create_topic, run_cli, send_values
+
+pytestmark = pytest.mark.timeout(120)
+
+RATE = 1024 * 1024  # 1 MiB/s
+VALUE = 100 * 1024
+VALUES = 80  # 8 MiB of record values a partition
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with started_cluster(
+        tmp_path_factory.mktemp("throttle"), {"auto.leader.rebalance.enable": "false"}
+    ) as c:
+        yield c
+
+
+def tool(cluster: LocalCluster, *args: str) -> tuple[int, str]:
+    done = run_cli("reassign-partitions", "--bootstrap-server", cluster.bootstrap_servers, *args)
+    return done.returncode, done.stdout + done.stderr
+
+
+def plan_file(path: Path, topic: str, replicas: list[int]) -> Path:
+    path.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": replicas}]}
+        )
+    )
+    return path
+
+
+def replica_bytes(cluster: LocalCluster, broker: int, topic: str) -> int:
+    d = cluster.log_dir(broker) / f"{topic}-0"
+    return sum(f.stat().st_size for f in d.glob("*.log")) if d.is_dir() else 0
+
+
+def in_isr(cluster: LocalCluster, topic: str, broker: int) -> bool:
+    from minikafka.common import TopicPartition
+
+    tp = TopicPartition(topic, 0)
+    return broker in cluster.zk_client().get_partition_states([tp])[tp].isr
+
+
+def test_a_throttled_move_catches_up_at_the_rate_and_an_unthrottled_one_is_not_slowed(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    slow, fast = "throttled", "unthrottled"
+    for topic in (slow, fast):
+        asyncio.run(create_topic(cluster, topic, -1, -1, assignment={0: [1]}))
+        send_values(cluster.bootstrap_servers, topic, [os.urandom(VALUE) for _ in range(VALUES)])
+    size = replica_bytes(cluster, 1, slow)
+    assert size > VALUE * VALUES
+
+    slow_plan = plan_file(tmp_path / "slow.json", slow, [1, 2])
+    code, out = tool(
+        cluster, "--execute", "--reassignment-json-file", str(slow_plan), "--throttle", str(RATE)
+    )
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[5:] == [
+        "Warning: You must run --verify periodically, until the reassignment completes, to "
+        "ensure the throttle is removed.",
+        f"The inter-broker throttle limit was set to {RATE} B/s",
+        f"Successfully started partition reassignment for {slow}-0",
+    ]
+    zk = cluster.zk_client()
+    # Kafka's calculateLeaderThrottles / calculateFollowerThrottles: the source, the new one.
+    assert zk.get_topic_config(slow) == {
+        "leader.replication.throttled.replicas": "0:1",
+        "follower.replication.throttled.replicas": "0:2",
+    }
+    for broker in (1, 2):
+        assert zk.get_broker_config(str(broker)) == {
+            "leader.replication.throttled.rate": str(RATE),
+            "follower.replication.throttled.rate": str(RATE),
+        }
+    # The unthrottled partition's move starts now, on the same brokers.
+    fast_started = time.monotonic()
+    code, out = tool(
+        cluster,
+        "--execute",
+        "--additional",
+        "--reassignment-json-file",
+        str(plan_file(tmp_path / "fast.json", fast, [1, 2])),
+    )
+    assert code == 0, out
+
+    # The throttled replica's progress on broker 2's disk: (time, bytes).
+    samples: list[tuple[float, int]] = []
+    fast_done: float | None = None
+
+    def slow_caught_up() -> bool:
+        nonlocal fast_done
+        samples.append((time.monotonic(), replica_bytes(cluster, 2, slow)))
+        if fast_done is None and in_isr(cluster, fast, 2):
+            fast_done = time.monotonic()
+        return in_isr(cluster, slow, 2)
+
+    wait_until(slow_caught_up, 60, "the throttled replica to catch up", interval=0.1)
+    assert fast_done is not None
+    fast_s = fast_done - fast_started
+    # From the first bytes the throttled replica had to the end of its log.
+    started = next(i for i, (_, n) in enumerate(samples) if n > 0)
+    t0, b0 = samples[started]
+    t1 = samples[-1][0]
+    rate = (size - b0) / (t1 - t0)
+    assert 0.8 * RATE <= rate <= 1.2 * RATE, (rate, samples)
+    # 8 MiB unthrottled is a fraction of the time it takes at 1 MiB/s.
+    assert fast_s < (t1 - t0) / 3, (fast_s, t1 - t0)
+
+    code, out = tool(cluster, "--verify", "--reassignment-json-file", str(slow_plan))
+    assert code == 0, out
+    assert out.splitlines() == [
+        "Status of partition reassignment:",
+        f"Reassignment of partition {slow}-0 is complete.",
+        "Clearing broker-level throttles on brokers 1,2,3",
+        f"Clearing topic-level throttles on topic {slow}",
+    ]
+    assert zk.get_topic_config(slow) == {}
+    for broker in (1, 2, 3):
+        assert zk.get_broker_config(str(broker)) == {}
+
+
+def test_bad_throttle_values_are_refused_and_change_nothing(cluster: LocalCluster) -> None:
+    topic = "bad-throttles"
+    asyncio.run(create_topic(cluster, topic, 1, 1))
+    admin = admin_client(cluster.bootstrap_servers)
+
+    def alter(resource: ConfigResource) -> KafkaError:
+        (future,) = admin.incremental_alter_configs([resource]).values()
+        with pytest.raises(KafkaException) as info:
+            future.result(30)
+        error: KafkaError = info.value.args[0]
+        return error
+
+    set_ = AlterConfigOpType.SET
+    for value in ("0:x", "1", "*,0:1"):
+        error = alter(
+            ConfigResource(
+                ResourceType.TOPIC,
+                topic,
+                incremental_configs=[
+                    ConfigEntry(
+                        "follower.replication.throttled.replicas", value, incremental_operation=set_
+                    )
+                ],
+            )
+        )
+        assert error.code() == KafkaError.INVALID_CONFIG, error
+        assert "must be the literal '*' or a list of replicas" in error.str()
+    for value in ("fast", "-1"):
+        error = alter(
+            ConfigResource(
+                ResourceType.BROKER,
+                "1",
+                incremental_configs=[
+                    ConfigEntry(
+                        "leader.replication.throttled.rate", value, incremental_operation=set_
+                    )
+                ],
+            )
+        )
+        # Kafka's AlterConfigs answers a broker config's ConfigException INVALID_REQUEST.
+        assert error.code() == KafkaError.INVALID_REQUEST, error
+        assert "leader.replication.throttled.rate" in error.str()
+    zk = cluster.zk_client()
+    assert zk.get_topic_config(topic) == {}
+    assert "leader.replication.throttled.rate" not in zk.get_broker_config("1")
