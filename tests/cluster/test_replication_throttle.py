@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 
 from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import started_cluster, wait_until
-from tests.cluster.helpers import admin_client, create_topic, run_cli, send_values
+from tests.cluster.helpers import admin_client, create_topic, http_get, run_cli, send_values
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,6 +57,15 @@ def plan_file(path: Path, topic: str, replicas: list[int]) -> Path:
 def replica_bytes(cluster: LocalCluster, broker: int, topic: str) -> int:
     d = cluster.log_dir(broker) / f"{topic}-0"
     return sum(f.stat().st_size for f in d.glob("*.log")) if d.is_dir() else 0
+
+
+def metric(cluster: LocalCluster, broker: int, name: str) -> float:
+    status, body = http_get(cluster.admin_url(broker) + "/metrics")
+    assert status == 200
+    for line in body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no {name} in broker {broker}'s metrics")
 
 
 def in_isr(cluster: LocalCluster, topic: str, broker: int) -> bool:
@@ -132,6 +141,14 @@ def test_a_throttled_move_catches_up_at_the_rate_and_an_unthrottled_one_is_not_s
     assert 0.8 * RATE <= rate <= 1.2 * RATE, (rate, samples)
     # 8 MiB unthrottled is a fraction of the time it takes at 1 MiB/s.
     assert fast_s < (t1 - t0) / 3, (fast_s, t1 - t0)
+
+    # Kafka's LeaderReplication / FollowerReplication byte-rate: the windows still hold the
+    # move's bytes, at about the rate (the unthrottled move's are not counted).
+    leader_rate = metric(cluster, 1, "kafka_server_leaderreplication_byte_rate")
+    follower_rate = metric(cluster, 2, "kafka_server_followerreplication_byte_rate")
+    assert 0.3 * RATE < leader_rate <= 1.5 * RATE, leader_rate
+    assert 0.3 * RATE < follower_rate <= 1.5 * RATE, follower_rate
+    assert metric(cluster, 1, "kafka_server_followerreplication_byte_rate") == 0
 
     code, out = tool(cluster, "--verify", "--reassignment-json-file", str(slow_plan))
     assert code == 0, out

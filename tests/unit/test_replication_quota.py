@@ -128,3 +128,25 @@ def test_only_throttled_replicas_out_of_sync_are_held_back_and_only_over_the_quo
     assert not should_throttle(quota, listed, tp, 1, in_sync=True)
     assert not should_throttle(quota, listed, tp, 2, in_sync=False)  # another broker's
     assert not should_throttle(quota, ThrottledReplicas(), tp, 1, in_sync=False)
+
+
+def test_the_tools_throttles_follow_kafkas_move_map() -> None:
+    from minikafka.cli.reassign_partitions import (
+        follower_throttles,
+        leader_throttles,
+        proposed_move_map,
+        reassigning_brokers,
+    )
+    from minikafka.client.controller_calls import OngoingReassignment
+
+    a0, a1, b0 = TopicPartition("a", 0), TopicPartition("a", 10), TopicPartition("b", 0)
+    moves = proposed_move_map(
+        # a-10 is moving 1,2 -> 2,4 (4 being added): resubmitted, its sources stay 1,2.
+        {a1: OngoingReassignment((2, 4, 1), (4,), (1,))},
+        {a0: [2, 3], a1: [2, 4], b0: [5]},
+        {a0: [1, 2], a1: [2, 4, 1], b0: [5]},
+    )
+    # Kafka's TreeSet of the "partition:broker" strings: sorted as text.
+    assert leader_throttles(moves) == {"a": "0:1,0:2,10:1,10:2", "b": "0:5"}
+    assert follower_throttles(moves) == {"a": "0:3,10:4", "b": ""}
+    assert reassigning_brokers(moves) == [1, 2, 3, 4, 5]
