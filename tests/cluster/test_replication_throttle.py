@@ -59,6 +59,20 @@ def replica_bytes(cluster: LocalCluster, broker: int, topic: str) -> int:
     return sum(f.stat().st_size for f in d.glob("*.log")) if d.is_dir() else 0
 
 
+def steady_rate(samples: list[tuple[float, int]], size: int) -> float:
+    """Bytes/s of a replica's catch-up from the (time, bytes) on its disk sampled every
+    0.1 s, past its start: a throttled catch-up starts with a burst (a rate measured over a
+    window of at least a second lets a second fetch through at once), so this measures from
+    the first fetch to land half a second or more after the first bytes to the last one,
+    landing to landing."""
+    first = next(t for t, n in samples if n > 0)
+    burst = max(n for t, n in samples if t <= first + 0.5)
+    t0, b0 = next((t, n) for t, n in samples if n > burst)
+    t1, b1 = samples[-1]
+    assert b1 == size and t1 - t0 > 2, (b1, size, t1 - t0)
+    return (b1 - b0) / (t1 - t0)
+
+
 def metric(cluster: LocalCluster, broker: int, name: str) -> float:
     status, body = http_get(cluster.admin_url(broker) + "/metrics")
     assert status == 200
@@ -133,14 +147,11 @@ def test_a_throttled_move_catches_up_at_the_rate_and_an_unthrottled_one_is_not_s
     wait_until(slow_caught_up, 60, "the throttled replica to catch up", interval=0.1)
     assert fast_done is not None
     fast_s = fast_done - fast_started
-    # From the first bytes the throttled replica had to the end of its log.
-    started = next(i for i, (_, n) in enumerate(samples) if n > 0)
-    t0, b0 = samples[started]
-    t1 = samples[-1][0]
-    rate = (size - b0) / (t1 - t0)
+    rate = steady_rate(samples, size)
     assert 0.8 * RATE <= rate <= 1.2 * RATE, (rate, samples)
     # 8 MiB unthrottled is a fraction of the time it takes at 1 MiB/s.
-    assert fast_s < (t1 - t0) / 3, (fast_s, t1 - t0)
+    slow_s = samples[-1][0] - next(t for t, n in samples if n > 0)
+    assert fast_s < slow_s / 3, (fast_s, slow_s)
 
     # Kafka's LeaderReplication / FollowerReplication byte-rate: the windows still hold the
     # move's bytes, at about the rate (the unthrottled move's are not counted).
@@ -161,6 +172,63 @@ def test_a_throttled_move_catches_up_at_the_rate_and_an_unthrottled_one_is_not_s
     assert zk.get_topic_config(slow) == {}
     for broker in (1, 2, 3):
         assert zk.get_broker_config(str(broker)) == {}
+
+
+def set_configs(
+    cluster: LocalCluster, kind: ResourceType, name: str, configs: dict[str, str | None]
+) -> None:
+    """IncrementalAlterConfigs from confluent-kafka: SET each value, DELETE each None."""
+    entries = [
+        ConfigEntry(
+            k,
+            v,
+            incremental_operation=AlterConfigOpType.SET
+            if v is not None
+            else AlterConfigOpType.DELETE,
+        )
+        for k, v in configs.items()
+    ]
+    resource = ConfigResource(kind, name, incremental_configs=entries)
+    admin = admin_client(cluster.bootstrap_servers)  # alive until the answer is in
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+@pytest.mark.parametrize("side", ["leader", "follower"])
+def test_each_side_alone_holds_a_new_replica_to_the_rate(
+    cluster: LocalCluster, tmp_path: Path, side: str
+) -> None:
+    """Only the leader's throttle (broker 2 sending), or only the follower's (broker 3
+    fetching): either alone keeps the catch-up to the rate."""
+    topic = f"{side}-only"
+    source = 2 if side == "leader" else 1
+    throttled_broker = source if side == "leader" else 3
+    asyncio.run(create_topic(cluster, topic, -1, -1, assignment={0: [source]}))
+    send_values(cluster.bootstrap_servers, topic, [os.urandom(VALUE) for _ in range(60)])
+    size = replica_bytes(cluster, source, topic)
+    rate_name = f"{side}.replication.throttled.rate"
+    replicas_name = f"{side}.replication.throttled.replicas"
+    set_configs(cluster, ResourceType.TOPIC, topic, {replicas_name: f"0:{throttled_broker}"})
+    set_configs(cluster, ResourceType.BROKER, str(throttled_broker), {rate_name: str(RATE)})
+    try:
+        code, out = tool(
+            cluster,
+            "--execute",
+            "--reassignment-json-file",
+            str(plan_file(tmp_path / "plan.json", topic, [source, 3])),
+        )
+        assert code == 0, out
+        samples: list[tuple[float, int]] = []
+
+        def caught_up() -> bool:
+            samples.append((time.monotonic(), replica_bytes(cluster, 3, topic)))
+            return in_isr(cluster, topic, 3)
+
+        wait_until(caught_up, 60, "the throttled replica to catch up", interval=0.1)
+        rate = steady_rate(samples, size)
+        assert 0.8 * RATE <= rate <= 1.2 * RATE, (rate, samples)
+    finally:
+        set_configs(cluster, ResourceType.BROKER, str(throttled_broker), {rate_name: None})
 
 
 def test_bad_throttle_values_are_refused_and_change_nothing(cluster: LocalCluster) -> None:
