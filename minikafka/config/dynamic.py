@@ -308,6 +308,8 @@ def _broker_type(name: str) -> ConfigType:
     for d in TOPIC_CONFIGS.values():
         if d.broker_synonym == name:
             return d.type
+    if name in PER_BROKER_CONFIGS:
+        return ConfigType.LONG  # Kafka's throttled rates are LONGs
     value = getattr(BrokerConfig(), name.replace(".", "_"))
     if isinstance(value, bool):
         return ConfigType.BOOLEAN
