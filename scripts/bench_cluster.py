@@ -35,6 +35,7 @@ import platform
 import statistics
 import tempfile
 import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -226,6 +227,19 @@ MOVE_PARTITIONS = 4
 MOVE_VALUE_BYTES = 100 * 1024
 
 
+def quotas_idle(cluster: LocalCluster) -> bool:
+    """Brokers 1 and 2 show no throttled byte rate (their quota windows are empty)."""
+    for broker, name in (
+        (1, "kafka_server_leaderreplication_byte_rate"),
+        (2, "kafka_server_followerreplication_byte_rate"),
+    ):
+        with urllib.request.urlopen(cluster.admin_url(broker) + "/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        if any(line.startswith(name + " ") and float(line.split()[1]) > 0 for line in lines):
+            return False
+    return True
+
+
 async def throttled_move(cluster: LocalCluster, topic: str, mb: int, throttle: int) -> float:
     """Seconds to give `topic`'s partitions (RF 1 on broker 1, `mb` MB between them) a new
     replica on broker 2 at `throttle` bytes/s (0: unthrottled), from the moves' start to
@@ -235,7 +249,7 @@ async def throttled_move(cluster: LocalCluster, topic: str, mb: int, throttle: i
 
     await create(
         cluster,
-        NewTopic(topic, -1, replica_assignment=[[1] for _ in range(MOVE_PARTITIONS)]),
+        NewTopic(topic, MOVE_PARTITIONS, replica_assignment=[[1] for _ in range(MOVE_PARTITIONS)]),
     )
     producer = new_producer(client_config(cluster.bootstrap_servers, {**QUIET, "acks": "1"}))
     values = mb * 1024 * 1024 // MOVE_VALUE_BYTES
@@ -253,10 +267,17 @@ async def throttled_move(cluster: LocalCluster, topic: str, mb: int, throttle: i
             ],
         }
     )
+    # A quota's rate is its windows' bytes over the time since the oldest began (Kafka's
+    # SimpleRate): windows a previous move left, up to replication.quota.window.num seconds
+    # old, would let this one burst. Each move starts once they have expired.
+    await asyncio.to_thread(wait, lambda: quotas_idle(cluster), 60, "idle replication quotas")
     client = ControllerClient(cluster.bootstrap_servers, client_id=tool.CLIENT_ID)
     try:
-        await tool.execute(client, plan, False, throttle or None)
+        # From before the tool's calls: the new replicas start fetching before the
+        # controller answers AlterPartitionReassignments (the tool's few calls before it,
+        # Metadata and the throttles' configs, take milliseconds).
         started = time.monotonic()
+        await tool.execute(client, plan, False, throttle or None)
         zk = cluster.zk_client()
 
         def moved() -> bool:

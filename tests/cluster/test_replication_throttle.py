@@ -276,3 +276,50 @@ def test_bad_throttle_values_are_refused_and_change_nothing(cluster: LocalCluste
     zk = cluster.zk_client()
     assert zk.get_topic_config(topic) == {}
     assert "leader.replication.throttled.rate" not in zk.get_broker_config("1")
+
+
+def test_additional_changes_a_running_moves_throttle_and_cancel_clears_it(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    topic = "rethrottled"
+    asyncio.run(create_topic(cluster, topic, -1, -1, assignment={0: [3]}))
+    send_values(cluster.bootstrap_servers, topic, [os.urandom(VALUE) for _ in range(30)])
+    plan = str(plan_file(tmp_path / "plan.json", topic, [3, 1]))
+    # 10 kB/s: past its first fetch, the move stays running for minutes.
+    code, out = tool(cluster, "--execute", "--reassignment-json-file", plan, "--throttle", "10000")
+    assert code == 0, out
+    zk = cluster.zk_client()
+    assert zk.get_broker_config("1")["leader.replication.throttled.rate"] == "10000"
+    code, out = tool(cluster, "--execute", "--reassignment-json-file", plan)
+    assert code == 1 and out.startswith("Cannot execute because there is an existing"), out
+    code, out = tool(
+        cluster,
+        "--execute",
+        "--additional",
+        "--reassignment-json-file",
+        plan,
+        "--throttle",
+        "20000",
+    )
+    assert code == 0 and "The inter-broker throttle limit was set to 20000 B/s" in out, out
+    # The running move's sources and destinations, as before (Kafka's calculateCurrentMoveMap).
+    assert zk.get_topic_config(topic) == {
+        "leader.replication.throttled.replicas": "0:3",
+        "follower.replication.throttled.replicas": "0:1",
+    }
+    for broker in (1, 3):
+        assert zk.get_broker_config(str(broker)) == {
+            "leader.replication.throttled.rate": "20000",
+            "follower.replication.throttled.rate": "20000",
+        }
+    code, out = tool(cluster, "--verify", "--reassignment-json-file", plan)
+    assert out.splitlines()[1:] == [f"Reassignment of partition {topic}-0 is still in progress."]
+    assert zk.get_topic_config(topic) != {}  # nothing cleared while a move runs
+    code, out = tool(cluster, "--cancel", "--reassignment-json-file", plan)
+    assert code == 0, out
+    assert out.splitlines()[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        f"Clearing topic-level throttles on topic {topic}",
+    ]
+    assert zk.get_topic_config(topic) == {}
+    assert all(zk.get_broker_config(str(b)) == {} for b in (1, 2, 3))
