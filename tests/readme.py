@@ -79,6 +79,7 @@ RUNNERS: dict[str, str] = {
     "Kafka clients#0": "tests/cluster/test_readme_example.py::test_the_readme_python_examples_run_as_written",
     "Kafka clients#1": "tests/cluster/test_readme_example.py::test_the_readme_topic_config_example_changes_the_topic",
     "Security#0": "tests/security/test_readme_security.py::test_the_readme_security_walkthrough_runs_as_written",
+    "Grow, shrink and rebalance#0": "tests/cluster/test_readme_grow.py::test_the_readme_grow_and_shrink_walkthrough_runs_as_written",
     "Metrics and the admin endpoint#0": "tests/cluster/test_readme_tour.py::test_two_commands_and_the_tour_work_from_a_fresh_copy",
     "The dashboard#0": "tests/cluster/test_readme_tour.py::test_two_commands_and_the_tour_work_from_a_fresh_copy",
     "Pipelines with Spark#0": "tests/unit/test_readme_blocks.py::test_the_spark_extra_is_what_scripts_test_installs",

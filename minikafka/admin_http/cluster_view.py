@@ -87,12 +87,24 @@ LEADER_FIELDS: tuple[str, ...] = LeaderState._fields
 REPLICA_STATE_FIELDS = ("broker_id", "log_end_offset", "lag", "in_isr", "last_caught_up_ms_ago")
 
 
+class Reassignment(NamedTuple):
+    """A partition being moved (KIP-455), from the controller's `/v1/local`."""
+
+    topic: str
+    partition: int
+    replicas: list[int]
+    adding: list[int]
+    removing: list[int]
+
+
 @dataclass(frozen=True)
 class PeerAnswer:
-    """A broker's `/v1/local`: its `broker` facts and the partitions it leads."""
+    """A broker's `/v1/local`: its `broker` facts and the partitions it leads (and, from
+    the controller, the partitions being moved)."""
 
     broker: Mapping[str, Any]
     leaders: list[LeaderState]
+    reassignments: list[Reassignment] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,8 @@ class ClusterView:
     summary: dict[str, Any] = field(default_factory=dict)
     topic_names: list[str] = field(default_factory=list)  # the user's first
     user_partitions: int = 0  # entries[:user_partitions] are the user's topics'
+    # (topic, partition) -> the move the controller is making of it.
+    moves: Mapping[tuple[str, int], Reassignment] = field(default_factory=dict)
 
     def header(self) -> dict[str, Any]:
         """Everything but the partition rows (`/v1/cluster`)."""
@@ -157,7 +171,7 @@ class ClusterView:
     @property
     def partitions(self) -> list[dict[str, Any]]:
         """Every partition's row: the user's topics' first, worst first."""
-        return [_partition_row(e, self.live) for e in self.entries]
+        return [_partition_row(e, self.live, self.moves) for e in self.entries]
 
     def select(self, topic: str | None, limit: int | None, internal: bool = True) -> dict[str, Any]:
         """Rows of one topic (or all, internal topics' too unless `internal` is false), the
@@ -176,7 +190,7 @@ class ClusterView:
             "topic": topic,
             "total": len(chosen),
             "hidden_internal": hidden,
-            "partitions": [_partition_row(e, self.live) for e in shown],
+            "partitions": [_partition_row(e, self.live, self.moves) for e in shown],
         }
 
 
@@ -231,13 +245,17 @@ def _entry(
     led: LeaderState | None,
     leader_reachable: bool | None,
     alive: frozenset[int],
+    move: Reassignment | None = None,
 ) -> _Entry:
+    # A moving partition's replication factor leaves out the replicas being added (Kafka's
+    # under-replicated rule since KIP-455): they are not expected in the ISR yet.
+    replicas = st.replicas if move is None else [r for r in st.replicas if r not in move.adding]
     if led is not None:
         leader, isr = led.leader, led.isr
-        status = partition_status(leader, live, isr, st.replicas, led.min_insync_replicas)
+        status = partition_status(leader, live, isr, replicas, led.min_insync_replicas)
     else:
         leader, isr = st.leader, st.isr
-        status = partition_status(leader, live, isr, st.replicas, None)
+        status = partition_status(leader, live, isr, replicas, None)
     # The usual case (everyone in it alive) in one C-level check: 10,000 partitions a second.
     if alive.issuperset(isr) and (leader in alive or leader == NO_LEADER):
         unreachable: tuple[int, ...] = ()
@@ -257,8 +275,13 @@ def _entry(
     )
 
 
-def _partition_row(e: _Entry, live: Mapping[int, BrokerNode]) -> dict[str, Any]:
+def _partition_row(
+    e: _Entry,
+    live: Mapping[int, BrokerNode],
+    moves: Mapping[tuple[str, int], Reassignment] | None = None,
+) -> dict[str, Any]:
     st, led = e.state, e.led
+    move = (moves or {}).get((st.topic, st.partition))
     replicas = list(st.replicas)
     if led is not None:
         leader, epoch, isr = led.leader, led.leader_epoch, list(led.isr)
@@ -287,6 +310,10 @@ def _partition_row(e: _Entry, live: Mapping[int, BrokerNode]) -> dict[str, Any]:
         "log_end_offset": None,
         "log_start_offset": None,
         "replica_states": None,
+        # A move in progress (KIP-455): the replicas joining and those to leave once every
+        # target replica is in the ISR.
+        "adding_replicas": [] if move is None else list(move.adding),
+        "removing_replicas": [] if move is None else list(move.removing),
     }
     if led is not None:
         row["high_watermark"] = led.high_watermark
@@ -314,8 +341,11 @@ def build_cluster_view(
     after the broker went down)."""
     live = metadata.live_brokers
     led: dict[tuple[str, int], LeaderState] = {}
+    moves: dict[tuple[str, int], Reassignment] = {}
     for answer in peers.values():
         if isinstance(answer, PeerAnswer):
+            for move in answer.reassignments:
+                moves[(move.topic, move.partition)] = move
             for p in answer.leaders:
                 # A deposed leader that has not heard of its successor yet still answers
                 # as leader: the higher leader epoch is the current one.
@@ -342,7 +372,8 @@ def build_cluster_view(
         replica_ids.update(st.replicas)
         view = led.get((st.topic, st.partition))
         reachable = None if st.leader not in peers else st.leader in reachable_ids
-        entries.append(_entry(st, internal, live, view, reachable, alive))
+        moving = moves.get((st.topic, st.partition)) if moves else None
+        entries.append(_entry(st, internal, live, view, reachable, alive, moving))
     entries.sort()
 
     controller_id = zk.controller_id if zk.controller_id is not None else metadata.controller_id
@@ -411,6 +442,8 @@ def build_cluster_view(
         WAITING: waiting,
         "brokers": len(brokers),
         "brokers_alive": sum(b["status"] == ALIVE for b in brokers),
+        # Partitions being moved between brokers (reassignment).
+        "reassigning": len(moves),
         # Of the counts above, the internal topics' (the page says how many it hides).
         "internal": {
             "topics": sum(topics.values()),
@@ -434,4 +467,5 @@ def build_cluster_view(
         summary=summary,
         topic_names=sorted(topics, key=lambda t: (topics[t], t)),
         user_partitions=user_partitions,
+        moves=moves,
     )

@@ -32,6 +32,7 @@ from minikafka.admin_http.cluster_view import (
     MetadataView,
     PeerAnswer,
     PeerFailure,
+    Reassignment,
     Registration,
     ZkView,
     build_cluster_view,
@@ -89,6 +90,21 @@ def leader_state(p: Partition, now_ms: int) -> LeaderState:
             for r in p.replica_states(now_ms)
         ],
     )
+
+
+def reassignment_rows(broker: BrokerView) -> list[list[Any]]:
+    """The partitions being moved, as only the active controller knows them:
+    [topic, partition, replicas, adding, removing] rows."""
+    controller = broker.controller
+    if controller is None or not controller.is_active:
+        return []
+    return [
+        [tp.topic, tp.partition, list(a.replicas), list(a.adding), list(a.removing)]
+        for tp, a in sorted(
+            controller.context.reassignment_states.items(),
+            key=lambda item: (item[0].topic, item[0].partition),
+        )
+    ]
 
 
 def local_broker_facts(broker: BrokerView, leaders: int) -> dict[str, Any]:
@@ -216,6 +232,7 @@ class Dashboard:
             "replica_state_fields": REPLICA_STATE_FIELDS,
             "leaders": [leader_state(p, now) for p in led],
             "throughput": self.rates.rows_after(throughput_after_s),
+            "reassignments": reassignment_rows(s),
         }
 
     # --- gathering -----------------------------------------------------------------------
@@ -280,9 +297,10 @@ class Dashboard:
         self.throughput.add(broker_id, [(r[0], r[1]) for r in body.get("throughput", [])])
         try:
             leaders = [LeaderState._make(row) for row in body["leaders"]]
+            moves = [Reassignment._make(row) for row in body.get("reassignments", [])]
         except (KeyError, TypeError) as e:
             return PeerFailure(f"a /v1/local this broker cannot read: {e}")
-        return PeerAnswer(body["broker"], leaders)
+        return PeerAnswer(body["broker"], leaders, moves)
 
     async def _gather(self) -> ClusterView:
         s = self._broker
@@ -307,7 +325,11 @@ class Dashboard:
             answers.update(zip(urls, got, strict=True))
         local = self.local_view(self.throughput.last_second(s.broker_id))
         self.throughput.add(s.broker_id, local["throughput"])
-        answers[s.broker_id] = PeerAnswer(local["broker"], local["leaders"])
+        answers[s.broker_id] = PeerAnswer(
+            local["broker"],
+            local["leaders"],
+            [Reassignment._make(row) for row in local["reassignments"]],
+        )
         self.throughput.prune(int(time.time()))
         cache = s.metadata_cache
         view = build_cluster_view(

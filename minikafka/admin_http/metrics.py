@@ -50,7 +50,17 @@ TOPIC_METERS: dict[str, tuple[str, str]] = {
     "total_fetch_requests": ("totalfetchrequests", "Fetch requests, per partition"),
     "failed_fetch_requests": ("failedfetchrequests", "Failed fetch requests, per partition"),
 }
-assert set(TOPIC_METERS) == set(COUNTER_NAMES), "every BrokerTopicStats counter is exported"
+# BrokerTopicStats field → a metric Kafka has not (its full name).
+MINIKAFKA_TOPIC_COUNTERS: dict[str, tuple[str, str]] = {
+    "follower_bytes_out": (
+        "minikafka_follower_bytes_out",
+        "Record bytes sent to consumers by this broker as a follower (KIP-392's closest "
+        "replica), part of bytesout",
+    ),
+}
+assert set(TOPIC_METERS) | set(MINIKAFKA_TOPIC_COUNTERS) == set(COUNTER_NAMES), (
+    "every BrokerTopicStats counter is exported"
+)
 
 
 # --- the snapshot (taken on the event loop) ----------------------------------------------
@@ -60,7 +70,7 @@ class LedPartition(NamedTuple):
     """What only the leader knows of a partition."""
 
     isr: int  # ISR size
-    replicas: int  # assigned replicas
+    replicas: int  # replication factor (the assigned replicas less those being added)
     min_isr: int  # min.insync.replicas
     replica_states: list[ReplicaState]
 
@@ -237,7 +247,7 @@ def take_snapshot(broker: BrokerView) -> BrokerSnapshot:
         if p.is_leader:
             led = LedPartition(
                 len(p.isr),
-                len(p.assigned_replicas),
+                p.replication_factor,
                 log.config.min_insync_replicas,
                 p.replica_states(now),
             )
@@ -432,6 +442,11 @@ def _topics(snap: BrokerSnapshot) -> Iterator[Metric]:
         family = CounterMetricFamily(
             f"kafka_server_brokertopicmetrics_{meter}", doc, labels=["topic"]
         )
+        for topic, s in stats:
+            family.add_metric([topic], getattr(s, field))
+        yield family
+    for field, (name, doc) in MINIKAFKA_TOPIC_COUNTERS.items():
+        family = CounterMetricFamily(name, doc, labels=["topic"])
         for topic, s in stats:
             family.add_metric([topic], getattr(s, field))
         yield family

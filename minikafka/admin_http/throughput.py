@@ -20,6 +20,7 @@ RATE_NAMES: tuple[str, ...] = (
     "bytes_out",
     "replication_bytes_in",
     "replication_bytes_out",
+    "follower_bytes_out",
 )
 
 # Seconds of history kept and charted.

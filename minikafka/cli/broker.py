@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 import uvloop
@@ -27,11 +27,18 @@ log = logging.getLogger(__name__)
 
 
 def dump_tasks() -> None:
-    """SIGUSR1: log every asyncio task's stack (what a stuck broker is waiting for)."""
+    """SIGUSR1: log every asyncio task's stack (what a stuck broker is waiting for), down
+    the chain of coroutines each awaits (a task's own stack shows only its outermost)."""
     out = io.StringIO()
     for task in asyncio.all_tasks():
         out.write(f"--- {task!r}\n")
-        task.print_stack(file=out)
+        coro: Any = task.get_coro()
+        while coro is not None:
+            frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+            if frame is not None:
+                code = frame.f_code
+                out.write(f"  {code.co_filename}:{frame.f_lineno} in {code.co_name}\n")
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
     log.warning("asyncio tasks:\n%s", out.getvalue())
 
 

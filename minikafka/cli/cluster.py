@@ -3,6 +3,10 @@
 `up` runs in the foreground (Ctrl-C or SIGTERM stops everything) or, with `--detach`, leaves
 the processes running; every other subcommand finds them through `<data-dir>/cluster.json`.
 
+Growing and shrinking: `add-broker` (the next id, registered, empty), `remove-broker`
+(refused while the broker holds replicas; `--drain` first moves them to the other brokers
+with partition reassignment, then stops and forgets it).
+
 Faults: `kill`, `stop-broker`, `pause`/`resume`, `restart` (processes), `expire-session`
 (ZooKeeper session), `zookeeper stop|start|restart|kill`, and with `up --network netns`
 (root) `partition`, `isolate`, `degrade`, `heal` (network).
@@ -10,6 +14,7 @@ Faults: `kill`, `stop-broker`, `pause`/`resume`, `restart` (processes), `expire-
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import json
@@ -25,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from minikafka.cli.signals import sigterm_as_interrupt
+from minikafka.client.controller_calls import ControllerClient
 from minikafka.cluster.broker_config import parse_overrides
 from minikafka.cluster.data_dir import (
     DEFAULT_DATA_DIR_TEXT,
@@ -35,6 +41,9 @@ from minikafka.cluster.data_dir import (
 from minikafka.cluster.errors import ClusterError
 from minikafka.cluster.local import NETWORK_MODES, LocalCluster
 from minikafka.cluster.security import SECURITY_MODES
+from minikafka.common import TopicPartition
+from minikafka.protocol.errors import KafkaError
+from minikafka.rules.reassignment import drain_plan
 from minikafka.zk import install as zookeeper_install
 from minikafka.zk.server import ZooKeeperNotInstalledError, ZooKeeperStartError
 
@@ -230,6 +239,13 @@ def cluster() -> None:
     "the client settings (`cluster status --json` has them as client_config). A data dir "
     "that has run before keeps its mode.",
 )
+@click.option(
+    "--racks",
+    metavar="RACK,...",
+    default=None,
+    help="Each broker's broker.rack, in broker id order, one a broker (e.g. a,b,c for 3 "
+    "brokers): topics then get Kafka's rack-aware replica placement. Kept for later runs.",
+)
 @click.option("--detach", is_flag=True, help="Return once the cluster is up; it keeps running.")
 @click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds to start.")
 @click.pass_context
@@ -244,6 +260,7 @@ def up(
     network: Any,
     subnet: str | None,
     security: Any,
+    racks: str | None,
     detach: bool,
     timeout: float,
 ) -> None:
@@ -267,6 +284,7 @@ def up(
             network=network,
             subnet=subnet,
             security=security,
+            racks=None if racks is None else racks.split(","),
         )
     except (ClusterError, ValueError) as e:
         raise click.ClickException(str(e)) from e
@@ -463,6 +481,124 @@ def stop_broker(broker_id: int, data_dir: Path, timeout: float) -> None:
         pid = lc.pid(broker_id)
         lc.terminate(broker_id, timeout=timeout)
     click.echo(f"broker {broker_id} (pid {pid}) stopped")
+
+
+# --- growing and shrinking ------------------------------------------------------------------
+
+
+@cluster.command("add-broker")
+@data_dir_option
+@click.option(
+    "--rack", default=None, help="Its broker.rack (required when the other brokers have one)."
+)
+@click.option("--timeout", type=float, default=60.0, show_default=True)
+def add_broker(data_dir: Path, rack: str | None, timeout: float) -> None:
+    """Start one more broker (the next id), with the cluster's config. It holds nothing
+    until partitions are moved onto it (`minikafka reassign-partitions`) or created."""
+    lc = _open(data_dir)
+    try:
+        with _failures_as_click_errors():
+            broker_id = lc.add_broker(timeout=timeout, rack=rack)
+    finally:
+        lc.close_zk_client()
+    host, port = lc.broker_address(broker_id)
+    click.echo(
+        f"broker {broker_id} is running at {host}:{port} (pid {lc.pid(broker_id)}); it holds "
+        "no replicas yet: move some onto it with `minikafka reassign-partitions`"
+    )
+
+
+def _replicas_on(lc: LocalCluster, broker_id: int) -> dict[TopicPartition, tuple[int, ...]]:
+    """Every partition's replicas (the full set of a moving one), from ZooKeeper."""
+    zk = lc.zk_client()
+    full = zk.get_full_assignments(zk.get_all_topics())
+    return {
+        TopicPartition(topic, p): a.replicas
+        for topic, by_partition in full.items()
+        for p, a in by_partition.items()
+    }
+
+
+def _drain(lc: LocalCluster, broker_id: int, timeout: float) -> int:
+    """Move every replica off the broker (AlterPartitionReassignments) and wait until no
+    partition has it; the number of replicas moved."""
+    assignments = _replicas_on(lc, broker_id)
+    live = set(lc.zk_client().get_all_brokers())
+    try:
+        plan = drain_plan(assignments, broker_id, live)
+    except ValueError as e:
+        raise click.ClickException(f"cannot drain broker {broker_id}: {e}") from None
+    if not plan:
+        return 0
+    others = [b for b in lc.broker_ids if b != broker_id and lc.is_alive(b)]
+    servers = ",".join("{}:{}".format(*lc.broker_address(b)) for b in others)
+
+    async def move() -> dict[TopicPartition, KafkaError | None]:
+        client = ControllerClient(servers, client_id="minikafka-cluster", timeout_s=timeout)
+        try:
+            return await client.alter_partition_reassignments(plan)
+        finally:
+            await client.close()
+
+    errors = {tp: e for tp, e in asyncio.run(move()).items() if e is not None}
+    if errors:
+        raise click.ClickException(
+            f"cannot drain broker {broker_id}: "
+            + "; ".join(f"{tp}: {e}" for tp, e in sorted(errors.items()))
+        )
+    deadline = time.monotonic() + timeout
+    while any(broker_id in r for r in _replicas_on(lc, broker_id).values()):
+        if time.monotonic() > deadline:
+            left = sorted(
+                str(tp) for tp, r in _replicas_on(lc, broker_id).items() if broker_id in r
+            )
+            raise click.ClickException(
+                f"broker {broker_id} still holds replicas of {', '.join(left)} after "
+                f"{timeout:.0f} s; `minikafka reassign-partitions --list` shows the moves"
+            )
+        time.sleep(0.2)
+    return len(plan)
+
+
+@cluster.command("remove-broker")
+@click.option("--broker", "--id", "broker_id", type=int, required=True, help="Broker id.")
+@data_dir_option
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="First move every replica the broker holds to the other brokers (partition "
+    "reassignment), and wait until that is done.",
+)
+@click.option("--timeout", type=float, default=300.0, show_default=True)
+def remove_broker(broker_id: int, data_dir: Path, drain: bool, timeout: float) -> None:
+    """Retire a broker: refused while it holds replicas (their data would have one copy
+    fewer), unless --drain moves them away first; then a controlled shutdown, and the
+    broker leaves the cluster (its directory is deleted)."""
+    lc = _open(data_dir)
+    try:
+        with _failures_as_click_errors():
+            if broker_id not in lc.broker_ids:
+                raise ClusterError(
+                    f"no broker {broker_id} in this cluster (brokers: {lc.broker_ids})"
+                )
+            if drain:
+                moved = _drain(lc, broker_id, timeout)
+                click.echo(f"moved {moved} replicas off broker {broker_id}")
+            held = sorted(
+                str(tp) for tp, r in _replicas_on(lc, broker_id).items() if broker_id in r
+            )
+            if held:
+                shown = ", ".join(held[:10]) + (
+                    f" and {len(held) - 10} more" if len(held) > 10 else ""
+                )
+                raise ClusterError(
+                    f"broker {broker_id} still holds {len(held)} replicas ({shown}); move them "
+                    "with `minikafka reassign-partitions`, or run this with --drain, which does"
+                )
+            lc.remove_broker(broker_id, timeout=timeout)
+    finally:
+        lc.close_zk_client()
+    click.echo(f"broker {broker_id} stopped and removed; brokers now: {lc.broker_ids}")
 
 
 # --- network faults (netns mode) ---------------------------------------------------------

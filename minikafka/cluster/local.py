@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -63,7 +64,8 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
     `admin_base_port=0` pick free ports on the first start; brokers otherwise listen on
     base_port, base_port+1, ... and serve their HTTP admin endpoint (metrics, health) on
     admin_base_port, admin_base_port+1, ...
-    `broker_overrides` maps a broker id to properties for that broker only.
+    `broker_overrides` maps a broker id to properties for that broker only. `racks` gives
+    each broker its `broker.rack`, in id order, one a broker; kept as the brokers' overrides.
 
     `network="netns"` (root only) runs each broker in its own network namespace at its own
     address of `subnet` (default: a free /24 of 198.18.0.0/15), so that network faults can
@@ -87,6 +89,7 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         network: NetworkMode | None = None,
         subnet: str | None = None,
         security: SecurityMode | None = None,
+        racks: Sequence[str] | None = None,
     ) -> None:
         dirs = DataDir(data_dir)
         saved = state.load_state(dirs)
@@ -121,8 +124,25 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
         count = brokers if brokers is not None else (len(saved_brokers) or DEFAULT_BROKERS)
         if count < 1:
             raise ValueError("a cluster needs at least one broker")
+        # The saved brokers keep their ids (`add_broker` and `remove_broker` may have left
+        # gaps); a broker count given anew means ids 1..n.
+        ids = (
+            sorted(saved_brokers)
+            if brokers is None and saved_brokers
+            else list(range(1, count + 1))
+        )
+        if racks is not None:
+            if len(racks) != count:
+                raise ValueError(
+                    f"--racks names {len(racks)} rack(s) but the cluster has {count} "
+                    "brokers: give one rack a broker, in broker id order"
+                )
+            for bid, rack in zip(ids, racks, strict=True):
+                if not rack.strip():
+                    raise ValueError(f"--racks: broker {bid}'s rack is empty")
+                self.broker_overrides.setdefault(bid, {})["broker.rack"] = rack.strip()
         processes: dict[int, BrokerProcess] = {}
-        for bid in range(1, count + 1):
+        for bid in ids:
             b = saved_brokers.get(bid, {})
             processes[bid] = BrokerProcess(
                 bid, int(b.get("port", 0)), b.get("pid"), admin_port=int(b.get("admin_port", 0))
@@ -344,6 +364,51 @@ class LocalCluster(ClusterReadiness, NetworkFaults):
             return None
         newer = {broker_id: old.epoch} if old is not None else None
         return self.wait_for_registered([broker_id], timeout, newer_than=newer)[broker_id]
+
+    def add_broker(self, timeout: float = 60.0, rack: str | None = None) -> int:
+        """Start a broker with the next free id (Kafka's way of growing a cluster: a new
+        broker registers, empty; reassignment moves replicas onto it), in `rack` (required
+        when the others have racks: a broker without one would make rack-aware placement
+        refuse every new topic). Returns its id once every broker's metadata has it."""
+        if self._netns is not None:
+            raise ClusterError(
+                "adding a broker is for loopback clusters: a netns cluster's namespaces are "
+                "made at `cluster up` (start it with one more broker instead)"
+            )
+        if self.security is not None:
+            raise ClusterError(
+                "adding a broker to a secured cluster is not supported: every broker's "
+                "super.users names the brokers of `cluster up`"
+            )
+        racked = [b for b in self.broker_ids if "broker.rack" in self.broker_overrides.get(b, {})]
+        if racked and rack is None:
+            raise ClusterError(
+                "this cluster's brokers have racks (broker.rack): give the new one --rack"
+            )
+        if rack is not None and not rack.strip():
+            raise ClusterError("the new broker's rack is empty")
+        deadline = time.monotonic() + timeout
+        broker_id = max(self.broker_ids) + 1
+        if rack is not None:
+            self.broker_overrides.setdefault(broker_id, {})["broker.rack"] = rack.strip()
+        # Its config is the cluster's (overrides included), as `up` gave the others.
+        self.start_broker(broker_id, timeout=timeout)
+        self.wait_for_metadata(self.broker_ids, time_left(deadline))
+        return broker_id
+
+    def remove_broker(self, broker_id: int, timeout: float = 30.0) -> None:
+        """Stop the broker (controlled shutdown) if it runs, and forget it: it leaves
+        cluster.json and its directory is deleted. The caller makes sure it holds no
+        replica any more (`minikafka cluster remove-broker --drain` moves them away)."""
+        self._broker(broker_id)
+        if len(self._brokers) == 1:
+            raise ClusterError("a cluster needs at least one broker")
+        if self.is_alive(broker_id):
+            self.terminate(broker_id, timeout=timeout)
+        del self._brokers[broker_id]
+        self.broker_overrides.pop(broker_id, None)
+        self._save_state()
+        shutil.rmtree(self.broker_dir(broker_id), ignore_errors=True)
 
     def restart(self, broker_id: int, timeout: float = 60.0) -> BrokerInfo:
         """Stop the broker if it runs (SIGTERM), start it again with the same config and

@@ -20,10 +20,14 @@ from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_l
 from minikafka.config.security import SecurityConfig, is_security_prop
 from minikafka.config.zk_client import is_zk_tls_prop, zk_tls
 from minikafka.protocol.errors import InvalidConfigError
+from minikafka.rules.read_replica import LEADER_SELECTOR, RACK_AWARE_SELECTOR
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
 from minikafka.zk.auth import ZkTls
 
 log = logging.getLogger(__name__)
+
+# replica.selector.class: Kafka's two ReplicaSelectors (KIP-392), which minikafka implements.
+REPLICA_SELECTORS = (LEADER_SELECTOR, RACK_AWARE_SELECTOR)
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -208,6 +212,9 @@ class BrokerConfig:
     isr_change_propagation_blackout_ms: int = 5000
     isr_change_propagation_max_delay_ms: int = 60000
     broker_rack: str | None = None
+    # KIP-392: how a partition's leader picks the replica a consumer reads from (unset:
+    # Kafka's LeaderSelector, always the leader). Java class names: the two Kafka ships.
+    replica_selector_class: str | None = None
     # Not Kafka's (Kafka has JMX): `http://host:port` of the HTTP admin endpoint (Prometheus
     # metrics, health, JSON views; minikafka.admin_http). Unset: no endpoint.
     admin_listeners: str | None = None
@@ -344,6 +351,11 @@ class BrokerConfig:
                 raise InvalidConfigError(
                     f"Invalid value {value} for configuration {name}: Value must be at least 1"
                 )
+        if self.replica_selector_class not in (None, "", *REPLICA_SELECTORS):
+            raise InvalidConfigError(
+                f"replica.selector.class {self.replica_selector_class!r} is not supported: "
+                f"minikafka has Kafka's {' and '.join(REPLICA_SELECTORS)}"
+            )
         if self.replica_lag_time_max_ms <= 0:
             raise InvalidConfigError("replica.lag.time.max.ms must be positive")
         if self.admin_listeners is not None:

@@ -61,7 +61,17 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "else, nothing for anyone else under /config/users, /config/brokers and "
     "/delegation_token.",
     "broker.rack": "The rack of the broker, registered in ZooKeeper and reported to clients "
-    "in Metadata. minikafka's replica assignment does not take racks into account.",
+    "in Metadata and DescribeCluster. When every broker has one, new topics and partitions "
+    "get Kafka's rack-aware replica assignment (a partition's replicas on as many racks as "
+    "can be); when only some have one, creating them fails (UNKNOWN_SERVER_ERROR), as in "
+    "Kafka.",
+    "replica.selector.class": "How a partition's leader chooses the replica a consumer "
+    "reads from (KIP-392): org.apache.kafka.common.replica.RackAwareReplicaSelector sends a "
+    "consumer whose client.rack names the rack of a follower that has the fetch offset to "
+    "that follower (Fetch's preferred read replica); "
+    "org.apache.kafka.common.replica.LeaderSelector, or unset, keeps every consumer on the "
+    "leader. No other class: minikafka loads no Java. Whatever the setting, a follower serves "
+    "a consumer's Fetch (v11+) up to its high watermark.",
     "admin.listeners": "minikafka's own setting (Kafka has JMX instead): http://host:port of "
     "its HTTP admin endpoint, serving Prometheus metrics, health, JSON views and the "
     "dashboard. Unset: no endpoint.",

@@ -55,6 +55,7 @@ class ConfigType(enum.IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    CLASS = 8
     PASSWORD = 9
 
 
@@ -305,6 +306,8 @@ SENSITIVE_BROKER_CONFIGS: Final = frozenset({"admin.listeners.token"})
 def _broker_type(name: str) -> ConfigType:
     if name in SENSITIVE_BROKER_CONFIGS:
         return ConfigType.PASSWORD
+    if name == "replica.selector.class":
+        return ConfigType.CLASS  # Kafka's type for it (a Java class name)
     for d in TOPIC_CONFIGS.values():
         if d.broker_synonym == name:
             return d.type

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Final
 
 from minikafka.protocol.errors import (
     InvalidPartitionsError,
@@ -109,15 +110,19 @@ def new_partitions_assignment(
     broker_ids: Collection[int],
     total_count: int,
     new_assignments: Sequence[Sequence[int]] | None = None,
+    *,
+    racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, tuple[int, ...]]:
     """The replicas of the partitions that take `topic` from `existing` to `total_count`
     partitions, or Kafka's error for the request: its `ZkAdminManager.createPartitions`
     checks, then `AdminZkClient.createNewPartitionsAssignment`.
 
-    `broker_ids` are the registered brokers. `new_assignments` lists the replicas of each
-    new partition in order (partition `len(existing)` first); without it the new
-    partitions continue the topic's rotation: `assign_replicas` from the first broker whose
-    id is at least partition 0's first replica, counting partitions from `len(existing)`.
+    `broker_ids` are the registered brokers, `racks` their `broker.rack`s. `new_assignments`
+    lists the replicas of each new partition in order (partition `len(existing)` first);
+    without it the new partitions continue the topic's rotation: `assign_replicas_to_brokers`
+    from the first broker whose id is at least partition 0's first replica (its index in
+    the brokers sorted by id, the start index and replica shift both, as in Kafka), counting
+    partitions from `len(existing)`.
     """
     if not existing:
         raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
@@ -152,12 +157,12 @@ def new_partitions_assignment(
     replication_factor = len(partition0)
     if new_assignments is None:
         start_index = next((i for i, b in enumerate(brokers) if b >= partition0[0]), 0)
-        return assign_replicas(
-            brokers,
+        return assign_replicas_to_brokers(
+            {b: (racks or {}).get(b) for b in brokers},
             increment,
             replication_factor,
             start_partition=old,
-            start_index=start_index,
+            fixed_start_index=start_index,
         )
     proposed = {old + i: tuple(replicas) for i, replicas in enumerate(new_assignments)}
     for partition, replicas in proposed.items():
@@ -255,3 +260,61 @@ def assign_replicas_rack_aware(
                 racks.add(rack)
         out[partition] = tuple(replicas)
     return out
+
+
+class AdminOperationError(KafkaError):
+    """Kafka's AdminOperationException: not an ApiException, so the request's answer is
+    UNKNOWN_SERVER_ERROR (with no message: Kafka's `ApiError.fromThrowable`)."""
+
+
+MIXED_RACKS: Final = "Not all brokers have rack information for replica rack aware assignment."
+
+
+def assign_replicas_to_brokers(
+    broker_racks: Mapping[int, str | None],
+    num_partitions: int,
+    replication_factor: int,
+    *,
+    start_partition: int = 0,
+    fixed_start_index: int | None = None,
+    seed: int | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Kafka's `AdminUtils.assignReplicasToBrokers`: brokers without racks get the
+    rack-unaware placement (`assign_replicas`), brokers that all have one the rack-aware
+    placement, and a mix of the two is refused (`AdminOperationError`). A
+    `fixed_start_index` (adding partitions) is both the start index and the replica shift,
+    as in Kafka; without it both are drawn at random (`seed` makes them reproducible)."""
+    if num_partitions < 1:
+        raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+    if replication_factor < 1:
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+    n = len(broker_racks)
+    if replication_factor > n:
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: {n}."
+        )
+    racks = {b: r for b, r in broker_racks.items() if r is not None}
+    if not racks:
+        start = fixed_start_index if fixed_start_index is not None else random_start_index(n, seed)
+        return assign_replicas(
+            broker_racks,
+            num_partitions,
+            replication_factor,
+            start_partition=start_partition,
+            start_index=start,
+        )
+    if len(racks) < n:
+        raise AdminOperationError(MIXED_RACKS)
+    if fixed_start_index is not None:
+        start = shift = fixed_start_index
+    else:
+        rng = random.Random(seed)
+        start, shift = rng.randrange(n), rng.randrange(n)
+    return assign_replicas_rack_aware(
+        racks,
+        num_partitions,
+        replication_factor,
+        start_partition=start_partition,
+        start_index=start,
+        replica_shift=shift,
+    )

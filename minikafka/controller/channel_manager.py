@@ -298,6 +298,7 @@ class ControllerBrokerRequestBatch:
         is_new: bool = False,
     ) -> None:
         """LeaderAndIsr for `tp` to `broker_ids`, and UpdateMetadata for it to every broker."""
+        moving = self.context.reassignment_states.get(tp)
         state = LeaderAndIsrPartitionState(
             topic=tp.topic,
             partition=tp.partition,
@@ -308,6 +309,8 @@ class ControllerBrokerRequestBatch:
             zk_version=leader_and_isr.zk_version,
             replicas=list(replicas),
             is_new=is_new,
+            adding_replicas=[] if moving is None else list(moving.adding),
+            removing_replicas=[] if moving is None else list(moving.removing),
         )
         for broker_id in broker_ids:
             if broker_id >= 0:

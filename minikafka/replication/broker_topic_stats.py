@@ -18,6 +18,9 @@ class TopicStats:
     bytes_out: int = 0  # BytesOutPerSec: record bytes sent to consumers
     replication_bytes_in: int = 0  # ReplicationBytesInPerSec: appended by our fetchers
     replication_bytes_out: int = 0  # ReplicationBytesOutPerSec: sent to followers
+    # Not Kafka's: of bytes_out, what this broker sent as a follower of the partition
+    # (consumers reading their closest replica, KIP-392).
+    follower_bytes_out: int = 0
     total_produce_requests: int = 0  # TotalProduceRequestsPerSec (one per partition)
     failed_produce_requests: int = 0  # FailedProduceRequestsPerSec
     # TotalFetchRequestsPerSec / FailedFetchRequestsPerSec: one per partition of a fetch
@@ -54,7 +57,11 @@ class BrokerTopicStats:
         s.total_produce_requests += 1
         s.failed_produce_requests += 1
 
-    def record_fetch(self, topic: str, size: int, *, failed: bool, to_follower: bool) -> None:
+    def record_fetch(
+        self, topic: str, size: int, *, failed: bool, to_follower: bool, as_follower: bool = False
+    ) -> None:
+        """One partition of a fetch response: `to_follower` a replica's fetch, else a
+        consumer's, served `as_follower` when this broker does not lead the partition."""
         s = self.topic(topic)
         s.total_fetch_requests += 1
         if failed:
@@ -63,6 +70,8 @@ class BrokerTopicStats:
             s.replication_bytes_out += size
         else:
             s.bytes_out += size
+            if as_follower:
+                s.follower_bytes_out += size
 
     def record_replication_in(self, topic: str, size: int) -> None:
         self.topic(topic).replication_bytes_in += size

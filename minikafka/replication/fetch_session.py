@@ -132,11 +132,12 @@ class CachedPartition:
         error_code: int,
         *,
         update: bool = True,
+        preferred_read_replica: int = -1,
     ) -> bool:
         """Kafka's maybeUpdateResponseData: whether an incremental response must include
-        this partition (records, a HW or log start change, an error); with `update`, what
-        is sent becomes the cached state."""
-        must = records_size > 0
+        this partition (records, a HW or log start change, an error, a preferred read
+        replica); with `update`, what is sent becomes the cached state."""
+        must = records_size > 0 or preferred_read_replica >= 0
         if self.high_watermark != high_watermark:
             must = True
             if update:

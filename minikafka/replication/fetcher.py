@@ -462,9 +462,13 @@ class ReplicaFetcher:
                 # Kafka's ReplicaFetcherThread: throttled bytes, in sync or not, count.
                 self._rm.follower_quota.record(len(data))
         # §7.7: the follower's HW is the leader's, capped by what it has.
+        hw_before = p.high_watermark
         p.log.update_high_watermark(min(p.log.log_end_offset, leader_hw))
         if leader_log_start > p.log.log_start_offset:
             p.log.maybe_increment_log_start_offset(min(leader_log_start, p.high_watermark))
+        if p.high_watermark != hw_before:
+            # Consumers reading this follower (KIP-392) wait for its HW to move.
+            self._rm.purgatory.notify(tp)
         return True
 
     def _handle_out_of_range(

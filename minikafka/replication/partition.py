@@ -65,6 +65,9 @@ class Partition:
         # does not fail it, as in Kafka.
         self.leadership_losses = 0
         self.assigned_replicas: tuple[int, ...] = ()
+        # A reassignment's replicas being added (KIP-455): not yet part of the replication
+        # factor (Kafka's OngoingReassignmentState).
+        self.adding_replicas: tuple[int, ...] = ()
         self.zk_version = -1
         self.controller_epoch = -1
         self.replica_state = LeaderReplicaState(local_broker_id, replica_lag_time_max_ms)
@@ -74,6 +77,12 @@ class Partition:
             f"Partition({self.tp}, leader={self.leader_id}, epoch={self.leader_epoch}, "
             f"isr={sorted(self.isr)}, hw={self.log.high_watermark}, leo={self.log.log_end_offset})"
         )
+
+    @property
+    def replication_factor(self) -> int:
+        """Kafka's `assignmentState.replicationFactor`: the replicas less those a
+        reassignment is adding."""
+        return len(self.assigned_replicas) - len(self.adding_replicas)
 
     @property
     def is_leader(self) -> bool:
@@ -95,6 +104,7 @@ class Partition:
         self.leader_epoch = st.leader_epoch
         self.isr = tuple(st.isr)
         self.assigned_replicas = tuple(st.replicas)
+        self.adding_replicas = tuple(st.adding_replicas)
         self.zk_version = st.zk_version
 
     def make_leader(self, st: LeaderAndIsrPartitionState) -> None:

@@ -83,6 +83,7 @@ from minikafka.rpc.messages import (
     StopReplicaResponse,
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
+from minikafka.rules.read_replica import RemoteReplica, preferred_read_replica
 from minikafka.rules.replication_quota import (
     UNLIMITED_RATE,
     ReplicationQuotaManager,
@@ -143,6 +144,18 @@ class FetcherManagerLike(Protocol):
     def add_partitions(self, partitions: Mapping[TopicPartition, FollowerAssignment]) -> None: ...
 
     async def remove_partitions(self, tps: set[TopicPartition]) -> None: ...
+
+
+@dataclass(frozen=True)
+class ClientMetadata:
+    """What Kafka's ClientMetadata carries of a consumer's Fetch v11+ (KIP-392): its rack
+    (`client.rack`, empty when unset), and the rack of each live broker it can reach (on
+    the listener the request came in on), for choosing a preferred read replica. A consumer
+    that sends it may read from a follower; one that does not (Fetch < v11) only from the
+    leader."""
+
+    rack_id: str
+    broker_racks: Mapping[int, str | None]
 
 
 class ReplicaManager:
@@ -530,11 +543,17 @@ class ReplicaManager:
     # --- fetch ---------------------------------------------------------------------------
 
     async def fetch_messages(
-        self, req: FetchRequest, readable: Callable[[str], bool] | None = None
+        self,
+        req: FetchRequest,
+        readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> FetchResponse:
         """Fetch, through a KIP-227 fetch session when the request names one (see
         `fetch_session.py`): full requests read what they list, incremental ones only the
         session partitions that changed.
+
+        `client`: a consumer's Fetch v11+ (see ClientMetadata): followers serve it, and the
+        leader may answer it with a preferred read replica instead of records.
 
         `readable` (a consumer's fetch with an authorizer): whether the client may READ a
         topic. As Kafka's handleFetchRequest, every partition of the fetch (a full request's,
@@ -569,9 +588,9 @@ class ReplicaManager:
         if ctx.kind is ContextKind.SESSION_ERROR:
             return FetchResponse(int(ctx.error), [], INVALID_SESSION_ID)
         if ctx.kind is ContextKind.INCREMENTAL:
-            return await self._fetch_incremental(req, ctx, readable)
+            return await self._fetch_incremental(req, ctx, readable, client)
         return await self._fetch_full(
-            req, create_session=ctx.kind is ContextKind.FULL, readable=readable
+            req, create_session=ctx.kind is ContextKind.FULL, readable=readable, client=client
         )
 
     async def _fetch_full(
@@ -580,6 +599,7 @@ class ReplicaManager:
         *,
         create_session: bool,
         readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> FetchResponse:
         denied: set[str] = (
             set() if readable is None else {t.name for t in req.topics if not readable(t.name)}
@@ -616,6 +636,7 @@ class ReplicaManager:
                         # Kafka updates a follower's fetch state once per fetch, when it
                         # arrives, not again when a delayed fetch re-reads.
                         update_follower_state=first_read,
+                        client=client,
                     )
                     responses[tp], slices[tp], settled[tp] = r, data, done
                     size = 0 if data is None else data.size
@@ -624,7 +645,12 @@ class ReplicaManager:
             return total
 
         def failed() -> bool:
-            return any(responses[tp].error_code != ErrorCode.NONE for tp in keys)
+            # An error, or a consumer sent to another replica: answered at once (Kafka's).
+            return any(
+                responses[tp].error_code != ErrorCode.NONE
+                or responses[tp].preferred_read_replica >= 0
+                for tp in keys
+            )
 
         total = read_all(first_read=True)
         if req.max_wait_ms > 0 and total < req.min_bytes and not failed() and keys:
@@ -682,6 +708,7 @@ class ReplicaManager:
                     r.high_watermark,
                     r.log_start_offset,
                     r.error_code,
+                    preferred_read_replica=r.preferred_read_replica,
                 )
                 cached[tp] = cp
         session = self.fetch_sessions.maybe_create_session(
@@ -735,6 +762,7 @@ class ReplicaManager:
         req: FetchRequest,
         ctx: FetchContext[FollowerState | None],
         readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> FetchResponse:
         """Kafka's IncrementalFetchContext, reading only dirty session partitions.
 
@@ -790,12 +818,13 @@ class ReplicaManager:
                     min(max(0, req.max_bytes - total), cp.max_bytes),
                     min_one_batch=total == 0,
                     update_follower_state=first_read,
+                    client=client,
                 )
                 reads[tp] = (r, data, done)
                 if data is not None:
                     total += data.size
-                if r.error_code != ErrorCode.NONE:
-                    errors = True
+                if r.error_code != ErrorCode.NONE or r.preferred_read_replica >= 0:
+                    errors = True  # answered at once
 
         read([*session.dirty, *(tp for tp in denied if tp not in session.dirty)], first_read=True)
         # Nothing the client may read: answered at once (Kafka does not wait then either).
@@ -847,7 +876,11 @@ class ReplicaManager:
             if cp is None:
                 continue
             include = cp.maybe_update_response(
-                0 if data is None else data.size, r.high_watermark, r.log_start_offset, r.error_code
+                0 if data is None else data.size,
+                r.high_watermark,
+                r.log_start_offset,
+                r.error_code,
+                preferred_read_replica=r.preferred_read_replica,
             )
             self._settle(session, replica_id, tp, done)
             if include:
@@ -874,17 +907,41 @@ class ReplicaManager:
         *,
         min_one_batch: bool,
         update_follower_state: bool,
+        client: ClientMetadata | None = None,
     ) -> tuple[FetchPartitionResponse, LogSlice | None, bool]:
         """The partition's response with empty records, the slice that holds them, and
         whether the fetcher is settled: nothing more for it until the partition moves (at
-        the end of what it may read, no error, and a follower already in the ISR)."""
+        the end of what it may read, no error, and a follower already in the ISR).
+
+        A consumer's fetch with client metadata (Fetch v11+) may read a follower (up to the
+        HW the follower knows; past its log end OFFSET_OUT_OF_RANGE, and the consumer goes
+        back to the leader), and the leader may answer it with a preferred read replica
+        instead of records (Kafka's ReplicaManager.readFromLocalLog)."""
+        consumer = replica_id == CONSUMER_REPLICA_ID
         try:
             p = self._partition_or_error(tp)
+            if consumer and client is not None and p.is_leader:
+                preferred = self._preferred_read_replica(p, client, fetch_offset)
+                if preferred is not None:
+                    # Kafka skips the read and sends the leader's offsets with the choice.
+                    p.check_leader_epoch(current_leader_epoch)
+                    response = FetchPartitionResponse(
+                        tp.partition,
+                        int(ErrorCode.NONE),
+                        p.high_watermark,
+                        p.log.log_start_offset,
+                        p.log_end_offset,
+                        b"",
+                        preferred,
+                    )
+                    return response, None, False
             result = p.read_records(
                 fetch_offset,
                 max_bytes,
                 current_leader_epoch,
-                fetch_only_from_leader=replica_id != DEBUG_REPLICA_ID,
+                # Kafka's fetchOnlyFromLeader: followers' fetches, and consumers' without
+                # client metadata; tools with the debugging replica id read any replica.
+                fetch_only_from_leader=replica_id >= 0 or (consumer and client is None),
                 up_to_high_watermark=replica_id == CONSUMER_REPLICA_ID,
                 min_one_batch=min_one_batch,
             )
@@ -955,6 +1012,27 @@ class ReplicaManager:
         sizeOfThrottledPartitions), in sync or not, against the leader's quota."""
         if size:
             self.leader_quota.record(size)
+
+    def _preferred_read_replica(
+        self, p: Partition, client: ClientMetadata, fetch_offset: int
+    ) -> int | None:
+        """Kafka's findPreferredReadReplica, on the leader (replica.selector.class)."""
+        selector = self.config.replica_selector_class
+        if not selector or not client.rack_id:
+            return None
+        now = self._clock.now_ms()
+        followers = [
+            RemoteReplica(
+                st.broker_id,
+                st.log_start_offset,
+                st.log_end_offset,
+                now - st.last_caught_up_time_ms,
+            )
+            for st in p.replica_state.followers.values()
+        ]
+        return preferred_read_replica(
+            selector, client.rack_id, fetch_offset, self.broker_id, followers, client.broker_racks
+        )
 
     # --- offsets -------------------------------------------------------------------------
 

@@ -156,6 +156,8 @@ class FetchPartitionResponse:
     log_start_offset: int
     log_end_offset: int
     records: Records | RecordsValue | None
+    # KIP-392: the follower a consumer should fetch from instead (Fetch v11+), -1 for none.
+    preferred_read_replica: int = -1
 
 
 @dataclass(frozen=True)
@@ -276,6 +278,10 @@ class LeaderAndIsrPartitionState:
     zk_version: int
     replicas: list[int]
     is_new: bool = False
+    # A reassignment's (KIP-455, Kafka's LeaderAndIsr v3): the replicas being added are not
+    # counted in the partition's replication factor (under-replicated) until it completes.
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

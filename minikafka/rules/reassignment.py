@@ -12,9 +12,11 @@ new controller resumes the move where the old one left it.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from minikafka.common import TopicPartition
 from minikafka.rules.election import ElectionResult
 
 
@@ -107,6 +109,35 @@ def reassign_partition_leader_election(
     return None
 
 
+def drain_plan(
+    assignments: Mapping[TopicPartition, Sequence[int]], broker: int, brokers: Collection[int]
+) -> dict[TopicPartition, tuple[int, ...]]:
+    """Targets that move every replica off `broker` (to retire it): each of its replicas
+    is replaced, in its place in the list, by the other broker holding the fewest replicas
+    so far that is not a replica of the partition already (the lowest id on a tie), so the
+    load spreads evenly. ValueError naming a partition with more replicas than there are
+    other brokers."""
+    others = sorted(b for b in brokers if b != broker)
+    load = Counter({b: 0 for b in others})
+    for replicas in assignments.values():
+        load.update(r for r in replicas if r in load)
+    plan: dict[TopicPartition, tuple[int, ...]] = {}
+    for tp in sorted(assignments, key=lambda tp: (tp.topic, tp.partition)):
+        replicas = tuple(assignments[tp])
+        if broker not in replicas:
+            continue
+        candidates = [b for b in others if b not in replicas]
+        if not candidates:
+            raise ValueError(
+                f"partition {tp} has {len(replicas)} replicas and there are only "
+                f"{len(others)} other brokers to hold them"
+            )
+        pick = min(candidates, key=lambda b: (load[b], b))
+        load[pick] += 1
+        plan[tp] = tuple(pick if r == broker else r for r in replicas)
+    return plan
+
+
 def _scala_list(replicas: Sequence[int]) -> str:
     """A list as Kafka's messages print a Scala Seq."""
     return f"List({', '.join(str(r) for r in replicas)})"
@@ -115,6 +146,7 @@ def _scala_list(replicas: Sequence[int]) -> str:
 __all__ = [
     "InvalidReassignment",
     "ReplicaAssignment",
+    "drain_plan",
     "is_reassignment_complete",
     "reassign_partition_leader_election",
     "validate_target_replicas",

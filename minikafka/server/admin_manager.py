@@ -35,9 +35,9 @@ from minikafka.config.dynamic import (
     replaced_topic_overrides,
 )
 from minikafka.controller.assignment import (
-    assign_replicas,
+    AdminOperationError,
+    assign_replicas_to_brokers,
     new_partitions_assignment,
-    random_start_index,
     validate_manual_assignment,
 )
 from minikafka.protocol.errors import (
@@ -70,6 +70,12 @@ log = logging.getLogger(__name__)
 # CreatePartitions re-reads and re-validates a topic whose assignment changed between its
 # read and its conditional write (another admin), at most this many times.
 CREATE_PARTITIONS_ATTEMPTS: Final = 5
+
+# Kafka's AdminZkClient.getBrokerMetadatas, for kafka-topics.sh's --zookeeper users.
+MIXED_RACKS_ENFORCED: Final = (
+    "Not all brokers have rack information. Add --disable-rack-aware in command line to make "
+    "replica assignment without rack information."
+)
 
 _LEGAL_TOPIC: Final = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -180,6 +186,9 @@ class AdminManager:
                 results[t.name] = TopicResult(t.name, int(ErrorCode.NONE))
                 if not validate_only:
                     created[t.name] = partitions
+            except AdminOperationError as e:
+                log.error("Error processing create topic request %s: %s", t.name, e.message)
+                results[t.name] = TopicResult(t.name, int(e.code))
             except KafkaError as e:
                 results[t.name] = TopicResult(t.name, int(e.code), e.message)
         await self._await_leaders(
@@ -204,7 +213,10 @@ class AdminManager:
     async def _create_topic(self, t: NewTopic, *, validate_only: bool) -> int:
         validate_topic_name(t.name)
         config = self.config
-        live = await self.store.get_broker_ids()
+        # Kafka's createTopics takes the live brokers from its metadata cache; the same
+        # registrations, read here from ZooKeeper, with their racks.
+        racks = await self.store.get_broker_racks()
+        live = list(racks)
         config.log_config().with_overrides(t.configs).validate()
         if t.assignments:
             if t.num_partitions != -1 or t.replication_factor != -1:
@@ -228,9 +240,7 @@ class AdminManager:
                 raise InvalidReplicationFactorError(
                     f"Replication factor: {rf} larger than available brokers: {len(live)}."
                 )
-            assignment = assign_replicas(
-                live, partitions, rf, start_index=random_start_index(len(live), None)
-            )
+            assignment = assign_replicas_to_brokers(racks, partitions, rf)
         if not validate_only:
             await self.store.create_topic(t.name, assignment, dict(t.configs))
             log.info("created topic %s with assignment %s", t.name, assignment)
@@ -279,6 +289,14 @@ class AdminManager:
         controller = self.controller
         if controller is None or not controller.is_active:
             return [TopicResult(n, int(ErrorCode.NOT_CONTROLLER)) for n in names]
+        # Kafka's getBrokerMetadatas(RackAwareMode.Enforced), once for the whole request:
+        # a cluster where only some brokers have a rack fails every topic of it, even one
+        # with its own assignment (the exception leaves ZkAdminManager.createPartitions,
+        # and KafkaApis answers UNKNOWN_SERVER_ERROR for each topic).
+        racks = await self.store.get_broker_racks()
+        if any(r is None for r in racks.values()) and any(r is not None for r in racks.values()):
+            log.error("Error creating partitions of %s: %s", ", ".join(names), MIXED_RACKS_ENFORCED)
+            return [TopicResult(n, int(ErrorCode.UNKNOWN_SERVER_ERROR)) for n in names]
         counts: dict[str, int] = {}
         for t in topics:
             counts[t.name] = counts.get(t.name, 0) + 1
@@ -297,7 +315,7 @@ class AdminManager:
                 results[t.name] = TopicResult(t.name, int(err.code), err.message)
                 continue
             try:
-                await self._create_partitions(t, validate_only=validate_only)
+                await self._create_partitions(t, racks, validate_only=validate_only)
             except KafkaError as e:
                 results[t.name] = TopicResult(t.name, int(e.code), e.message)
                 continue
@@ -315,7 +333,9 @@ class AdminManager:
         )
         return [results[n] for n in names]
 
-    async def _create_partitions(self, t: NewPartitions, *, validate_only: bool) -> None:
+    async def _create_partitions(
+        self, t: NewPartitions, racks: Mapping[int, str | None], *, validate_only: bool
+    ) -> None:
         if not _is_legal_topic_name(t.name):
             raise UnknownTopicOrPartitionError(f"The topic '{t.name}' does not exist.")
         for _ in range(CREATE_PARTITIONS_ATTEMPTS):
@@ -329,8 +349,9 @@ class AdminManager:
                 raise ReassignmentInProgressError(
                     f"A partition reassignment is in progress for the topic {t.name}."
                 )
-            brokers = await self.store.get_broker_ids()
-            added = new_partitions_assignment(t.name, existing, brokers, t.count, t.assignments)
+            added = new_partitions_assignment(
+                t.name, existing, list(racks), t.count, t.assignments, racks=racks
+            )
             if validate_only:
                 return
             try:

@@ -24,7 +24,9 @@ class AdminZkStore(Protocol):
     unreachable), ZkBadVersionError and ZkNoNodeError for conditional writes, Kafka's
     errors (TopicAlreadyExistsError...) where the znodes say so."""
 
-    async def get_broker_ids(self) -> list[int]: ...
+    async def get_broker_racks(self) -> dict[int, str | None]:
+        """The registered brokers (`/brokers/ids`), each with its `broker.rack` or None."""
+        ...
 
     async def topic_exists(self, topic: str) -> bool: ...
 
@@ -72,8 +74,9 @@ class KazooAdminZkStore:
     def __init__(self, zk: ZkClient) -> None:
         self._zk = zk
 
-    async def get_broker_ids(self) -> list[int]:
-        return await asyncio.to_thread(self._zk.get_broker_ids)
+    async def get_broker_racks(self) -> dict[int, str | None]:
+        brokers = await asyncio.to_thread(self._zk.get_all_brokers)
+        return {i: info.rack for i, info in sorted(brokers.items())}
 
     async def topic_exists(self, topic: str) -> bool:
         return await asyncio.to_thread(self._zk.topic_exists, topic)

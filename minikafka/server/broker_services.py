@@ -28,7 +28,11 @@ from minikafka.protocol.errors import (
     TopicAlreadyExistsError,
 )
 from minikafka.protocol.transport import FileRegion
-from minikafka.replication.replica_manager import LogDirDescription, ReplicaManager
+from minikafka.replication.replica_manager import (
+    ClientMetadata,
+    LogDirDescription,
+    ReplicaManager,
+)
 from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
@@ -240,14 +244,18 @@ class BrokerServices:
         return self.rm.describe_log_dirs(partitions)
 
     async def fetch(
-        self, req: FetchRequest, readable: Callable[[str], bool] | None = None
+        self,
+        req: FetchRequest,
+        readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> FetchResponse:
         """A consumer's or a follower's fetch, counted in the topics' byte rates.
-        `readable`: which topics a consumer may READ (None: all), see
-        ReplicaManager.fetch_messages."""
-        resp = await self.rm.fetch_messages(req, readable)
+        `readable`: which topics a consumer may READ (None: all); `client`: a consumer's
+        Fetch v11+; see ReplicaManager.fetch_messages."""
+        resp = await self.rm.fetch_messages(req, readable, client)
         stats = self.rm.topic_stats
         to_follower = req.replica_id >= 0
+        partitions = self.rm.partitions
         for t in resp.topics:
             for r in t.partitions:
                 records = r.records
@@ -257,8 +265,16 @@ class BrokerServices:
                     size = len(records)
                 else:
                     size = cast(FileRegion, records).size  # sent with sendfile
+                as_follower = False
+                if size and not to_follower:
+                    p = partitions.get(TopicPartition(t.name, r.partition))
+                    as_follower = p is not None and not p.is_leader
                 stats.record_fetch(
-                    t.name, size, failed=r.error_code != ErrorCode.NONE, to_follower=to_follower
+                    t.name,
+                    size,
+                    failed=r.error_code != ErrorCode.NONE,
+                    to_follower=to_follower,
+                    as_follower=as_follower,
                 )
         return resp
 

@@ -133,7 +133,7 @@ class _BrokerApis:
     ) -> Any:
         return await self.cluster._handle(self.broker_id, MetadataQuery(topics))
 
-    async def fetch(self, req: m.FetchRequest, readable: Any = None) -> Any:
+    async def fetch(self, req: m.FetchRequest, readable: Any = None, client: Any = None) -> Any:
         return await self.cluster._handle(self.broker_id, req)
 
     async def list_offsets(self, req: m.ListOffsetsRequest) -> Any:

@@ -13,6 +13,7 @@ import asyncio
 import json
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,18 @@ def call_controller(cluster: LocalCluster, request: Any) -> Any:
     response: Any = asyncio.run(call())
     assert response.error_code == 0, response
     return response
+
+
+def under_replicated(cluster: LocalCluster, broker_id: int) -> float:
+    """The broker's UnderReplicatedPartitions, from its /metrics."""
+    with urllib.request.urlopen(cluster.admin_url(broker_id) + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    (line,) = [
+        x
+        for x in text.splitlines()
+        if x.startswith("kafka_server_replicamanager_underreplicatedpartitions ")
+    ]
+    return float(line.split()[1])
 
 
 def replica_dir(cluster: LocalCluster, broker_id: int, tp: TopicPartition) -> Path:
@@ -402,11 +415,17 @@ def test_cancel_in_the_middle_reverts_to_the_original_replicas(
     create(cluster, topic, {0: [a, b]})
     send_values(cluster.bootstrap_servers, topic, [b"%d" % i for i in range(100)])
     tp = TopicPartition(topic, 0)
+    wait_until(lambda: cluster.zk_client().get_partition_states([tp])[tp].leader == a, 30, "a")
+    urp_before = under_replicated(cluster, a)
     cluster.pause(adding)
     try:
         assert alter_at_controller(cluster, {tp: [a, adding]}) == {tp: 0}
         assert assignment(cluster, topic) == {0: (a, adding, b)}
         assert moving_at_controller(cluster) == {tp: [[a, adding, b], [adding], [b]]}
+        # The replica being added is not in the replication factor yet (KIP-455): the move
+        # does not make the partition under-replicated on its leader.
+        wait_until(lambda: adding in cluster.zk_client().get_assignment(topic)[0], 10, "the move")
+        assert under_replicated(cluster, a) == urp_before
         assert alter_at_controller(cluster, {tp: None}) == {tp: 0}
         assert set(assignment(cluster, topic)[0]) == {a, b}
     finally:
@@ -593,3 +612,12 @@ def test_the_tool_refuses_what_it_cannot_do(cluster: LocalCluster, tmp_path: Pat
     assert code == 2 and "exactly one action" in out
     code, out = tool(cluster, "--list", "--additional")
     assert code == 2 and "can't be used with action" in out
+
+
+def test_removing_a_broker_that_holds_replicas_is_refused(cluster: LocalCluster) -> None:
+    four_brokers(cluster)
+    create(cluster, "kept", {0: [1, 2]})
+    done = run_cli("cluster", "remove-broker", "--id", "1", "--data-dir", str(cluster.data_dir))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "broker 1 still holds" in done.stderr and "--drain" in done.stderr
+    assert cluster.is_alive(1) and 1 in cluster.zk_client().get_all_brokers()

@@ -103,7 +103,9 @@ def test_json_shapes(watched: LocalCluster) -> None:
         "topic", "partition", "internal", "status", "leader", "leader_epoch", "leader_reachable",
         "unreachable_brokers", "replicas", "isr", "out_of_sync", "offline_replicas", "min_insync_replicas",
         "source", "high_watermark", "log_end_offset", "log_start_offset", "replica_states",
+        "adding_replicas", "removing_replicas",
     }  # fmt: skip
+    assert row["adding_replicas"] == row["removing_replicas"] == [] and "reassigning" in summary
     assert row["status"] == "ok" and sorted(row["isr"]) == [1, 2, 3] and row["internal"] is False
     assert row["unreachable_brokers"] == [] and summary["waiting_on_unreachable"] == 0
     assert row["high_watermark"] == row["log_end_offset"] == 10  # 30 records over 3
@@ -129,6 +131,7 @@ def test_json_shapes(watched: LocalCluster) -> None:
     series = get_json(f"{url}/v1/cluster/throughput")
     assert series["rates"] == [
         "messages_in", "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out",
+        "follower_bytes_out",
     ]  # fmt: skip
     assert series["end_s"] - series["start_s"] + 1 == series["window_s"] == 300
     assert all(len(v) == 300 for v in series["total"].values())

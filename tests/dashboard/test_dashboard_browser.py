@@ -547,3 +547,72 @@ def test_one_failures_events_are_one_line_each_kind(
         f"broker {victim} left the ISR of 53 partitions (3 of your topics', 50 of __consumer_offsets)"
     )
     page.screenshot(path=shots_dir() / "9-grouped-events-internal.png", full_page=True)
+
+
+def test_a_partition_being_moved_is_marked_until_the_move_completes(
+    make_cluster: ClusterFactory, page: Page
+) -> None:
+    """A reassignment (KIP-455) adding broker 4 and removing broker 2: the row says the
+    partition is moving, marks the joining and the leaving replica, the header counts it;
+    once broker 4 has caught up the move completes and the marks go."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from minikafka.client.controller_calls import ControllerClient
+    from minikafka.common import TopicPartition as Tp
+
+    cluster = make_cluster(overrides={"auto.leader.rebalance.enable": "false"})
+    cluster.start_broker(4)
+    cluster.wait_for_metadata(cluster.broker_ids, 60)
+    admin = admin_client(cluster.bootstrap_servers)
+    new = NewTopic(TOPIC, 1, replica_assignment=[[1, 2]])
+    admin.create_topics([new], operation_timeout=30)[TOPIC].result(60)
+    with producing(cluster.bootstrap_servers) as producer:
+        deliver(producer, TOPIC, [b"%d" % i for i in range(500)])
+    page.goto(cluster.admin_url(1) + "/")
+    tp = f"{TOPIC}-0"
+    wait_for_page(page, lambda s: tp in s["partitions"], 30, "the partition")
+
+    async def move() -> None:
+        client = ControllerClient(
+            ",".join("{}:{}".format(*cluster.broker_address(b)) for b in (1, 2, 3)),
+            client_id="test",
+        )
+        try:
+            errors = await client.alter_partition_reassignments({Tp(TOPIC, 0): [1, 4]})
+            assert errors == {Tp(TOPIC, 0): None}
+        finally:
+            await client.close()
+
+    cluster.pause(4)  # the move stays in the middle until broker 4 runs again
+    try:
+        # Playwright's own event loop runs in this thread.
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, move()).result(60)
+        moving = page.wait_for_selector(
+            f'#partitions tr[data-tp="{tp}"][data-adding="4"][data-removing="2"]', timeout=15000
+        )
+        assert moving is not None
+        assert moving.query_selector(".status .badge.moving") is not None
+        # Broker 4 is not expected in the ISR yet: not under-replicated (KIP-455's rule).
+        assert moving.get_attribute("data-status") == "ok"
+        assert moving.query_selector(".replicas .chip.adding").text_content() == "4"
+        assert moving.query_selector(".replicas .chip.removing").text_content() == "2"
+        state = table_state(page)
+        assert state["summary"]["reassigning"] == "1 partition moving between brokers"
+        page.screenshot(path=shots_dir() / "9-partition-moving.png", full_page=True)
+    finally:
+        cluster.resume(4)
+    done = page.wait_for_selector(
+        f'#partitions tr[data-tp="{tp}"][data-adding=""][data-removing=""]', timeout=60000
+    )
+    assert done is not None and done.query_selector(".status .badge.moving") is None
+    wait_for_page(
+        page,
+        lambda s: (
+            set(s["partitions"][tp]["isr"].split(",")) == {"1", "4"}
+            and "reassigning" not in s["summary"]
+        ),
+        60,
+        "the move completed: replicas 1 and 4, both in the ISR",
+    )

@@ -488,6 +488,26 @@ def test_broker_ids_match_the_service_names() -> None:
     assert len(set(ids.values())) == len(BROKERS)
 
 
+def test_each_broker_has_a_rack_of_its_own() -> None:
+    """broker.rack on every broker (Kafka refuses rack-aware placement when only some have
+    one), a different rack each, so the three replicas of a topic land on three racks; and
+    the rack-aware replica selector, so a consumer with client.rack reads its rack's."""
+    racks = {}
+    for name in BROKERS:
+        env = environment(services()[name])
+        config = BrokerConfig.from_properties(
+            {
+                "broker.id": env["BROKER_ID"],
+                "broker.rack": env["MINIKAFKA_BROKER_RACK"],
+                "replica.selector.class": env["MINIKAFKA_REPLICA_SELECTOR_CLASS"],
+            }
+        )
+        racks[name] = config.broker_rack
+        assert config.replica_selector_class is not None, name  # consumers read their rack's
+    assert all(racks.values()), racks
+    assert len(set(racks.values())) == len(BROKERS), racks
+
+
 def test_zookeeper_connect_points_at_the_zookeeper_service() -> None:
     client_port = int(parse_properties(ZOO_CFG.read_text())["clientPort"])
     for name in BROKERS:

@@ -18,6 +18,9 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from kio.schema.fetch.v10.request import FetchPartition as FetchPartitionV10
+from kio.schema.fetch.v10.request import FetchRequest as FetchRequestV10
+from kio.schema.fetch.v10.request import FetchTopic as FetchTopicV10
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
@@ -93,9 +96,9 @@ def list_latest(w: KafkaWire, topic: str) -> tuple[int, int]:
     return int(p.error_code), p.offset
 
 
-def fetch_from_start(topic: str) -> FetchRequest:
-    """Fetch v12 of partition 0 from offset 0, as a consumer (replica id -1)."""
-    partition = FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+def fetch_from_start(topic: str, offset: int = 0) -> FetchRequest:
+    """Fetch v12 of partition 0 from `offset`, as a consumer (replica id -1)."""
+    partition = FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)
     return FetchRequest(
         replica_id=-1,
         max_wait=ms(100),
@@ -235,11 +238,40 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
 
     with wire(cluster, follower_id) as w:
         assert produce_error(w, produce("t", good))[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
-        # A Fetch error comes with an empty record set, never a null one (librdkafka cannot
-        # parse a null one, and would retry the fetch at once, forever).
-        fetched = w.call(fetch_from_start("t"))
+        # Before v11 (no client metadata) only the leader serves a consumer's Fetch.
+        old = w.call(
+            FetchRequestV10(
+                replica_id=-1,
+                max_wait=ms(100),
+                min_bytes=1,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=(
+                    FetchTopicV10(
+                        topic="t",
+                        partitions=(
+                            FetchPartitionV10(
+                                partition=0,
+                                current_leader_epoch=-1,
+                                fetch_offset=0,
+                                log_start_offset=-1,
+                                partition_max_bytes=1 << 20,
+                            ),
+                        ),
+                    ),
+                ),
+                forgotten_topics_data=(),
+            )
+        )
+        assert old.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        # From v11 a follower serves it too (KIP-392), up to the HW it knows; an offset past
+        # its log end is out of range. A Fetch error comes with an empty record set, never a
+        # null one (librdkafka cannot parse a null one, and would retry at once, forever).
+        fetched = w.call(fetch_from_start("t", 1000))
         part = fetched.responses[0].partitions[0]
-        assert (part.error_code, part.records) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, b"")
+        assert (part.error_code, part.records) == (ErrorCode.OFFSET_OUT_OF_RANGE, b"")
         # Metadata for a missing topic, without auto-creation: UNKNOWN_TOPIC_OR_PARTITION.
         meta = w.call(
             MetadataRequest(

@@ -227,6 +227,9 @@ def test_incremental_responses_carry_only_partitions_with_news() -> None:
     assert cp.maybe_update_response(0, 11, 4, int(ErrorCode.NOT_LEADER_OR_FOLLOWER))
     assert cp.high_watermark == -1  # so the partition is sent again once the error is gone
     assert cp.maybe_update_response(0, 11, 4, 0)
+    assert not cp.maybe_update_response(0, 11, 4, 0)
+    # A consumer sent to another replica (KIP-392) is told so, nothing else new.
+    assert cp.maybe_update_response(0, 11, 4, 0, preferred_read_replica=3)
     # Without `update` nothing is recorded (Kafka's size estimate pass).
     assert cp.maybe_update_response(0, 12, 4, 0, update=False)
     assert cp.high_watermark == 11

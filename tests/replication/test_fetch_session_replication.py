@@ -16,6 +16,7 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSession
 from minikafka.replication.partition_state import FollowerState
 from minikafka.replication.purgatory import FetchSessionKey
+from minikafka.replication.replica_manager import ClientMetadata
 from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
@@ -50,10 +51,12 @@ def spy_fetches(leader: Broker, follower_id: int) -> list[Exchange]:
     real = leader.rm.fetch_messages
 
     async def spy(
-        req: FetchRequest, readable: Callable[[str], bool] | None = None
+        req: FetchRequest,
+        readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> FetchResponse:
         if req.replica_id != follower_id:
-            return await real(req, readable)
+            return await real(req, readable, client)
         ex = Exchange(
             req.session_id,
             req.session_epoch,

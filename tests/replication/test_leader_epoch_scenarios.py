@@ -14,6 +14,7 @@ import pytest
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.replication.fetcher import FetchPhase
+from minikafka.replication.replica_manager import ClientMetadata
 from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
@@ -75,11 +76,13 @@ def record_follower_fetch_offsets(leader: Broker, follower_id: int) -> list[int]
     real = leader.rm.fetch_messages
 
     async def spy(
-        req: FetchRequest, readable: Callable[[str], bool] | None = None
+        req: FetchRequest,
+        readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> FetchResponse:
         if req.replica_id == follower_id:
             offsets.extend(p.fetch_offset for t in req.topics for p in t.partitions)
-        return await real(req, readable)
+        return await real(req, readable, client)
 
     # The API layer calls rm.fetch_messages on every request, so patching the instance is
     # enough (what the follower sends is unchanged).

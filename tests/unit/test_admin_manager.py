@@ -24,8 +24,11 @@ class FakeStore:
     """AdminZkStore in memory: topics' assignments with znode versions, configs, the
     deletion markers, and the config change notifications written."""
 
-    def __init__(self, brokers: Iterable[int] = (1, 2, 3)) -> None:
+    def __init__(
+        self, brokers: Iterable[int] = (1, 2, 3), racks: Mapping[int, str] | None = None
+    ) -> None:
         self.brokers = sorted(brokers)
+        self.racks = dict(racks or {})  # broker.rack of the brokers that have one
         self.topics: dict[str, TopicZNode] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.broker_configs: dict[str, dict[str, str]] = {}
@@ -33,8 +36,8 @@ class FakeStore:
         self.notifications: list[str] = []
         self.races = 0  # set_topic_assignment calls to fail as if another admin wrote first
 
-    async def get_broker_ids(self) -> list[int]:
-        return list(self.brokers)
+    async def get_broker_racks(self) -> dict[int, str | None]:
+        return {b: self.racks.get(b) for b in self.brokers}
 
     async def topic_exists(self, topic: str) -> bool:
         return topic in self.topics
@@ -276,6 +279,17 @@ async def test_partitions_are_added_to_the_whole_assignment_by_a_conditional_wri
     assert {p: after[p] for p in before} == before
 
 
+async def test_no_partitions_are_added_while_a_partition_of_the_topic_moves() -> None:
+    store = FakeStore()
+    admin = manager(store, controller=FakeController())
+    await admin.create_topic(NewTopic("t", 2, 2))
+    store.topics["t"] = store.topics["t"]._replace(reassigning=(1,))
+    before = store.topics["t"]
+    results = await admin.create_partitions([NewPartitions("t", 4)], 0, validate_only=False)
+    assert codes(results) == {"t": ErrorCode.REASSIGNMENT_IN_PROGRESS}
+    assert store.topics["t"] == before
+
+
 async def test_create_partitions_errors_per_topic() -> None:
     store = FakeStore()
     controller = FakeController()
@@ -347,3 +361,41 @@ async def test_describing_an_unknown_topic_is_unknown_topic_or_partition() -> No
     with pytest.raises(Exception, match="does not exist") as raised:
         await admin.describe_configs(ResourceType.TOPIC, "missing", None, False)
     assert raised.value.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[attr-defined]
+
+
+async def test_topics_on_racked_brokers_have_their_replicas_on_different_racks() -> None:
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    store = FakeStore(brokers=racks, racks=racks)
+    admin = manager(store, controller=FakeController())
+    results = await admin.create_topics([NewTopic("t", 8, 2)], timeout_ms=0, validate_only=False)
+    assert codes(results) == {"t": ErrorCode.NONE}
+    results = await admin.create_partitions([NewPartitions("t", 16)], 0, validate_only=False)
+    assert codes(results) == {"t": ErrorCode.NONE}
+    assignment = store.topics["t"].assignment
+    assert sorted(assignment) == list(range(16))
+    assert all({racks[b] for b in r} == {"a", "b"} for r in assignment.values())
+
+
+async def test_some_brokers_without_a_rack_fail_creation_as_kafkas_admin_operation() -> None:
+    store = FakeStore(racks={1: "a", 2: "b"})  # broker 3 has none
+    admin = manager(store, controller=FakeController())
+    results = await admin.create_topics([NewTopic("t", 3, 2)], timeout_ms=0, validate_only=False)
+    # AdminOperationException: UNKNOWN_SERVER_ERROR, no message (ApiError.fromThrowable).
+    assert [(r.error_code, r.error_message) for r in results] == [
+        (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    ]
+    assert "t" not in store.topics
+    # A topic with its own assignment needs no placement; adding partitions checks every
+    # broker's rack first, whatever the request (AdminZkClient.getBrokerMetadatas).
+    results = await admin.create_topics(
+        [NewTopic("own", assignments={0: [1, 3]})], timeout_ms=0, validate_only=False
+    )
+    assert codes(results) == {"own": ErrorCode.NONE}
+    results = await admin.create_partitions(
+        [NewPartitions("own", 2, [[2, 3]]), NewPartitions("missing", 2)], 0, validate_only=False
+    )
+    assert codes(results) == {
+        "own": ErrorCode.UNKNOWN_SERVER_ERROR,
+        "missing": ErrorCode.UNKNOWN_SERVER_ERROR,
+    }
+    assert sorted(store.topics["own"].assignment) == [0]

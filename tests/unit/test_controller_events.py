@@ -1588,6 +1588,8 @@ async def test_reassignment_adds_then_removes_after_the_targets_join_the_isr(
     for b in (1, 2, 3, 4):
         s = sender.leader_and_isr(b)[T0]
         assert (s.leader, s.leader_epoch, s.replicas, s.is_new) == (1, 6, [2, 3, 4, 1], b == 4)
+        # Kafka's LeaderAndIsr v3: the replicas being added and removed go with it.
+        assert (s.adding_replicas, s.removing_replicas) == ([4], [1])
     assert sender.stop_replicas(1) == []
     # Not done while 4 is not in the ISR.
     zk.set_state(T0, state(1, 6, (1, 2, 3)))
@@ -1600,6 +1602,7 @@ async def test_reassignment_adds_then_removes_after_the_targets_join_the_isr(
     assert zk.topics["t"] == {0: (2, 3, 4)} and zk.reassigning == {}
     assert lai(zk.states[T0]) == (2, 8, (2, 3, 4))  # elected 2, then 1 left the ISR
     assert sender.leader_and_isr(4)[T0].replicas == [2, 3, 4]
+    assert sender.leader_and_isr(4)[T0].adding_replicas == []
     assert any(p.delete_partition for p in sender.stop_replicas(1))
     assert sender.update_metadata(5)[T0].replicas == [2, 3, 4]
     assert await c.list_partition_reassignments(None) == {}

@@ -457,8 +457,8 @@ def test_the_rates_add_up_to_the_counts_however_late_the_samples(
 
 def test_the_cluster_series_sums_brokers_by_second_with_gaps_as_none() -> None:
     tp = ClusterThroughput(window_s=5)
-    tp.add(1, [(98, {"a": [1, 10, 0, 0, 0]}), (99, {"a": [2, 20, 0, 0, 0]})])
-    tp.add(2, [(99, {"a": [3, 30, 0, 0, 0], "b": [1, 1, 1, 1, 1]})])
+    tp.add(1, [(98, {"a": [1, 10, 0, 0, 0, 0]}), (99, {"a": [2, 20, 0, 0, 0, 0]})])
+    tp.add(2, [(99, {"a": [3, 30, 0, 0, 0, 0], "b": [1, 1, 1, 1, 1, 1]})])
     assert tp.last_second(1) == 99 and tp.last_second(5) == 0
     series = tp.series(100)
     assert series["start_s"] == 96 and series["end_s"] == 100

@@ -34,7 +34,7 @@ from minikafka.protocol.errors import (
     InvalidRequiredAcksError,
 )
 from minikafka.protocol.kafka.codec import KafkaRequest, request_type
-from minikafka.replication.replica_manager import LogDirDescription
+from minikafka.replication.replica_manager import ClientMetadata, LogDirDescription
 from minikafka.rpc import messages as m
 from minikafka.rules.election import ElectionType
 from minikafka.server.acl_store import AclStore
@@ -142,6 +142,8 @@ class FakeApis:
         # Everything allowed (no authorizer), as BrokerServices starts.
         self.authorizer = RequestAuthorizer(None)
         self.controller = FakeController()
+        self.fetch_clients: list[ClientMetadata | None] = []
+        self.preferred_read_replica = -1  # what fetch answers
 
     def now_ms(self) -> int:
         return 1_700_000_000_000
@@ -178,9 +180,13 @@ class FakeApis:
         return {tp: m.ProducePartitionResponse(tp.partition, 0, 41, 3) for tp in entries}
 
     async def fetch(
-        self, req: m.FetchRequest, readable: Callable[[str], bool] | None = None
+        self,
+        req: m.FetchRequest,
+        readable: Callable[[str], bool] | None = None,
+        client: ClientMetadata | None = None,
     ) -> m.FetchResponse:
         self.seen.append(req)
+        self.fetch_clients.append(client)
         # As the replica manager: a topic not `readable` is answered, not read.
         return m.FetchResponse(
             0,
@@ -188,7 +194,9 @@ class FakeApis:
                 m.FetchTopicResponse(
                     t.name,
                     [
-                        m.FetchPartitionResponse(p.partition, 0, 10, 2, 12, b"batch")
+                        m.FetchPartitionResponse(
+                            p.partition, 0, 10, 2, 12, b"batch", self.preferred_read_replica
+                        )
                         if readable is None or readable(t.name)
                         else m.FetchPartitionResponse(
                             p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None
@@ -618,6 +626,31 @@ def test_a_fetch_as_the_debug_replica_reaches_the_replica_manager_as_one(version
     assert [int(p.error_code) for t in response.responses for p in t.partitions] == [0]
     (seen,) = fake.seen
     assert seen.replica_id == m.DEBUG_REPLICA_ID
+
+
+@pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
+def test_a_consumers_rack_and_its_preferred_read_replica_from_fetch_v11(version: int) -> None:
+    """KIP-392: from v11 a consumer's fetch carries its rack (client metadata: it may read
+    followers) and the response the replica it should read from; before, neither."""
+    body = sample(request_type(1, version))
+    if version >= 15:
+        body = dataclasses.replace(
+            body, replica_state=dataclasses.replace(body.replica_state, replica_id=-1)
+        )
+    else:
+        body = dataclasses.replace(body, replica_id=-1)
+    if version >= 11:
+        body = dataclasses.replace(body, rack_id="rack-b")
+    fake = FakeApis()
+    fake.preferred_read_replica = 3
+    response, fake = run(body, fake)
+    (client,) = fake.fetch_clients
+    (p,) = [p for t in response.responses for p in t.partitions]
+    if version >= 11:
+        assert client is not None and client.rack_id == "rack-b"
+        assert p.preferred_read_replica == 3
+    else:
+        assert client is None
 
 
 def test_a_transactional_produce_is_refused() -> None:

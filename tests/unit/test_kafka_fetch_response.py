@@ -41,7 +41,7 @@ def kio_frame(version: int, correlation_id: int, error: int, session: int, topic
                         "last_stable_offset": p.high_watermark,
                         "log_start_offset": p.log_start_offset,
                         "aborted_transactions": [],
-                        "preferred_read_replica": -1,
+                        "preferred_read_replica": p.preferred_read_replica,
                         "records": None if p.records is None else bytes(p.records),
                     }
                     for p in t.partitions
@@ -60,6 +60,7 @@ partitions = st.builds(
     high_watermark=st.integers(-1, 2**63 - 1),
     log_start_offset=st.integers(-1, 2**63 - 1),
     records=st.one_of(st.none(), st.binary(max_size=300)),
+    preferred_read_replica=st.integers(-1, 2**31 - 1),
 )
 topics = st.lists(
     st.builds(

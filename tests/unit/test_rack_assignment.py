@@ -12,8 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.controller.assignment import assign_replicas_rack_aware, rack_alternated_brokers
-from minikafka.protocol.errors import InvalidReplicationFactorError
+from minikafka.controller.assignment import (
+    AdminOperationError,
+    assign_replicas,
+    assign_replicas_rack_aware,
+    assign_replicas_to_brokers,
+    new_partitions_assignment,
+    rack_alternated_brokers,
+)
+from minikafka.protocol.errors import ErrorCode, InvalidReplicationFactorError
 
 # Kafka's AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers.
 KAFKA_RACKS = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
@@ -107,3 +114,38 @@ def test_any_racks_give_distinct_brokers_and_as_many_racks_as_can_be(
     for replicas in assignment.values():
         assert len(set(replicas)) == rf
         assert len({broker_racks[b] for b in replicas}) == min(rf, racks)
+
+
+# --- AdminUtils.assignReplicasToBrokers: which placement, or Kafka's refusal ---------------
+
+
+@given(seed=st.integers(0, 2**32), partitions=st.integers(1, 20), rf=st.integers(1, 3))
+def test_racked_brokers_get_the_rack_aware_placement(seed: int, partitions: int, rf: int) -> None:
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+    got = assign_replicas_to_brokers(racks, partitions, rf, seed=seed)
+    assert sorted(got) == list(range(partitions))
+    for replicas in got.values():
+        assert len({racks[b] for b in replicas}) == rf
+
+
+def test_brokers_without_racks_get_the_rack_unaware_placement() -> None:
+    got = assign_replicas_to_brokers({1: None, 2: None, 3: None}, 3, 2, fixed_start_index=0)
+    assert got == assign_replicas([1, 2, 3], 3, 2)
+
+
+def test_some_brokers_with_a_rack_and_some_without_is_kafkas_admin_operation_error() -> None:
+    with pytest.raises(AdminOperationError) as err:
+        assign_replicas_to_brokers({1: "a", 2: None, 3: "b"}, 3, 2)
+    assert err.value.code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert err.value.message == (
+        "Not all brokers have rack information for replica rack aware assignment."
+    )
+
+
+def test_new_partitions_on_racked_brokers_are_placed_by_rack() -> None:
+    racks: dict[int, str | None] = {1: "a", 2: "a", 3: "b"}
+    existing = {0: (1, 3), 1: (3, 2)}
+    added = new_partitions_assignment("t", existing, list(racks), 8, racks=racks)
+    assert sorted(added) == [2, 3, 4, 5, 6, 7]
+    # Two racks, replication factor 2: one replica on each.
+    assert all({racks[b] for b in replicas} == {"a", "b"} for replicas in added.values())

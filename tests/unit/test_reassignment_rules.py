@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from minikafka.common import TopicPartition
 from minikafka.rules.reassignment import (
     ReplicaAssignment,
+    drain_plan,
     is_reassignment_complete,
     reassign_partition_leader_election,
     validate_target_replicas,
@@ -83,3 +84,44 @@ def test_reassign_partitions_znode_is_kafkas_json() -> None:
     assert json.loads(codecs.encode_partition_reassignment({TopicPartition("t", 0): (2, 3)})) == (
         json.loads(data)
     )
+
+
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.lists(st.integers(1, n + 2), min_size=1, max_size=n, unique=True),
+                max_size=12,
+            ),
+        )
+    ),
+    st.integers(1, 8),
+)
+def test_a_drain_moves_every_replica_off_the_broker(
+    case: tuple[int, list[list[int]]], broker: int
+) -> None:
+    n, lists = case
+    brokers = set(range(1, n + 3))
+    assignments = {TopicPartition("t", p): r for p, r in enumerate(lists)}
+    others = brokers - {broker}
+    try:
+        plan = drain_plan(assignments, broker, brokers)
+    except ValueError:
+        assert any(broker in r and len(r) > len(others) for r in lists)
+        return
+    for tp, replicas in assignments.items():
+        if broker not in replicas:
+            assert tp not in plan
+            continue
+        new = plan[tp]
+        # Same size, distinct, off the broker, the others kept in their places.
+        assert len(new) == len(replicas) == len(set(new)) and broker not in new
+        assert set(new) <= others
+        assert all(a == b for a, b in zip(new, replicas, strict=True) if b != broker)
+
+
+def test_a_drain_spreads_the_replicas_it_moves() -> None:
+    assignments = {TopicPartition("t", p): (1, 2) for p in range(4)}
+    plan = drain_plan(assignments, 1, {1, 2, 3, 4})
+    assert sorted(r[0] for r in plan.values()) == [3, 3, 4, 4]

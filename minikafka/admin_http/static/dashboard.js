@@ -8,7 +8,13 @@
   const MAX_EVENTS = 5000; // as many as the serving broker keeps
   const GROUP_GAP_MS = 10000; // one failure's events: each within this of the one before
   const DEFAULT_LIMIT = 200;
-  const TOTAL_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
+  const TOTAL_RATES = [
+    "messages_in",
+    "bytes_in",
+    "bytes_out",
+    "replication_bytes_in",
+    "follower_bytes_out",
+  ];
   const TOPIC_RATES = ["messages_in", "bytes_in", "bytes_out", "replication_bytes_in"];
   const RATE_LABEL = {
     messages_in: "messages in",
@@ -16,6 +22,7 @@
     bytes_out: "bytes out",
     replication_bytes_in: "replication bytes in",
     replication_bytes_out: "replication bytes out",
+    follower_bytes_out: "bytes out from followers",
   };
   const STATUS_TEXT = {
     offline: "offline",
@@ -229,6 +236,10 @@
     if (s.waiting_on_unreachable) {
       const label = `partition${s.waiting_on_unreachable === 1 ? "" : "s"} waiting on an unreachable broker`;
       parts.push(sumItem("waiting_on_unreachable", label, s.waiting_on_unreachable, i.waiting_on_unreachable, "bad", WAITING_TITLE));
+    }
+    // Only while partitions move: how many a reassignment is moving between brokers.
+    if (s.reassigning) {
+      parts.push(sumItem("reassigning", `partition${s.reassigning === 1 ? "" : "s"} moving between brokers`, s.reassigning, 0, "warn"));
     }
     $("#summary").innerHTML = parts.join("");
     $("#internal-count").textContent = i.topics ? `(${i.topics})` : "";
@@ -470,6 +481,8 @@
         leader = `<span class="stalled" title="${esc(stallTitle(r.leader, true))}">${leader}</span>`;
       }
 
+      const adding = new Set(r.adding_replicas || []);
+      const removing = new Set(r.removing_replicas || []);
       const replicas = (r.replicas || [])
         .map((id) => {
           let cls = "";
@@ -477,6 +490,14 @@
           if (id === r.leader) {
             cls += " leader";
             t.push("leader");
+          }
+          if (adding.has(id)) {
+            cls += " adding";
+            t.push("being added by a reassignment: catching up, then joins the ISR");
+          }
+          if (removing.has(id)) {
+            cls += " removing";
+            t.push("being removed by a reassignment: leaves once every new replica is in the ISR");
           }
           if (offline.has(id)) {
             cls += " offline";
@@ -526,6 +547,10 @@
       const minCls = minIsr !== null && minIsr !== undefined && isr.length < minIsr ? " bad" : "";
       // The row says what its writes wait on, beside its status.
       const waits = [...stalled].sort((a, b) => a - b);
+      const moveBadge =
+        adding.size || removing.size
+          ? ` <span class="badge moving" title="a reassignment is moving this partition: adding ${esc([...adding].join(",") || "none")}, removing ${esc([...removing].join(",") || "none")}">moving</span>`
+          : "";
       const waitBadge = waits.length
         ? ` <span class="badge waiting" title="${esc(waits.map((id) => stallTitle(id, id === r.leader)).join("; "))}">acks=all writes wait on ${esc(brokersText(waits))}</span>`
         : "";
@@ -534,9 +559,9 @@
           ? ' title="from the metadata cache: the leader did not answer, offsets unknown"'
           : "";
       out.push(
-        `<tr data-tp="${esc(tp)}" data-status="${status}" data-waiting-on="${esc(waits.join(","))}" class="st-${status}${r.internal ? " internal" : ""}${waits.length ? " waiting" : ""}"${rowTitle}>` +
+        `<tr data-tp="${esc(tp)}" data-status="${status}" data-adding="${esc([...adding].join(","))}" data-removing="${esc([...removing].join(","))}" data-waiting-on="${esc(waits.join(","))}" class="st-${status}${r.internal ? " internal" : ""}${waits.length ? " waiting" : ""}"${rowTitle}>` +
           `<td class="tp">${esc(tp)}</td>` +
-          `<td class="status">${STATUS_TEXT[status]}${waitBadge}</td>` +
+          `<td class="status">${STATUS_TEXT[status]}${moveBadge}${waitBadge}</td>` +
           `<td class="leader">${leader}</td>` +
           `<td class="epoch">${val(r.leader_epoch)}</td>` +
           `<td class="replicas">${replicas}</td>` +

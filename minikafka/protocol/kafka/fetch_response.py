@@ -44,6 +44,7 @@ class FetchPartitionData:
     high_watermark: int
     log_start_offset: int
     records: RecordsChunk | None
+    preferred_read_replica: int = -1  # v11+ (KIP-392); -1: none
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ def encode_fetch_response(
                 buf += _I64.pack(p.log_start_offset)
             array_size(0)  # aborted transactions
             if version >= 11:
-                buf += _I32.pack(-1)  # preferred read replica: none
+                buf += _I32.pack(p.preferred_read_replica)
             records = p.records
             if records is None:
                 buf += b"\x00" if flexible else _I32.pack(-1)

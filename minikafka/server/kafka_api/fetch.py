@@ -17,6 +17,7 @@ from minikafka.protocol.kafka.fetch_response import (
     RecordsChunk,
     encode_fetch_response,
 )
+from minikafka.replication.replica_manager import ClientMetadata
 from minikafka.rpc import messages as m
 from minikafka.security.operations import AclOperation, ResourceType
 from minikafka.server.broker_services import BrokerServices
@@ -109,7 +110,7 @@ class FetchApis(ApiFamily):
             session_epoch=req.session_epoch,
             forgotten_topics=forgotten,
         )
-        resp = await self.apis.fetch(internal, self._readable(ctx))
+        resp = await self.apis.fetch(internal, self._readable(ctx), self._client_metadata(ctx, req))
         topics = [
             FetchTopicData(
                 t.name,
@@ -123,6 +124,7 @@ class FetchApis(ApiFamily):
                         # Empty, never null, records on an error, as Kafka's MemoryRecords.EMPTY:
                         # librdkafka fails to parse a null record set.
                         b"" if p.records is None else cast(RecordsChunk, p.records),
+                        p.preferred_read_replica,
                     )
                     for p in t.partitions
                 ],
@@ -131,6 +133,17 @@ class FetchApis(ApiFamily):
         ]
         topics += [_fetch_topic_error(t, ErrorCode.UNKNOWN_TOPIC_ID) for t in unknown]
         return resp.error_code, resp.session_id, topics
+
+    def _client_metadata(self, ctx: RequestContext, req: FetchRequest) -> ClientMetadata | None:
+        """Kafka's ClientMetadata: from v11 (KIP-392) a consumer names its rack, and may
+        read followers. The brokers' racks on this listener only matter to a rack-aware
+        replica selector."""
+        if ctx.api_version < 11:
+            return None
+        racks: dict[int, str | None] = {}
+        if req.rack_id and self.apis.config.replica_selector_class:
+            racks = {b.node_id: b.rack for b in self.apis.cache.alive_brokers_on(ctx.listener)}
+        return ClientMetadata(req.rack_id, racks)
 
     def _readable(self, ctx: RequestContext) -> Callable[[str], bool] | None:
         """A consumer needs READ on each topic it fetches (Kafka's handleFetchRequest), the
