@@ -15,6 +15,14 @@
    ZooKeeper) with those 1,100 partitions on it.
 
 Usage: .venv/bin/python scripts/bench_cluster.py [--runs 5] [--data-dir DIR]
+
+With `--throttled-move MB` it measures instead replication throttles (KIP-73): the time to
+move MB of replicas (4 partitions, RF 1 on broker 1, each given a new replica on broker 2
+by `reassign-partitions --execute --throttle`) at each rate of `--throttles` (bytes/s,
+comma-separated; 0: no throttle), from the moves' start until every new replica is in the
+ISR, against the rate:
+
+    .venv/bin/python scripts/bench_cluster.py --throttled-move 32 --throttles 0,1048576,4194304
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import platform
 import statistics
 import tempfile
 import time
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -214,16 +223,153 @@ async def preferred_election_after_restart(
     return time.monotonic() - started, len(moved)
 
 
+MOVE_PARTITIONS = 4
+MOVE_VALUE_BYTES = 100 * 1024
+
+
+def quotas_idle(cluster: LocalCluster) -> bool:
+    """Brokers 1 and 2 show no throttled byte rate (their quota windows are empty)."""
+    for broker, name in (
+        (1, "kafka_server_leaderreplication_byte_rate"),
+        (2, "kafka_server_followerreplication_byte_rate"),
+    ):
+        with urllib.request.urlopen(cluster.admin_url(broker) + "/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+        if any(line.startswith(name + " ") and float(line.split()[1]) > 0 for line in lines):
+            return False
+    return True
+
+
+async def throttled_move(cluster: LocalCluster, topic: str, mb: int, throttle: int) -> float:
+    """Seconds to give `topic`'s partitions (RF 1 on broker 1, `mb` MB between them) a new
+    replica on broker 2 at `throttle` bytes/s (0: unthrottled), from the moves' start to
+    every new replica in the ISR; the throttles are cleared after, as `--verify` does."""
+    from minikafka.cli import reassign_partitions as tool
+    from minikafka.client.controller_calls import ControllerClient
+
+    await create(
+        cluster,
+        NewTopic(topic, MOVE_PARTITIONS, replica_assignment=[[1] for _ in range(MOVE_PARTITIONS)]),
+    )
+    producer = new_producer(client_config(cluster.bootstrap_servers, {**QUIET, "acks": "1"}))
+    values = mb * 1024 * 1024 // MOVE_VALUE_BYTES
+    for i in range(values):
+        producer.produce(topic, os.urandom(MOVE_VALUE_BYTES), partition=i % MOVE_PARTITIONS)
+        producer.poll(0)
+    if producer.flush(120):
+        raise TimeoutError(f"records to {topic} not delivered")
+    tps = [TopicPartition(topic, p) for p in range(MOVE_PARTITIONS)]
+    plan = json.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": topic, "partition": p, "replicas": [1, 2]} for p in range(MOVE_PARTITIONS)
+            ],
+        }
+    )
+    # A quota's rate is its windows' bytes over the time since the oldest began (Kafka's
+    # SimpleRate): windows a previous move left, up to replication.quota.window.num seconds
+    # old, would let this one burst. Each move starts once they have expired.
+    await asyncio.to_thread(wait, lambda: quotas_idle(cluster), 60, "idle replication quotas")
+    client = ControllerClient(cluster.bootstrap_servers, client_id=tool.CLIENT_ID)
+    try:
+        # From before the tool's calls: the new replicas start fetching before the
+        # controller answers AlterPartitionReassignments (the tool's few calls before it,
+        # Metadata and the throttles' configs, take milliseconds).
+        started = time.monotonic()
+        await tool.execute(client, plan, False, throttle or None)
+        zk = cluster.zk_client()
+
+        def moved() -> bool:
+            states = zk.get_partition_states(tps)
+            return all(tp in states and 2 in states[tp].isr for tp in tps)
+
+        await asyncio.to_thread(wait, moved, 600, f"the moves of {topic}")
+        elapsed = time.monotonic() - started
+        while await client.list_partition_reassignments():  # the moves' last steps
+            await asyncio.sleep(0.1)
+        await tool.verify(client, plan)
+    finally:
+        await client.close()
+    return elapsed
+
+
+async def throttle_figures(args: argparse.Namespace) -> None:
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-throttle-"))
+    cluster = LocalCluster(data_dir, 3, overrides={"auto.leader.rebalance.enable": "false"})
+    rates = [int(r) for r in args.throttles.split(",")]
+    console = Console()
+    cluster.start(timeout=120)
+    results: list[dict[str, float]] = []
+    try:
+        for i, rate in enumerate(rates):
+            seconds = await throttled_move(cluster, f"moving-{i}", args.throttled_move, rate)
+            moved = args.throttled_move * 1024 * 1024
+            results.append(
+                {"throttle_bytes_per_s": rate, "seconds": seconds, "bytes_per_s": moved / seconds}
+            )
+            console.print(
+                f"{args.throttled_move} MB at throttle {rate or 'none'}: {seconds:.2f} s "
+                f"({moved / seconds / 1e6:.2f} MB/s)"
+            )
+    finally:
+        cluster.stop(timeout=120)
+    table = Table(
+        title=f"moving {args.throttled_move} MiB of replicas ({MOVE_PARTITIONS} partitions)"
+    )
+    table.add_column("throttle (B/s)", justify="right")
+    table.add_column("move time", justify="right")
+    table.add_column("achieved (B/s)", justify="right")
+    table.add_column("achieved / throttle", justify="right")
+    for r in results:
+        bound = r["throttle_bytes_per_s"]
+        table.add_row(
+            f"{bound:,.0f}" if bound else "none",
+            f"{r['seconds']:.2f} s",
+            f"{r['bytes_per_s']:,.0f}",
+            f"{r['bytes_per_s'] / bound:.2f}" if bound else "-",
+        )
+    console.print(table)
+    console.print(f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+                    "moved_mib": args.throttled_move,
+                    "partitions": MOVE_PARTITIONS,
+                    "moves": results,
+                },
+                indent=2,
+            )
+        )
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--data-dir", type=Path)
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument(
+        "--throttled-move",
+        type=int,
+        metavar="MB",
+        help="measure instead the time to move MB of replicas at each of --throttles",
+    )
+    ap.add_argument(
+        "--throttles",
+        default="0,1048576,2097152,4194304",
+        metavar="B/S,...",
+        help="the throttles of --throttled-move, bytes/s (0: none)",
+    )
     return ap.parse_args(argv)
 
 
 async def main() -> None:
     args = parse_args()
+    if args.throttled_move is not None:
+        await throttle_figures(args)
+        return
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     cluster = LocalCluster(
         data_dir,

@@ -416,6 +416,8 @@ def build_cluster_view(
                 "zookeeper_connected": facts.get("zookeeper_connected"),
                 "partitions": facts.get("partitions"),
                 "leaders": facts.get("leaders"),
+                "throttled_out": facts.get("throttled_out"),
+                "throttled_in": facts.get("throttled_in"),
                 "serving": b == served_by,
             }
         )

@@ -118,6 +118,9 @@ def local_broker_facts(broker: BrokerView, leaders: int) -> dict[str, Any]:
         "is_controller": controller is not None and controller.is_active,
         "partitions": len(rm.partitions),
         "leaders": leaders,
+        # KIP-73: bytes/s sent as leader and fetched as follower for throttled replicas.
+        "throttled_out": rm.leader_quota.byte_rate(),
+        "throttled_in": rm.follower_quota.byte_rate(),
     }
 
 

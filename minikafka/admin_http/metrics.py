@@ -143,6 +143,9 @@ class BrokerSnapshot:
     partitions: list[PartitionSnapshot]  # sorted by topic, partition
     cleaner: CleanerSnapshot
     group_offsets: list[GroupOffset] = dataclass_field(default_factory=list)
+    # KIP-73's throttled replication byte rates (bytes/s over the quota windows).
+    leader_replication_byte_rate: float = 0.0
+    follower_replication_byte_rate: float = 0.0
 
 
 # How long a scrape waits for another broker's high watermarks (consumer lag).
@@ -291,6 +294,8 @@ def take_snapshot(broker: BrokerView) -> BrokerSnapshot:
             lm.last_clean_seconds,
             lm.max_dirty_ratio(now),
         ),
+        leader_replication_byte_rate=rm.leader_quota.byte_rate(),
+        follower_replication_byte_rate=rm.follower_quota.byte_rate(),
     )
 
 
@@ -308,6 +313,7 @@ def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
 def metric_families(snap: BrokerSnapshot) -> Iterator[Metric]:
     yield from _broker(snap)
     yield from _replica_manager(snap)
+    yield from _replication_quotas(snap)
     yield from _topics(snap)
     yield from _controller(snap)
     yield from _log_cleaner(snap)
@@ -413,6 +419,20 @@ def _replica_manager(snap: BrokerSnapshot) -> Iterator[Metric]:
         prefix + "failedisrupdates",
         "ISR writes that lost to a concurrent change of the state znode",
         snap.failed_isr_updates,
+    )
+
+
+def _replication_quotas(snap: BrokerSnapshot) -> Iterator[Metric]:
+    # Kafka's kafka.server:type=LeaderReplication / FollowerReplication byte-rate.
+    yield _gauge(
+        "kafka_server_leaderreplication_byte_rate",
+        "Bytes/s this broker sends as leader for throttled replicas",
+        snap.leader_replication_byte_rate,
+    )
+    yield _gauge(
+        "kafka_server_followerreplication_byte_rate",
+        "Bytes/s this broker fetches as follower for throttled replicas",
+        snap.follower_replication_byte_rate,
     )
 
 

@@ -6,18 +6,24 @@ and ListPartitionReassignments, sent to the controller over Kafka's protocol
 - `--generate --topics-to-move-json-file F --broker-list 1,2,3 [--disable-rack-aware]`
   prints the current assignment of the topics and a proposal spreading them over the
   brokers (Kafka's `assignReplicasToBrokers`, rack-aware when the brokers have racks);
-- `--execute --reassignment-json-file F [--additional]` prints the current assignment (to
-  save for a rollback) and starts the moves; refused while others run, unless
-  `--additional`;
-- `--verify --reassignment-json-file F` says, per partition, whether its move is complete;
-- `--cancel --reassignment-json-file F` cancels the moves still running (each partition
-  goes back to its original replicas);
+- `--execute --reassignment-json-file F [--additional] [--throttle BYTES/S]` prints the
+  current assignment (to save for a rollback) and starts the moves; refused while others
+  run, unless `--additional`. With `--throttle`, the moving replicas are throttled first
+  (KIP-73): each topic's leader.replication.throttled.replicas lists the replicas the moves
+  copy from, follower.replication.throttled.replicas the new ones, and every broker
+  involved gets the rate as its leader and follower throttled rates; `--additional` with
+  the running moves changes the rate;
+- `--verify --reassignment-json-file F [--preserve-throttles]` says, per partition,
+  whether its move is complete; once no move runs, it clears the throttles (the rates of
+  every broker, the replica lists of the file's topics), unless `--preserve-throttles`;
+- `--cancel --reassignment-json-file F [--preserve-throttles]` cancels the moves still
+  running (each partition goes back to its original replicas) and clears the throttles
+  as `--verify` does;
 - `--list` shows the moves running.
 
 Where it differs from Kafka's tool: `--zookeeper` is not taken (Kafka 2.8 deprecated it;
-the brokers watch `/admin/reassign_partitions` all the same); `--throttle` is refused
-until minikafka has replication throttles, and so are `--replica-alter-log-dirs-throttle`
-and `log_dirs` other than "any", since a minikafka broker has one log directory (no JBOD
+the brokers watch `/admin/reassign_partitions` all the same); `--replica-alter-log-dirs-throttle`
+and `log_dirs` other than "any" are refused, since a minikafka broker has one log directory (no JBOD
 to move replicas between); a failure is one line, without Kafka's stack trace.
 """
 
@@ -26,14 +32,20 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
 
 from minikafka.cli.client_options import bootstrap_server_option
-from minikafka.client.controller_calls import ClusterMetadata, ControllerClient
+from minikafka.client.controller_calls import (
+    ClusterMetadata,
+    ControllerClient,
+    OngoingReassignment,
+)
+from minikafka.client.resource_configs import BROKER, TOPIC, ResourceConfigs
 from minikafka.common import TopicPartition
 from minikafka.controller.assignment import (
     assign_replicas,
@@ -67,6 +79,17 @@ PERMITTED = {
     "cancel": ("preserve_throttles", "timeout"),
     "list": (),
 }
+
+
+YOU_MUST_RUN_VERIFY_PERIODICALLY = (
+    "Warning: You must run --verify periodically, until the reassignment completes, to ensure "
+    "the throttle is removed."
+)
+# Kafka's throttle configs: the brokers' rates and the topics' replica lists.
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 
 
 class ReassignmentFailure(Exception):
@@ -276,11 +299,125 @@ async def generate(
     )
 
 
-async def execute(client: ControllerClient, text: str, additional: bool) -> None:
+@dataclass(frozen=True)
+class PartitionMove:
+    """Kafka's PartitionMove: the replicas a partition's data is copied from and to."""
+
+    sources: frozenset[int]
+    destinations: frozenset[int]
+
+
+MoveMap = dict[str, dict[int, PartitionMove]]
+
+
+def proposed_move_map(
+    ongoing: Mapping[TopicPartition, OngoingReassignment],
+    proposed: Mapping[TopicPartition, Sequence[int]],
+    current: Mapping[TopicPartition, Sequence[int]],
+) -> MoveMap:
+    """Kafka's calculateProposedMoveMap: the moves running (sources: their replicas but
+    the ones being added) and the proposed ones (sources: the running move's, else the
+    current replicas; destinations: the target's others)."""
+    moves: MoveMap = {}
+    for tp, r in ongoing.items():
+        moves.setdefault(tp.topic, {})[tp.partition] = PartitionMove(
+            frozenset(r.replicas) - frozenset(r.adding), frozenset(r.adding)
+        )
+    for tp, replicas in proposed.items():
+        part_moves = moves.setdefault(tp.topic, {})
+        running = part_moves.get(tp.partition)
+        if running is not None:
+            sources = running.sources
+        elif tp in current:
+            sources = frozenset(current[tp])
+        else:
+            raise ReassignmentFailure(
+                f"Trying to reassign a topic partition {tp_name(tp)} with 0 replicas"
+            )
+        part_moves[tp.partition] = PartitionMove(sources, frozenset(replicas) - sources)
+    return moves
+
+
+def leader_throttles(moves: MoveMap) -> dict[str, str]:
+    """Kafka's calculateLeaderThrottles: per topic, partition:source for every source (in
+    Kafka's order: the strings sorted)."""
+    return {
+        topic: ",".join(sorted({f"{p}:{b}" for p, m in parts.items() for b in m.sources}))
+        for topic, parts in moves.items()
+    }
+
+
+def follower_throttles(moves: MoveMap) -> dict[str, str]:
+    """Kafka's calculateFollowerThrottles: per topic, partition:destination."""
+    return {
+        topic: ",".join(
+            sorted({f"{p}:{b}" for p, m in parts.items() for b in m.destinations - m.sources})
+        )
+        for topic, parts in moves.items()
+    }
+
+
+def reassigning_brokers(moves: MoveMap) -> list[int]:
+    """Kafka's calculateReassigningBrokers: every source and destination."""
+    return sorted(
+        {b for parts in moves.values() for m in parts.values() for b in m.sources | m.destinations}
+    )
+
+
+def _plural(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+async def modify_reassignment_throttle(
+    configs: ResourceConfigs, moves: MoveMap, throttle: int
+) -> None:
+    """Kafka's modifyReassignmentThrottle: the topics' replica lists (IncrementalAlterConfigs
+    SET), then the rates of every broker involved."""
+    leaders, followers = leader_throttles(moves), follower_throttles(moves)
+    for topic in sorted(leaders.keys() | followers.keys()):
+        changes = {
+            name: value[topic]
+            for name, value in ((LEADER_REPLICAS, leaders), (FOLLOWER_REPLICAS, followers))
+            if topic in value
+        }
+        await configs.incremental_alter(TOPIC, topic, changes, [])
+    for broker in reassigning_brokers(moves):
+        rate = str(throttle)
+        await configs.incremental_alter(
+            BROKER, str(broker), {LEADER_RATE: rate, FOLLOWER_RATE: rate}, []
+        )
+    click.echo(f"The inter-broker throttle limit was set to {throttle} B/s")
+
+
+async def clear_all_throttles(
+    client: ControllerClient, targets: Sequence[tuple[TopicPartition, Sequence[int]]]
+) -> None:
+    """Kafka's clearAllThrottles: the rates of every live broker and of every target
+    replica's broker, and the replica lists of the targets' topics (IncrementalAlterConfigs
+    DELETE)."""
+    md = await client.metadata()
+    configs = ResourceConfigs(md.brokers, client_id=CLIENT_ID)
+    brokers = sorted(set(md.brokers) | {b for _, rs in targets for b in rs})
+    click.echo(
+        f"Clearing broker-level throttles on broker{_plural(len(brokers))} "
+        + ",".join(map(str, brokers))
+    )
+    for broker in brokers:
+        await configs.incremental_alter(BROKER, str(broker), {}, [LEADER_RATE, FOLLOWER_RATE])
+    topics = sorted({tp.topic for tp, _ in targets})
+    click.echo(f"Clearing topic-level throttles on topic{_plural(len(topics))} {','.join(topics)}")
+    for topic in topics:
+        await configs.incremental_alter(TOPIC, topic, {}, [LEADER_REPLICAS, FOLLOWER_REPLICAS])
+
+
+async def execute(
+    client: ControllerClient, text: str, additional: bool, throttle: int | None = None
+) -> None:
     parts = parse_reassignment(text)
     check_no_duplicates(parts)
     proposed = dict(parts)
-    if not additional and await client.list_partition_reassignments():
+    ongoing = await client.list_partition_reassignments()
+    if not additional and ongoing:
         raise ReassignmentFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
     md = await client.metadata(sorted({tp.topic for tp in proposed}))
     for b in sorted({b for rs in proposed.values() for b in rs}):
@@ -296,6 +433,12 @@ async def execute(client: ControllerClient, text: str, additional: bool) -> None
         f"{reassignment_json(dict(current))}\n\n"
         "Save this to use as the --reassignment-json-file option during rollback"
     )
+    if throttle is not None:
+        click.echo(YOU_MUST_RUN_VERIFY_PERIODICALLY)
+        moves = proposed_move_map(ongoing, proposed, current)
+        await modify_reassignment_throttle(
+            ResourceConfigs(md.brokers, client_id=CLIENT_ID), moves, throttle
+        )
     errors = {
         tp: e
         for tp, e in (await client.alter_partition_reassignments(proposed)).items()
@@ -311,7 +454,7 @@ async def execute(client: ControllerClient, text: str, additional: bool) -> None
     click.echo(f"Successfully started partition reassignment{plural} for {names}")
 
 
-async def verify(client: ControllerClient, text: str) -> None:
+async def verify(client: ControllerClient, text: str, preserve_throttles: bool = False) -> None:
     targets = parse_reassignment(text)
     ongoing = await client.list_partition_reassignments()
     md = await client.metadata(sorted({tp.topic for tp, _ in targets if tp not in ongoing}))
@@ -329,10 +472,15 @@ async def verify(client: ControllerClient, text: str) -> None:
                 f"is {','.join(map(str, current))} rather than {','.join(map(str, target))}."
             )
     click.echo("\n".join(lines))
+    # Kafka clears every throttle once no move runs at all (the file's or any other): it
+    # cannot tell which brokers earlier moves throttled.
+    if not ongoing and not preserve_throttles:
+        await clear_all_throttles(client, targets)
 
 
-async def cancel(client: ControllerClient, text: str) -> None:
-    targets = [tp for tp, _ in parse_reassignment(text)]
+async def cancel(client: ControllerClient, text: str, preserve_throttles: bool = False) -> None:
+    parsed = parse_reassignment(text)
+    targets = [tp for tp, _ in parsed]
     ongoing = await client.list_partition_reassignments(targets)
     moving = [tp for tp, r in ongoing.items() if r.adding or r.removing]
     if moving:
@@ -358,6 +506,8 @@ async def cancel(client: ControllerClient, text: str) -> None:
         click.echo("None of the specified partition reassignments are active.")
     # Kafka's line for replica moves between log directories, of which there are none.
     click.echo("None of the specified partition moves are active.")
+    if not preserve_throttles:
+        await clear_all_throttles(client, parsed)
 
 
 async def list_reassignments(client: ControllerClient) -> None:
@@ -415,7 +565,10 @@ def _read(path: Path) -> str:
 @click.option("--additional", is_flag=True, help="Execute this reassignment in addition to "
               "any other ongoing ones.")  # fmt: skip
 @click.option("--throttle", type=int, default=None, metavar="BYTES/S",
-              help="Refused: minikafka has no replication throttles yet.")  # fmt: skip
+              help="The movement of partitions between brokers will be throttled to this value "
+              "(bytes/sec). This option can be included with --execute when a reassignment is "
+              "started, and it can be altered by resubmitting the current reassignment along "
+              "with the --additional flag. The throttle rate should be at least 1 KB/s.")  # fmt: skip
 @click.option("--replica-alter-log-dirs-throttle", type=int, default=None, metavar="BYTES/S",
               help="Refused: a minikafka broker has one log directory.")  # fmt: skip
 @click.option("--preserve-throttles", is_flag=True, help="Do not modify broker or topic "
@@ -438,8 +591,9 @@ def reassign_partitions(ctx: click.Context, /, bootstrap_server: str, **opts: An
             _usage(ctx, f'Missing required argument "[{name.replace("_", "-")}]"')
     for name in sorted(given - set(REQUIRED[action]) - set(PERMITTED[action])):
         _usage(ctx, f'Option "[{name.replace("_", "-")}]" can\'t be used with action "[{action}]"')
-    if opts["throttle"] is not None:
-        _usage(ctx, "--throttle: minikafka has no replication throttles yet; run without it")
+    if opts["throttle"] is not None and opts["throttle"] < 0:
+        # Kafka's -1 is "no throttle"; a rate cannot be negative.
+        _usage(ctx, f"--throttle must be at least 0 bytes/s, not {opts['throttle']}")
     if opts["timeout"] is not None:
         _usage(
             ctx,
@@ -470,13 +624,13 @@ def reassign_partitions(ctx: click.Context, /, bootstrap_server: str, **opts: An
             run(lambda: generate(client, text, opts["broker_list"], not opts["disable_rack_aware"]))
         elif action == "execute":
             text = _read(opts["reassignment_json_file"])
-            run(lambda: execute(client, text, opts["additional"]))
+            run(lambda: execute(client, text, opts["additional"], opts["throttle"]))
         elif action == "verify":
             text = _read(opts["reassignment_json_file"])
-            run(lambda: verify(client, text))
+            run(lambda: verify(client, text, opts["preserve_throttles"]))
         elif action == "cancel":
             text = _read(opts["reassignment_json_file"])
-            run(lambda: cancel(client, text))
+            run(lambda: cancel(client, text, opts["preserve_throttles"]))
         else:
             run(lambda: list_reassignments(client))
     except ReassignmentFailure as e:

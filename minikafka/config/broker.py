@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from minikafka.config.listeners import ListenerConfigError, Listeners, resolve_listeners
@@ -109,6 +109,13 @@ def _parse_field(attr: str, type_: object, raw: str) -> Any:
         raise InvalidConfigError(f"invalid value for {name}: {raw!r} ({e})") from e
 
 
+# Kafka's DynamicConfig.Broker configs that have no server.properties form: only
+# `/config/brokers/<id>` sets them.
+DYNAMIC_ONLY_PROPERTIES: Final = frozenset(
+    {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+)
+
+
 @dataclass(frozen=True)
 class BrokerConfig:
     broker_id: int = -1
@@ -133,6 +140,15 @@ class BrokerConfig:
     max_incremental_fetch_session_cache_slots: int = 1000
     min_incremental_fetch_session_eviction_ms: int = 120000
     num_replica_fetchers: int = 1
+    # Replication throttles (KIP-73, rules/replication_quota.py): the bytes/s this broker
+    # sends as leader / fetches as follower for throttled replicas. Set only dynamically
+    # (`/config/brokers/<id>`), as in Kafka: server.properties refuses them.
+    leader_replication_throttled_rate: int = LONG_MAX
+    follower_replication_throttled_rate: int = LONG_MAX
+    # The throttles' rate windows: this many (the current one and those before it), each
+    # this long.
+    replication_quota_window_num: int = 11
+    replication_quota_window_size_seconds: int = 1
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
@@ -270,6 +286,12 @@ class BrokerConfig:
                 if name in props:
                     kwargs[attr] = _int(props[name]) * unit
                     break
+        dynamic_only = sorted(k for k in props if k in DYNAMIC_ONLY_PROPERTIES)
+        if dynamic_only:
+            raise InvalidConfigError(
+                f"{', '.join(dynamic_only)} can only be set dynamically (minikafka configs "
+                "--entity-type brokers --entity-name <id> --alter), as in Kafka"
+            )
         unknown = sorted(k for k in props if k not in known)
         if unknown:
             raise InvalidConfigError(_unknown_properties_message(unknown, known))
@@ -313,6 +335,22 @@ class BrokerConfig:
             raise InvalidConfigError(
                 "num.replica.fetchers must be 1: minikafka runs one fetcher per source broker"
             )
+        for name, rate in (
+            ("leader.replication.throttled.rate", self.leader_replication_throttled_rate),
+            ("follower.replication.throttled.rate", self.follower_replication_throttled_rate),
+        ):
+            if rate < 0:
+                raise InvalidConfigError(
+                    f"Invalid value {rate} for configuration {name}: Value must be at least 0"
+                )
+        for name, value in (
+            ("replication.quota.window.num", self.replication_quota_window_num),
+            ("replication.quota.window.size.seconds", self.replication_quota_window_size_seconds),
+        ):
+            if value < 1:
+                raise InvalidConfigError(
+                    f"Invalid value {value} for configuration {name}: Value must be at least 1"
+                )
         if self.replica_selector_class not in (None, "", *REPLICA_SELECTORS):
             raise InvalidConfigError(
                 f"replica.selector.class {self.replica_selector_class!r} is not supported: "

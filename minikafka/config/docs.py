@@ -97,6 +97,19 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "fetch or partition error.",
     "num.replica.fetchers": "The number of fetchers replicating from each source broker. "
     "minikafka runs one fetcher per source broker, so only 1 is accepted.",
+    "leader.replication.throttled.rate": "The upper bound (bytes/s) on the replication "
+    "traffic this broker sends, as leader, for the replicas listed in the topic config "
+    "leader.replication.throttled.replicas (KIP-73); a follower in the ISR is never held "
+    "back. Only set dynamically, per broker (not at the cluster default, whose value Kafka "
+    "does not apply). Keep it above 1 MB/s for accurate behaviour.",
+    "follower.replication.throttled.rate": "The upper bound (bytes/s) on the replication "
+    "traffic this broker fetches, as follower, for the replicas listed in the topic config "
+    "follower.replication.throttled.replicas (KIP-73); a replica in sync is never held back. "
+    "Only set dynamically, per broker. Keep it above 1 MB/s for accurate behaviour.",
+    "replication.quota.window.num": "The number of samples the replication throttles' rates "
+    "are measured over.",
+    "replication.quota.window.size.seconds": "The time span of each sample of the replication "
+    "throttles' rates.",
     "replica.high.watermark.checkpoint.interval.ms": "How often the high watermarks are "
     "saved to disk.",
     "max.incremental.fetch.session.cache.slots": "The most incremental fetch sessions (KIP-227) "

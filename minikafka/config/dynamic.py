@@ -129,15 +129,17 @@ TOPIC_CONFIGS: Final[dict[str, TopicConfigDef]] = {
     "leader.replication.throttled.replicas": TopicConfigDef(
         None,
         ConfigType.LIST,
-        "Replicas whose leader-side replication is throttled (partition:broker, or *); "
-        "minikafka does not throttle replication: only the empty list is accepted.",
+        "Replicas whose leader-side replication is throttled, by the broker's "
+        "leader.replication.throttled.rate: partition:broker pairs separated by commas, or * "
+        "(every replica of the topic).",
         "",
     ),
     "follower.replication.throttled.replicas": TopicConfigDef(
         None,
         ConfigType.LIST,
-        "Replicas whose follower-side replication is throttled (partition:broker, or *); "
-        "minikafka does not throttle replication: only the empty list is accepted.",
+        "Replicas whose follower-side replication is throttled, by the broker's "
+        "follower.replication.throttled.rate: partition:broker pairs separated by commas, or * "
+        "(every replica of the topic).",
         "",
     ),
     "flush.messages": TopicConfigDef(
@@ -234,12 +236,18 @@ DYNAMIC_BROKER_CONFIGS: Final[frozenset[str]] = frozenset(
         if d.broker_synonym is not None and d.broker_synonym != "log.message.format.version"
     }
     | {"log.cleaner.backoff.ms", "num.replica.fetchers"}
+    | {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+)
+
+# Kafka's PerBrokerConfigs among them: a broker's own, refused at the cluster default. Kafka
+# accepts the throttled rates at `<default>` but never applies them (its BrokerConfigHandler
+# reads them from the broker's own entity only); minikafka refuses them there instead.
+PER_BROKER_CONFIGS: Final[frozenset[str]] = frozenset(
+    {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
 )
 
 # Dynamic broker configs of Kafka that minikafka does not have: refused, saying why.
 MISSING_DYNAMIC_BROKER_CONFIGS: Final[dict[str, str]] = {
-    "leader.replication.throttled.rate": "minikafka does not throttle replication",
-    "follower.replication.throttled.rate": "minikafka does not throttle replication",
     "replica.alter.log.dirs.io.max.bytes.per.second": "minikafka does not move replicas "
     "between log directories",
 }
@@ -303,6 +311,8 @@ def _broker_type(name: str) -> ConfigType:
     for d in TOPIC_CONFIGS.values():
         if d.broker_synonym == name:
             return d.type
+    if name in PER_BROKER_CONFIGS:
+        return ConfigType.LONG  # Kafka's throttled rates are LONGs
     value = getattr(BrokerConfig(), name.replace(".", "_"))
     if isinstance(value, bool):
         return ConfigType.BOOLEAN
@@ -341,6 +351,7 @@ class BrokerConfigLayers:
             for layer in (self.cluster_default, self.per_broker)
             for k, v in layer.items()
             if k in DYNAMIC_BROKER_CONFIGS
+            and not (layer is self.cluster_default and k in PER_BROKER_CONFIGS)
         }
         try:
             return self.static.with_dynamic(merged)
@@ -577,6 +588,12 @@ def _checked_broker_configs(
         problems.append(
             f"Cannot update these configs dynamically: {', '.join(static)} (set them in "
             "server.properties and restart the broker)"
+        )
+    per_broker = sorted(n for n in new if n in PER_BROKER_CONFIGS)
+    if per_broker and entity == DEFAULT_BROKER_ENTITY:
+        problems.append(
+            "Cannot update these configs at default cluster level, broker id must be "
+            f"specified: {', '.join(per_broker)}"
         )
     if not problems:
         after = (

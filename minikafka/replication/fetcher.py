@@ -47,10 +47,16 @@ from minikafka.rpc.messages import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
+from minikafka.rules.replication_quota import UNLIMITED_RATE
 
 log = logging.getLogger(__name__)
 
 _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+
+
+# How often a fetcher whose throttled partitions are held back (the follower quota exceeded)
+# looks again, when nothing else it fetches wakes it.
+THROTTLE_RECHECK_S = 0.1
 
 
 class FetchPhase(Enum):
@@ -63,6 +69,9 @@ class PartitionFetchState:
     leader_epoch: int
     phase: FetchPhase = FetchPhase.TRUNCATING
     delayed_until: float = 0.0  # loop time; backoff after an error
+    # Kafka's isReplicaInSync: the last fetch brought our LEO to the leader's HW. A
+    # throttled partition in sync is never held back.
+    in_sync: bool = False
 
 
 class ReplicaFetcher:
@@ -87,6 +96,8 @@ class ReplicaFetcher:
         self.session = FetchSessionHandler(source.node_id)
         self._truncating: set[TopicPartition] = set()  # phase TRUNCATING
         self._delayed: set[TopicPartition] = set()  # backing off until delayed_until
+        # Throttled partitions left out of fetches while the follower quota is exceeded.
+        self._held: set[TopicPartition] = set()
 
     def __repr__(self) -> str:
         return (
@@ -116,6 +127,7 @@ class ReplicaFetcher:
             self.partitions[tp] = PartitionFetchState(epoch)
             self._truncating.add(tp)
             self._delayed.discard(tp)
+            self._held.discard(tp)
             self.session.remove(tp)  # fetched again once reconciled, in the new epoch
         self._wakeup.set()
 
@@ -124,6 +136,7 @@ class ReplicaFetcher:
             if self.partitions.pop(tp, None) is not None:
                 self._truncating.discard(tp)
                 self._delayed.discard(tp)
+                self._held.discard(tp)
                 self.session.remove(tp)
 
     async def shutdown(self) -> None:
@@ -143,12 +156,15 @@ class ReplicaFetcher:
         while not self._stopped:
             now = loop.time()
             self._release_delays(now)
+            self._apply_follower_throttle()
             truncating = {
                 tp: self.partitions[tp] for tp in self._truncating if tp not in self._delayed
             }
             if not truncating and not self.session.fetchable:
                 self._wakeup.clear()
                 delays = [self.partitions[tp].delayed_until - now for tp in self._delayed]
+                if self._held:
+                    delays.append(THROTTLE_RECHECK_S)
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
                 # that races with the event being set, leaving shutdown waiting forever.
                 with contextlib.suppress(TimeoutError):
@@ -216,7 +232,13 @@ class ReplicaFetcher:
         handler sends them only if they differ from what the leader has)."""
         st = self.partitions.get(tp)
         p = self._rm.partitions.get(tp)
-        if st is None or p is None or st.phase is not FetchPhase.FETCHING or tp in self._delayed:
+        if (
+            st is None
+            or p is None
+            or st.phase is not FetchPhase.FETCHING
+            or tp in self._delayed
+            or tp in self._held
+        ):
             self.session.remove(tp)
             return
         lg = p.log
@@ -229,6 +251,35 @@ class ReplicaFetcher:
                 lg.log_start_offset,
             ),
         )
+
+    def _apply_follower_throttle(self) -> None:
+        """Kafka's shouldFollowerThrottle, before each fetch: a throttled partition not in
+        sync is left out of the fetch while the follower quota is exceeded, and back in once
+        it no longer is."""
+        quota = self._rm.follower_quota
+        if quota.bound >= UNLIMITED_RATE and not self._held:
+            return
+        exceeded: bool | None = None
+        for tp, st in self.partitions.items():
+            if st.phase is not FetchPhase.FETCHING or tp in self._delayed:
+                continue
+            p = self._rm.partitions.get(tp)
+            if (
+                p is None
+                or st.in_sync
+                or not p.log.config.follower_throttled.throttles(tp.partition, self._rm.broker_id)
+            ):
+                hold = False
+            else:
+                if exceeded is None:
+                    exceeded = quota.is_quota_exceeded()
+                hold = exceeded
+            if hold and tp not in self._held:
+                self._held.add(tp)
+                self.session.remove(tp)
+            elif not hold and tp in self._held:
+                self._held.discard(tp)
+                self._resume(tp)
 
     def _start_fetching(self, tp: TopicPartition, st: PartitionFetchState) -> None:
         st.phase = FetchPhase.FETCHING
@@ -388,6 +439,7 @@ class ReplicaFetcher:
                 code = ErrorCode(r.error_code)
                 if code == ErrorCode.NONE:
                     if self._append(tp, r.records, r.high_watermark, r.log_start_offset):
+                        cur.in_sync = p.log.log_end_offset >= r.high_watermark
                         self._resume(tp)
                 elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                     self._handle_out_of_range(tp, r.log_end_offset, r.log_start_offset)
@@ -416,6 +468,9 @@ class ReplicaFetcher:
                 self._delay(tp, f"append of fetched data failed: {e}", logging.ERROR)
                 return False
             self._rm.topic_stats.record_replication_in(tp.topic, info.valid_bytes)
+            if p.log.config.follower_throttled.throttles(tp.partition, self._rm.broker_id):
+                # Kafka's ReplicaFetcherThread: throttled bytes, in sync or not, count.
+                self._rm.follower_quota.record(len(data))
         # §7.7: the follower's HW is the leader's, capped by what it has.
         hw_before = p.high_watermark
         p.log.update_high_watermark(min(p.log.log_end_offset, leader_hw))

@@ -84,6 +84,11 @@ from minikafka.rpc.messages import (
 )
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.rules.read_replica import RemoteReplica, preferred_read_replica
+from minikafka.rules.replication_quota import (
+    UNLIMITED_RATE,
+    ReplicationQuotaManager,
+    should_throttle,
+)
 from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
@@ -180,6 +185,20 @@ class ReplicaManager:
             config.min_incremental_fetch_session_eviction_ms,
         )
         self.purgatory.on_notify = self.fetch_sessions.mark_dirty
+        # KIP-73: the bytes sent to followers of throttled replicas (this broker as leader)
+        # and fetched for them (as follower), each against its throttled rate.
+        self.leader_quota = ReplicationQuotaManager(
+            clock,
+            window_num=config.replication_quota_window_num,
+            window_size_seconds=config.replication_quota_window_size_seconds,
+            bound=config.leader_replication_throttled_rate,
+        )
+        self.follower_quota = ReplicationQuotaManager(
+            clock,
+            window_num=config.replication_quota_window_num,
+            window_size_seconds=config.replication_quota_window_size_seconds,
+            bound=config.follower_replication_throttled_rate,
+        )
         self.fetcher_manager: FetcherManagerLike | None = None
         self._state_change_lock = asyncio.Lock()
         self._isr_writer = isr_writer
@@ -645,6 +664,7 @@ class ReplicaManager:
         if create_session:
             session_id = self._create_fetch_session(req, responses, slices, settled)
         by_topic: dict[str, list[FetchPartitionResponse]] = {}
+        throttled_bytes = 0
         for t in req.topics:
             by_topic[t.name] = []
             for fp in t.partitions:
@@ -653,7 +673,10 @@ class ReplicaManager:
                 if data is not None:
                     # Sent with sendfile straight from the segment file (zero-copy).
                     r = replace(r, records=data.region())
+                    if req.replica_id >= 0 and self._leader_throttles(tp):
+                        throttled_bytes += data.size
                 by_topic[t.name].append(r)
+        self._record_leader_throttled(throttled_bytes)
         return FetchResponse(
             int(ErrorCode.NONE),
             [FetchTopicResponse(name, parts) for name, parts in by_topic.items()],
@@ -847,6 +870,7 @@ class ReplicaManager:
             # read now, or a partition read before that could be settled idle with news.
             read_moved()
         by_topic: dict[str, list[FetchPartitionResponse]] = {}
+        throttled_bytes = 0
         for tp, (r, data, done) in reads.items():
             cp = session.partitions.get(tp)
             if cp is None:
@@ -862,7 +886,10 @@ class ReplicaManager:
             if include:
                 if data is not None:
                     r = replace(r, records=data.region())  # zero-copy, as for full fetches
+                    if replica_id >= 0 and self._leader_throttles(tp):
+                        throttled_bytes += data.size
                 by_topic.setdefault(tp.topic, []).append(r)
+        self._record_leader_throttled(throttled_bytes)
         return FetchResponse(
             int(ErrorCode.NONE),
             [FetchTopicResponse(name, parts) for name, parts in by_topic.items()],
@@ -955,12 +982,36 @@ class ReplicaManager:
             b"",
         )
         if replica_id >= 0:
-            settled = fetch_offset >= result.log_end_offset and replica_id in p.isr
+            in_sync = replica_id in p.isr
+            settled = fetch_offset >= result.log_end_offset and in_sync
+            if (
+                result.info.slice is not None
+                and self.leader_quota.bound < UNLIMITED_RATE
+                and should_throttle(
+                    self.leader_quota, p.log.config.leader_throttled, tp, self.broker_id, in_sync
+                )
+            ):
+                # Kafka's shouldLeaderThrottle: an empty record set for now.
+                return response, None, settled
         elif replica_id == CONSUMER_REPLICA_ID:
             settled = fetch_offset >= result.high_watermark
         else:
             settled = fetch_offset >= result.log_end_offset
         return response, result.info.slice, settled
+
+    def _leader_throttles(self, tp: TopicPartition) -> bool:
+        """Kafka's leader quota isThrottled: the topic lists this broker's replica of `tp`
+        in leader.replication.throttled.replicas."""
+        p = self.partitions.get(tp)
+        return p is not None and p.log.config.leader_throttled.throttles(
+            tp.partition, self.broker_id
+        )
+
+    def _record_leader_throttled(self, size: int) -> None:
+        """Count what a replica fetch's answer carries for throttled replicas (Kafka's
+        sizeOfThrottledPartitions), in sync or not, against the leader's quota."""
+        if size:
+            self.leader_quota.record(size)
 
     def _preferred_read_replica(
         self, p: Partition, client: ClientMetadata, fetch_offset: int

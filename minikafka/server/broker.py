@@ -239,6 +239,8 @@ class KafkaServer:
         log.info("broker %d: dynamic configs now in force: %s", self.broker_id, changed)
         self.config = new
         self.replica_manager.config = new
+        self.replica_manager.leader_quota.update_quota(new.leader_replication_throttled_rate)
+        self.replica_manager.follower_quota.update_quota(new.follower_replication_throttled_rate)
         if self.services is not None:
             self.services.config = new
         if self.controller is not None:

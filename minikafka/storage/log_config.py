@@ -8,6 +8,11 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 from minikafka.protocol.errors import InvalidConfigError
+from minikafka.rules.replication_quota import (
+    NO_THROTTLED_REPLICAS,
+    ThrottledReplicas,
+    throttled_replica_list_error,
+)
 from minikafka.storage import compression
 
 LONG_MAX = 2**63 - 1
@@ -74,8 +79,8 @@ class LogConfig:
     flush_messages: int = LONG_MAX
     # Reserve segment.bytes of disk for each new segment (given back when it rolls).
     preallocate: bool = False
-    # Replication throttles (KIP-73) are not implemented: only Kafka's default, no replica
-    # throttled, is accepted.
+    # Replication throttles (KIP-73): the replicas (partition:broker, or *) whose
+    # replication the brokers' leader / follower throttled rates hold back.
     leader_replication_throttled_replicas: str = ""
     follower_replication_throttled_replicas: str = ""
     flush_ms: int = LONG_MAX
@@ -165,6 +170,9 @@ class LogConfig:
     timestamp_max_difference: int | None = field(init=False, repr=False, compare=False)
     # From compression.type: the codec a leader writes batches in (None: as sent).
     target_codec: int | None = field(init=False, repr=False, compare=False)
+    # From *.replication.throttled.replicas, parsed once (every replica fetch asks them).
+    leader_throttled: ThrottledReplicas = field(init=False, repr=False, compare=False)
+    follower_throttled: ThrottledReplicas = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         policies = self.cleanup_policies
@@ -181,6 +189,14 @@ class LogConfig:
         object.__setattr__(
             self, "target_codec", compression.TOPIC_COMPRESSION_TYPES.get(self.compression_type)
         )
+        for attr, value in (
+            ("leader_throttled", self.leader_replication_throttled_replicas),
+            ("follower_throttled", self.follower_replication_throttled_replicas),
+        ):
+            parsed = NO_THROTTLED_REPLICAS
+            if value.strip() and throttled_replica_list_error("", value) is None:
+                parsed = ThrottledReplicas.parse(value)
+            object.__setattr__(self, attr, parsed)
 
     @property
     def max_segment_ms(self) -> int:
@@ -250,12 +266,9 @@ class LogConfig:
                 self.follower_replication_throttled_replicas,
             ),
         ):
-            if value.strip():
-                raise InvalidConfigError(
-                    f"Invalid value {value} for configuration {name}: minikafka does not "
-                    "throttle replication, so no replica can be listed (only the empty "
-                    "default is accepted)"
-                )
+            error = throttled_replica_list_error(name, value)
+            if error is not None:
+                raise InvalidConfigError(error)
         if self.file_delete_delay_ms < 0:
             raise InvalidConfigError("file.delete.delay.ms must be >= 0")
         if self.max_message_bytes <= 0:

@@ -61,3 +61,32 @@ def test_bench_cluster_reports_every_figure(tmp_path: Path) -> None:
     assert offset == 1
     for label in ROW_LABELS:
         assert label in printed, label
+
+
+def test_bench_cluster_times_a_throttled_move(tmp_path: Path) -> None:
+    """`--throttled-move`: 8 MiB unthrottled and at 1 MiB/s; the throttled one takes
+    seconds (about 8 less the first response, of up to a fetch per partition, which
+    passes at once), the unthrottled one far less."""
+    cluster_dir, figures_path = tmp_path / "cluster", tmp_path / "throttle.json"
+    printed = run_bench(
+        "bench_cluster.py",
+        [
+            "--throttled-move",
+            "8",
+            "--throttles",
+            "0,1048576",
+            "--data-dir",
+            str(cluster_dir),
+            "--json",
+            str(figures_path),
+        ],
+        tmp_path,
+        cluster_dir,
+        timeout_s=240,
+    )
+    figures = json.loads(figures_path.read_text())
+    free, throttled = figures["moves"]
+    assert (free["throttle_bytes_per_s"], throttled["throttle_bytes_per_s"]) == (0, 1048576)
+    assert 2.5 < throttled["seconds"] < 12, throttled
+    assert free["seconds"] < throttled["seconds"] / 3, (free, throttled)
+    assert "8 MB at throttle 1048576" in printed

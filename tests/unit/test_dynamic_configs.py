@@ -29,7 +29,7 @@ from minikafka.config.dynamic import (
 )
 from minikafka.protocol.errors import InvalidConfigError, InvalidRequestError
 from minikafka.server.config_changes import CHANGE_EXPIRATION_MS, plan_config_changes
-from minikafka.storage.log_config import LogConfig
+from minikafka.storage.log_config import LONG_MAX, LogConfig
 
 BROKER = BrokerConfig.from_properties({"broker.id": "1", "log.retention.hours": "1"})
 LAYERS = BrokerConfigLayers(BROKER)
@@ -94,14 +94,52 @@ def test_every_topic_config_kafka_2_8_defines_is_known_with_its_broker_synonym()
     assert defaults["leader.replication.throttled.replicas"] == ""
 
 
-def test_replication_throttles_refuse_any_replica_until_they_exist() -> None:
+def test_throttled_replica_lists_are_checked_as_kafkas_validator_does() -> None:
     for name in (
         "leader.replication.throttled.replicas",
         "follower.replication.throttled.replicas",
     ):
-        with pytest.raises(InvalidConfigError, match=f"{name}: minikafka does not throttle"):
-            altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "0:1,1:2")])
-        assert altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "")]) == {name: ""}
+        for good in ("0:1,1:2", "*", ""):
+            assert altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, good)]) == {
+                name: good
+            }
+        with pytest.raises(InvalidConfigError, match=f"{name} must be the literal '\\*'"):
+            altered_topic_overrides(BROKER, {}, [op(name, AlterOp.SET, "0:1,x")])
+    parsed = LogConfig().with_overrides({"leader.replication.throttled.replicas": "0:1,2:1"})
+    assert parsed.leader_throttled.throttles(2, 1)
+    assert not parsed.follower_throttled
+
+
+def test_throttled_rates_are_per_broker_dynamic_longs_at_least_0() -> None:
+    rate = "leader.replication.throttled.rate"
+    assert altered_broker_configs(LAYERS, "1", {}, [op(rate, AlterOp.SET, "1048576")]) == {
+        rate: "1048576"
+    }
+    layers = BrokerConfigLayers(BrokerConfig(broker_id=1), {}, {rate: "1048576"})
+    assert layers.effective().leader_replication_throttled_rate == 1048576
+    for bad, message in (("fast", "invalid value"), ("-1", "Value must be at least 0")):
+        with pytest.raises(InvalidRequestError, match=message):
+            altered_broker_configs(LAYERS, "1", {}, [op(rate, AlterOp.SET, bad)])
+    # Kafka ignores them at the cluster default: refused there, not accepted and ignored.
+    with pytest.raises(InvalidRequestError, match="at default cluster level.*" + rate):
+        altered_broker_configs(
+            LAYERS, DEFAULT_BROKER_ENTITY, {}, [op(rate, AlterOp.SET, "1048576")]
+        )
+    by_hand = BrokerConfigLayers(BrokerConfig(broker_id=1), {rate: "5"}, {})
+    assert by_hand.effective().leader_replication_throttled_rate == LONG_MAX
+    # Dynamic only, as in Kafka: server.properties has no such setting.
+    with pytest.raises(InvalidConfigError, match=f"{rate} can only be set dynamically"):
+        BrokerConfig.from_properties({"broker.id": "1", rate: "5"})
+    assert (
+        BrokerConfig.from_properties(
+            {"broker.id": "1", "replication.quota.window.num": "5"}
+        ).replication_quota_window_num
+        == 5
+    )
+    with pytest.raises(InvalidConfigError, match=r"replication\.quota\.window\.size\.seconds"):
+        BrokerConfig.from_properties(
+            {"broker.id": "1", "replication.quota.window.size.seconds": "0"}
+        )
 
 
 def test_alter_configs_makes_the_configs_it_names_all_of_the_overrides() -> None:
@@ -216,6 +254,8 @@ def test_kafkas_dynamic_broker_configs_that_minikafka_has_are_dynamic() -> None:
         "log.message.downconversion.enable",
         "log.cleaner.backoff.ms",
         "num.replica.fetchers",
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
     } == DYNAMIC_BROKER_CONFIGS
 
 
@@ -293,7 +333,10 @@ def test_broker_changes_set_delete_and_replace_the_entitys_dynamic_configs() -> 
         (op("listeners", AlterOp.SET, "PLAINTEXT://:1"), "dynamically: listeners"),
         (op("log.message.format.version", AlterOp.SET, "2.8"), "dynamically"),
         (op("no.such.thing", AlterOp.SET, "1"), "Unknown broker configs: no.such.thing"),
-        (op("leader.replication.throttled.rate", AlterOp.SET, "1"), "does not throttle"),
+        (
+            op("replica.alter.log.dirs.io.max.bytes.per.second", AlterOp.SET, "1"),
+            "does not move replicas between log directories",
+        ),
         (op("log.retention.ms", AlterOp.SET, "soon"), "invalid value for log.retention.ms"),
         (op("num.replica.fetchers", AlterOp.SET, "4"), "num.replica.fetchers must be 1"),
         (op("log.retention.ms", AlterOp.APPEND, "1"), "not a list"),

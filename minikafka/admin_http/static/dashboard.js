@@ -328,6 +328,14 @@
 
   let brokersHtml = "";
 
+  // Replication throttles (KIP-73): what the broker sends / fetches for throttled replicas.
+  function throttled(b) {
+    const out = b.throttled_out, inn = b.throttled_in;
+    if (typeof out !== "number" || typeof inn !== "number") return DASH;
+    if (out === 0 && inn === 0) return DASH;
+    return `${fmtRate("bytes", out)} out, ${fmtRate("bytes", inn)} in`;
+  }
+
   function renderBrokers(c) {
     const brokers = c.brokers || [];
     lastBrokers = brokers;
@@ -359,6 +367,7 @@
         `<td class="zk${zkCls}">${zk}</td>` +
         `<td class="partitions num">${val(b.partitions)}</td>` +
         `<td class="leaders num">${val(b.leaders)}</td>` +
+        `<td class="throttled num">${throttled(b)}</td>` +
         `</tr>`
       );
     });
