@@ -63,5 +63,7 @@ def test_the_readme_grow_and_shrink_walkthrough_runs_as_written(tmp_path: Path) 
     status = json.loads((cwd / "status.json").read_text())
     assert sorted(b["id"] for b in status["brokers"]) == [1, 3, 4]
     # Every record written before the moves is read back after them.
-    lines = done.stdout.splitlines()
-    assert lines[-1].endswith("stopped") and lines[-2].strip() == "1000", out
+    # (`wc -l`'s count is the script's last bare number: `cluster down` may say more after
+    # it, e.g. while a broker's controlled shutdown retries.)
+    numbers = [line.strip() for line in done.stdout.splitlines() if line.strip().isdigit()]
+    assert numbers[-1:] == ["1000"], out
