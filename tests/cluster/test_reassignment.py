@@ -16,7 +16,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kafka import TopicPartition as KTopicPartition
@@ -27,7 +26,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from minikafka.client.kafka_wire import KafkaConnection
+from minikafka.client.controller_calls import ControllerClient
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from tests.cluster.conftest import started_cluster, wait_until
@@ -113,74 +112,47 @@ def wait_until_moved(cluster: LocalCluster, targets: dict[TopicPartition, list[i
     assert not any(tp in moving_at_controller(cluster) for tp in targets)
 
 
+def at_controller(cluster: LocalCluster) -> ControllerClient:
+    """minikafka's controller client bootstrapped from the controller alone: a client that
+    looks for the controller may ask a paused broker first and wait out its timeout."""
+    controller = cluster.zk_client().get_controller_id()
+    assert controller is not None
+    return ControllerClient(
+        "{}:{}".format(*cluster.broker_address(controller)), client_id="test", timeout_s=30
+    )
+
+
 def alter_at_controller(
     cluster: LocalCluster, targets: dict[TopicPartition, list[int] | None]
 ) -> dict[TopicPartition, int]:
-    """AlterPartitionReassignments straight to the controller: a client that looks for the
-    controller may ask a paused broker first and wait out its request timeout."""
-    from kio.schema.alter_partition_reassignments.v0.request import (
-        AlterPartitionReassignmentsRequest,
-        ReassignablePartition,
-        ReassignableTopic,
-    )
-    from kio.schema.types import BrokerId, TopicName
-    from kio.static.primitive import i32
+    """AlterPartitionReassignments straight to the controller: each partition's error code."""
 
-    topics: dict[str, list[ReassignablePartition]] = {}
-    for tp, target in targets.items():
-        topics.setdefault(tp.topic, []).append(
-            ReassignablePartition(
-                partition_index=i32(tp.partition),
-                replicas=None if target is None else tuple(BrokerId(b) for b in target),
-            )
-        )
-    request = AlterPartitionReassignmentsRequest(
-        topics=tuple(
-            ReassignableTopic(name=TopicName(t), partitions=tuple(ps)) for t, ps in topics.items()
-        )
-    )
+    async def call() -> dict[TopicPartition, int]:
+        client = at_controller(cluster)
+        try:
+            errors = await client.alter_partition_reassignments(targets)
+        finally:
+            await client.close()
+        return {tp: 0 if e is None else int(e.code) for tp, e in errors.items()}
 
-    response = call_controller(cluster, request)
-    return {
-        TopicPartition(t.name, p.partition_index): int(p.error_code)
-        for t in response.responses
-        for p in t.partitions
-    }
+    return asyncio.run(call())
 
 
 def moving_at_controller(cluster: LocalCluster) -> dict[TopicPartition, list[list[int]]]:
     """ListPartitionReassignments straight to the controller: [replicas, adding, removing]
     of each partition being moved."""
-    from kio.schema.list_partition_reassignments.v0.request import (
-        ListPartitionReassignmentsRequest,
-    )
 
-    response = call_controller(cluster, ListPartitionReassignmentsRequest(topics=None))
-    return {
-        TopicPartition(t.name, p.partition_index): [
-            list(p.replicas),
-            list(p.adding_replicas),
-            list(p.removing_replicas),
-        ]
-        for t in response.topics
-        for p in t.partitions
-    }
-
-
-def call_controller(cluster: LocalCluster, request: Any) -> Any:
-    controller = cluster.zk_client().get_controller_id()
-    assert controller is not None
-
-    async def call() -> object:
-        conn = KafkaConnection(*cluster.broker_address(controller), client_id="test")
+    async def call() -> dict[TopicPartition, list[list[int]]]:
+        client = at_controller(cluster)
         try:
-            return await conn.call(request, 30)
+            ongoing = await client.list_partition_reassignments()
         finally:
-            await conn.close()
+            await client.close()
+        return {
+            tp: [list(r.replicas), list(r.adding), list(r.removing)] for tp, r in ongoing.items()
+        }
 
-    response: Any = asyncio.run(call())
-    assert response.error_code == 0, response
-    return response
+    return asyncio.run(call())
 
 
 def under_replicated(cluster: LocalCluster, broker_id: int) -> float:
