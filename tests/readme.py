@@ -8,8 +8,14 @@ section's blocks: "Break it#2" is the third block of "## Break it".
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from minikafka.cluster import LocalCluster
 
 ROOT = Path(__file__).resolve().parents[1]
 README_PATH = ROOT / "README.md"
@@ -66,6 +72,55 @@ def commands(text: str) -> list[str]:
         if command:
             out.append(command)
     return out
+
+
+@dataclass(frozen=True)
+class Walkthrough:
+    """A walkthrough block's run: its bash process, the directory it ran in, its data dir."""
+
+    done: subprocess.CompletedProcess[str]
+    cwd: Path
+    data_dir: Path
+
+    @property
+    def out(self) -> str:
+        return self.done.stdout + self.done.stderr
+
+
+def run_walkthrough(
+    block_id: str, tmp_path: Path, data_dir_line: str, up: str, *edits: tuple[str, str]
+) -> Walkthrough:
+    """A README walkthrough block run as written: as one bash script (its exports and
+    here-documents hold across lines), in a fresh directory, with only the changes that let
+    it share the machine with other tests: its data dir (the block's first line,
+    `data_dir_line`) moved under `tmp_path`, free ports on its one `up` command, then each
+    of `edits` (old, new: the first occurrence replaced). Its cluster is killed afterwards,
+    whatever the script did."""
+    script = block(block_id).text
+    assert script.startswith(data_dir_line) and script.count(up) == 1
+    data_dir = tmp_path / Path(data_dir_line.split("=", 1)[1].strip()).name
+    script = script.replace(data_dir_line, f"export MINIKAFKA_DATA_DIR={data_dir}\n", 1)
+    script = script.replace(up, f"{up} --port 0 --zookeeper-port 0 --admin-port 0", 1)
+    for old, new in edits:
+        assert old in script, old
+        script = script.replace(old, new, 1)
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MINIKAFKA_")}
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
+    try:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            LocalCluster(data_dir).kill_all()
+    return Walkthrough(done, cwd, data_dir)
 
 
 # Which test runs each block: "path::test function". The long-running commands are run with

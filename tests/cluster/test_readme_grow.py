@@ -5,17 +5,12 @@ broker 4 joins and takes replicas, broker 2 is drained and removed, no record is
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from minikafka.cluster import LocalCluster
-from tests.readme import block
+from tests.readme import run_walkthrough
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -25,30 +20,15 @@ DOWN = "minikafka cluster down\n"
 
 
 def test_the_readme_grow_and_shrink_walkthrough_runs_as_written(tmp_path: Path) -> None:
-    script = block("Grow, shrink and rebalance#0").text
-    assert script.startswith(DATA_DIR_LINE) and script.count(UP) == 1
-    data_dir = tmp_path / "growing"
-    script = script.replace(DATA_DIR_LINE, f"export MINIKAFKA_DATA_DIR={data_dir}\n", 1)
-    script = script.replace(UP, f"{UP} --port 0 --zookeeper-port 0 --admin-port 0", 1)
-    # Look at the cluster before it goes down.
-    script = script.replace(DOWN, "minikafka cluster status --json > status.json\n" + DOWN, 1)
-    cwd = tmp_path / "work"
-    cwd.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MINIKAFKA_")}
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env['PATH']}"
-    try:
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-    finally:
-        with contextlib.suppress(Exception):
-            LocalCluster(data_dir).kill_all()
-    out = done.stdout + done.stderr
+    run = run_walkthrough(
+        "Grow, shrink and rebalance#0",
+        tmp_path,
+        DATA_DIR_LINE,
+        UP,
+        # Look at the cluster before it goes down.
+        (DOWN, "minikafka cluster status --json > status.json\n" + DOWN),
+    )
+    done, cwd, out = run.done, run.cwd, run.out
     assert done.returncode == 0, out
     assert "broker 4 is running at " in out
     plan = json.loads((cwd / "plan.json").read_text())
