@@ -721,6 +721,8 @@ def _resource_command(
 def _changes(
     add_configs: tuple[str, ...], delete_configs: tuple[str, ...]
 ) -> tuple[dict[str, str], list[str]]:
+    """--alter's --add-config and --delete-config, parsed (a user's, a topic's or a broker's:
+    the same options and checks, as kafka-configs.sh's)."""
     if not add_configs and not delete_configs:
         raise click.UsageError(
             "At least one of --add-config or --delete-config must be specified with --alter"
@@ -876,22 +878,7 @@ def _alteration(
             "--alter changes one user's credentials at a time (as kafka-configs.sh): give one "
             "--entity-name"
         )
-    if not add_configs and not delete_configs:
-        raise click.UsageError(
-            "At least one of --add-config or --delete-config must be specified with --alter"
-        )
-    if len(add_configs) > 1:
-        raise click.UsageError(
-            "--add-config given more than once: give every config in one, comma-separated"
-        )
-    try:
-        add = parse_add_config(add_configs[0]) if add_configs else {}
-    except ConfigSyntaxError as e:
-        raise click.BadParameter(str(e), param_hint="--add-config") from None
-    try:
-        delete = parse_delete_config(delete_configs)
-    except ConfigSyntaxError as e:
-        raise click.BadParameter(str(e), param_hint="--delete-config") from None
+    add, delete = _changes(add_configs, delete_configs)
     if not add and not delete:  # Kafka's tool would send an empty request: `--add-config ,`
         raise click.BadParameter("names no config", param_hint="--add-config")
     try:
