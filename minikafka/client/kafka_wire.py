@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 from collections.abc import Sequence
 from typing import Any
 
 from minikafka.client.client_security import client_security
 from minikafka.client.wire_security import WireSecurity, wire_security
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.protocol.kafka.client_codec import exchange, parse_response, request_frame
 from minikafka.security.sasl_client import sasl_client_authenticate
 
 __all__ = ["KafkaConnection", "NetworkError", "metadata_request", "parse_response", "request_frame"]
-
-_SIZE = struct.Struct(">i")
 
 
 class NetworkError(KafkaError):
@@ -127,13 +124,7 @@ class KafkaConnection:
         assert self._streams is not None
         reader, writer = self._streams
         self._correlation_id += 1
-        writer.write(request_frame(request, self._correlation_id, self.client_id))
-        await writer.drain()
-        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
-        correlation_id, response = parse_response(request, await reader.readexactly(size))
-        if correlation_id != self._correlation_id:
-            raise OSError(f"answer {correlation_id} came where {self._correlation_id}'s was due")
-        return response
+        return await exchange(reader, writer, request, self._correlation_id, self.client_id)
 
     def _abort(self) -> None:
         streams, self._streams = self._streams, None

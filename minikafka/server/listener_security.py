@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import struct
 from collections.abc import Callable
 from functools import partial
 
 from minikafka.config.security import ListenerSecuritySettings, SecurityConfig
 from minikafka.protocol.errors import InvalidConfigError
-from minikafka.protocol.kafka.client_codec import parse_response, request_frame
+from minikafka.protocol.kafka.client_codec import CorrelationMismatchError, exchange
 from minikafka.rpc.connection import PLAINTEXT_CONNECTIONS, ConnectionSecurity
 from minikafka.security.principal import KafkaPrincipal
 from minikafka.security.sasl_client import AuthenticationFailedError
@@ -22,8 +21,6 @@ from minikafka.security.sasl_server import SaslServerConfig, ScramCredentials
 from minikafka.security.ssl_principal import NoMatchingRule, SslPrincipalMapper, ssl_principal
 from minikafka.security.tls import SslConfigError, client_context, server_context
 from minikafka.server.session import ListenerSecurity
-
-_SIZE = struct.Struct(">i")
 
 
 def listener_security(
@@ -100,12 +97,11 @@ async def sasl_client_authenticate(
 
     async def call(request: object) -> object:
         correlation_id = next(correlation_ids)
-        writer.write(request_frame(request, correlation_id, "minikafka-broker"))
-        await writer.drain()
-        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
-        got, response = parse_response(request, await reader.readexactly(size))
-        if got != correlation_id:
-            raise AuthenticationFailedError(f"SASL answer out of step ({got} != {correlation_id})")
-        return response
+        try:
+            return await exchange(reader, writer, request, correlation_id, "minikafka-broker")
+        except CorrelationMismatchError as e:
+            raise AuthenticationFailedError(
+                f"SASL answer out of step ({e.got} != {e.expected})"
+            ) from None
 
     await authenticate(mechanism, username, password, call)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import struct
 from typing import Any
 
 from confluent_kafka.admin import (
@@ -25,7 +24,6 @@ from kio.static.primitive import i8
 from minikafka.client.kafka_wire import KafkaConnection
 from minikafka.client.wire_security import PLAINTEXT_WIRE, wire_security
 from minikafka.cluster import LocalCluster
-from minikafka.protocol.kafka.client_codec import parse_response, request_frame
 from tests.cluster.conftest import wait_until
 
 Acl = tuple[str, str, str, str, str, str, str]
@@ -63,17 +61,6 @@ def as_user(cluster: LocalCluster, user: str, password: str, **extra: Any) -> di
 
 def tls_context(cluster: LocalCluster) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=ca(cluster))
-
-
-async def exchange(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Any, correlation_id: int
-) -> Any:
-    writer.write(request_frame(request, correlation_id, "test"))
-    await writer.drain()
-    (size,) = struct.unpack(">i", await reader.readexactly(4))
-    got, response = parse_response(request, await reader.readexactly(size))
-    assert got == correlation_id
-    return response
 
 
 def acl(b: AclBinding) -> Acl:

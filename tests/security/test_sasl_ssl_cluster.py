@@ -33,7 +33,7 @@ from confluent_kafka.admin import (
 
 from minikafka.cluster import LocalCluster
 from minikafka.protocol.errors import ErrorCode
-from minikafka.protocol.kafka.client_codec import request_frame
+from minikafka.protocol.kafka.client_codec import exchange, request_frame
 from minikafka.rpc import messages as m
 from minikafka.rpc.framing import RequestHeader, encode_request
 from minikafka.security.sasl_client import AuthenticationFailedError
@@ -41,7 +41,7 @@ from minikafka.server.listener_security import sasl_client_authenticate
 from tests.cluster.conftest import started_cluster, wait_until
 from tests.cluster.helpers import http_get
 from tests.rpc.test_framing import SAMPLES as RPC_SAMPLES
-from tests.security.helpers import add_user, as_user, ca, exchange, grant, tls_context
+from tests.security.helpers import add_user, as_user, ca, grant, tls_context
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -290,7 +290,7 @@ def test_what_does_not_authenticate_gets_kafkas_errors_and_a_closed_connection(
 
         # A mechanism the listener does not enable: the ones it does, then closed.
         reader, writer = await connect()
-        answer = await exchange(reader, writer, SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        answer = await exchange(reader, writer, SaslHandshakeRequest(mechanism="PLAIN"), 1, "test")
         assert answer.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
         assert set(answer.mechanisms) == {"SCRAM-SHA-512", "SCRAM-SHA-256"}
         assert await closed(reader)
@@ -314,8 +314,12 @@ def test_what_does_not_authenticate_gets_kafkas_errors_and_a_closed_connection(
         # Garbage and oversized SCRAM tokens: SASL_AUTHENTICATION_FAILED, closed.
         for token in (b"\x00garbage\xff", b"n,,n=alice,r=" + b"A" * 100_000):
             reader, writer = await connect()
-            await exchange(reader, writer, SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1)
-            answer = await exchange(reader, writer, SaslAuthenticateRequest(auth_bytes=token), 2)
+            await exchange(
+                reader, writer, SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1, "test"
+            )
+            answer = await exchange(
+                reader, writer, SaslAuthenticateRequest(auth_bytes=token), 2, "test"
+            )
             assert answer.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
             assert await closed(reader)
 

@@ -4,6 +4,7 @@ client sends, and a response frame back as kio's entity. For the tools' own conn
 
 from __future__ import annotations
 
+import asyncio
 import io
 import struct
 from typing import Any
@@ -46,3 +47,33 @@ def parse_response(request: Any, frame: bytes) -> tuple[int, Any]:
         offset += 1  # the header's tagged fields: brokers send none
     value, _ = entity_reader(rtype)(memoryview(frame), offset)
     return correlation_id, value
+
+
+class CorrelationMismatchError(OSError):
+    """A response came with another correlation id than the request's: the connection is out
+    of step with its requests (a late answer to an earlier one), so it cannot be used on."""
+
+    def __init__(self, got: int, expected: int) -> None:
+        super().__init__(f"answer {got} came where {expected}'s was due")
+        self.got = got
+        self.expected = expected
+
+
+async def exchange(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    request: Any,
+    correlation_id: int,
+    client_id: str | None,
+) -> Any:
+    """Send `request` (a kio request entity) and read the next response frame as its kio
+    response entity. CorrelationMismatchError when that frame answers another request;
+    asyncio.IncompleteReadError when the stream ends first. No timeout: the caller bounds
+    the wait (and drops the connection when it passes)."""
+    writer.write(request_frame(request, correlation_id, client_id))
+    await writer.drain()
+    (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+    got, response = parse_response(request, await reader.readexactly(size))
+    if got != correlation_id:
+        raise CorrelationMismatchError(got, correlation_id)
+    return response
