@@ -35,7 +35,14 @@ from confluent_kafka import (
     Producer,
 )
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
@@ -175,6 +182,26 @@ def consuming(servers: str, props: Mapping[str, Any] | None = None) -> Iterator[
 def admin_client(servers: str) -> AdminClient:
     """librdkafka's AdminClient (it has nothing to close)."""
     return new_admin(client_config(servers, {}))
+
+
+def set_configs(
+    cluster: LocalCluster, kind: ResourceType, name: str, configs: Mapping[str, str | None]
+) -> None:
+    """IncrementalAlterConfigs from confluent-kafka: SET each value, DELETE each None."""
+    entries = [
+        ConfigEntry(
+            k,
+            v,
+            incremental_operation=AlterConfigOpType.SET
+            if v is not None
+            else AlterConfigOpType.DELETE,
+        )
+        for k, v in configs.items()
+    ]
+    resource = ConfigResource(kind, name, incremental_configs=entries)
+    admin = admin_client(cluster.bootstrap_servers)  # alive until the answer is in
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
 
 
 def deliver(

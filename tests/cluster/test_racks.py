@@ -3,7 +3,9 @@ DescribeCluster carry it to unmodified clients, and topics and added partitions 
 rack-aware replica placement (`AdminUtils.assignReplicasToBrokers`), or Kafka's refusal when
 only some brokers have a rack. And KIP-392: with `replica.selector.class` rack-aware, a
 librdkafka consumer with `client.rack` reads the follower on its rack (the leader answers
-its Fetch with a preferred read replica), a follower behind its fetch offset is passed over.
+its Fetch with a preferred read replica), a follower behind its fetch offset is passed over,
+and a consumer goes back to the leader when its follower is lost or answers that the fetch
+offset is past its log end (OFFSET_OUT_OF_RANGE), reading every record once.
 
 The shared cluster has three brokers on two racks (a, a, b), made by `LocalCluster(racks=)`
 as `minikafka cluster up --racks a,a,b` makes it: with a replication factor of 2, every
@@ -14,15 +16,17 @@ partition must have one replica on each rack, which the rack-unaware placement d
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import NewPartitions
+from confluent_kafka.admin import ConfigResource, NewPartitions, ResourceType
 from prometheus_client.parser import text_string_to_metric_families
 
 from minikafka.client.librdkafka import consume_ready
@@ -43,6 +47,7 @@ from tests.cluster.helpers import (
     partition_states,
     run_cli,
     send_values,
+    set_configs,
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -340,3 +345,125 @@ async def test_a_follower_behind_the_fetch_offset_is_passed_over_until_it_catche
     finally:
         if racked.is_paused(3):
             racked.resume(3)
+
+
+# --- KIP-392: back to the leader ----------------------------------------------------------------
+
+
+class LogLines(logging.Logger):
+    """librdkafka's log lines (its `logger` property, served in poll())."""
+
+    def __init__(self) -> None:
+        super().__init__(f"librdkafka.{uuid.uuid4().hex[:8]}", logging.DEBUG)
+        self.lines: list[str] = []
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        self.lines.append(str(msg) % args if args else str(msg))
+
+
+THROTTLE = "leader.replication.throttled.rate"
+
+
+def broker_config(cluster: LocalCluster, broker_id: int, name: str) -> str | None:
+    """The value of config `name` in force on the broker (DescribeConfigs, which
+    librdkafka sends to that broker)."""
+    admin = admin_client(cluster.bootstrap_servers)  # alive until the answer
+    resource = ConfigResource(ResourceType.BROKER, str(broker_id))
+    (future,) = admin.describe_configs([resource]).values()
+    value: str | None = future.result(30)[name].value
+    return value
+
+
+async def test_a_consumer_whose_follower_freezes_goes_back_to_the_leader(
+    racked: LocalCluster,
+) -> None:
+    """Broker 3 frozen (SIGSTOP) while a consumer on its rack reads from it, for longer than
+    its ZooKeeper session: librdkafka gives up on the fetch the frozen broker never answers
+    (socket.timeout.ms), reverts to the leader (its broker-down path), and the leader, for
+    which 3 is gone, serves the consumer itself. Every record once, in order. Broker 3 then
+    comes back on a new session and rejoins the ISR."""
+    topic = await led_by_1_followed_by_3(racked)
+    servers = bootstrap(racked, exclude=[3])
+    await asyncio.to_thread(send_values, servers, topic, values(50))
+    epoch = racked.registrations()[3].epoch
+    # A frozen broker's fetch is given up after socket.timeout.ms (+ fetch.wait.max.ms):
+    # librdkafka's default of a minute would make a long test.
+    with consuming(servers, {"client.rack": "b", "socket.timeout.ms": 3000}) as consumer:
+        consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+        before = await asyncio.to_thread(poll_records, consumer, 50)
+        assert bytes_out(racked, 1, topic)[0] == 0  # read from 3
+        racked.pause(3)
+        try:
+            racked.expire_session(3)  # as a pause past zookeeper.session.timeout.ms would
+            await asyncio.to_thread(send_values, servers, topic, values(50, 50))
+            after = await asyncio.to_thread(poll_records, consumer, 50, 30.0)
+        finally:
+            racked.resume(3)
+    assert [(r.offset, r.value) for r in before + after] == list(enumerate(values(100)))
+    assert bytes_out(racked, 1, topic)[0] > 0  # the leader served the rest
+    racked.wait_for_registered([3], 30, newer_than={3: epoch})
+    wait_until(lambda: partition_states(racked, topic, 1)[0].isr == (1, 3), 30, "ISR [1, 3]")
+    assert bytes_out(racked, 3, topic)[1] > 0
+
+
+async def test_a_consumer_past_its_followers_log_end_goes_back_to_the_leader(
+    racked: LocalCluster,
+) -> None:
+    """Broker 3 out of the ISR and held behind by the leader's replication throttle (alive,
+    answering): a consumer on its rack, sent to it, seeks past 3's log end. Broker 3 answers
+    OFFSET_OUT_OF_RANGE, librdkafka takes it as the follower being behind ("reverting to
+    leader"), not as an offset to reset, and the leader, which does not name a follower
+    without the fetch offset, serves the records: each one once, none skipped."""
+    topic = new_name()
+    # Partition 1 (followed by 2, in sync) only feeds the leader's throttle rate.
+    await create_topic(
+        racked,
+        topic,
+        -1,
+        -1,
+        {"leader.replication.throttled.replicas": "*"},
+        assignment={0: [1, 3], 1: [1, 2]},
+    )
+    wait_until(
+        lambda: [s.leader for s in partition_states(racked, topic, 2).values()] == [1, 1],
+        30,
+        "leader 1",
+    )
+    servers = bootstrap(racked, exclude=[3])
+    await asyncio.to_thread(send_values, servers, topic, values(50), partitions=[0] * 50)
+    log = LogLines()
+    set_configs(racked, ResourceType.BROKER, "1", {THROTTLE: "1"})
+    try:
+        wait_until(lambda: broker_config(racked, 1, THROTTLE) == "1", 30, "the throttle in force")
+        with consuming(servers, {"client.rack": "b", "logger": log}) as consumer:
+            consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+            before = await asyncio.to_thread(poll_records, consumer, 50)
+            assert bytes_out(racked, 1, topic)[0] == 0  # read from 3
+            racked.pause(3)
+            try:
+                # The fetch 3 has waiting at the leader may take the first record along;
+                # the rest are written once 3 is out of the ISR, and stay on the leader.
+                await asyncio.to_thread(
+                    send_values, servers, topic, values(1, 50), {"acks": 1}, partitions=[0]
+                )
+                wait_until(lambda: partition_states(racked, topic, 2)[0].isr == (1,), 30, "ISR [1]")
+                await asyncio.to_thread(
+                    send_values, servers, topic, values(49, 51), {"acks": 1}, partitions=[0] * 49
+                )
+                # Throttled bytes to 2 (in sync, never held back) put the leader's rate
+                # over its 1 B/s for the next ~10 s: 3, out of the ISR, gets nothing.
+                await asyncio.to_thread(send_values, servers, topic, [b"x"], partitions=[1])
+            finally:
+                racked.resume(3)
+            consumer.seek(KafkaTopicPartition(topic, 0, 80))
+            after = await asyncio.to_thread(poll_records, consumer, 20, 30.0)
+    finally:
+        set_configs(racked, ResourceType.BROKER, "1", {THROTTLE: None})
+    assert [(r.offset, r.value) for r in before] == list(enumerate(values(50)))
+    assert [(r.offset, r.value) for r in after] == list(
+        zip(range(80, 100), values(20, 80), strict=True)
+    )
+    reverted = [line for line in log.lines if "reverting to leader" in line]
+    assert reverted and "fetching from broker 3 (leader 1)" in reverted[0], log.lines
+    assert bytes_out(racked, 1, topic)[0] > 0  # the leader served offsets 80 to 99
+    wait_until(lambda: partition_states(racked, topic, 2)[0].isr == (1, 3), 30, "ISR [1, 3]")

@@ -23,7 +23,14 @@ from confluent_kafka.admin import (
 
 from minikafka.cluster import LocalCluster
 from tests.cluster.conftest import started_cluster, wait_until
-from tests.cluster.helpers import admin_client, create_topic, http_get, run_cli, send_values
+from tests.cluster.helpers import (
+    admin_client,
+    create_topic,
+    http_get,
+    run_cli,
+    send_values,
+    set_configs,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -172,26 +179,6 @@ def test_a_throttled_move_catches_up_at_the_rate_and_an_unthrottled_one_is_not_s
     assert zk.get_topic_config(slow) == {}
     for broker in (1, 2, 3):
         assert zk.get_broker_config(str(broker)) == {}
-
-
-def set_configs(
-    cluster: LocalCluster, kind: ResourceType, name: str, configs: dict[str, str | None]
-) -> None:
-    """IncrementalAlterConfigs from confluent-kafka: SET each value, DELETE each None."""
-    entries = [
-        ConfigEntry(
-            k,
-            v,
-            incremental_operation=AlterConfigOpType.SET
-            if v is not None
-            else AlterConfigOpType.DELETE,
-        )
-        for k, v in configs.items()
-    ]
-    resource = ConfigResource(kind, name, incremental_configs=entries)
-    admin = admin_client(cluster.bootstrap_servers)  # alive until the answer is in
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
 
 
 @pytest.mark.parametrize("side", ["leader", "follower"])

@@ -268,10 +268,13 @@ def test_produce_errors_are_kafkas_and_leave_the_log_unchanged(cluster: LocalClu
         assert old.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         # From v11 a follower serves it too (KIP-392), up to the HW it knows; an offset past
         # its log end is out of range. A Fetch error comes with an empty record set, never a
-        # null one (librdkafka cannot parse a null one, and would retry at once, forever).
+        # null one (librdkafka cannot parse a null one, and would retry at once, forever),
+        # and unknown offsets, as Kafka's (librdkafka then goes back to the leader).
         fetched = w.call(fetch_from_start("t", 1000))
         part = fetched.responses[0].partitions[0]
         assert (part.error_code, part.records) == (ErrorCode.OFFSET_OUT_OF_RANGE, b"")
+        offsets = (part.high_watermark, part.last_stable_offset, part.log_start_offset)
+        assert offsets == (-1, -1, -1)
         # Metadata for a missing topic, without auto-creation: UNKNOWN_TOPIC_OR_PARTITION.
         meta = w.call(
             MetadataRequest(

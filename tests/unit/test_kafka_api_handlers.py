@@ -144,6 +144,7 @@ class FakeApis:
         self.controller = FakeController()
         self.fetch_clients: list[ClientMetadata | None] = []
         self.preferred_read_replica = -1  # what fetch answers
+        self.fetch_error = ErrorCode.NONE  # what fetch answers every partition
 
     def now_ms(self) -> int:
         return 1_700_000_000_000
@@ -194,18 +195,25 @@ class FakeApis:
                 m.FetchTopicResponse(
                     t.name,
                     [
-                        m.FetchPartitionResponse(
-                            p.partition, 0, 10, 2, 12, b"batch", self.preferred_read_replica
-                        )
-                        if readable is None or readable(t.name)
-                        else m.FetchPartitionResponse(
-                            p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None
-                        )
+                        self._fetched(p.partition, readable is None or readable(t.name))
                         for p in t.partitions
                     ],
                 )
                 for t in req.topics
             ],
+        )
+
+    def _fetched(self, partition: int, readable: bool) -> m.FetchPartitionResponse:
+        if not readable:
+            return m.FetchPartitionResponse(
+                partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1, None
+            )
+        if self.fetch_error != ErrorCode.NONE:
+            # With the replica's ends, as the replica manager answers an offset out of range
+            # (its followers and tools use them).
+            return m.FetchPartitionResponse(partition, self.fetch_error, 10, 2, 12, None)
+        return m.FetchPartitionResponse(
+            partition, 0, 10, 2, 12, b"batch", self.preferred_read_replica
         )
 
     async def list_offsets(self, req: m.ListOffsetsRequest) -> m.ListOffsetsResponse:
@@ -651,6 +659,30 @@ def test_a_consumers_rack_and_its_preferred_read_replica_from_fetch_v11(version:
         assert p.preferred_read_replica == 3
     else:
         assert client is None
+
+
+@pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
+def test_a_fetch_error_carries_unknown_offsets(version: int) -> None:
+    """As Kafka's readFromLocalLog: an errored partition's HW, last stable offset and log
+    start are -1, whatever the replica knows. librdkafka goes back to the leader after a
+    follower's OFFSET_OUT_OF_RANGE only for a fetch offset past the HW it is sent: with
+    the follower's own HW, an offset below the follower's log start would be reset."""
+    body = sample(request_type(1, version))
+    if version >= 15:
+        body = dataclasses.replace(
+            body, replica_state=dataclasses.replace(body.replica_state, replica_id=-1)
+        )
+    else:
+        body = dataclasses.replace(body, replica_id=-1)
+    fake = FakeApis()
+    fake.fetch_error = ErrorCode.OFFSET_OUT_OF_RANGE
+    response, _ = run(body, fake)
+    (p,) = [p for t in response.responses for p in t.partitions]
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert (p.high_watermark, p.last_stable_offset) == (-1, -1)
+    if version >= 5:
+        assert p.log_start_offset == -1
+    assert p.records in (None, b"")
 
 
 def test_a_transactional_produce_is_refused() -> None:

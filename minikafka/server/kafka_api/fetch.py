@@ -119,8 +119,12 @@ class FetchApis(ApiFamily):
                     FetchPartitionData(
                         p.partition,
                         p.error_code,
-                        p.high_watermark,
-                        p.log_start_offset,
+                        # Unknown (-1) with any error, as Kafka's readFromLocalLog answers:
+                        # librdkafka takes a follower's OFFSET_OUT_OF_RANGE as the follower
+                        # being behind (back to the leader) only for an offset past this HW,
+                        # and resets the offset otherwise (the replica's ends stay internal).
+                        p.high_watermark if p.error_code == ErrorCode.NONE else -1,
+                        p.log_start_offset if p.error_code == ErrorCode.NONE else -1,
                         # Empty, never null, records on an error, as Kafka's MemoryRecords.EMPTY:
                         # librdkafka fails to parse a null record set.
                         b"" if p.records is None else cast(RecordsChunk, p.records),
