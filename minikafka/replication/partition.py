@@ -109,11 +109,14 @@ class Partition:
 
     def make_leader(self, st: LeaderAndIsrPartitionState) -> None:
         """§7.5."""
+        new_leader = not self.is_leader
         self._apply_state(st)
         leo = self.log.log_end_offset
         # The epoch starts at the current LEO; followers reconcile against it (§9).
         self.log.leader_epoch_cache.assign(st.leader_epoch, leo)
-        self.replica_state.become_leader(st.replicas, st.isr, leo, self._clock.now_ms())
+        self.replica_state.become_leader(
+            st.replicas, st.isr, leo, self._clock.now_ms(), new_leader=new_leader
+        )
         self.maybe_increment_high_watermark()
         log.info(
             "%s: leader in epoch %d, ISR %s, LEO %d, HW %d",

@@ -89,12 +89,19 @@ class LeaderReplicaState:
         isr: Iterable[int],
         leader_log_end_offset: int,
         now_ms: int,
+        *,
+        new_leader: bool = True,
     ) -> None:
+        """§7.5. `new_leader`: this broker did not lead the partition until now. A new
+        epoch on the same leader (the controller took a dead follower out of the ISR, or a
+        reassignment) keeps what the leader knows of each follower's log, as Kafka's
+        makeLeader resets the remote replicas' offsets only when it is a new leader: a
+        caught-up follower whose fetch is answered without being re-read (an idle session
+        partition) must not leave its LEO unknown and the HW held back."""
         isr_set = set(isr)
         self.leader_epoch_start_offset = leader_log_end_offset
-        # Non-empty when this broker led until now (a new epoch from the controller, e.g. a
-        # dead follower removed from the ISR): a follower out of the new ISR starts over
-        # at 0, but when it was last caught up is still known.
+        # Non-empty when this broker led until now, or before it went offline: the rule's
+        # clock starts over, but when a follower was last caught up is still known.
         before = self.followers
         self.followers = {}
         for r in replicas:
@@ -105,6 +112,9 @@ class LeaderReplicaState:
             old = before.get(r)
             if old is not None:
                 st.caught_up_before_ms = old.last_known_caught_up_ms
+                if not new_leader:
+                    st.log_end_offset = old.log_end_offset
+                    st.log_start_offset = old.log_start_offset
             self.followers[r] = st
 
     def update_assignment(self, replicas: Iterable[int]) -> None:

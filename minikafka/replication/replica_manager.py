@@ -716,9 +716,21 @@ class ReplicaManager:
         )
         if session is None:
             return INVALID_SESSION_ID
-        for tp in cached:
-            self._settle(session, req.replica_id, tp, settled[tp])
+        for tp, cp in cached.items():
+            # A partition that moved after its last read (between the delayed fetch's
+            # completing check and now) notified no session yet: it is not settled, or
+            # it would go idle with news its fetcher never got.
+            done = settled[tp] and not self._moved_while_idle(
+                tp, cp, req.replica_id, self._follower_state(tp, req.replica_id)
+            )
+            self._settle(session, req.replica_id, tp, done)
         return session.id
+
+    def _follower_state(self, tp: TopicPartition, replica_id: int) -> FollowerState | None:
+        p = self.partitions.get(tp)
+        if p is None or replica_id < 0:
+            return None
+        return p.replica_state.followers.get(replica_id)
 
     def _settle(
         self,
@@ -729,8 +741,7 @@ class ReplicaManager:
     ) -> None:
         state = None
         if done and replica_id >= 0:
-            p = self.partitions.get(tp)
-            state = p.replica_state.followers.get(replica_id) if p is not None else None
+            state = self._follower_state(tp, replica_id)
             # A follower partition is idle only with a fetch state to refresh.
             done = state is not None
         session.settle(tp, done, state)

@@ -237,3 +237,41 @@ async def test_a_partition_that_moves_as_the_fetch_completes_is_not_left_idle(
     second = answered(await rm.fetch_messages(incremental(-1, sid, 2, 0)))
     assert first[T1] == (ErrorCode.NONE, 1, True)
     assert first.get(T0, (0, 0, False))[2] or second.get(T0, (0, 0, False))[2]
+
+
+async def test_a_partition_that_moves_as_a_full_fetch_completes_is_not_left_idle(
+    rm: ReplicaManager,
+) -> None:
+    """The same race for the full fetch that creates the session: a caught-up follower's
+    t-0 was read settled before its append, which landed after the purgatory's check but
+    before the session existed to be told. The new session must not hold t-0 idle: the
+    follower's next fetch, at the same offset, gets the records."""
+    await lead(rm, isr=[1, FOLLOWER])
+    parts = [FetchPartition(tp.partition, 0, 1 << 20) for tp in (T0, T1)]
+    full = FetchRequest(
+        FOLLOWER, LONG_POLL_MS, 1, 1 << 20, [FetchTopic("t", parts)], session_epoch=0
+    )
+    fetch = asyncio.create_task(rm.fetch_messages(full))
+    for _ in range(100):
+        if rm.purgatory.watched(T0) == 1:
+            break
+        await asyncio.sleep(0)
+    else:
+        pytest.fail("the full fetch did not wait")
+    await append(rm, T1, b"y")  # the check that completes the fetch runs next ...
+    late = asyncio.create_task(append(rm, T0, b"x"))  # ... this append right after it
+    resp = await fetch
+    await late
+    assert resp.session_id != 0 and answered(resp)[T1] == (ErrorCode.NONE, 0, True)
+    if answered(resp)[T0][2]:
+        return  # the records made it into this response after all
+    again = FetchRequest(
+        FOLLOWER,
+        0,
+        1,
+        1 << 20,
+        [FetchTopic("t", [FetchPartition(1, 1, 1 << 20)])],  # t-1 moved on; t-0 did not
+        session_id=resp.session_id,
+        session_epoch=1,
+    )
+    assert answered(await rm.fetch_messages(again)).get(T0, (0, 0, False))[2]

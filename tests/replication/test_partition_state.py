@@ -173,3 +173,21 @@ def test_failed_propagation_is_retried_with_the_next_batch() -> None:
     prop.put_back(taken)
     prop.record_change(b, 20)
     assert prop.take_if_due(31) == [a, b]
+
+
+def test_a_new_epoch_on_the_same_leader_keeps_each_followers_log_end() -> None:
+    """Kafka's makeLeader resets the remote replicas' offsets only for a new leader: a
+    follower's fetch answered from an idle session (not re-read) must not leave its LEO
+    unknown, which would hold the HW back until its next listed fetch."""
+    s = leader(leo=10, now=100_000)
+    s.followers[2].update_fetch_state(10, 3, leader_end_offset=10, now_ms=101_000)
+    s.followers[3].update_fetch_state(7, 0, leader_end_offset=10, now_ms=101_000)
+    s.become_leader((1, 2, 3, 4), (1, 2, 3), 10, 103_000, new_leader=False)
+    assert (s.followers[2].log_end_offset, s.followers[2].log_start_offset) == (10, 3)
+    assert s.followers[3].log_end_offset == 7
+    assert s.followers[4].log_end_offset == UNKNOWN_OFFSET  # a replica being added
+    assert s.followers[2].last_caught_up_time_ms == 103_000  # the clock still starts over
+    assert s.high_watermark_candidate(10, {1, 2, 3}, 103_000) == 7
+    # A broker that leads again after leading someone else's epoch knows nothing.
+    s.become_leader((1, 2, 3), (1, 2, 3), 10, 104_000)
+    assert s.followers[2].log_end_offset == UNKNOWN_OFFSET
