@@ -742,8 +742,12 @@ class ReplicaManager:
         state = None
         if done and replica_id >= 0:
             state = self._follower_state(tp, replica_id)
-            # A follower partition is idle only with a fetch state to refresh.
-            done = state is not None
+            cp = session.partitions.get(tp)
+            # A follower partition is idle only with a fetch state to refresh, one that
+            # knows the follower is at its fetch offset: a read that did not update it (in a
+            # delayed fetch's wait) after a reset (a new leader) leaves it dirty, so its next
+            # fetch updates it; idle, its LEO would stay unknown and hold the HW back.
+            done = state is not None and cp is not None and state.log_end_offset == cp.fetch_offset
         session.settle(tp, done, state)
 
     def _moved_while_idle(
@@ -762,9 +766,12 @@ class ReplicaManager:
             return True
         if replica_id < 0:
             return False
+        follower = p.replica_state.followers.get(replica_id)
         return (
             lg.log_end_offset != cp.fetch_offset
-            or p.replica_state.followers.get(replica_id) is not state
+            or follower is None
+            or follower is not state
+            or follower.log_end_offset != cp.fetch_offset
             or replica_id not in p.isr
         )
 

@@ -16,6 +16,7 @@ from minikafka.clock import ManualClock
 from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.protocol.errors import ErrorCode
+from minikafka.replication.partition_state import FollowerState
 from minikafka.replication.purgatory import FetchSessionKey
 from minikafka.replication.replica_manager import ReplicaManager
 from minikafka.rpc.messages import (
@@ -275,3 +276,26 @@ async def test_a_partition_that_moves_as_a_full_fetch_completes_is_not_left_idle
         session_epoch=1,
     )
     assert answered(await rm.fetch_messages(again)).get(T0, (0, 0, False))[2]
+
+
+async def test_a_follower_whose_fetch_state_is_stale_is_not_left_idle(
+    rm: ReplicaManager,
+) -> None:
+    """A caught-up follower's partition read only inside a delayed fetch's wait (where its
+    fetch state is not updated) after its state was reset (as a new leader's is) must stay
+    dirty: idle, its LEO would stay unknown to the leader, holding the HW back."""
+    await lead(rm, isr=[1, FOLLOWER])
+    sid = await open_session(rm, FOLLOWER)
+    session = rm.fetch_sessions.get(sid)
+    assert session is not None and set(session.idle) == {T0, T1}
+    p = rm.partitions[T0]
+    p.replica_state.followers[FOLLOWER] = FollowerState(FOLLOWER)  # LEO unknown
+    fetch = asyncio.create_task(rm.fetch_messages(incremental(FOLLOWER, sid, 1, 50)))
+    await parked(rm, sid)
+    rm.purgatory.notify(T0)  # read while waiting: nothing new, state not updated
+    resp = await fetch
+    assert resp.error_code == ErrorCode.NONE and resp.topics == []
+    assert T0 in session.dirty and T0 not in session.idle
+    await rm.fetch_messages(incremental(FOLLOWER, sid, 2, 0))
+    assert p.replica_state.followers[FOLLOWER].log_end_offset == 0
+    assert T0 in session.idle
