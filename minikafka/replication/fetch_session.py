@@ -15,9 +15,10 @@ what consumers send.
 Beyond Kafka, a leader session tracks which of its partitions are *dirty*: listed in a
 request, moved since they were last read (an append, a HW or log start change, a role
 change: the replica manager calls `FetchSessionCache.mark_dirty`), or not yet settled
-(behind, in error, not in the ISR). Only dirty partitions are read on an incremental fetch;
-the rest are *idle*: a follower fetching at the leader's LEO, whose fetch state the replica
-manager refreshes in one tight loop (`FollowerState`s in `FetchSession.idle`). So an idle
+(behind, in error, not in the ISR, or a fetch state on the leader that does not know the
+follower's offset yet). Only dirty partitions are read on an incremental fetch; the rest
+are *idle*: a follower fetching at the leader's LEO, whose fetch state the replica manager
+refreshes in one tight loop (`FollowerState`s in `FetchSession.idle`). So an idle
 partition costs two attribute writes per fetch and nothing on the wire; and, as a safety
 net, a few comparisons every `check_ms` (`FetchSession.due_for_check`).
 
