@@ -186,6 +186,13 @@ class ComposeCluster:
         for image in self.built_images(dangling=True):
             _run(["docker", "image", "rm", image])
 
+    def remove(self, service: str, *volumes: str) -> None:
+        """The service's container stopped and removed, and the named volumes given (by the
+        compose file's names) deleted: the project as if the service had never run."""
+        self.compose("rm", "--stop", "--force", service, timeout=120)
+        for volume in volumes:
+            _run(["docker", "volume", "rm", "--force", f"{self.name}_{volume}"])
+
     def logs(self, service: str | None = None, tail: int = 200) -> str:
         args = ["logs", "--no-color", "--tail", str(tail)]
         return self.compose(*args, *([service] if service else []), check=False)
