@@ -664,13 +664,16 @@ def test_the_readme_scale_out_onto_broker4_and_drain_it(
     block_commands = commands(block("Break it#3").text)
     assert block_commands[-1] == f"docker compose --profile {GROW_PROFILE} stop {service}"
     before: tuple[int, ...] = ()
+    checked: list[str] = []  # the steps whose outcome was checked, in order
     try:
         for command in block_commands:
             output = run(command)
             if command == "docker compose up -d --wait":
+                checked.append("up")
                 assert {s: p.container(s) for s in defaults} == containers
                 assert p.compose("ps", "--all", "--quiet", service).strip() == ""
             elif command.startswith(f"docker compose --profile {GROW_PROFILE} up -d --wait"):
+                checked.append("grow")
                 health = p.state(service).get("Health")
                 assert isinstance(health, dict) and health["Status"] == "healthy"
                 registered = p.zk().get_all_brokers()
@@ -685,17 +688,22 @@ def test_the_readme_scale_out_onto_broker4_and_drain_it(
                 assert not [r for r in replicas.values() if grow in r], "not empty"
                 before = replicas[tp]
             elif "--verify --reassignment-json-file onto4.json" in command:
+                checked.append("moved")
                 assert replicas_by_partition(p)[tp] == (grow, 2, 3)
                 assert grow in isr(p, tp.topic, tp.partition)
             elif command.startswith("minikafka leader-election"):
+                checked.append("leads")
                 assert leader(p, tp.topic, tp.partition) == grow
             elif "--verify --reassignment-json-file rollback.json" in command:
+                checked.append("drained")
                 replicas = replicas_by_partition(p)
                 assert replicas[tp] == before
                 assert not [r for r in replicas.values() if grow in r], "drained"
                 assert leader(p, tp.topic, tp.partition) != grow
             elif "| wc -l" in command:
+                checked.append("read")
                 assert output.split()[-1:] == ["1000"], output
+        assert checked == ["up", "grow", "moved", "leads", "drained", "read"]
         state = p.state(service)
         assert state["Status"] == "exited" and state["ExitCode"] == 0
         assert "controlled shutdown succeeded" in p.logs(service)
