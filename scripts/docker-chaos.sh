@@ -15,7 +15,9 @@
 #                through the brokers: no command)
 #   TIME_LIMIT   seconds of workload (default 60)
 #   BOOTSTRAP    default: the brokers' published EXTERNAL ports, localhost:9092,9093,9094
-#                (moved with MINIKAFKA_BROKER{1,2,3}_PORT, as in docker-compose.yml)
+#                (moved with MINIKAFKA_BROKER{1,2,3}_PORT, as in docker-compose.yml); a
+#                broker4 started with the grow profile is found from there (chaos faults
+#                the brokers registered in ZooKeeper, and docker-fault.sh takes 4)
 #   ZOOKEEPER    default localhost:2181 (MINIKAFKA_ZOOKEEPER_PORT moves it)
 #   NO_UP=1      do not run `docker compose up -d --wait` first
 #   COMPOSE      the compose command (default: docker compose); COMPOSE_PROJECT_NAME picks

@@ -3,7 +3,8 @@
 #
 #   scripts/docker-fault.sh OP TARGET
 #
-#   TARGET   a broker id (1, 2, 3), a service name (broker2), or zookeeper
+#   TARGET   a broker id (1, 2, 3; 4 once the grow profile's broker4 was started), a
+#            service name (broker2), or zookeeper
 #   OP       kill      SIGKILL (a crash: no controlled shutdown; the container stays down)
 #            stop      SIGTERM: controlled shutdown and a clean close (stays down)
 #            start     start a stopped or killed container (no-op if running)
@@ -30,7 +31,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,29s/^# \{0,1\}//p' "$0" >&2
+    sed -n '2,30s/^# \{0,1\}//p' "$0" >&2
     exit 64
 }
 
@@ -53,7 +54,10 @@ esac
 
 container=$("${compose[@]}" ps --all --quiet "$service" 2>/dev/null | head -n 1 || true)
 if [ -z "$container" ]; then
-    echo "docker-fault: no container for service $service; is the cluster up (docker compose up -d --wait)?" >&2
+    # broker4 is in the grow profile: a plain `up` does not create it.
+    start="docker compose up -d --wait"
+    if [ "$service" = broker4 ]; then start="docker compose --profile grow up -d --wait broker4"; fi
+    echo "docker-fault: no container for service $service; is it up ($start)?" >&2
     exit 1
 fi
 

@@ -31,7 +31,12 @@ from minikafka.zk.server import pick_free_port
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BASE_IMAGE = "debian:bookworm-slim"
+# The brokers `docker compose up` starts; GROW_BROKERS are those of the `grow` profile
+# (docker-compose.yml's broker4), started only when named, to scale the cluster out.
 BROKERS = (1, 2, 3)
+GROW_PROFILE = "grow"
+GROW_BROKERS = (4,)
+ALL_BROKERS = (*BROKERS, *GROW_BROKERS)
 SECURE_OVERRIDE = "docker-compose.secure.yml"
 # Where docker-compose.secure.yml's `security` service leaves the host client's files.
 SECURE_CLIENT_DIR = "/etc/minikafka/certs/client"
@@ -104,8 +109,10 @@ class ComposeCluster:
         self.admin_token = f"token-{uuid.uuid4().hex}" if secure else None
         self._client_dir: Path | None = None
         self.zookeeper_port = pick_free_port("127.0.0.1")
-        self.broker_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
-        self.admin_ports = {b: pick_free_port("127.0.0.1") for b in BROKERS}
+        # Every broker's, the grow profile's too: a fourth broker started in this project
+        # must not take the compose file's default ports, which another project may hold.
+        self.broker_ports = {b: pick_free_port("127.0.0.1") for b in ALL_BROKERS}
+        self.admin_ports = {b: pick_free_port("127.0.0.1") for b in ALL_BROKERS}
         self.env = {
             **os.environ,
             "COMPOSE_PROJECT_NAME": self.name,
@@ -179,6 +186,13 @@ class ComposeCluster:
         for image in self.built_images(dangling=True):
             _run(["docker", "image", "rm", image])
 
+    def remove(self, service: str, *volumes: str) -> None:
+        """The service's container stopped and removed, and the named volumes given (by the
+        compose file's names) deleted: the project as if the service had never run."""
+        self.compose("rm", "--stop", "--force", service, timeout=120)
+        for volume in volumes:
+            _run(["docker", "volume", "rm", "--force", f"{self.name}_{volume}"])
+
     def logs(self, service: str | None = None, tail: int = 200) -> str:
         args = ["logs", "--no-color", "--tail", str(tail)]
         return self.compose(*args, *([service] if service else []), check=False)
@@ -218,10 +232,11 @@ class ComposeCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"localhost:{p}" for p in self.broker_ports.values())
+        """The brokers `up` starts (a grow broker may be down: it is no bootstrap server)."""
+        return ",".join(f"localhost:{self.broker_ports[b]}" for b in BROKERS)
 
     def bootstrap_without(self, broker: int) -> str:
-        return ",".join(f"localhost:{p}" for b, p in self.broker_ports.items() if b != broker)
+        return ",".join(f"localhost:{self.broker_ports[b]}" for b in BROKERS if b != broker)
 
     @property
     def zookeeper_connect(self) -> str:

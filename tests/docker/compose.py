@@ -7,13 +7,29 @@ import os
 
 import pytest
 
-from minikafka.cluster.compose import BROKERS, REPOSITORY, ComposeCluster, docker_problem, wait_for
+from minikafka.cluster.compose import (
+    BROKERS,
+    GROW_BROKERS,
+    GROW_PROFILE,
+    REPOSITORY,
+    ComposeCluster,
+    docker_problem,
+    wait_for,
+)
 
 CHAOS_SCRIPT = REPOSITORY / "scripts" / "docker-chaos.sh"
 # .ci/run sets it: there the engine is part of the machine, and a skip would hide a failure.
 REQUIRED_ENV = "MINIKAFKA_DOCKER_TESTS"
 
-__all__ = ["BROKERS", "CHAOS_SCRIPT", "ComposeCluster", "require_engine", "wait_for"]
+__all__ = [
+    "BROKERS",
+    "CHAOS_SCRIPT",
+    "GROW_BROKERS",
+    "GROW_PROFILE",
+    "ComposeCluster",
+    "require_engine",
+    "wait_for",
+]
 
 
 def require_engine() -> None:

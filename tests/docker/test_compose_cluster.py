@@ -42,7 +42,15 @@ from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.record_batch import build_batch
 from tests.cluster.helpers import produce_at
-from tests.docker.compose import BROKERS, CHAOS_SCRIPT, ComposeCluster, require_engine, wait_for
+from tests.docker.compose import (
+    BROKERS,
+    CHAOS_SCRIPT,
+    GROW_BROKERS,
+    GROW_PROFILE,
+    ComposeCluster,
+    require_engine,
+    wait_for,
+)
 from tests.readme import block, commands
 
 pytestmark = pytest.mark.timeout(900)
@@ -560,6 +568,112 @@ def test_compose_stop_runs_a_controlled_shutdown(project: ComposeCluster) -> Non
     )
 
 
+# --- scaling out: the grow profile's fourth broker --------------------------------------------
+
+
+def replicas_by_partition(p: ComposeCluster) -> dict[TopicPartition, tuple[int, ...]]:
+    """Every partition's replicas in ZooKeeper (the full set of a moving one)."""
+    zk = p.zk()
+    return {
+        TopicPartition(topic, partition): a.replicas
+        for topic, by_partition in zk.get_full_assignments(zk.get_all_topics()).items()
+        for partition, a in by_partition.items()
+    }
+
+
+def test_the_readme_scale_out_onto_broker4_and_drain_it(
+    project: ComposeCluster, tmp_path: Path
+) -> None:
+    """The README's "Scaling out" block as written and in order, on this module's compose
+    project (its ports in place of the defaults, the JSON files in a directory of its own).
+    The plain `up` leaves broker4 out; broker4 starts from the grow profile, registers on
+    its rack and published port, and holds nothing; the move puts partition 0 on it, in the ISR,
+    and the preferred election makes it the leader; the rollback drains it (no replica of
+    any partition on it, partition 0 back on its old replicas); every record is read back;
+    `stop` is a controlled shutdown, and broker 4 leaves /brokers/ids. Its container and
+    volume are removed afterwards: the other tests find the project's three brokers.
+
+    Before the tests that build the images in projects of their own: the plain `up` would
+    recreate every container of this one once its image is no longer the tag's."""
+    p = project
+    (grow,) = GROW_BROKERS
+    service = f"broker{grow}"
+    defaults = ["zookeeper", *(f"broker{b}" for b in BROKERS)]
+    env = {**p.env, "PATH": f"{Path(sys.executable).parent}:{p.env['PATH']}"}
+    tp = TopicPartition("clicks", 0)
+
+    def run(command: str) -> str:
+        command = command.replace("localhost:9092", f"localhost:{p.broker_ports[1]}")
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        output = f"{command}\n{done.stdout}\n{done.stderr[-5000:]}"
+        assert done.returncode == 0, output
+        return done.stdout
+
+    block_commands = commands(block("Break it#3").text)
+    assert block_commands[-1] == f"docker compose --profile {GROW_PROFILE} stop {service}"
+    before: tuple[int, ...] = ()
+    checked: list[str] = []  # the steps whose outcome was checked, in order
+    try:
+        for command in block_commands:
+            output = run(command)
+            if command == "docker compose up -d --wait":
+                checked.append("up")
+                assert p.compose("ps", "--all", "--quiet", service).strip() == ""
+                assert all(p.state(s)["Status"] == "running" for s in defaults)
+            elif command.startswith(f"docker compose --profile {GROW_PROFILE} up -d --wait"):
+                checked.append("grow")
+                health = p.state(service).get("Health")
+                assert isinstance(health, dict) and health["Status"] == "healthy"
+                registered = p.zk().get_all_brokers()
+                assert sorted(registered) == [*BROKERS, grow]
+                assert registered[grow].rack == f"rack{grow}"
+                assert f"EXTERNAL://localhost:{p.broker_ports[grow]}" in [
+                    str(e) for e in registered[grow].endpoints
+                ]
+                # Its published port answers: Metadata from broker 4 itself lists all four.
+                assert live_brokers_of(p, grow) == {*BROKERS, grow}
+                replicas = replicas_by_partition(p)
+                assert not [r for r in replicas.values() if grow in r], "not empty"
+                before = replicas[tp]
+            elif "--verify --reassignment-json-file onto4.json" in command:
+                checked.append("moved")
+                assert replicas_by_partition(p)[tp] == (grow, 2, 3)
+                assert grow in isr(p, tp.topic, tp.partition)
+            elif command.startswith("minikafka leader-election"):
+                checked.append("leads")
+                assert leader(p, tp.topic, tp.partition) == grow
+            elif "--verify --reassignment-json-file rollback.json" in command:
+                checked.append("drained")
+                replicas = replicas_by_partition(p)
+                assert replicas[tp] == before
+                assert not [r for r in replicas.values() if grow in r], "drained"
+                assert leader(p, tp.topic, tp.partition) != grow
+            elif "| wc -l" in command:
+                checked.append("read")
+                assert output.split()[-1:] == ["1000"], output
+        assert checked == ["up", "grow", "moved", "leads", "drained", "read"]
+        state = p.state(service)
+        assert state["Status"] == "exited" and state["ExitCode"] == 0
+        assert "controlled shutdown succeeded" in p.logs(service)
+        wait_for(
+            f"broker {grow} out of /brokers/ids", lambda: grow not in p.zk().get_all_brokers(), 30
+        )
+        # docker-fault.sh finds the grow profile's broker by its id.
+        assert p.fault("status", grow) == "exited"
+    finally:
+        p.remove(service, f"{service}-data")
+    assert p.compose("ps", "--all", "--quiet", service).strip() == ""
+    assert len(p.volumes()) == 4
+    assert sorted(p.zk().get_all_brokers()) == list(BROKERS)
+
+
 def test_one_build_makes_one_broker_image_and_a_second_up_changes_nothing() -> None:
     """The three brokers run one image, built once: after `up --build` this project made
     one broker image (and ZooKeeper's) and left none dangling; `up` again, with or without
@@ -698,7 +812,7 @@ def test_the_readme_docker_commands_in_order(project: ComposeCluster, tmp_path: 
             assert p.state("broker2")["Status"] == "running", output
         if command.startswith("scripts/docker-chaos.sh"):
             chaos_report(output)
-    (command_mode,) = commands(block("Break it#3").text)
+    (command_mode,) = commands(block("Break it#4").text)
     chaos_report(run(f"{command_mode} --time-limit {README_CHAOS_BOUND_S}"))
     run(block_commands[-1])
     assert p.compose("ps", "--all", "--quiet").strip() == ""

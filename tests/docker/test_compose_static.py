@@ -55,7 +55,12 @@ SCRIPTS = (
     ROOT / "scripts" / "docker-base-image.sh",
     ROOT / "scripts" / "docker-setup.sh",
 )
+# The brokers `docker compose up` starts, and those of the grow profile (started only when
+# named: scaling out); every broker invariant holds for both.
 BROKERS = ("broker1", "broker2", "broker3")
+GROW_PROFILE = "grow"
+GROW_BROKERS = ("broker4",)
+ALL_BROKERS = (*BROKERS, *GROW_BROKERS)
 
 # The Debian packages the Dockerfiles may `apt-get install` (and python3-matplotlib, left
 # out on purpose), with the candidate version `apt-cache policy` showed on Debian 12.11
@@ -475,17 +480,30 @@ def test_the_checker_rejects_unknown_commands_and_options() -> None:
 # --- docker-compose.yml ------------------------------------------------------------------
 
 
-def test_services_are_zookeeper_and_three_brokers() -> None:
-    assert set(services()) == {"zookeeper", *BROKERS}
+def test_services_are_zookeeper_and_three_brokers_and_a_fourth_in_the_grow_profile() -> None:
+    """A plain `docker compose up` starts the services without a profile: ZooKeeper and
+    three brokers. broker4 is in the grow profile alone, so it starts only when named
+    (`docker compose --profile grow up -d --wait broker4`)."""
+    profiles = {name: svc.get("profiles") for name, svc in services().items()}
+    assert {name for name, p in profiles.items() if not p} == {"zookeeper", *BROKERS}
+    assert {name: p for name, p in profiles.items() if p} == {
+        b: [GROW_PROFILE] for b in GROW_BROKERS
+    }
+    # The grow broker is to the compose cluster what `minikafka cluster add-broker` is to the
+    # local one: the next id, on the next ports (9092+3, and the admin port 9644+3).
+    (grow,) = GROW_BROKERS
+    env = environment(services()[grow])
+    assert env["BROKER_ID"] == str(len(BROKERS) + 1)
+    assert {p.published for p in ports(services()[grow])} == {9095, 9647}
 
 
 def test_broker_ids_match_the_service_names() -> None:
     ids = {}
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         env = environment(services()[name])
         assert env["BROKER_ID"] == name.removeprefix("broker"), name
         ids[name] = int(env["BROKER_ID"])
-    assert len(set(ids.values())) == len(BROKERS)
+    assert len(set(ids.values())) == len(ALL_BROKERS)
 
 
 def test_each_broker_has_a_rack_of_its_own() -> None:
@@ -493,7 +511,7 @@ def test_each_broker_has_a_rack_of_its_own() -> None:
     one), a different rack each, so the three replicas of a topic land on three racks; and
     the rack-aware replica selector, so a consumer with client.rack reads its rack's."""
     racks = {}
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         env = environment(services()[name])
         config = BrokerConfig.from_properties(
             {
@@ -505,12 +523,12 @@ def test_each_broker_has_a_rack_of_its_own() -> None:
         racks[name] = config.broker_rack
         assert config.replica_selector_class is not None, name  # consumers read their rack's
     assert all(racks.values()), racks
-    assert len(set(racks.values())) == len(BROKERS), racks
+    assert len(set(racks.values())) == len(ALL_BROKERS), racks
 
 
 def test_zookeeper_connect_points_at_the_zookeeper_service() -> None:
     client_port = int(parse_properties(ZOO_CFG.read_text())["clientPort"])
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         connect = environment(services()[name])["ZOOKEEPER_CONNECT"]
         hosts = connect.split("/")[0].split(",")
         assert hosts == [f"zookeeper:{client_port}"], (name, connect)
@@ -525,7 +543,7 @@ def test_each_broker_serves_internal_and_external_listeners() -> None:
     published: list[int] = []
     for name, svc in services().items():
         published += [p.published for p in ports(svc)]
-        if name not in BROKERS:
+        if name not in ALL_BROKERS:
             continue
         env = environment(svc)
         config = BrokerConfig.from_properties(
@@ -554,7 +572,7 @@ def test_each_broker_serves_internal_and_external_listeners() -> None:
 
 def test_the_host_ports_are_variables_and_the_advertised_port_follows() -> None:
     raw = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
-    for n, name in enumerate(BROKERS, 1):
+    for n, name in enumerate(ALL_BROKERS, 1):
         variable = f"MINIKAFKA_BROKER{n}_PORT"
         assert (
             f"EXTERNAL://localhost:${{{variable}:-"
@@ -570,25 +588,26 @@ def test_each_admin_endpoint_listens_on_the_port_the_host_reaches_it_at() -> Non
     and outside), so a client on the host that reads it with DescribeConfigs reaches the
     endpoint at the broker's Metadata host and that port (`minikafka replicas`)."""
     raw = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
-    for n, name in enumerate(BROKERS, 1):
+    for n, name in enumerate(ALL_BROKERS, 1):
         variable = f"${{MINIKAFKA_BROKER{n}_ADMIN_PORT:-"
         assert variable in environment(raw[name])["MINIKAFKA_ADMIN_LISTENERS"], name
     published = set()
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         svc = services()[name]
         host, port = parse_admin_listener(environment(svc)["MINIKAFKA_ADMIN_LISTENERS"])
         assert host == "0.0.0.0", f"{name}: every interface"
         assert Port("127.0.0.1", port, port) in ports(svc), f"{name}: publish {port} as {port}"
         published.add(port)
-    assert published == {9644, 9645, 9646}  # `minikafka cluster up`'s, as the README says
+    # `minikafka cluster up`'s, as the README says, and broker4's is add-broker's.
+    assert published == {9644, 9645, 9646, 9647}
 
 
 def test_data_lives_on_named_volumes() -> None:
     declared = set(load_compose()["volumes"])
-    assert declared == {"zookeeper-data", *(f"{b}-data" for b in BROKERS)}
+    assert declared == {"zookeeper-data", *(f"{b}-data" for b in ALL_BROKERS)}
     data_dirs = {
         "zookeeper": [parse_properties(ZOO_CFG.read_text())["dataDir"]],
-        **{b: environment(services()[b])["LOG_DIRS"].split(",") for b in BROKERS},
+        **{b: environment(services()[b])["LOG_DIRS"].split(",") for b in ALL_BROKERS},
     }
     for name, dirs in data_dirs.items():
         mounts = volume_mounts(services()[name])
@@ -602,7 +621,7 @@ def test_healthchecks() -> None:
         hc = svc["healthcheck"]
         assert {"interval", "timeout", "retries", "start_period"} <= set(hc), name
         assert healthcheck_command(svc)[0] in ("CMD", "CMD-SHELL"), name
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         assert healthcheck_command(services()[name]) == ["CMD", "minikafka-healthcheck"]
     installed = [
         r.split()[-1] for k, r in dockerfile_instructions(BROKER_DOCKERFILE) if k == "COPY"
@@ -625,12 +644,12 @@ def test_zookeeper_healthcheck_asks_a_whitelisted_four_letter_word() -> None:
 
 
 def test_brokers_start_once_zookeeper_is_healthy() -> None:
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         assert services()[name]["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
 
 
 def test_brokers_get_time_for_a_controlled_shutdown_and_stay_down_when_killed() -> None:
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         svc = services()[name]
         assert svc["init"] is True
         assert svc["restart"] == "no"
@@ -644,12 +663,12 @@ def test_builds_point_at_existing_dockerfiles() -> None:
 
 
 def test_the_brokers_share_one_image_built_once() -> None:
-    """One build for three brokers: a build per service would make three images (compose
-    labels each with its service name), leave two dangling, and make the next `up`
-    recreate the brokers. broker2 and broker3 run broker1's image, never pulled."""
+    """One build for every broker: a build per service would make an image each (compose
+    labels each with its service name), leave all but one dangling, and make the next `up`
+    recreate the brokers. The others, broker4 too, run broker1's image, never pulled."""
     image = services()["broker1"]["image"]
     assert image == "minikafka-broker:dev"
-    for name in BROKERS[1:]:
+    for name in ALL_BROKERS[1:]:
         svc = services()[name]
         assert svc["image"] == image and "build" not in svc, name
         assert svc["pull_policy"] == "never", name
@@ -881,7 +900,7 @@ def written_config(result: subprocess.CompletedProcess[str], tmp_path: Path) -> 
     return BrokerConfig.load(config)
 
 
-@pytest.mark.parametrize("name", BROKERS)
+@pytest.mark.parametrize("name", ALL_BROKERS)
 def test_compose_environment_makes_a_valid_broker_config(name: str, tmp_path: Path) -> None:
     env = environment(services()[name])
     config = written_config(run_entrypoint(tmp_path, env), tmp_path)
@@ -1013,12 +1032,21 @@ def test_fault_script_usage_and_targets(tmp_path: Path) -> None:
     compose.write_text('#!/bin/sh\necho "$@" >>"$(dirname "$0")/calls"\n')
     compose.chmod(0o755)
     env = {**os.environ, "COMPOSE": str(compose)}
-    for target, service in (("2", "broker2"), ("broker3", "broker3"), ("zookeeper", "zookeeper")):
+    targets = (
+        ("2", "broker2"),
+        ("broker3", "broker3"),
+        ("4", "broker4"),
+        ("zookeeper", "zookeeper"),
+    )
+    for target, service in targets:
         result = subprocess.run(
             ["bash", str(fault), "kill", target], capture_output=True, text=True, env=env
         )
         assert result.returncode == 1
         assert f"no container for service {service}" in result.stderr
+        # The grow profile's broker is started by name; `up` alone would not create it.
+        named = f"docker compose --profile {GROW_PROFILE} up -d --wait {service}"
+        assert (named in result.stderr) == (service in GROW_BROKERS), result.stderr
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls[0] == f"-f {COMPOSE_FILE} ps --all --quiet broker2"
     bad = subprocess.run(["bash", str(fault), "kill", "kafka"], capture_output=True, text=True)
@@ -1090,13 +1118,13 @@ def test_chaos_script_reaches_the_cli_with_its_options() -> None:
 
 
 def test_the_secure_override_adds_only_its_security_service() -> None:
-    assert set(secure_services()) == {"zookeeper", "security", *BROKERS}
+    assert set(secure_services()) == {"zookeeper", "security", *ALL_BROKERS}
     # The override changes no port: the same ports, on 127.0.0.1 only.
-    for name in ("zookeeper", *BROKERS):
+    for name in ("zookeeper", *ALL_BROKERS):
         assert "ports" not in load_secure()["services"].get(name, {}), name
 
 
-@pytest.mark.parametrize("name", BROKERS)
+@pytest.mark.parametrize("name", ALL_BROKERS)
 def test_the_secure_brokers_take_sasl_ssl_outside_and_mutual_tls_between_them(
     name: str, tmp_path: Path
 ) -> None:
@@ -1116,7 +1144,10 @@ def test_the_secure_brokers_take_sasl_ssl_outside_and_mutual_tls_between_them(
     assert internal.ssl.keystore_location == f"/etc/minikafka/certs/{name}.keystore.pem"
     assert security.inter_broker_mechanism is None  # the certificate is the credential
     assert security.authorizer
-    assert {str(p) for p in security.super_users} == {"User:admin", *(f"User:{b}" for b in BROKERS)}
+    assert {str(p) for p in security.super_users} == {
+        "User:admin",
+        *(f"User:{b}" for b in ALL_BROKERS),
+    }
     assert config.admin_listeners_token == "admin-token"  # MINIKAFKA_ADMIN_TOKEN's default
     # `minikafka certs create NAME` makes CN=NAME,OU=minikafka: the broker's principal.
     assert internal.principal_mapper is not None
@@ -1126,7 +1157,7 @@ def test_the_secure_brokers_take_sasl_ssl_outside_and_mutual_tls_between_them(
 def test_the_secure_brokers_wait_for_the_security_service_and_mount_its_volume_read_only() -> None:
     merged = secure_services()
     assert "certs" in load_secure()["volumes"]
-    for name in BROKERS:
+    for name in ALL_BROKERS:
         svc = merged[name]
         assert svc["depends_on"] == {
             "zookeeper": {"condition": "service_healthy"},
@@ -1151,7 +1182,7 @@ def test_the_security_service_makes_every_certificate_and_the_admin_before_the_b
     for args in creates:
         hosts = {args[i + 1] for i, a in enumerate(args) if a == "--host"}
         assert hosts == {"broker$b", "localhost", "127.0.0.1"}, args  # 127.0.0.1: the healthcheck
-    assert "for b in 1 2 3" in script
+    assert f"for b in {' '.join(b.removeprefix('broker') for b in ALL_BROKERS)}; do" in script
     configs = [inv.args for inv in found if inv.args[:1] == ("configs",)]
     assert len(configs) == 1 and configs[0][1:3] == ("--zookeeper", "zookeeper:2181")
     assert "SCRAM-SHA-512=[password=$MINIKAFKA_ADMIN_PASSWORD]" in script
