@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from minikafka.cluster import LocalCluster
 from minikafka.spark import cluster_calls
 from minikafka.spark.offsets import DataLossError, OffsetRange
-from minikafka.spark.options import parse_source_options
+from minikafka.spark.options import SourceOptions, parse_source_options
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic
 from tests.spark.helpers import BASE_TS, log_start, produce, row_tuple
@@ -256,9 +256,14 @@ def test_a_read_below_the_log_start_is_data_loss_reported_by_the_consumer(
     topic, start = aged_out_topic(spark_cluster)
     planned = OffsetRange(topic, 0, 0, 200)  # as if planned before retention ran
     failing = source_options(spark_cluster, topic, **{"kafkaConsumer.pollTimeoutMs": "20000"})
-    # Consumers are pooled per Python worker by cluster and properties.
-    key = (spark_cluster.bootstrap_servers, tuple(sorted(failing.consumer_config.items())))
-    pool = cluster_calls._idle_consumers.setdefault(key, [])
+
+    def pool_of(options: SourceOptions) -> list:
+        # Consumers are pooled per Python worker by cluster and properties (the group.id,
+        # unique to a query, among them).
+        key = (spark_cluster.bootstrap_servers, tuple(sorted(options.consumer_config.items())))
+        return cluster_calls._idle_consumers.setdefault(key, [])
+
+    pool = pool_of(failing)
     assert pool == []
     with pytest.raises(DataLossError, match=f"Cannot fetch offset 0 of {topic}-0: the log now"):
         list(cluster_calls.read_range(failing, planned))
@@ -266,6 +271,7 @@ def test_a_read_below_the_log_start_is_data_loss_reported_by_the_consumer(
     skipping = source_options(
         spark_cluster, topic, failOnDataLoss="false", **{"kafka.max.poll.records": "7"}
     )
+    pool = pool_of(skipping)
     with caplog.at_level(logging.WARNING):
         chunks = list(cluster_calls.read_range(skipping, planned))
     assert f"Cannot fetch offset 0 of {topic}-0" in caplog.text
