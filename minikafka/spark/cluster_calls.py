@@ -46,11 +46,13 @@ def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float) -> tup
     return watermarks(consumer, tp.topic, tp.partition, timeout_s)
 
 
-def _consumer_config(options: SourceOptions, **fixed: Any) -> dict[str, Any]:
+def _consumer_config(
+    options: SourceOptions, props: Mapping[str, str], **fixed: Any
+) -> dict[str, Any]:
     return client_config(
         options.bootstrap_servers,
         # The source commits nothing: Spark's checkpoint holds the offsets.
-        {**options.consumer_config, "enable.auto.commit": False, **fixed},
+        {**props, "enable.auto.commit": False, **fixed},
     )
 
 
@@ -69,7 +71,8 @@ class OffsetsClient:
 
     def _client(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = new_consumer(_consumer_config(self._options))
+            options = self._options
+            self._consumer = new_consumer(_consumer_config(options, options.driver_consumer_config))
         return self._consumer
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
@@ -98,6 +101,33 @@ class OffsetsClient:
     def latest(self, tps: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Each partition's high watermark: what a consumer can read up to."""
         return {tp: high for tp, (_, high) in self.watermarks(tps).items()}
+
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Kafka's ListOffsets by timestamp, from each partition's leader: the first offset
+        whose record's timestamp is at or after the partition's timestamp, -1 where no
+        record's is. Asked again after a transient error (a leader moving)."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        if not timestamps:
+            return {}
+        consumer = self._client()
+        asked = [RdTopicPartition(tp.topic, tp.partition, ts) for tp, ts in timestamps.items()]
+
+        def ask(seconds: float) -> dict[TopicPartition, int]:
+            found = consumer.offsets_for_times(asked, timeout=seconds)
+            for r in found:
+                if r.error is not None:
+                    raise KafkaException(r.error)
+            # librdkafka's OFFSET_END (-1): no record at or after the timestamp
+            return {TopicPartition(r.topic, r.partition): r.offset for r in found}
+
+        def refresh(seconds: float) -> None:
+            consumer.list_topics(timeout=seconds)  # to learn of a new leader
+
+        return retrying("offsets for timestamps", self._timeout_s, ask, refresh)
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -133,7 +163,9 @@ def _pooled_consumer(options: SourceOptions) -> Iterator[Consumer]:
         # read sees an error event and decides (data loss, by failOnDataLoss).
         consumer = new_consumer(
             _consumer_config(
-                options, **{"auto.offset.reset": "error", "enable.auto.offset.store": False}
+                options,
+                options.consumer_config,
+                **{"auto.offset.reset": "error", "enable.auto.offset.store": False},
             )
         )
     try:

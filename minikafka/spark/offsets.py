@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from minikafka.common import TopicPartition
@@ -66,28 +66,75 @@ def from_json(data: Mapping[str, object]) -> PartitionOffsets:
     return out
 
 
+def _check_names_every_partition(
+    spec: OffsetSpec, tps: Iterable[TopicPartition], option: str
+) -> None:
+    missing = [tp for tp in tps if tp not in spec.offsets]
+    if missing:
+        names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing)
+        what = "offsets" if spec.kind == "specific" else "timestamps"
+        hint = " (use -1 for latest, -2 for earliest)" if spec.kind == "specific" else ""
+        raise SparkOptionError(
+            f"{option} holds specific {what}, so it must name every partition the query "
+            f"reads{hint}; missing: {names}"
+        )
+
+
+def timestamps_to_look_up(
+    spec: OffsetSpec, partitions: Iterable[TopicPartition], option: str
+) -> dict[TopicPartition, int]:
+    """The timestamp to ask ListOffsets for, per partition, of a timestamp spec (empty for
+    the other kinds)."""
+    tps = list(partitions)
+    if spec.kind == "timestamp":
+        assert spec.timestamp is not None
+        return {tp: spec.timestamp for tp in tps}
+    if spec.kind == "by_timestamp":
+        _check_names_every_partition(spec, tps, option)
+        return {tp: spec.offsets[tp] for tp in tps}
+    return {}
+
+
 def resolve(
     spec: OffsetSpec,
     partitions: Iterable[TopicPartition],
     earliest: Mapping[TopicPartition, int],
     latest: Mapping[TopicPartition, int],
     option: str,
+    *,
+    by_time: Mapping[TopicPartition, int] | None = None,
+    starting: bool = True,
 ) -> PartitionOffsets:
-    """Real offsets for `partitions` from a startingOffsets / endingOffsets spec. Specific
-    offsets must name every partition the query reads (Spark's rule), -2 / -1 resolve to the
-    earliest / latest offset."""
+    """Real offsets for `partitions` from a start or end spec. Specific offsets must name
+    every partition the query reads (Spark's rule), -2 / -1 resolve to the earliest / latest
+    offset. For a timestamp spec, `by_time` holds what ListOffsets found for each
+    partition's timestamp (the first offset whose timestamp is at or after it; -1 when no
+    record's is): none found is, for a start, an error or the latest offset per the spec's
+    strategy, for an end the latest offset (Spark's rules)."""
     tps = list(partitions)
     if spec.kind == "earliest":
         return {tp: earliest[tp] for tp in tps}
     if spec.kind == "latest":
         return {tp: latest[tp] for tp in tps}
-    missing = [tp for tp in tps if tp not in spec.offsets]
-    if missing:
-        names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing)
-        raise SparkOptionError(
-            f"{option} holds specific offsets, so it must name every partition the query "
-            f"reads (use -1 for latest, -2 for earliest); missing: {names}"
-        )
+    if spec.kind in ("timestamp", "by_timestamp"):
+        wanted = timestamps_to_look_up(spec, tps, option)
+        assert by_time is not None
+        resolved: PartitionOffsets = {}
+        for tp in tps:
+            found = by_time[tp]
+            if found >= 0:
+                resolved[tp] = found
+            elif starting and spec.no_match == "error":
+                raise SparkOptionError(
+                    f"{option}: No offset matched from request of topic-partition "
+                    f"{tp.topic}-{tp.partition} and timestamp {wanted[tp]} (no record's "
+                    "timestamp is at or after it; startingOffsetsByTimestampStrategy=latest "
+                    "starts such a partition at its latest offset instead)"
+                )
+            else:
+                resolved[tp] = latest[tp]
+        return resolved
+    _check_names_every_partition(spec, tps, option)
     out: PartitionOffsets = {}
     for tp in tps:
         offset = spec.offsets[tp]
@@ -197,3 +244,37 @@ def plan_ranges(
         if until > begin:
             ranges.append(OffsetRange(tp.topic, tp.partition, begin, until))
     return ranges
+
+
+def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """Spark's KafkaOffsetRangeCalculator.getRanges: with fewer non-empty ranges than
+    `min_partitions`, the large ones are cut into about `min_partitions` Spark tasks in all,
+    each partition's share by its size (a range rounding to one part stays whole, and its
+    size is left out of the others' shares); the pieces of a range are contiguous and cover
+    it exactly, so every offset is still read once."""
+    nonempty = [r for r in ranges if r.size > 0]
+    if min_partitions is None or len(nonempty) >= min_partitions:
+        return nonempty
+    total = sum(r.size for r in nonempty)
+
+    def part_count(size: int, of_total: int, parts: int) -> int:
+        # Scala's math.round: half up
+        return max(math.floor(size / of_total * parts + 0.5), 1)
+
+    unsplit = {r.tp for r in nonempty if part_count(r.size, total, min_partitions) == 1}
+    unsplit_size = sum(r.size for r in nonempty if r.tp in unsplit)
+    split_total = total - unsplit_size
+    split_min = max(min_partitions - len(unsplit), 1)
+    out: list[OffsetRange] = []
+    for r in nonempty:
+        parts = 1 if r.tp in unsplit else part_count(r.size, split_total, split_min)
+        remaining = r.size
+        begin = r.from_offset
+        for part in range(parts):
+            this = remaining // (parts - part)  # the last piece takes the rounding
+            remaining -= this
+            end = min(begin + this, r.until_offset)
+            if end > begin:
+                out.append(OffsetRange(r.topic, r.partition, begin, end))
+            begin = end
+    return out

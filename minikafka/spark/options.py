@@ -5,14 +5,16 @@ names; librdkafka checks them (its message for one it refuses).
 
 Spark hands a data source its options with lower-cased keys; every function here reads
 them case-insensitively. An option the source or sink does not implement is refused with a
-message naming it: a Spark user who passes `minPartitions` learns at once that it does
-nothing here, instead of wondering why it has no effect.
+message naming it: a Spark user who passes `maxRecordsPerPartition` learns at once that it
+does nothing here, instead of wondering why it has no effect.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -20,6 +22,8 @@ from typing import Literal
 from minikafka.client.bootstrap import parse_bootstrap_servers
 from minikafka.client.librdkafka import ClientConfigError, check_config
 from minikafka.common import TopicPartition
+
+log = logging.getLogger(__name__)
 
 # Kafka's (and Spark's) markers in offsets JSON.
 EARLIEST = -2
@@ -35,20 +39,14 @@ DEFAULT_MAX_BLOCK_MS = 60_000
 DEFAULT_API_TIMEOUT_MS = 60_000
 
 _OFFSETS_EXAMPLE = '{"topicA":{"0":23,"1":-1},"topicB":{"0":-2}}'
+_TIMESTAMPS_EXAMPLE = '{"topicA":{"0":1700000000000,"1":1700000000000}}'
 _ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[2,4]}'
 
 # spark-sql-kafka options minikafka's source does not implement (refused, not ignored).
 _UNSUPPORTED_SOURCE_OPTIONS = {
-    "startingtimestamp": "startingTimestamp",
-    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
-    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
-    "endingtimestamp": "endingTimestamp",
-    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
-    "minoffsetspertrigger": "minOffsetsPerTrigger",
-    "maxtriggerdelay": "maxTriggerDelay",
-    "minpartitions": "minPartitions",
     "maxrecordsperpartition": "maxRecordsPerPartition",
-    "groupidprefix": "groupIdPrefix",
+    # (the deprecated consumer-based offset fetching's; the driver here asks offsets with
+    # kafka.default.api.timeout.ms, retrying while a leader moves)
     "fetchoffset.numretries": "fetchOffset.numRetries",
     "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
 }
@@ -63,8 +61,29 @@ _SPARK_OWNED_CONSUMER = {
     "value.deserializer": "Kafka option 'value.deserializer' is not supported, as values are "
     "returned as bytes (cast the value column to a string or parse it with DataFrame "
     "operations).",
-    "group.id": "Kafka option 'group.id' is not supported: the source assigns partitions "
-    "itself and needs no consumer group.",
+}
+# Spark's warning (KafkaSourceProvider.CUSTOM_GROUP_ID_ERROR_MESSAGE), logged when
+# kafka.group.id is set.
+CUSTOM_GROUP_ID_WARNING = (
+    "Kafka option 'kafka.group.id' has been set on this query, it is not recommended to set "
+    "this option. This option is unsafe to use since multiple concurrent queries or sources "
+    "using the same group id will interfere with each other as they are part of the same "
+    "consumer group. Restarted queries may also suffer interference from the previous run "
+    "having the same group id. The user should have only one query per group id."
+)
+# Spark's default groupIdPrefix: a batch query's, a streaming query's.
+BATCH_GROUP_ID_PREFIX = "spark-kafka-relation"
+STREAM_GROUP_ID_PREFIX = "spark-kafka-source"
+DEFAULT_MAX_TRIGGER_DELAY = "15m"
+# Spark's time strings (JavaUtils.timeStringAsMs): a number and a unit, ms if none.
+_TIME_UNITS_MS = {
+    "us": 0.001,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
 }
 _SPARK_OWNED_PRODUCER = {
     "key.serializer": "Kafka option 'key.serializer' is not supported, as keys are written as "
@@ -97,13 +116,23 @@ class SparkOptionError(ValueError):
     names it."""
 
 
+NoMatchStrategy = Literal["error", "latest"]
+
+
 @dataclass(frozen=True)
 class OffsetSpec:
-    """startingOffsets / endingOffsets: `earliest`, `latest`, or offsets per partition (in
-    which -2 means earliest and -1 latest)."""
+    """Where a query starts or ends: `earliest`, `latest`, offsets per partition (in which -2
+    means earliest and -1 latest) from startingOffsets / endingOffsets; or, from the
+    timestamp options, the first offset whose record's timestamp is at or after `timestamp`
+    in every partition (`timestamp`), or after a timestamp per partition (`by_timestamp`,
+    `offsets` holds the timestamps). A starting timestamp no record reaches is an error or
+    the latest offset (`no_match`, startingOffsetsByTimestampStrategy); an ending one is the
+    latest offset."""
 
-    kind: Literal["earliest", "latest", "specific"]
+    kind: Literal["earliest", "latest", "specific", "timestamp", "by_timestamp"]
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    timestamp: int | None = None
+    no_match: NoMatchStrategy = "error"
 
 
 @dataclass(frozen=True)
@@ -164,12 +193,20 @@ class SourceOptions:
     starting: OffsetSpec
     ending: OffsetSpec | None  # batch queries only
     max_offsets_per_trigger: int | None  # streaming queries only
+    min_offsets_per_trigger: int | None  # streaming queries only
+    max_trigger_delay_ms: int  # with min_offsets_per_trigger
+    min_partitions: int | None  # split offset ranges into about this many Spark tasks
     fail_on_data_loss: bool
     include_headers: bool
     poll_timeout_ms: int
     read_chunk_records: int  # records per Arrow batch at most (kafka.max.poll.records)
     api_timeout_ms: int  # for metadata and offsets (kafka.default.api.timeout.ms)
-    consumer_config: Mapping[str, str]  # librdkafka properties by Kafka's names
+    consumer_config: Mapping[str, str]  # the executors' librdkafka properties, Kafka's names
+    driver_group_id: str  # the group.id of the driver's consumer
+
+    @property
+    def driver_consumer_config(self) -> dict[str, str]:
+        return {**self.consumer_config, "group.id": self.driver_group_id}
 
 
 @dataclass(frozen=True)
@@ -256,6 +293,19 @@ def _non_negative_int(opts: dict[str, str], key: str, name: str) -> int | None:
     return int(raw.strip())
 
 
+def _time_ms(opts: dict[str, str], key: str, name: str, default: str) -> int:
+    """Spark's time string (`15m`, `10s`, `500ms`, `500`: milliseconds) in ms."""
+    raw = opts.pop(key, default)
+    m = re.fullmatch(r"\s*(-?[0-9]+)\s*([a-z]*)\s*", raw.lower())
+    if m is None or m.group(2) not in ("", *_TIME_UNITS_MS):
+        raise SparkOptionError(
+            f"{name}: time must be specified as seconds (s), milliseconds (ms), microseconds "
+            f"(us), minutes (m or min), hour (h), or day (d). E.g. 50s, 100ms, or 250us; "
+            f"got {raw!r}"
+        )
+    return int(int(m.group(1)) * _TIME_UNITS_MS[m.group(2) or "ms"])
+
+
 def _refuse_leftovers(opts: dict[str, str], what: str, supported: list[str]) -> None:
     for key in sorted(opts):
         if key in _UNSUPPORTED_SOURCE_OPTIONS:
@@ -296,6 +346,44 @@ def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
                 "(use -2 for earliest, -1 for latest)"
             )
     return out
+
+
+def parse_timestamps_json(text: str, option: str) -> dict[TopicPartition, int]:
+    """Kafka-style JSON of a timestamp (ms) per partition, `{"topic":{"0":1700000000000}}`."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not data:
+            raise ValueError
+        out: dict[TopicPartition, int] = {}
+        for topic, parts in data.items():
+            if not isinstance(parts, dict) or not parts:
+                raise ValueError
+            for p, ts in parts.items():
+                if type(ts) is not int:
+                    raise ValueError
+                out[TopicPartition(topic, int(p))] = ts
+    except ValueError:
+        raise SparkOptionError(
+            f"{option}: expected e.g. {_TIMESTAMPS_EXAMPLE}, got {text}"
+        ) from None
+    for tp, ts in out.items():
+        if ts < 0:
+            raise SparkOptionError(
+                f"{option}: timestamp {ts} for {tp.topic}-{tp.partition} is negative "
+                "(milliseconds since the epoch)"
+            )
+    return out
+
+
+def _single_timestamp(raw: str, option: str) -> int:
+    text = raw.strip()
+    try:
+        ts = int(text)
+    except ValueError:
+        raise SparkOptionError(f"{option}: Expected a single long value, got {text}") from None
+    if ts < 0:
+        raise SparkOptionError(f"{option}: timestamp {ts} is negative (ms since the epoch)")
+    return ts
 
 
 def parse_assign_json(text: str) -> tuple[TopicPartition, ...]:
@@ -343,18 +431,70 @@ def _subscription(opts: dict[str, str]) -> Subscription:
     return Assign(parse_assign_json(raw))
 
 
-def _offset_spec(opts: dict[str, str], key: str, name: str, default: str) -> OffsetSpec:
-    raw = opts.pop(key, default).strip()
+def _offset_spec(
+    opts: dict[str, str],
+    which: Literal["starting", "ending"],
+    default: str,
+    no_match: NoMatchStrategy,
+) -> OffsetSpec:
+    """Spark's precedence (getKafkaOffsetRangeLimit): <which>Timestamp, then
+    <which>OffsetsByTimestamp, then <which>Offsets. All three are popped: the ones not used
+    are what Spark's docs say they are, overridden."""
+    global_ts = opts.pop(f"{which}timestamp", None)
+    by_ts = opts.pop(f"{which}offsetsbytimestamp", None)
+    raw = opts.pop(f"{which}offsets", default).strip()
+    if global_ts is not None:
+        name = f"{which}Timestamp"
+        return OffsetSpec(
+            "timestamp", timestamp=_single_timestamp(global_ts, name), no_match=no_match
+        )
+    if by_ts is not None:
+        name = f"{which}OffsetsByTimestamp"
+        return OffsetSpec(
+            "by_timestamp", parse_timestamps_json(by_ts.strip(), name), no_match=no_match
+        )
     lowered = raw.lower()
     if lowered == "earliest":
         return OffsetSpec("earliest")
     if lowered == "latest":
         return OffsetSpec("latest")
-    return OffsetSpec("specific", parse_offsets_json(raw, name))
+    return OffsetSpec("specific", parse_offsets_json(raw, f"{which}Offsets"))
+
+
+def spec_name(spec: OffsetSpec, which: Literal["starting", "ending"]) -> str:
+    if spec.kind == "timestamp":
+        return f"{which}Timestamp"
+    if spec.kind == "by_timestamp":
+        return f"{which}OffsetsByTimestamp"
+    return f"{which}Offsets"
+
+
+def _check_offset_limits(starting: OffsetSpec, ending: OffsetSpec) -> None:
+    """Spark's checkOffsetLimitValidity: specific start and end offsets (or timestamps) name
+    the same partitions, and no start is after its end (-2 / -1 aside)."""
+    if starting.kind != ending.kind or starting.kind not in ("specific", "by_timestamp"):
+        return
+    what = "offsets" if starting.kind == "specific" else "timestamps"
+    if set(starting.offsets) != set(ending.offsets):
+
+        def names(spec: OffsetSpec) -> str:
+            return ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(spec.offsets))
+
+        raise SparkOptionError(
+            f"The starting and ending {what} must name the same partitions: starting "
+            f"{names(starting)}; ending {names(ending)}"
+        )
+    for tp, start in starting.offsets.items():
+        end = ending.offsets[tp]
+        if start > end and start >= 0 and end >= 0:
+            raise SparkOptionError(
+                f"The starting {what[:-1]} {start} of {tp.topic}-{tp.partition} is greater "
+                f"than its ending {what[:-1]} {end}"
+            )
 
 
 def _check_specific_covers(spec: OffsetSpec, subscription: Subscription, name: str) -> None:
-    if spec.kind != "specific":
+    if spec.kind not in ("specific", "by_timestamp"):
         return
     if isinstance(subscription, Assign):
         extra = set(spec.offsets) - set(subscription.partitions)
@@ -372,7 +512,16 @@ _SOURCE_OPTIONS = [
     "assign",
     "startingOffsets",
     "endingOffsets",
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "endingTimestamp",
+    "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
+    "minPartitions",
+    "groupIdPrefix",
     "failOnDataLoss",
     "includeHeaders",
     "kafkaConsumer.pollTimeoutMs",
@@ -385,12 +534,23 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     opts = _lower(options)
     bootstrap = _bootstrap(opts)
     subscription = _subscription(opts)
-    starting = _offset_spec(
-        opts, "startingoffsets", "startingOffsets", "latest" if streaming else "earliest"
-    )
-    has_ending = "endingoffsets" in opts
-    ending = _offset_spec(opts, "endingoffsets", "endingOffsets", "latest")
+    no_match = _no_match_strategy(opts)
+    has_ending = {
+        "endingoffsets": "endingOffsets",
+        "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+        "endingtimestamp": "endingTimestamp",
+    }
+    ending_given = [name for key, name in has_ending.items() if key in opts]
+    starting = _offset_spec(opts, "starting", "latest" if streaming else "earliest", no_match)
+    ending = _offset_spec(opts, "ending", "latest", no_match)
     max_per_trigger = _positive_int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_per_trigger = _positive_int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger")
+    delay_given = "maxtriggerdelay" in opts
+    max_trigger_delay_ms = _time_ms(
+        opts, "maxtriggerdelay", "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY
+    )
+    min_partitions = _min_partitions(opts)
+    group_id_prefix = opts.pop("groupidprefix", None)
     fail_on_data_loss = _bool(opts, "failondataloss", "failOnDataLoss", True)
     include_headers = _bool(opts, "includeheaders", "includeHeaders", False)
     poll_timeout = _positive_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs")
@@ -403,19 +563,43 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     # Kafka's default, which Spark's source reads with (librdkafka's is read_committed): the
     # latest offsets are the high watermarks.
     props.setdefault("isolation.level", "read_uncommitted")
+    driver_group_id = _group_ids(props, group_id_prefix, streaming)
     _check_client_props("consumer", props, _SPARK_OWNED_CONSUMER)
 
-    _check_specific_covers(starting, subscription, "startingOffsets")
-    _check_specific_covers(ending, subscription, "endingOffsets")
+    _check_specific_covers(starting, subscription, spec_name(starting, "starting"))
+    _check_specific_covers(ending, subscription, spec_name(ending, "ending"))
+    if (
+        min_per_trigger is not None
+        and max_per_trigger is not None
+        and min_per_trigger > max_per_trigger
+    ):
+        raise SparkOptionError(
+            f"The value of minOffsetPerTrigger({min_per_trigger}) is higher than the "
+            f"maxOffsetsPerTrigger({max_per_trigger})."
+        )
+    if delay_given and min_per_trigger is None:
+        # (Spark ignores it then; refused here rather than accepted to no effect)
+        raise SparkOptionError(
+            "maxTriggerDelay applies only with minOffsetsPerTrigger (how long a trigger may "
+            "be skipped waiting for that many new offsets)"
+        )
     if streaming is True:
-        if has_ending:
-            raise SparkOptionError("endingOffsets is not valid in streaming queries")
-    elif streaming is False:
-        if max_per_trigger is not None:
+        if ending_given:
+            verb = "is" if len(ending_given) == 1 else "are"
             raise SparkOptionError(
-                "maxOffsetsPerTrigger applies to streaming queries only (a batch query reads "
-                "from startingOffsets to endingOffsets)"
+                f"{', '.join(ending_given)} {verb} not valid in streaming queries (a stream "
+                "has no end)"
             )
+    elif streaming is False:
+        for name, value in (
+            ("maxOffsetsPerTrigger", max_per_trigger),
+            ("minOffsetsPerTrigger", min_per_trigger),
+        ):
+            if value is not None:
+                raise SparkOptionError(
+                    f"{name} applies to streaming queries only (a batch query reads from "
+                    "startingOffsets to endingOffsets)"
+                )
         if starting.kind == "latest":
             raise SparkOptionError(
                 "startingOffsets can't be latest for batch queries (there would be nothing "
@@ -423,31 +607,86 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
             )
         if ending.kind == "earliest":
             raise SparkOptionError("endingOffsets can't be earliest for batch queries")
-        for tp, offset in starting.offsets.items():
-            if offset == LATEST:
-                raise SparkOptionError(
-                    f"startingOffsets for {tp.topic}-{tp.partition} can't be latest (-1) for "
-                    "batch queries"
-                )
-        for tp, offset in ending.offsets.items():
-            if offset == EARLIEST:
-                raise SparkOptionError(
-                    f"endingOffsets for {tp.topic}-{tp.partition} can't be earliest (-2) for "
-                    "batch queries"
-                )
+        if starting.kind == "specific":
+            for tp, offset in starting.offsets.items():
+                if offset == LATEST:
+                    raise SparkOptionError(
+                        f"startingOffsets for {tp.topic}-{tp.partition} can't be latest (-1) "
+                        "for batch queries"
+                    )
+        if ending.kind == "specific":
+            for tp, offset in ending.offsets.items():
+                if offset == EARLIEST:
+                    raise SparkOptionError(
+                        f"endingOffsets for {tp.topic}-{tp.partition} can't be earliest (-2) "
+                        "for batch queries"
+                    )
+        _check_offset_limits(starting, ending)
     return SourceOptions(
         bootstrap_servers=bootstrap,
         subscription=subscription,
         starting=starting,
         ending=ending if streaming is False else None,
         max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=max_trigger_delay_ms,
+        min_partitions=min_partitions,
         fail_on_data_loss=fail_on_data_loss,
         include_headers=include_headers,
         poll_timeout_ms=poll_timeout or DEFAULT_POLL_TIMEOUT_MS,
         read_chunk_records=chunk or DEFAULT_READ_CHUNK_RECORDS,
         api_timeout_ms=api_timeout or DEFAULT_API_TIMEOUT_MS,
         consumer_config=props,
+        driver_group_id=driver_group_id,
     )
+
+
+def _no_match_strategy(opts: dict[str, str]) -> NoMatchStrategy:
+    raw = opts.pop("startingoffsetsbytimestampstrategy", "error")
+    value = raw.strip().lower()
+    if value == "error":
+        return "error"
+    if value == "latest":
+        return "latest"
+    raise SparkOptionError(
+        f"startingOffsetsByTimestampStrategy must be error or latest, not {raw!r}"
+    )
+
+
+def _min_partitions(opts: dict[str, str]) -> int | None:
+    raw = opts.pop("minpartitions", None)
+    if raw is None:
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise SparkOptionError(f"minPartitions must be an integer, not {raw!r}") from None
+    if value <= 0:
+        raise SparkOptionError("minPartitions must be positive")
+    return value
+
+
+def _group_ids(props: dict[str, str], prefix: str | None, streaming: bool | None) -> str:
+    """Spark's consumer group ids: the executors' consumers use kafka.group.id if given
+    (with Spark's warning), else `<groupIdPrefix>-<uuid>-executor`, unique to the query;
+    the driver's, kafka.group.id or `<groupIdPrefix>-<uuid>-driver`. Sets the executors'
+    in `props`; returns the driver's. The source assigns partitions itself and commits
+    nothing, so the group id is what its consumers tell the brokers (FindCoordinator) and
+    no more; a shared one still names the same group."""
+    if "group.id" in props:
+        log.warning(CUSTOM_GROUP_ID_WARNING)
+        if prefix is not None:
+            log.warning(
+                "Option groupIdPrefix will be ignored as option kafka.group.id has been set."
+            )
+        return props["group.id"]
+    if prefix is not None and not prefix.strip():
+        raise SparkOptionError("groupIdPrefix: the prefix is empty")
+    if prefix is None:
+        prefix = STREAM_GROUP_ID_PREFIX if streaming else BATCH_GROUP_ID_PREFIX
+    unique = f"{prefix}-{uuid.uuid4()}"
+    props["group.id"] = f"{unique}-executor"
+    return f"{unique}-driver"
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:

@@ -11,8 +11,9 @@ state: the driver side opens its clients on first use, each `read()` opens its o
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from typing import Any
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -27,15 +28,23 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
 
+from minikafka.common import TopicPartition
 from minikafka.spark import offsets as offs
 from minikafka.spark.arrow import records_to_batch, spark_schema_ddl
 from minikafka.spark.cluster_calls import OffsetsClient, read_range
 from minikafka.spark.offsets import OffsetRange, PartitionOffsets
-from minikafka.spark.options import SourceOptions, SparkOptionError, parse_source_options
+from minikafka.spark.options import (
+    OffsetSpec,
+    SourceOptions,
+    SparkOptionError,
+    parse_source_options,
+    spec_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +71,27 @@ def _input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
     return [OffsetRangePartition(r) for r in ranges]
 
 
+_BY_TIME = ("timestamp", "by_timestamp")
+
+
+def _resolve(
+    client: OffsetsClient,
+    spec: OffsetSpec,
+    tps: Sequence[TopicPartition],
+    earliest: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
+    which: Literal["starting", "ending"],
+) -> PartitionOffsets:
+    """A start or end spec's offsets; a timestamp spec's found by ListOffsets."""
+    option = spec_name(spec, which)
+    by_time = None
+    if spec.kind in _BY_TIME:
+        by_time = client.offsets_for_times(offs.timestamps_to_look_up(spec, tps, option))
+    return offs.resolve(
+        spec, tps, earliest, latest, option, by_time=by_time, starting=which == "starting"
+    )
+
+
 class MinikafkaBatchReader(DataSourceReader):
     """`spark.read.format("minikafka")`: startingOffsets (default earliest) to endingOffsets
     (default latest, i.e. the high watermarks when the query is planned)."""
@@ -76,19 +106,28 @@ class MinikafkaBatchReader(DataSourceReader):
         try:
             tps = client.partitions(opts.subscription)
             watermarks = client.watermarks(tps)
+            earliest = {tp: low for tp, (low, _) in watermarks.items()}
+            latest = {tp: high for tp, (_, high) in watermarks.items()}
+            start = _resolve(client, opts.starting, tps, earliest, latest, "starting")
+            end = _resolve(client, opts.ending, tps, earliest, latest, "ending")
         finally:
             client.close()
-        earliest = {tp: low for tp, (low, _) in watermarks.items()}
-        latest = {tp: high for tp, (_, high) in watermarks.items()}
-        start = offs.resolve(opts.starting, tps, earliest, latest, "startingOffsets")
-        end = offs.resolve(opts.ending, tps, earliest, latest, "endingOffsets")
+        by_time = opts.starting.kind in _BY_TIME or opts.ending.kind in _BY_TIME
         for tp in tps:
             if end[tp] > latest[tp]:
                 raise SparkOptionError(
                     f"endingOffsets: offset {end[tp]} of {tp.topic}-{tp.partition} is past "
                     f"its high watermark {latest[tp]}"
                 )
-        return _input_partitions(offs.plan_ranges(start, end, earliest, opts.fail_on_data_loss))
+            # (Spark's batch asserts it when it reads such a range)
+            if by_time and start[tp] > end[tp]:
+                raise SparkOptionError(
+                    f"The start offset {start[tp]} of {tp.topic}-{tp.partition} (from "
+                    f"{spec_name(opts.starting, 'starting')}) is after its end offset "
+                    f"{end[tp]} (from {spec_name(opts.ending, 'ending')})"
+                )
+        ranges = offs.plan_ranges(start, end, earliest, opts.fail_on_data_loss)
+        return _input_partitions(offs.split_ranges(ranges, opts.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, partition)
@@ -102,6 +141,9 @@ class MinikafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._client: OffsetsClient | None = None
         self._available_now_target: PartitionOffsets | None = None
         self._latest: PartitionOffsets | None = None
+        # When the last micro-batch was let run (Spark's lastTriggerMillis): 0, so the first
+        # trigger runs whatever minOffsetsPerTrigger says.
+        self._last_trigger_ms = 0.0
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get a pickled copy for read(): no clients, no driver-side state.
@@ -126,12 +168,32 @@ class MinikafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         spec = self.options.starting
         earliest = self.client.earliest(tps) if spec.kind != "latest" else {}
         latest = self.client.latest(tps) if spec.kind != "earliest" else {}
-        start = offs.resolve(spec, tps, earliest, latest, "startingOffsets")
+        start = _resolve(self.client, spec, tps, earliest, latest, "starting")
         return offs.to_json(start)
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        limit = self.options.max_offsets_per_trigger
-        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+        # PySpark has no composite limit: with both, maxOffsetsPerTrigger's, and latestOffset
+        # applies minOffsetsPerTrigger from the options.
+        opts = self.options
+        if opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(opts.max_offsets_per_trigger)
+        if opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def _delay_batch(self, begin: PartitionOffsets, latest: PartitionOffsets) -> bool:
+        """Spark's delayBatch: skip this trigger while fewer than minOffsetsPerTrigger new
+        offsets are there, unless maxTriggerDelay has passed since the last batch ran."""
+        now = time.time() * 1000
+        if now - self._last_trigger_ms >= self.options.max_trigger_delay_ms:
+            self._last_trigger_ms = now
+            return False
+        new = sum(offset - begin.get(tp, 0) for tp, offset in latest.items())
+        assert self.options.min_offsets_per_trigger is not None
+        if new < self.options.min_offsets_per_trigger:
+            return True
+        self._last_trigger_ms = now
+        return False
 
     def prepareForTriggerAvailableNow(self) -> None:
         # Trigger.AvailableNow reads what is there now, in as many micro-batches as
@@ -147,11 +209,21 @@ class MinikafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         else:
             latest = self._latest_offsets()
         end = latest
+        if not isinstance(limit, (ReadAllAvailable, ReadMaxRows, ReadMinRows)):
+            raise ValueError(f"the minikafka source does not support the read limit {limit!r}")
+        # ReadAllAvailable (Trigger.Once) reads everything, as Spark's; so does
+        # Trigger.AvailableNow, which would otherwise wait for offsets that never come.
+        if (
+            not isinstance(limit, ReadAllAvailable)
+            and self.options.min_offsets_per_trigger is not None
+            and self._available_now_target is None
+            and self._delay_batch(begin, latest)
+        ):
+            log.debug("Delaying batch: fewer new offsets than minOffsetsPerTrigger")
+            return start
         if isinstance(limit, ReadMaxRows):
             new = [tp for tp in latest if tp not in begin]
             end = offs.rate_limit(limit.max_rows, begin, latest, self.client.earliest(new))
-        elif not isinstance(limit, ReadAllAvailable):
-            raise ValueError(f"the minikafka source does not support the read limit {limit!r}")
         # A partition in `begin` but gone from the cluster is not in `end`: partitions()
         # reports that as data loss.
         return offs.to_json(end)
@@ -163,7 +235,7 @@ class MinikafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         begin, until = offs.from_json(start), offs.from_json(end)
         earliest = self.client.earliest(sorted(until))
         ranges = offs.plan_ranges(begin, until, earliest, self.options.fail_on_data_loss)
-        return _input_partitions(ranges)
+        return _input_partitions(offs.split_ranges(ranges, self.options.min_partitions))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, partition)

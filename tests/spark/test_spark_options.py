@@ -75,13 +75,18 @@ def test_option_names_are_case_insensitive_and_values_parsed():
     assert not opts.fail_on_data_loss and opts.include_headers
     # kafka.* options are librdkafka's properties by their Kafka names, passed on as given;
     # the Kafka consumer settings librdkafka lacks are the source's own.
+    group_id = opts.consumer_config["group.id"]
     assert opts.consumer_config == {
         "fetch.wait.max.ms": "50",
         "isolation.level": "read_uncommitted",  # Kafka's default, not librdkafka's
+        "group.id": group_id,
     }
     assert opts.read_chunk_records == 300 and opts.api_timeout_ms == 5000
     defaults = source(subscribe="a", **{"kafka.isolation.level": "read_committed"})
-    assert defaults.consumer_config == {"isolation.level": "read_committed"}
+    assert defaults.consumer_config == {
+        "isolation.level": "read_committed",
+        "group.id": defaults.consumer_config["group.id"],
+    }
     assert defaults.read_chunk_records == 10_000 and defaults.api_timeout_ms == 60_000
 
 
@@ -141,6 +146,13 @@ def test_batch_rejects_latest_start_and_earliest_end_as_spark_does():
 
 def test_streaming_rejects_ending_offsets():
     refused("endingOffsets is not valid in streaming", True, subscribe="a", endingOffsets="latest")
+    refused("endingTimestamp is not valid in streaming", True, subscribe="a", endingTimestamp="5")
+    refused(
+        "endingOffsetsByTimestamp is not valid in streaming",
+        True,
+        subscribe="a",
+        endingOffsetsByTimestamp='{"a":{"0":5}}',
+    )
 
 
 def test_specific_offsets_must_be_for_partitions_the_query_reads():
@@ -158,12 +170,11 @@ def test_specific_offsets_must_be_for_partitions_the_query_reads():
 
 def test_unknown_unsupported_and_spark_owned_options_are_refused():
     refused("unknown option 'subscrbe'", subscribe="a", subscrbe="b")
-    refused("'minPartitions' is not supported", subscribe="a", minPartitions="10")
+    refused("'maxRecordsPerPartition' is not supported", subscribe="a", maxRecordsPerPartition="9")
     refused("takes no path", subscribe="a", path="/x")
     refused(
         "'auto.offset.reset' is not supported", subscribe="a", **{"kafka.auto.offset.reset": "x"}
     )
-    refused("'group.id' is not supported", subscribe="a", **{"kafka.group.id": "g"})
     refused(
         "kafka.max.poll.records must be a positive integer",
         subscribe="a",
@@ -384,6 +395,199 @@ def test_plan_ranges_end_below_start_is_data_loss():
     with pytest.raises(offs.DataLossError, match="offset was changed from 8 to 5"):
         offs.plan_ranges({tp("a", 0): 8}, {tp("a", 0): 5}, {tp("a", 0): 0}, True)
     assert offs.plan_ranges({tp("a", 0): 8}, {tp("a", 0): 5}, {tp("a", 0): 0}, False) == []
+
+
+def test_timestamp_options_and_their_precedence_are_sparks():
+    ts = 1_700_000_000_000
+    # startingTimestamp wins over startingOffsetsByTimestamp, which wins over startingOffsets
+    opts = source(
+        subscribe="a",
+        startingTimestamp=str(ts),
+        startingOffsetsByTimestamp='{"a":{"0":1}}',
+        startingOffsets="earliest",
+        endingOffsetsByTimestamp=f'{{"a":{{"0":{ts + 5},"1":{ts + 6}}}}}',
+        endingOffsets="latest",
+    )
+    assert opts.starting == OffsetSpec("timestamp", timestamp=ts)
+    assert opts.ending == OffsetSpec("by_timestamp", {tp("a", 0): ts + 5, tp("a", 1): ts + 6})
+    opts = source(
+        True,
+        subscribe="a",
+        startingOffsetsByTimestamp='{"a":{"0":7}}',
+        startingOffsets="earliest",
+        startingOffsetsByTimestampStrategy="LATEST",
+    )
+    assert opts.starting == OffsetSpec("by_timestamp", {tp("a", 0): 7}, no_match="latest")
+    assert source(subscribe="a", endingTimestamp="9").ending == OffsetSpec("timestamp", timestamp=9)
+
+
+def test_timestamp_options_bad_values_are_refused():
+    refused(
+        "startingTimestamp: Expected a single long value, got x",
+        subscribe="a",
+        startingTimestamp="x",
+    )
+    refused("endingTimestamp: timestamp -3 is negative", subscribe="a", endingTimestamp="-3")
+    refused(
+        "startingOffsetsByTimestamp: expected e.g.",
+        subscribe="a",
+        startingOffsetsByTimestamp='{"a":{"0":"5"}}',
+    )
+    refused(
+        "startingOffsetsByTimestampStrategy must be error or latest",
+        subscribe="a",
+        startingTimestamp="5",
+        startingOffsetsByTimestampStrategy="earliest",
+    )
+    refused(
+        "endingOffsetsByTimestamp names partitions the query does not read: b-0",
+        subscribe="a",
+        endingOffsetsByTimestamp='{"b":{"0":1}}',
+    )
+    # Spark's checkOffsetLimitValidity, for timestamps as for offsets
+    refused(
+        "starting and ending timestamps must name the same partitions",
+        subscribe="a",
+        startingOffsetsByTimestamp='{"a":{"0":1}}',
+        endingOffsetsByTimestamp='{"a":{"0":5,"1":5}}',
+    )
+    refused(
+        "starting timestamp 9 of a-0 is greater than its ending timestamp 5",
+        subscribe="a",
+        startingOffsetsByTimestamp='{"a":{"0":9}}',
+        endingOffsetsByTimestamp='{"a":{"0":5}}',
+    )
+    refused(
+        "starting offset 9 of a-0 is greater than its ending offset 5",
+        subscribe="a",
+        startingOffsets='{"a":{"0":9}}',
+        endingOffsets='{"a":{"0":5}}',
+    )
+
+
+def test_trigger_and_partition_options():
+    opts = source(
+        True,
+        subscribe="a",
+        minOffsetsPerTrigger="10",
+        maxOffsetsPerTrigger="10",
+        maxTriggerDelay="2s",
+        minPartitions="6",
+    )
+    assert (opts.min_offsets_per_trigger, opts.max_offsets_per_trigger) == (10, 10)
+    assert opts.max_trigger_delay_ms == 2000 and opts.min_partitions == 6
+    assert source(True, subscribe="a", minOffsetsPerTrigger="1").max_trigger_delay_ms == 900_000
+    for text, ms in [("250", 250), ("100ms", 100), ("3m", 180_000), ("1h", 3_600_000)]:
+        delay = source(True, subscribe="a", minOffsetsPerTrigger="1", maxTriggerDelay=text)
+        assert delay.max_trigger_delay_ms == ms
+    refused(
+        r"The value of minOffsetPerTrigger\(11\) is higher than the maxOffsetsPerTrigger\(10\)",
+        True,
+        subscribe="a",
+        minOffsetsPerTrigger="11",
+        maxOffsetsPerTrigger="10",
+    )
+    refused(
+        "maxTriggerDelay: time must be specified",
+        True,
+        subscribe="a",
+        minOffsetsPerTrigger="1",
+        maxTriggerDelay="soon",
+    )
+    refused(
+        "maxTriggerDelay applies only with minOffsetsPerTrigger",
+        True,
+        subscribe="a",
+        maxTriggerDelay="5s",
+    )
+    refused("minOffsetsPerTrigger applies to streaming", subscribe="a", minOffsetsPerTrigger="5")
+    refused("minPartitions must be positive", subscribe="a", minPartitions="0")
+    refused("minPartitions must be an integer", subscribe="a", minPartitions="many")
+
+
+def test_group_ids_are_sparks(caplog):
+    batch = source(subscribe="a")
+    group = batch.consumer_config["group.id"]
+    assert group.startswith("spark-kafka-relation-") and group.endswith("-executor")
+    assert batch.driver_group_id == group.removesuffix("-executor") + "-driver"
+    assert source(subscribe="a").consumer_config["group.id"] != group  # one per query
+    stream = source(True, subscribe="a", groupIdPrefix="orders")
+    assert stream.consumer_config["group.id"].startswith("orders-")
+    assert source(True, subscribe="a").consumer_config["group.id"].startswith("spark-kafka-source-")
+    with caplog.at_level(logging.WARNING):
+        given = source(subscribe="a", groupIdPrefix="x", **{"kafka.group.id": "g"})
+    assert given.consumer_config["group.id"] == "g" and given.driver_group_id == "g"
+    assert "Kafka option 'kafka.group.id' has been set on this query" in caplog.text
+    assert "Option groupIdPrefix will be ignored" in caplog.text
+    refused("groupIdPrefix: the prefix is empty", subscribe="a", groupIdPrefix=" ")
+
+
+def test_resolve_timestamps_by_sparks_rules():
+    a0, a1 = tp("a", 0), tp("a", 1)
+    spec = OffsetSpec("timestamp", timestamp=100)
+    assert offs.timestamps_to_look_up(spec, [a0, a1], "startingTimestamp") == {a0: 100, a1: 100}
+    latest = {a0: 50, a1: 60}
+    found = {a0: 7, a1: -1}  # a-1 has no record at or after the timestamp
+    with pytest.raises(
+        SparkOptionError,
+        match="No offset matched from request of topic-partition a-1 and timestamp 100",
+    ):
+        offs.resolve(spec, [a0, a1], {}, latest, "startingTimestamp", by_time=found)
+    lenient = OffsetSpec("timestamp", timestamp=100, no_match="latest")
+    assert offs.resolve(lenient, [a0, a1], {}, latest, "x", by_time=found) == {a0: 7, a1: 60}
+    # an end with no match is the latest offset, whatever the strategy
+    assert offs.resolve(spec, [a0, a1], {}, latest, "x", by_time=found, starting=False) == {
+        a0: 7,
+        a1: 60,
+    }
+    partial = OffsetSpec("by_timestamp", {a0: 5})
+    with pytest.raises(
+        SparkOptionError, match="must name every partition the query reads; missing: a-1"
+    ):
+        offs.timestamps_to_look_up(partial, [a0, a1], "startingOffsetsByTimestamp")
+
+
+def rng(p: int, start: int, end: int) -> offs.OffsetRange:
+    return offs.OffsetRange("t", p, start, end)
+
+
+def test_split_ranges_as_kafka_offset_range_calculator():
+    # Spark's KafkaOffsetRangeCalculatorSuite cases
+    assert offs.split_ranges([rng(1, 1, 2)], None) == [rng(1, 1, 2)]
+    assert offs.split_ranges([rng(1, 1, 2), rng(2, 1, 1)], 1) == [rng(1, 1, 2)]  # empty dropped
+    assert offs.split_ranges([rng(1, 1, 5)], 3) == [rng(1, 1, 2), rng(1, 2, 3), rng(1, 3, 5)]
+    assert offs.split_ranges([rng(1, 1, 5), rng(2, 1, 21)], 4) == [
+        rng(1, 1, 5),  # a fifth of the data: about 1 of 4 parts, left whole
+        rng(2, 1, 7),
+        rng(2, 7, 14),
+        rng(2, 14, 21),
+    ]
+    assert offs.split_ranges([rng(1, 1, 5), rng(2, 1, 21), rng(3, 1, 2)], 4) == [
+        rng(1, 1, 5),
+        rng(2, 1, 11),
+        rng(2, 11, 21),
+        rng(3, 1, 2),
+    ]
+    # enough ranges already: one task per range
+    assert offs.split_ranges([rng(1, 0, 100), rng(2, 0, 1)], 2) == [rng(1, 0, 100), rng(2, 0, 1)]
+
+
+@given(
+    st.lists(st.integers(0, 500), min_size=1, max_size=6),
+    st.integers(1, 40),
+)
+def test_split_ranges_cover_every_offset_once(sizes, min_partitions):
+    ranges = [rng(p, 10 * p, 10 * p + size) for p, size in enumerate(sizes)]
+    pieces = offs.split_ranges(ranges, min_partitions)
+    covered = sorted((r.partition, o) for r in pieces for o in range(r.from_offset, r.until_offset))
+    expected = sorted(
+        (r.partition, o) for r in ranges for o in range(r.from_offset, r.until_offset)
+    )
+    assert covered == expected  # every offset exactly once, nothing else
+    assert all(r.size > 0 for r in pieces)
+    nonempty = sum(1 for s in sizes if s)
+    if nonempty < min_partitions:
+        assert len(pieces) >= nonempty
 
 
 # --- records -> Arrow --------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from minikafka.cluster import LocalCluster
 from minikafka.spark import cluster_calls
 from minikafka.spark.offsets import DataLossError, OffsetRange
-from minikafka.spark.options import parse_source_options
+from minikafka.spark.options import SourceOptions, parse_source_options
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic
 from tests.spark.helpers import BASE_TS, log_start, produce, row_tuple
@@ -130,11 +130,82 @@ def test_bad_input_fails_at_planning_naming_the_problem(spark, spark_cluster):
             "subscribe": topic,
             "endingOffsets": json.dumps({topic: {"0": 10_000, "1": -1, "2": -1}}),
         },
-        "'minPartitions' is not supported": {"subscribe": topic, "minPartitions": "4"},
+        "'maxRecordsPerPartition' is not supported": {
+            "subscribe": topic,
+            "maxRecordsPerPartition": "4",
+        },
+        "minPartitions must be positive": {"subscribe": topic, "minPartitions": "0"},
+        "startingTimestamp: Expected a single long value": {
+            "subscribe": topic,
+            "startingTimestamp": "yesterday",
+        },
     }
     for message, options in cases.items():
         text = planning_error(lambda options=options: read(spark, spark_cluster, **options))
         assert message in text, (options, text)
+
+
+def test_timestamps_select_exactly_the_records_whose_timestamps_qualify(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "ts")
+    sent = produce(spark_cluster, topic, 60)  # record i has timestamp BASE_TS + i
+    partition_of = {int(value[1:]): md.partition for md, _, value in sent}
+
+    def values(**options: str) -> list[int]:
+        rows = read(spark, spark_cluster, subscribe=topic, **options).select("value").collect()
+        return sorted(int(bytes(r.value)[1:]) for r in rows)
+
+    # From the first record at or after the start, up to (not with) the first at or after
+    # the end; startingTimestamp wins over startingOffsets (Spark's precedence).
+    assert values(
+        startingTimestamp=str(BASE_TS + 20),
+        startingOffsets=json.dumps({topic: {"0": -2, "1": -2, "2": -2}}),
+        endingTimestamp=str(BASE_TS + 40),
+        endingOffsets="latest",
+    ) == list(range(20, 40))
+    # Per partition; an end no record reaches is the latest offset.
+    starts = {0: BASE_TS + 10, 1: BASE_TS + 30, 2: BASE_TS}
+    ends = {0: BASE_TS + 50, 1: BASE_TS + 10_000, 2: BASE_TS + 5}
+    as_json = lambda ts: json.dumps({topic: {str(p): t for p, t in ts.items()}})  # noqa: E731
+    assert values(
+        startingOffsetsByTimestamp=as_json(starts),
+        endingOffsetsByTimestamp=as_json(ends),
+        **{"kafka.group.id": "ts-readers"},
+    ) == [i for i in range(60) if starts[partition_of[i]] <= BASE_TS + i < ends[partition_of[i]]]
+    # A start no record reaches: an error by default, the latest offset with the strategy.
+    late = {"startingTimestamp": str(BASE_TS + 10_000)}
+    text = planning_error(lambda: read(spark, spark_cluster, subscribe=topic, **late))
+    assert f"No offset matched from request of topic-partition {topic}-0" in text, text
+    assert values(**late, startingOffsetsByTimestampStrategy="latest") == []
+    text = planning_error(
+        lambda: read(
+            spark,
+            spark_cluster,
+            subscribe=topic,
+            startingTimestamp=str(BASE_TS + 50),
+            endingTimestamp=str(BASE_TS + 10),
+        )
+    )
+    assert "(from startingTimestamp) is after its end offset" in text, text
+
+
+def test_min_partitions_splits_a_partition_into_tasks_reading_each_record_once(
+    spark, spark_cluster
+):
+    topic = new_topic(spark_cluster, "minparts", partitions=1)
+    produce(spark_cluster, topic, 40)
+    df = read(spark, spark_cluster, subscribe=topic, minPartitions="4", groupIdPrefix="split")
+    assert df.rdd.getNumPartitions() == 4  # four Spark tasks for one Kafka partition
+    rows = df.selectExpr("offset", "spark_partition_id() AS task").collect()
+    assert sorted(r.offset for r in rows) == list(range(40))  # each record exactly once
+    tasks = {}
+    for r in rows:
+        tasks.setdefault(r.task, []).append(r.offset)
+    assert sorted(sorted(offsets) for offsets in tasks.values()) == [
+        list(range(0, 10)),
+        list(range(10, 20)),
+        list(range(20, 30)),
+        list(range(30, 40)),
+    ]
 
 
 def aged_out_topic(cluster: LocalCluster) -> tuple[str, int]:
@@ -185,9 +256,14 @@ def test_a_read_below_the_log_start_is_data_loss_reported_by_the_consumer(
     topic, start = aged_out_topic(spark_cluster)
     planned = OffsetRange(topic, 0, 0, 200)  # as if planned before retention ran
     failing = source_options(spark_cluster, topic, **{"kafkaConsumer.pollTimeoutMs": "20000"})
-    # Consumers are pooled per Python worker by cluster and properties.
-    key = (spark_cluster.bootstrap_servers, tuple(sorted(failing.consumer_config.items())))
-    pool = cluster_calls._idle_consumers.setdefault(key, [])
+
+    def pool_of(options: SourceOptions) -> list:
+        # Consumers are pooled per Python worker by cluster and properties (the group.id,
+        # unique to a query, among them).
+        key = (spark_cluster.bootstrap_servers, tuple(sorted(options.consumer_config.items())))
+        return cluster_calls._idle_consumers.setdefault(key, [])
+
+    pool = pool_of(failing)
     assert pool == []
     with pytest.raises(DataLossError, match=f"Cannot fetch offset 0 of {topic}-0: the log now"):
         list(cluster_calls.read_range(failing, planned))
@@ -195,6 +271,7 @@ def test_a_read_below_the_log_start_is_data_loss_reported_by_the_consumer(
     skipping = source_options(
         spark_cluster, topic, failOnDataLoss="false", **{"kafka.max.poll.records": "7"}
     )
+    pool = pool_of(skipping)
     with caplog.at_level(logging.WARNING):
         chunks = list(cluster_calls.read_range(skipping, planned))
     assert f"Cannot fetch offset 0 of {topic}-0" in caplog.text

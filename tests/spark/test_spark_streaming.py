@@ -8,6 +8,7 @@ import json
 import threading
 import uuid
 from collections import Counter
+from datetime import datetime
 
 from confluent_kafka import KafkaError, Message, Producer
 from pyspark.sql import DataFrame, SparkSession
@@ -15,7 +16,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic, start_cluster
-from tests.spark.helpers import add_partitions, create_topic, leader_of, produce
+from tests.spark.helpers import BASE_TS, add_partitions, create_topic, leader_of, produce
 
 
 def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
@@ -73,6 +74,66 @@ def test_available_now_reads_only_what_was_there_at_the_start(spark, spark_clust
     query.awaitTermination(120)
     assert query.exception() is None
     assert sorted(o for _, _, o in offsets_in(spark, table)) == list(range(50))
+
+
+def test_min_offsets_per_trigger_waits_for_enough_offsets_or_the_max_trigger_delay(
+    spark, spark_cluster
+):
+    topic = new_topic(spark_cluster, "mintrig", partitions=1)
+    produce(spark_cluster, topic, 8)
+    df = stream(
+        spark,
+        spark_cluster.bootstrap_servers,
+        subscribe=topic,
+        startingTimestamp=str(BASE_TS + 3),  # offsets 3.. (record i has timestamp BASE_TS + i)
+        minOffsetsPerTrigger="10",
+        maxTriggerDelay="6s",
+    )
+    # A progress event for every trigger that runs no batch, so a skipped one is seen.
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")
+    try:
+        query, table = to_memory(df, {"processingTime": "200 milliseconds"})
+    finally:
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+
+    def batches() -> list[dict]:
+        return [p for p in query.recentProgress if p["numInputRows"]]
+
+    def rows() -> int:
+        return spark.sql(f"SELECT count(*) AS n FROM {table}").collect()[0].n
+
+    try:
+        # The first trigger runs at once, whatever the minimum.
+        wait_until(lambda: rows() == 5, 60, "the first batch")
+        assert sorted(o for _, _, o in offsets_in(spark, table)) == [3, 4, 5, 6, 7]
+        produce(spark_cluster, topic, 4, start=8)
+
+        def skipped_seeing_4_new() -> bool:
+            return any(
+                not p["numInputRows"]
+                and p["sources"][0]["latestOffset"]
+                and json.loads(p["sources"][0]["latestOffset"]) == {topic: {"0": 12}}
+                for p in query.recentProgress
+            )
+
+        # A trigger saw offsets 8..11, fewer than 10 new: no batch.
+        wait_until(skipped_seeing_4_new, 30, "a trigger that sees 4 new offsets")
+        assert rows() == 5 and len(batches()) == 1
+        produce(spark_cluster, topic, 6, start=12)  # 10 new now: the next trigger runs
+        wait_until(lambda: rows() == 15, 60, "the batch of 10")
+        produce(spark_cluster, topic, 2, start=18)  # too few: waits for maxTriggerDelay
+        wait_until(lambda: rows() == 17, 60, "the delayed batch")
+        done = batches()
+        assert [p["numInputRows"] for p in done] == [5, 10, 2]
+        assert sorted(o for _, _, o in offsets_in(spark, table)) == list(range(3, 20))
+
+        def started_ms(p: dict) -> float:
+            return datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() * 1000
+
+        # (trigger start times; the source's clock is read a moment after each)
+        assert started_ms(done[2]) - started_ms(done[1]) >= 6000 - 500
+    finally:
+        query.stop()
 
 
 def test_restart_from_the_checkpoint_reads_exactly_the_new_records(spark, spark_cluster, tmp_path):
