@@ -8,7 +8,7 @@ import datetime as dt
 import json
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -102,6 +102,43 @@ def _work_dir(work_dir: Path | None) -> Path:
     return work_dir
 
 
+def _spark_confs(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, str]:
+    """--conf KEY=VALUE, as spark-submit's: split at the first '='."""
+    confs: dict[str, str] = {}
+    for value in values:
+        key, eq, setting = value.partition("=")
+        if not eq or not key.strip():
+            raise click.BadParameter(
+                f"{value!r}: a Spark setting is KEY=VALUE, e.g. spark.executor.cores=1"
+            )
+        confs[key.strip()] = setting
+    return confs
+
+
+def spark_options(f: Callable[..., None]) -> Callable[..., None]:
+    """--master and --conf, as spark-submit's, for the commands that run the Spark job."""
+    f = click.option(
+        "--conf",
+        "spark_conf",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=_spark_confs,
+        help="A Spark setting for the job's session (repeatable), e.g. "
+        "--conf spark.executor.memory=1g.",
+    )(f)
+    return click.option(
+        "--master",
+        envvar="SPARK_MASTER",
+        default=None,
+        metavar="URL",
+        help="The Spark master to run the job on, e.g. spark://host:7077 (its workers need "
+        "this Python with minikafka at the same path). Default: $SPARK_MASTER, else local "
+        "Spark in this process (local[2]).",
+    )(f)
+
+
 WORK_DIR_DEFAULT = (
     "Default: DATA_DIR/pipeline, DATA_DIR being the local cluster's (`minikafka cluster "
     "up`'s), else $XDG_DATA_HOME/minikafka/other-clusters/pipeline."
@@ -119,18 +156,21 @@ WORK_DIR_DEFAULT = (
     help=f"Parquet output and the queries' checkpoints. {WORK_DIR_DEFAULT}",
 )
 @click.option("--available-now", is_flag=True, help="Process what is there, then stop.")
+@spark_options
 def run(
     bootstrap_server: str,
     clicks_topic: str,
     counts_topic: str,
     work_dir: Path | None,
     available_now: bool,
+    master: str | None,
+    spark_conf: dict[str, str],
 ) -> None:
     """Run the streaming job (until Ctrl-C, or with --available-now until caught up)."""
     p = _pipeline()
     parquet, checkpoints = _dirs(_work_dir(work_dir))
     p.ensure_topics(bootstrap_server, {clicks_topic: 3, counts_topic: 1})
-    spark = p.spark_session()
+    spark = p.spark_session(master=master, conf=spark_conf)
     queries = p.start_pipeline(
         spark,
         bootstrap_server,
@@ -157,7 +197,14 @@ def run(
     help="Parquet output and checkpoints (in a subdirectory named after the run). "
     f"{WORK_DIR_DEFAULT}",
 )
-def demo(bootstrap_server: str, events: int, work_dir: Path | None) -> None:
+@spark_options
+def demo(
+    bootstrap_server: str,
+    events: int,
+    work_dir: Path | None,
+    master: str | None,
+    spark_conf: dict[str, str],
+) -> None:
     """Produce EVENTS clicks spread over EVENTS x 0.3 s of event time, run the job once over
     them (Trigger.AvailableNow) and print the window counts it wrote to page-counts."""
     p = _pipeline()
@@ -169,7 +216,7 @@ def demo(bootstrap_server: str, events: int, work_dir: Path | None) -> None:
     clicks = p.make_clicks(events, start - start % 10_000 + 1, 300)
     p.generate(bootstrap_server, clicks_topic, clicks)
     click.echo(f"{events} click events produced to {clicks_topic}; running the job ...")
-    spark = p.spark_session()
+    spark = p.spark_session(master=master, conf=spark_conf)
     queries = p.start_pipeline(
         spark,
         bootstrap_server,

@@ -17,7 +17,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -163,9 +163,14 @@ def spark_session(
     app_name: str = "minikafka-click-pipeline",
     cores: int = 2,
     driver_memory: str | None = None,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """A local Spark (`local[cores]`, UI off, UTC, log level ERROR) with the minikafka format
-    registered; its Python workers run this interpreter (the one minikafka is installed in)."""
+    """A Spark session (UI off, UTC, log level ERROR) with the minikafka format registered,
+    on `master` (a Spark master URL, e.g. spark://host:7077) or else a local Spark
+    (`local[cores]`); `conf` goes to the builder last, so it overrides these defaults.
+    Python workers, the driver's and the executors', run this interpreter (the one
+    minikafka is installed in): on a cluster, every worker machine needs it at that path."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -173,16 +178,21 @@ def spark_session(
     from minikafka.spark import MinikafkaDataSource
 
     builder = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master or f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", str(cores))
         .config("spark.sql.session.timeZone", "UTC")
         # The stage progress bars would interleave with what the commands print.
         .config("spark.ui.showConsoleProgress", "false")
+        # Executors started by a cluster's workers run the same Python as the driver.
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
     if driver_memory is not None:
         builder = builder.config("spark.driver.memory", driver_memory)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(MinikafkaDataSource)

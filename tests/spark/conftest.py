@@ -1,4 +1,5 @@
-"""Real PySpark (local[2], one session for the whole run) against a real 3-broker cluster
+"""Real PySpark (local[2], one session shared by the run; tests on a standalone cluster
+swap in a session of their own) against a real 3-broker cluster
 and ZooKeeper (one per test module; tests use topics of their own)."""
 
 from __future__ import annotations
@@ -19,11 +20,37 @@ from tests.spark.helpers import create_topic
 SPARK_TEST_OVERRIDES = {**TEST_OVERRIDES, "log.retention.check.interval.ms": "500"}
 
 
+LOCAL_MASTER = "local[2]"
+
+
+def session_on(master: str, **conf: str) -> SparkSession:
+    """The process's one SparkContext, on `master`: the active session if it is there
+    already, else a new one (a session on another master is stopped first: a JVM has one
+    SparkContext at a time)."""
+    active = SparkSession.getActiveSession()
+    if active is not None and active.sparkContext.master != master:
+        active.stop()
+    return pipeline.spark_session(
+        app_name="minikafka-tests",
+        driver_memory="2g",
+        master=master,
+        conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", **conf},
+    )
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
-    session = pipeline.spark_session(app_name="minikafka-tests", driver_memory="2g")
-    yield session
-    session.stop()
+def _stop_spark_at_the_end() -> Iterator[None]:
+    yield
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
+@pytest.fixture
+def spark(_stop_spark_at_the_end: None) -> SparkSession:
+    """The local Spark session the tests share (made again after a test module ran its
+    tests on a standalone cluster)."""
+    return session_on(LOCAL_MASTER)
 
 
 def start_cluster(data_dir: Path, overrides: dict[str, str] | None = None) -> LocalCluster:

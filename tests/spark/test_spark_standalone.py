@@ -1,0 +1,233 @@
+"""The minikafka source and sink on a real Spark standalone cluster (a master and two
+workers of one core each, from the installed pyspark): reads and writes run in executors
+outside the driver, which start with nothing cached, and a worker lost mid-stream costs
+neither records nor duplicates.
+
+The module shares one standalone cluster and one session on it (the demo command's, which
+runs first); the worker-loss test runs last (by file order), as it leaves one worker."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from pyspark.sql import SparkSession
+
+from minikafka.cli.main import cli
+from minikafka.cluster import LocalCluster
+from minikafka.spark.standalone import StandaloneCluster
+from tests.cluster.conftest import wait_until
+from tests.spark.conftest import new_topic, session_on
+from tests.spark.helpers import Acked, produce, read_topic
+
+# One executor of one core on each worker (standalone spreads an application's executors).
+EXECUTORS = {
+    "spark.executor.cores": "1",
+    "spark.executor.memory": "512m",
+    "spark.cores.max": "2",
+    "spark.sql.shuffle.partitions": "2",
+}
+
+
+@pytest.fixture(scope="module")
+def standalone(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[StandaloneCluster]:
+    cluster = StandaloneCluster(tmp_path_factory.mktemp("spark-standalone"), workers=2)
+    cluster.launch()
+    try:
+        request.getfixturevalue("spark_cluster")  # starts while the Spark daemons boot
+        cluster.wait_ready()
+        yield cluster
+    finally:
+        active = SparkSession.getActiveSession()
+        if active is not None and active.sparkContext.master == cluster.master_url:
+            active.stop()  # before its executors go
+        cluster.stop()
+
+
+def executors(spark: SparkSession) -> int:
+    """How many executors the application has (the status tracker counts the driver too)."""
+    tracker = spark.sparkContext._jsc.sc().statusTracker()  # type: ignore[union-attr]
+    return len(tracker.getExecutorInfos()) - 1
+
+
+@pytest.fixture
+def on_cluster(standalone: StandaloneCluster) -> SparkSession:
+    """The session on the standalone cluster, once both workers run an executor of it."""
+    spark = session_on(standalone.master_url, **EXECUTORS)
+    wait_until(lambda: executors(spark) == 2, 90, "an executor on each worker")
+    return spark
+
+
+def read_batch(spark: SparkSession, cluster: LocalCluster, topic: str) -> list[tuple]:
+    df = (
+        spark.read.format("minikafka")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("subscribe", topic)
+        .load()
+    )
+    return [(r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect()]
+
+
+def test_the_demo_runs_on_the_master_given_with_the_settings_given(
+    standalone, spark_cluster, tmp_path, monkeypatch
+):
+    # The command makes its own session: none may be active, or it would get that one.
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    # The session the demo makes and stops when done is kept for the module's other tests.
+    monkeypatch.setattr(SparkSession, "stop", lambda self: None)
+    monkeypatch.setenv("SPARK_MASTER", standalone.master_url)  # what --master defaults to
+    app = f"demo-{uuid.uuid4().hex[:6]}"
+    args = ["pipeline", "demo", "--events", "60", "--work-dir", str(tmp_path)]
+    args += ["--bootstrap-server", spark_cluster.bootstrap_servers]
+    for key, value in {
+        **EXECUTORS,
+        "spark.app.name": app,
+        "spark.driver.host": "127.0.0.1",
+    }.items():
+        args += ["--conf", f"{key}={value}"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "window counts in page-counts-" in result.output
+    # The master ran the application, with the executors --conf asked for.
+    (running,) = [a for a in standalone.state()["activeapps"] if a["name"] == app]
+    assert running["cores"] == 2 and running["memoryperexecutor"] == 512
+
+
+def test_malformed_spark_settings_are_refused():
+    result = CliRunner().invoke(cli, ["pipeline", "run", "--conf", "spark.executor.cores"])
+    assert result.exit_code == 2
+    assert "'spark.executor.cores': a Spark setting is KEY=VALUE" in result.output
+    result = CliRunner().invoke(cli, ["pipeline", "demo", "--conf", "=1"])
+    assert result.exit_code == 2 and "a Spark setting is KEY=VALUE" in result.output
+
+
+def test_a_batch_read_on_the_cluster_equals_a_kafka_consumers_read(on_cluster, spark_cluster):
+    topic = new_topic(spark_cluster, "sa-batch", partitions=12)
+    produce(spark_cluster, topic, 1200, headers=False)
+    got = read_batch(on_cluster, spark_cluster, topic)
+    expected = [(r.partition, r.offset, r.key, r.value) for r in read_topic(spark_cluster, topic)]
+    assert len(expected) == 1200 and len({p for p, _, _, _ in expected}) == 12
+    assert Counter(got) == Counter(expected)  # every (partition, offset) once, same bytes
+    assert len({(p, o) for p, o, _, _ in got}) == len(got)
+
+
+def test_a_streaming_read_on_the_cluster_reads_every_record_once(on_cluster, spark_cluster):
+    topic = new_topic(spark_cluster, "sa-stream", partitions=12)
+    produce(spark_cluster, topic, 300, headers=False)
+    table = f"q_{uuid.uuid4().hex[:8]}"
+    query = (
+        on_cluster.readStream.format("minikafka")
+        .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "120")
+        .load()
+        .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+        .writeStream.format("memory")
+        .queryName(table)
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        wait_until(lambda: query.lastProgress is not None, 90, "a first micro-batch")
+        produce(spark_cluster, topic, 200, start=300, headers=False)  # while it runs
+
+        def rows() -> int:
+            return int(on_cluster.sql(f"SELECT count(*) FROM {table}").first()[0])
+
+        wait_until(
+            lambda: rows() >= 500 or query.exception() is not None,
+            120,
+            "500 rows",
+            interval=0.5,  # each look is a Spark job
+        )
+        assert query.exception() is None
+    finally:
+        query.stop()
+    batches = [p for p in query.recentProgress if p["numInputRows"]]
+    assert len(batches) >= 4  # maxOffsetsPerTrigger split the read into micro-batches
+    seen = on_cluster.sql(f"SELECT partition, offset, value FROM {table}").collect()
+    expected = {(r.partition, r.offset, r.value.decode()) for r in read_topic(spark_cluster, topic)}
+    assert Counter((r.partition, r.offset, r.value) for r in seen) == Counter(expected)
+
+
+def test_the_sink_on_the_cluster_writes_exactly_what_it_was_given(on_cluster, spark_cluster):
+    topic = new_topic(spark_cluster, "sa-sink", partitions=12)
+    rows = [(f"k{i}", f"v{i}".encode()) for i in range(2000)]
+    df = on_cluster.createDataFrame(rows, "key string, value binary").repartition(6)
+    (
+        df.write.format("minikafka")
+        .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+        .option("kafka.acks", "all")
+        .option("topic", topic)
+        .mode("append")
+        .save()
+    )
+    got = Counter((r.key, r.value) for r in read_topic(spark_cluster, topic))
+    assert got == Counter((k.encode(), v) for k, v in rows)
+
+
+def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
+    on_cluster, standalone, spark_cluster, tmp_path: Path
+):
+    topic = new_topic(spark_cluster, "sa-kill", partitions=12)
+    acked = produce(spark_cluster, topic, 300, headers=False)
+    out = tmp_path / "out"
+    query = (
+        on_cluster.readStream.format("minikafka")
+        .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "60")
+        .load()
+        .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    more: list[tuple[Acked, bytes, bytes]] = []
+    producer = threading.Thread(
+        target=lambda: more.extend(produce(spark_cluster, topic, 300, start=300, headers=False))
+    )
+    tracker = on_cluster.sparkContext.statusTracker()
+
+    def tasks_running() -> bool:
+        for stage in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage)
+            if info is not None and info.numActiveTasks > 0:
+                return True
+        return False
+
+    try:
+        wait_until(lambda: len(query.recentProgress) >= 1, 90, "a first micro-batch")
+        producer.start()
+        wait_until(tasks_running, 30, "a micro-batch's tasks running")
+        standalone.kill_worker(0)  # mid-task: its tasks are run again on the other worker
+        producer.join(60)
+        acked += more
+        assert len(acked) == 600
+
+        def done() -> bool:
+            if query.exception() is not None:
+                return True
+            return sum(p["numInputRows"] for p in query.recentProgress) >= 600
+
+        wait_until(done, 120, "every record through the query", interval=0.2)
+        assert query.exception() is None
+    finally:
+        query.stop()
+    seen = Counter((r.partition, r.offset) for r in on_cluster.read.parquet(str(out)).collect())
+    assert [k for k, n in seen.items() if n > 1] == []  # no (partition, offset) twice
+    assert set(seen) >= {(md.partition, md.offset) for md, _, _ in acked}
+    assert executors(on_cluster) == 1  # the killed worker's executor is gone
