@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from minikafka.cli.main import cli
@@ -88,11 +89,14 @@ def test_the_demo_runs_on_the_master_given_with_the_settings_given(
     app = f"demo-{uuid.uuid4().hex[:6]}"
     args = ["pipeline", "demo", "--events", "60", "--work-dir", str(tmp_path)]
     args += ["--bootstrap-server", spark_cluster.bootstrap_servers]
-    for key, value in {
+    confs = {
         **EXECUTORS,
         "spark.app.name": app,
         "spark.driver.host": "127.0.0.1",
-    }.items():
+        # If this starts the process's JVM: as much heap as the local session would give it.
+        "spark.driver.memory": "2g",
+    }
+    for key, value in confs.items():
         args += ["--conf", f"{key}={value}"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
@@ -176,6 +180,22 @@ def test_the_sink_on_the_cluster_writes_exactly_what_it_was_given(on_cluster, sp
     assert got == Counter((k.encode(), v) for k, v in rows)
 
 
+def test_a_record_refused_on_an_executor_fails_the_write_at_the_driver(on_cluster, spark_cluster):
+    """The executor's producer waits for every acknowledgement before its task ends, and the
+    broker's refusal comes back to the driver by Kafka's name (after Spark's task retries)."""
+    topic = new_topic(spark_cluster, "sa-big", partitions=1, **{"max.message.bytes": "200"})
+    df = on_cluster.createDataFrame([("x" * 1000,)], "value string").coalesce(1)
+    with pytest.raises(PySparkException, match=f"{topic}-0: MESSAGE_TOO_LARGE"):
+        (
+            df.write.format("minikafka")
+            .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
+            .option("topic", topic)
+            .mode("append")
+            .save()
+        )
+    assert read_topic(spark_cluster, topic) == []
+
+
 def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
     on_cluster, standalone, spark_cluster, tmp_path: Path
 ):
@@ -202,18 +222,22 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
     )
     tracker = on_cluster.sparkContext.statusTracker()
 
-    def tasks_running() -> bool:
-        for stage in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(stage)
-            if info is not None and info.numActiveTasks > 0:
-                return True
-        return False
+    busy: list[int] = []  # the stage whose tasks ran on both executors at the kill
+
+    def both_executors_busy() -> bool:
+        # One core each: two tasks running means one on each worker.
+        busy[:] = [s for s in tracker.getActiveStageIds() if running(s) == 2]
+        return bool(busy)
+
+    def running(stage: int) -> int:
+        info = tracker.getStageInfo(stage)
+        return 0 if info is None else info.numActiveTasks
 
     try:
         wait_until(lambda: len(query.recentProgress) >= 1, 90, "a first micro-batch")
         producer.start()
-        wait_until(tasks_running, 30, "a micro-batch's tasks running")
-        standalone.kill_worker(0)  # mid-task: its tasks are run again on the other worker
+        wait_until(both_executors_busy, 30, "a micro-batch's tasks on both executors")
+        standalone.kill_worker(0)  # mid-task: its task is run again on the other worker
         producer.join(60)
         acked += more
         assert len(acked) == 600
@@ -231,3 +255,7 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
     assert [k for k, n in seen.items() if n > 1] == []  # no (partition, offset) twice
     assert set(seen) >= {(md.partition, md.offset) for md, _, _ in acked}
     assert executors(on_cluster) == 1  # the killed worker's executor is gone
+    # Its task failed with it (and the stage still completed: it was run again).
+    (stage,) = busy
+    info = tracker.getStageInfo(stage)
+    assert info is not None and info.numFailedTasks >= 1
