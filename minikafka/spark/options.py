@@ -323,8 +323,8 @@ def _refuse_leftovers(opts: dict[str, str], what: str, supported: list[str]) -> 
         )
 
 
-def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
-    """Kafka's partition offsets JSON, `{"topic":{"0":23,"1":-2}}` -> offsets by partition."""
+def _partition_ints_json(text: str, option: str, example: str) -> dict[TopicPartition, int]:
+    """`{"topic":{"0":23,"1":-2}}` -> an integer per partition, or Spark's usage error."""
     try:
         data = json.loads(text)
         if not isinstance(data, dict) or not data:
@@ -333,12 +333,18 @@ def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
         for topic, parts in data.items():
             if not isinstance(parts, dict) or not parts:
                 raise ValueError
-            for p, offset in parts.items():
-                if type(offset) is not int:
+            for p, value in parts.items():
+                if type(value) is not int:
                     raise ValueError
-                out[TopicPartition(topic, int(p))] = offset
+                out[TopicPartition(topic, int(p))] = value
     except ValueError:
-        raise SparkOptionError(f"{option}: expected e.g. {_OFFSETS_EXAMPLE}, got {text}") from None
+        raise SparkOptionError(f"{option}: expected e.g. {example}, got {text}") from None
+    return out
+
+
+def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
+    """Kafka's partition offsets JSON, `{"topic":{"0":23,"1":-2}}` -> offsets by partition."""
+    out = _partition_ints_json(text, option, _OFFSETS_EXAMPLE)
     for tp, offset in out.items():
         if offset < EARLIEST:
             raise SparkOptionError(
@@ -350,22 +356,7 @@ def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
 
 def parse_timestamps_json(text: str, option: str) -> dict[TopicPartition, int]:
     """Kafka-style JSON of a timestamp (ms) per partition, `{"topic":{"0":1700000000000}}`."""
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict) or not data:
-            raise ValueError
-        out: dict[TopicPartition, int] = {}
-        for topic, parts in data.items():
-            if not isinstance(parts, dict) or not parts:
-                raise ValueError
-            for p, ts in parts.items():
-                if type(ts) is not int:
-                    raise ValueError
-                out[TopicPartition(topic, int(p))] = ts
-    except ValueError:
-        raise SparkOptionError(
-            f"{option}: expected e.g. {_TIMESTAMPS_EXAMPLE}, got {text}"
-        ) from None
+    out = _partition_ints_json(text, option, _TIMESTAMPS_EXAMPLE)
     for tp, ts in out.items():
         if ts < 0:
             raise SparkOptionError(
