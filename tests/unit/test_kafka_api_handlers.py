@@ -685,6 +685,26 @@ def test_a_fetch_error_carries_unknown_offsets(version: int) -> None:
     assert p.records in (None, b"")
 
 
+@pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
+def test_a_debugging_replica_fetch_error_keeps_the_replicas_ends(version: int) -> None:
+    """minikafka's tools read a replica as the debugging replica (-2), which no Kafka
+    client sends: below the log start they restart there, from the ends the error carries."""
+    body = sample(request_type(1, version))
+    if version >= 15:
+        body = dataclasses.replace(
+            body, replica_state=dataclasses.replace(body.replica_state, replica_id=-2)
+        )
+    else:
+        body = dataclasses.replace(body, replica_id=-2)
+    fake = FakeApis()
+    fake.fetch_error = ErrorCode.OFFSET_OUT_OF_RANGE
+    response, _ = run(body, fake)
+    (p,) = [p for t in response.responses for p in t.partitions]
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 10
+    if version >= 5:
+        assert p.log_start_offset == 2
+
+
 def test_a_transactional_produce_is_refused() -> None:
     body = dataclasses.replace(sample(request_type(0, 9)), acks=-1, transactional_id="tx")
     response, fake = run(body)

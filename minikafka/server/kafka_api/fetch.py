@@ -111,6 +111,9 @@ class FetchApis(ApiFamily):
             forgotten_topics=forgotten,
         )
         resp = await self.apis.fetch(internal, self._readable(ctx), self._client_metadata(ctx, req))
+        # minikafka's own tools (the debugging replica id, which no Kafka client sends) read
+        # a replica from its log start: they keep the replica's ends with an error.
+        ends_with_errors = replica_id == m.DEBUG_REPLICA_ID
         topics = [
             FetchTopicData(
                 t.name,
@@ -123,8 +126,12 @@ class FetchApis(ApiFamily):
                         # librdkafka takes a follower's OFFSET_OUT_OF_RANGE as the follower
                         # being behind (back to the leader) only for an offset past this HW,
                         # and resets the offset otherwise (the replica's ends stay internal).
-                        p.high_watermark if p.error_code == ErrorCode.NONE else -1,
-                        p.log_start_offset if p.error_code == ErrorCode.NONE else -1,
+                        p.high_watermark
+                        if p.error_code == ErrorCode.NONE or ends_with_errors
+                        else -1,
+                        p.log_start_offset
+                        if p.error_code == ErrorCode.NONE or ends_with_errors
+                        else -1,
                         # Empty, never null, records on an error, as Kafka's MemoryRecords.EMPTY:
                         # librdkafka fails to parse a null record set.
                         b"" if p.records is None else cast(RecordsChunk, p.records),
