@@ -123,6 +123,8 @@ def test_min_offsets_per_trigger_waits_for_enough_offsets_or_the_max_trigger_del
         wait_until(lambda: rows() == 15, 60, "the batch of 10")
         produce(spark_cluster, topic, 2, start=18)  # too few: waits for maxTriggerDelay
         wait_until(lambda: rows() == 17, 60, "the delayed batch")
+        # Its progress is reported a moment after its rows are in the sink.
+        wait_until(lambda: len(batches()) >= 3, 30, "the delayed batch's progress")
         done = batches()
         assert [p["numInputRows"] for p in done] == [5, 10, 2]
         assert sorted(o for _, _, o in offsets_in(spark, table)) == list(range(3, 20))
