@@ -661,24 +661,31 @@ def test_a_consumers_rack_and_its_preferred_read_replica_from_fetch_v11(version:
         assert client is None
 
 
+def out_of_range_fetch(version: int, replica_id: int) -> Any:
+    """The one partition of a Fetch answered OFFSET_OUT_OF_RANGE (the replica's HW 10,
+    log start 2), sent by `replica_id`."""
+    body = sample(request_type(1, version))
+    if version >= 15:
+        body = dataclasses.replace(
+            body, replica_state=dataclasses.replace(body.replica_state, replica_id=replica_id)
+        )
+    else:
+        body = dataclasses.replace(body, replica_id=replica_id)
+    fake = FakeApis()
+    fake.fetch_error = ErrorCode.OFFSET_OUT_OF_RANGE
+    response, _ = run(body, fake)
+    (p,) = [p for t in response.responses for p in t.partitions]
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    return p
+
+
 @pytest.mark.parametrize("version", range(SERVED[1][0], SERVED[1][1] + 1))
 def test_a_fetch_error_carries_unknown_offsets(version: int) -> None:
     """As Kafka's readFromLocalLog: an errored partition's HW, last stable offset and log
     start are -1, whatever the replica knows. librdkafka goes back to the leader after a
     follower's OFFSET_OUT_OF_RANGE only for a fetch offset past the HW it is sent: with
     the follower's own HW, an offset below the follower's log start would be reset."""
-    body = sample(request_type(1, version))
-    if version >= 15:
-        body = dataclasses.replace(
-            body, replica_state=dataclasses.replace(body.replica_state, replica_id=-1)
-        )
-    else:
-        body = dataclasses.replace(body, replica_id=-1)
-    fake = FakeApis()
-    fake.fetch_error = ErrorCode.OFFSET_OUT_OF_RANGE
-    response, _ = run(body, fake)
-    (p,) = [p for t in response.responses for p in t.partitions]
-    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    p = out_of_range_fetch(version, -1)
     assert (p.high_watermark, p.last_stable_offset) == (-1, -1)
     if version >= 5:
         assert p.log_start_offset == -1
@@ -689,18 +696,8 @@ def test_a_fetch_error_carries_unknown_offsets(version: int) -> None:
 def test_a_debugging_replica_fetch_error_keeps_the_replicas_ends(version: int) -> None:
     """minikafka's tools read a replica as the debugging replica (-2), which no Kafka
     client sends: below the log start they restart there, from the ends the error carries."""
-    body = sample(request_type(1, version))
-    if version >= 15:
-        body = dataclasses.replace(
-            body, replica_state=dataclasses.replace(body.replica_state, replica_id=-2)
-        )
-    else:
-        body = dataclasses.replace(body, replica_id=-2)
-    fake = FakeApis()
-    fake.fetch_error = ErrorCode.OFFSET_OUT_OF_RANGE
-    response, _ = run(body, fake)
-    (p,) = [p for t in response.responses for p in t.partitions]
-    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.high_watermark == 10
+    p = out_of_range_fetch(version, -2)
+    assert p.high_watermark == 10
     if version >= 5:
         assert p.log_start_offset == 2
 
