@@ -190,6 +190,17 @@ async def main() -> None:
         copied = sum(partition_bytes(cluster, 4, tp) for tp in targets)
     finally:
         cluster.stop(timeout=120)
+    for phase, latencies, sent in (
+        ("at rest", at_rest, None),
+        ("during the moves", during, sent_during),
+    ):
+        if len(latencies) < 2:
+            # Too few to take percentiles of: say how the probe fared instead.
+            raise SystemExit(
+                f"{len(latencies)} probe sends acknowledged {phase}"
+                + (f" of {sent} sent" if sent is not None else "")
+                + f" ({probe.failed} failed in all): too few for percentiles"
+            )
     figures = {
         "machine": {
             "cores": os.cpu_count(),
