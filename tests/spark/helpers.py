@@ -8,6 +8,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from pyspark.sql import DataFrame, SparkSession
 
 from minikafka.client.librdkafka import position, read_to_end, watermarks
 from minikafka.cluster import LocalCluster
@@ -155,4 +156,14 @@ def row_tuple(row: Any) -> tuple[Any, ...]:
         bytes(row["key"]) if row["key"] is not None else None,
         bytes(row["value"]) if row["value"] is not None else None,
         headers,
+    )
+
+
+def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
+    """`spark.readStream.format("minikafka")` from `bootstrap`, with these options."""
+    return (
+        spark.readStream.format("minikafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .options(**options)
+        .load()
     )

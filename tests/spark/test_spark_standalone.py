@@ -24,7 +24,7 @@ from minikafka.cluster import LocalCluster
 from minikafka.spark.standalone import StandaloneCluster
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic, session_on
-from tests.spark.helpers import Acked, produce, read_topic
+from tests.spark.helpers import Acked, produce, read_topic, stream
 
 # One executor of one core on each worker (standalone spreads an application's executors).
 EXECUTORS = {
@@ -129,12 +129,13 @@ def test_a_streaming_read_on_the_cluster_reads_every_record_once(on_cluster, spa
     produce(spark_cluster, topic, 300, headers=False)
     table = f"q_{uuid.uuid4().hex[:8]}"
     query = (
-        on_cluster.readStream.format("minikafka")
-        .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "120")
-        .load()
+        stream(
+            on_cluster,
+            spark_cluster.bootstrap_servers,
+            subscribe=topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="120",
+        )
         .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
         .writeStream.format("memory")
         .queryName(table)
@@ -203,12 +204,13 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
     acked = produce(spark_cluster, topic, 300, headers=False)
     out = tmp_path / "out"
     query = (
-        on_cluster.readStream.format("minikafka")
-        .option("kafka.bootstrap.servers", spark_cluster.bootstrap_servers)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", "60")
-        .load()
+        stream(
+            on_cluster,
+            spark_cluster.bootstrap_servers,
+            subscribe=topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="60",
+        )
         .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
         .writeStream.format("parquet")
         .option("path", str(out))

@@ -16,16 +16,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import new_topic, start_cluster
-from tests.spark.helpers import BASE_TS, add_partitions, create_topic, leader_of, produce
-
-
-def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
-    return (
-        spark.readStream.format("minikafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .options(**options)
-        .load()
-    )
+from tests.spark.helpers import BASE_TS, add_partitions, create_topic, leader_of, produce, stream
 
 
 def to_memory(df: DataFrame, trigger: dict[str, object]) -> tuple[StreamingQuery, str]:
