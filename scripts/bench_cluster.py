@@ -23,6 +23,15 @@ comma-separated; 0: no throttle), from the moves' start until every new replica 
 ISR, against the rate:
 
     .venv/bin/python scripts/bench_cluster.py --throttled-move 32 --throttles 0,1048576,4194304
+
+With `--write-resume` it measures instead how long acks=all writes stall after kill -9 of a
+broker (`--runs` kills, at `--session-timeout-ms`, default Kafka's 18000), with
+replica.lag.disconnected.max.ms at its default (2000) and off (-1, Kafka's behaviour): a
+topic of two partitions, min.insync.replicas 2, one led by the broker killed and one led by
+another with the killed broker in its ISR; from the kill until the first record sent after
+it to each partition is acknowledged:
+
+    .venv/bin/python scripts/bench_cluster.py --write-resume --runs 3
 """
 
 from __future__ import annotations
@@ -345,6 +354,155 @@ async def throttle_figures(args: argparse.Namespace) -> None:
         )
 
 
+def acknowledged_at(
+    producer: Producer, topic: str, value: bytes, partitions: Sequence[int], timeout_s: float = 120
+) -> dict[int, float]:
+    """Send `value` to each partition; when (time.monotonic()) each was acknowledged."""
+    acked: dict[int, float] = {}
+    failed: list[KafkaError] = []
+
+    def delivered(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            failed.append(err)
+        else:
+            acked[msg.partition()] = time.monotonic()  # type: ignore[index]
+
+    for p in partitions:
+        producer.produce(topic, value, partition=p, on_delivery=delivered)
+    deadline = time.monotonic() + timeout_s
+    while len(acked) < len(partitions) and not failed and time.monotonic() < deadline:
+        producer.poll(0.01)
+    if failed:
+        raise KafkaException(failed[0])
+    if len(acked) < len(partitions):
+        raise TimeoutError(f"acknowledged only partitions {sorted(acked)} in {timeout_s} s")
+    return acked
+
+
+async def write_resume_runs(cluster: LocalCluster, runs: int) -> list[tuple[float, float]]:
+    """(seconds until an acks=all write to a partition led by a surviving broker is
+    acknowledged, the same for the partition the killed broker led), per kill."""
+    controller = cluster.controller()
+    assert controller is not None
+    # The victim is never the controller: its failover would add to the figures.
+    survivor = controller[0]
+    victim, third = (b for b in cluster.broker_ids if b != survivor)
+    topic = "resume"
+    await create(
+        cluster,
+        NewTopic(
+            topic,
+            2,
+            replica_assignment=[[victim, survivor, third], [survivor, victim, third]],
+            config={"min.insync.replicas": "2"},
+        ),
+    )
+    led_by_victim, led_by_survivor = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    results: list[tuple[float, float]] = []
+    for i in range(runs):
+
+        def ready() -> bool:
+            zk = cluster.zk_client()
+            states = [zk.get_partition_state(tp) for tp in (led_by_victim, led_by_survivor)]
+            return all(st is not None and len(st.isr) == 3 for st in states) and [
+                st.leader for st in states if st is not None
+            ] == [victim, survivor]
+
+        if not ready():
+            # The restarted victim rejoined the ISR; it leads its partition again after a
+            # preferred election.
+            wait(
+                lambda: all(
+                    len(cluster.zk_client().get_partition_state(tp).isr) == 3  # type: ignore[union-attr]
+                    for tp in (led_by_victim, led_by_survivor)
+                ),
+                120,
+                "full ISRs",
+            )
+            admin = new_admin(client_config(cluster.bootstrap_servers, QUIET))
+            await asyncio.wrap_future(
+                admin.elect_leaders(ElectionType.PREFERRED, [KafkaTopicPartition(topic, 0)])
+            )
+            wait(ready, 60, "the preferred leaders")
+        producer = new_producer(
+            client_config(
+                cluster.bootstrap_servers,
+                {
+                    "acks": "all",
+                    "request.timeout.ms": 2000,
+                    "retry.backoff.ms": 50,
+                    "retry.backoff.max.ms": 50,
+                    **QUIET,
+                },
+            )
+        )
+        for p in (0, 1):  # metadata known, connections open
+            producer.produce(topic, b"warm-up", partition=p)
+        producer.flush(60)
+        started = time.monotonic()
+        cluster.kill(victim)
+        acked = acknowledged_at(producer, topic, f"after-kill-{i}".encode(), (0, 1))
+        del producer
+        survivor_s, victim_s = acked[1] - started, acked[0] - started
+        results.append((survivor_s, victim_s))
+        print(
+            f"  run {i + 1}: killed broker {victim}; acks=all acknowledged after "
+            f"{survivor_s:.2f}s on {led_by_survivor} (led by {survivor}) and "
+            f"{victim_s:.2f}s on {led_by_victim} (led by the killed broker)"
+        )
+        cluster.restart(victim)
+    return results
+
+
+async def write_resume_figures(args: argparse.Namespace) -> None:
+    console = Console()
+    figures: dict[str, object] = {
+        "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+        "zookeeper_session_timeout_ms": args.session_timeout_ms,
+    }
+    table = Table(
+        title=f"acks=all writes after kill -9 of a broker (session timeout "
+        f"{args.session_timeout_ms} ms, median of {args.runs})"
+    )
+    table.add_column("replica.lag.disconnected.max.ms")
+    table.add_column("partition led by a survivor", justify="right")
+    table.add_column("partition the killed broker led", justify="right")
+    for setting in ("2000", "-1"):
+        data_dir = (args.data_dir or Path(tempfile.mkdtemp(prefix="bench-resume-"))) / (
+            f"disconnected-{setting}"
+        )
+        cluster = LocalCluster(
+            data_dir,
+            3,
+            overrides={
+                "zookeeper.session.timeout.ms": str(args.session_timeout_ms),
+                "replica.lag.disconnected.max.ms": setting,
+                "auto.leader.rebalance.enable": "false",
+            },
+        )
+        cluster.start(timeout=120)
+        try:
+            console.print(f"replica.lag.disconnected.max.ms={setting}, {args.runs} kills:")
+            runs = await write_resume_runs(cluster, args.runs)
+        finally:
+            cluster.stop(timeout=120)
+        survivor = [r[0] for r in runs]
+        victim = [r[1] for r in runs]
+        figures[f"disconnected_max_ms_{setting}"] = {
+            "survivor_led_seconds": survivor,
+            "killed_led_seconds": victim,
+        }
+        table.add_row(
+            setting + (" (Kafka's behaviour)" if setting == "-1" else " (default)"),
+            f"{statistics.median(survivor):.2f} s",
+            f"{statistics.median(victim):.2f} s",
+        )
+    console.print(table)
+    console.print(f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
@@ -362,6 +520,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="B/S,...",
         help="the throttles of --throttled-move, bytes/s (0: none)",
     )
+    ap.add_argument(
+        "--write-resume",
+        action="store_true",
+        help="measure instead how long acks=all writes stall after kill -9 of a broker",
+    )
+    ap.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        default=18000,
+        help="zookeeper.session.timeout.ms of --write-resume's clusters",
+    )
     return ap.parse_args(argv)
 
 
@@ -369,6 +538,9 @@ async def main() -> None:
     args = parse_args()
     if args.throttled_move is not None:
         await throttle_figures(args)
+        return
+    if args.write_resume:
+        await write_resume_figures(args)
         return
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     cluster = LocalCluster(

@@ -231,7 +231,8 @@ def broker_status(
 def waiting_on(leader: int, isr: Iterable[int], alive: Collection[int]) -> tuple[int, ...]:
     """The leader and ISR members that are not alive (unreachable, or down and still in the
     ISR): the leader of an acks=all write waits for every ISR member, so writes stall on
-    them until they leave the ISR (a killed broker: once its ZooKeeper session expires)."""
+    them until they leave the ISR (a killed broker: replica.lag.disconnected.max.ms after its
+    connections closed, or once its ZooKeeper session expires)."""
     out = [b for b in isr if b not in alive]
     if leader != NO_LEADER and leader not in alive and leader not in out:
         out.append(leader)

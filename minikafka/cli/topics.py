@@ -143,8 +143,9 @@ UNREACHABLE_NOTE = (
     "Unreachable: a broker that is the partition's leader or in its ISR and did not answer "
     "within {timeout:.0f} s. Writes with acks=all to such a partition wait until the "
     "controller elects another leader or the leader drops the broker from the ISR "
-    "(replica.lag.time.max.ms; for a broker that died, once its ZooKeeper session has "
-    "expired: zookeeper.session.timeout.ms)."
+    "(replica.lag.time.max.ms; for a broker that died, once its fetch connections have been "
+    "closed for replica.lag.disconnected.max.ms, or when its ZooKeeper session expires: "
+    "zookeeper.session.timeout.ms)."
 )
 
 

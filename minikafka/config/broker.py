@@ -131,6 +131,9 @@ class BrokerConfig:
     # (zk/auth.py); needs SASL to ZooKeeper (config/zk_client.py).
     zookeeper_set_acl: bool = False
     replica_lag_time_max_ms: int = 30000
+    # minikafka's own (Kafka waits for the session to expire): a follower whose fetch
+    # connection closed and that fetched nothing since leaves the ISR after this; -1: never.
+    replica_lag_disconnected_max_ms: int = 2000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_max_bytes: int = 1024 * 1024
@@ -358,6 +361,11 @@ class BrokerConfig:
             )
         if self.replica_lag_time_max_ms <= 0:
             raise InvalidConfigError("replica.lag.time.max.ms must be positive")
+        if self.replica_lag_disconnected_max_ms < -1:
+            raise InvalidConfigError(
+                "replica.lag.disconnected.max.ms must be -1 (off) or at least 0, not "
+                f"{self.replica_lag_disconnected_max_ms}"
+            )
         if self.admin_listeners is not None:
             try:
                 parse_admin_listener(self.admin_listeners)

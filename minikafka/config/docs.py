@@ -84,6 +84,13 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     # --- replication ---------------------------------------------------------------------------
     "replica.lag.time.max.ms": "A follower that has not fetched up to the leader's log end "
     "offset for this long is removed from the ISR.",
+    "replica.lag.disconnected.max.ms": "minikafka's own setting (Kafka has none): a follower "
+    "whose fetch connection to the leader closed, and that has fetched nothing since, is "
+    "removed from the ISR after this long, without waiting for replica.lag.time.max.ms or "
+    "for the controller to see its ZooKeeper session expire; acks=all writes to the "
+    "partitions the lost broker followed go on at once. A follower that is alive but "
+    "cut off (a paused process, a network partition) keeps its connection open and "
+    "is left to replica.lag.time.max.ms. -1 turns it off, as in Kafka.",
     "replica.fetch.wait.max.ms": "The longest a follower's fetch request waits at the leader "
     "for data; it should stay below replica.lag.time.max.ms.",
     "replica.fetch.min.bytes": "The fewest bytes a follower's fetch response should hold; "

@@ -7,7 +7,7 @@ performs the effects the answers imply (move the HW, write a new ISR).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from minikafka.common import TopicPartition
@@ -156,6 +156,45 @@ class LeaderReplicaState:
             and st.log_end_offset != leader_log_end_offset
             and now_ms - st.last_caught_up_time_ms > self.replica_lag_time_max_ms
         }
+
+    def disconnected_replicas(
+        self,
+        isr: set[int],
+        connections_lost_ms: Mapping[int, int],
+        now_ms: int,
+        disconnected_max_ms: int,
+    ) -> set[int]:
+        """ISR followers presumed gone (replica.lag.disconnected.max.ms, minikafka's own): the
+        broker's fetch connection to this leader closed (at the time
+        `connections_lost_ms` gives) at least `disconnected_max_ms` ago, and it has not
+        fetched this partition since. A killed broker's socket closes at once; a paused or
+        cut-off one's stays open and is left to §7.3. Dropping a follower from the ISR
+        never risks acknowledged data; min.insync.replicas still guards acks=all. -1: off."""
+        if disconnected_max_ms < 0:
+            return set()
+        out = set()
+        for broker_id, lost_ms in connections_lost_ms.items():
+            st = self.followers.get(broker_id)
+            if (
+                st is not None
+                and broker_id in isr
+                and now_ms - lost_ms >= disconnected_max_ms
+                and st.last_fetch_time_ms <= lost_ms
+            ):
+                out.add(broker_id)
+        return out
+
+    def presume_gone(self, broker_ids: Iterable[int]) -> None:
+        """Followers `disconnected_replicas` named, on their way out of the ISR: no longer
+        caught up recently either, so the HW stops waiting for them once they are out (a
+        follower dropped by §7.3 has not been caught up for replica.lag.time.max.ms; one
+        dropped for its closed connection may have been a moment ago). A fetch makes it
+        caught up again."""
+        for broker_id in broker_ids:
+            st = self.followers.get(broker_id)
+            if st is not None:
+                st.caught_up_before_ms = st.last_known_caught_up_ms
+                st.last_caught_up_time_ms = 0
 
     def can_join_isr(self, broker_id: int, high_watermark: int, isr: set[int]) -> bool:
         """§7.4: a follower outside the ISR that reached the HW and this epoch's start."""

@@ -213,6 +213,11 @@ class ReplicaManager:
         self.isr_expands = 0  # IsrExpandsPerSec, as a count
         self.topic_stats = BrokerTopicStats()
         self._isr_tasks: set[asyncio.Task[None]] = set()
+        # replica.lag.disconnected.max.ms: when each follower broker's fetch connection to
+        # this broker last closed (the ISR check needs no more: a later fetch is newer).
+        self.fetch_connections_lost: dict[int, int] = {}
+        self._disconnect_checks: set[asyncio.TimerHandle] = set()
+        self._shut_down = False
 
     # --- controller requests -------------------------------------------------------------
 
@@ -1229,17 +1234,59 @@ class ReplicaManager:
         self._isr_tasks.add(task)
         task.add_done_callback(self._isr_tasks.discard)
 
+    def fetch_connection_closed(self, replica_id: int) -> None:
+        """A connection that carried follower `replica_id`'s fetches closed: unless it
+        fetches again, it leaves the ISRs of the partitions it followed here after
+        replica.lag.disconnected.max.ms (minikafka's own; Kafka waits for the controller
+        to see the broker's ZooKeeper session expire)."""
+        max_ms = self.config.replica_lag_disconnected_max_ms
+        if max_ms < 0 or self._shut_down:
+            return  # off, or this broker's own shutdown closed the connection
+        self.fetch_connections_lost[replica_id] = self._clock.now_ms()
+        log.info(
+            "the fetch connection of follower %d closed; it leaves the ISRs it is in here "
+            "unless it fetches again within %d ms",
+            replica_id,
+            max_ms,
+        )
+        loop = asyncio.get_running_loop()
+
+        def check() -> None:
+            self._disconnect_checks.discard(handle)
+            task = asyncio.create_task(self.shrink_isrs())
+            self._isr_tasks.add(task)
+            task.add_done_callback(self._isr_tasks.discard)
+
+        handle = loop.call_later(max_ms / 1000, check)
+        self._disconnect_checks.add(handle)
+
     async def shrink_isrs(self) -> None:
-        """The `isr-expiration` task (every replica.lag.time.max.ms / 2)."""
+        """The `isr-expiration` task (every replica.lag.time.max.ms / 2), and the check
+        after a follower's fetch connection closed."""
         if self._isr_writer is None:
             return
         now = self._clock.now_ms()
+        disconnected_max_ms = self.config.replica_lag_disconnected_max_ms
         for p in self.leader_partitions():
             if p.isr_write_in_flight:
                 continue
-            out = p.replica_state.out_of_sync_replicas(p.log_end_offset, set(p.isr), now)
+            isr = set(p.isr)
+            out = p.replica_state.out_of_sync_replicas(p.log_end_offset, isr, now)
+            gone = p.replica_state.disconnected_replicas(
+                isr, self.fetch_connections_lost, now, disconnected_max_ms
+            )
+            out |= gone
             if not out:
                 continue
+            if gone:
+                p.replica_state.presume_gone(gone)
+                log.info(
+                    "%s: followers %s lost their fetch connection %d ms or more ago and "
+                    "have not fetched since",
+                    p.tp,
+                    sorted(gone),
+                    disconnected_max_ms,
+                )
             log.info(
                 "%s: shrinking ISR from %s to %s; leader LEO %d, HW %d; out of sync: %s",
                 p.tp,
@@ -1312,6 +1359,10 @@ class ReplicaManager:
         return [p for p in self.partitions.values() if p.is_leader]
 
     async def shutdown(self) -> None:
+        self._shut_down = True
+        for h in self._disconnect_checks:
+            h.cancel()
+        self._disconnect_checks.clear()
         for t in list(self._isr_tasks):
             t.cancel()
         if self.fetcher_manager is not None:

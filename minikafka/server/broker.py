@@ -332,6 +332,7 @@ class KafkaServer:
                 ep.host or "0.0.0.0",
                 ep.port,
                 max_frame_bytes=self.config.socket_request_max_bytes,
+                on_fetch_connection_closed=self.replica_manager.fetch_connection_closed,
                 kafka_handler=KafkaApiHandler(services, ep.listener, self._serving_clients),
                 listener=ep.listener,
                 security=listener_security(

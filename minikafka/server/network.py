@@ -59,6 +59,7 @@ from minikafka.rpc.framing import (
     decode_request,
     encode_response,
 )
+from minikafka.rpc.messages import FetchRequest
 from minikafka.security.acls import MalformedAclRequestError
 from minikafka.security.sasl_server import SASL_AUTHENTICATE, SASL_HANDSHAKE, IllegalSaslState
 from minikafka.security.tls import peer_principal_name
@@ -115,8 +116,12 @@ class SocketServer:
         kafka_handler: KafkaHandler | None = None,
         listener: str = "PLAINTEXT",
         security: ListenerSecurity | None = None,
+        on_fetch_connection_closed: Callable[[int], None] | None = None,
     ) -> None:
         self._handler = handler
+        # Told a follower's broker id when a connection that carried its replica fetches
+        # closes (replica.lag.disconnected.max.ms).
+        self._on_fetch_connection_closed = on_fetch_connection_closed
         self._kafka = kafka_handler
         self.listener = listener
         self.security = security or ListenerSecurity()
@@ -265,17 +270,24 @@ class SocketServer:
         writer: asyncio.StreamWriter,
         peer: object,
     ) -> None:
-        while frame is not None:
-            try:
-                header, request = decode_request(frame)
-            except RequestDecodeError as e:
-                log.info("bad request from %s: %s", peer, e.error)
-                chunks = encode_response(e.header.correlation_id, None, e.error)
-            else:
-                chunks = await self._handle(header, request)
-            if chunks:
-                await send_chunks(writer, chunks)
-            frame = await read_frame(reader, self._max_frame)
+        follower = -1  # the broker whose replica fetches this connection carries
+        try:
+            while frame is not None:
+                try:
+                    header, request = decode_request(frame)
+                except RequestDecodeError as e:
+                    log.info("bad request from %s: %s", peer, e.error)
+                    chunks = encode_response(e.header.correlation_id, None, e.error)
+                else:
+                    if isinstance(request, FetchRequest) and request.replica_id >= 0:
+                        follower = request.replica_id
+                    chunks = await self._handle(header, request)
+                if chunks:
+                    await send_chunks(writer, chunks)
+                frame = await read_frame(reader, self._max_frame)
+        finally:
+            if follower >= 0 and self._on_fetch_connection_closed is not None:
+                self._on_fetch_connection_closed(follower)
 
     async def _serve_kafka(
         self,

@@ -34,8 +34,10 @@ def run_bench(
     finally:
         # The brokers and ZooKeeper run in sessions of their own: a script killed at the
         # timeout, or one that crashed, would leave them running on this machine.
-        if (cluster_dir / "cluster.json").exists():
-            LocalCluster(cluster_dir).kill_all()
+        # A script running several clusters keeps each in a directory of its own there.
+        for state in (cluster_dir / "cluster.json", *cluster_dir.glob("*/cluster.json")):
+            if state.exists():
+                LocalCluster(state.parent).kill_all()
     printed = stdout_path.read_text()
     assert proc.returncode == 0, (
         f"scripts/{script} exited {proc.returncode} (broker logs under {cluster_dir})\n"

@@ -90,3 +90,32 @@ def test_bench_cluster_times_a_throttled_move(tmp_path: Path) -> None:
     assert 2.5 < throttled["seconds"] < 12, throttled
     assert free["seconds"] < throttled["seconds"] / 3, (free, throttled)
     assert "8 MB at throttle 1048576" in printed
+
+
+def test_bench_cluster_times_acks_all_writes_after_a_kill_both_ways(tmp_path: Path) -> None:
+    """`--write-resume`: one kill -9 at a 6 s session, with replica.lag.disconnected.max.ms
+    at 2 s and off. With it, the partition a survivor leads takes writes again well before
+    the killed broker's session expires; without it, not before (Kafka's behaviour)."""
+    cluster_dir, figures_path = tmp_path / "cluster", tmp_path / "resume.json"
+    printed = run_bench(
+        "bench_cluster.py",
+        [
+            *("--write-resume", "--runs", "1", "--session-timeout-ms", "6000"),
+            *("--data-dir", str(cluster_dir), "--json", str(figures_path)),
+        ],
+        tmp_path,
+        cluster_dir,
+        timeout_s=240,
+    )
+    figures = json.loads(figures_path.read_text())
+    on, off = figures["disconnected_max_ms_2000"], figures["disconnected_max_ms_-1"]
+    # The killed broker led its partition: no new leader before its session (6 s) expires,
+    # 6 s after its last ping, which can be up to a third of that before the kill.
+    for setting in (on, off):
+        (killed_led,) = setting["killed_led_seconds"]
+        assert killed_led > 3.5, setting
+    (survivor_on,) = on["survivor_led_seconds"]
+    (survivor_off,) = off["survivor_led_seconds"]
+    assert 1.9 < survivor_on < 3.5, on  # the 2 s bound, then one ISR write
+    assert survivor_off > 3.5, off
+    assert "partition led by a survivor" in printed

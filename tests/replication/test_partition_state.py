@@ -113,6 +113,46 @@ def test_shrink_selects_lagging_isr_followers_only() -> None:
     assert s.out_of_sync_replicas(10, {1, 2}, LAG_MS + 1) == set()
 
 
+def test_a_follower_whose_fetch_connection_closed_leaves_after_the_bound_unless_it_fetched() -> (
+    None
+):
+    t = 1_000_000  # a monotonic clock far from 0
+    s = leader(leo=10, now=t)
+    for b in (2, 3):
+        s.followers[b].update_fetch_state(10, 0, leader_end_offset=10, now_ms=t + 100)
+    lost = {2: t + 200, 3: t + 200}
+    # Not yet: the bound has not passed since the connections closed.
+    assert s.disconnected_replicas({1, 2, 3}, lost, t + 200 + 1_999, 2_000) == set()
+    # 3 fetched again (a new connection) after its old one closed: it stays.
+    s.followers[3].update_fetch_state(10, 0, leader_end_offset=10, now_ms=t + 300)
+    # Caught up or not, 2 is presumed gone: no fetch since its connection closed.
+    assert s.disconnected_replicas({1, 2, 3}, lost, t + 2_200, 2_000) == {2}
+    # Only ISR members, only followers of this partition, and never when turned off (-1).
+    assert s.disconnected_replicas({1, 3}, lost, t + 2_200, 2_000) == set()
+    assert s.disconnected_replicas({1, 2, 3}, {4: 0}, t + 10_000, 2_000) == set()
+    assert s.disconnected_replicas({1, 2, 3}, lost, 10**9, -1) == set()
+    # 0: at once.
+    assert s.disconnected_replicas({1, 2, 3}, lost, t + 200, 0) == {2}
+    # Out of the ISR, it holds the HW back no longer, though it was caught up 2 s ago
+    # (well within replica.lag.time.max.ms).
+    assert s.high_watermark_candidate(20, {1, 3}, t + 2_300) == 10  # 3 and 2 are at 10
+    s.followers[3].update_fetch_state(20, 0, leader_end_offset=20, now_ms=t + 2_300)
+    assert s.high_watermark_candidate(20, {1, 3}, t + 2_300) == 10  # 2 still counts
+    s.presume_gone({2})
+    assert s.high_watermark_candidate(20, {1, 3}, t + 2_300) == 20
+    assert s.followers[2].last_known_caught_up_ms == t + 100  # for reports, still known
+    # A fetch brings it back into the count.
+    s.followers[2].update_fetch_state(15, 0, leader_end_offset=20, now_ms=t + 2_400)
+    assert s.high_watermark_candidate(25, {1, 3}, t + 2_400) == 15
+
+
+def test_a_connection_lost_before_this_broker_became_leader_does_not_count() -> None:
+    s = leader(leo=10, now=1_000)
+    # Its connection to this broker closed before the LeaderAndIsr that made it leader:
+    # becoming leader counts as a fetch by every follower (its clock starts over, §7.5).
+    assert s.disconnected_replicas({1, 2, 3}, {2: 500}, 100_000, 2_000) == set()
+
+
 def test_expand_needs_hw_and_epoch_start() -> None:
     s = leader(leo=20, isr=(1, 2), now=0)
     s.followers[3].update_fetch_state(15, 0, leader_end_offset=20, now_ms=10)

@@ -38,7 +38,9 @@
   const WAITING_TITLE =
     "partitions whose leader or an ISR member is unreachable or down: the leader of an " +
     "acks=all write waits for every ISR member, so their writes stall until that broker " +
-    "answers again or leaves the ISR (a killed broker: when its ZooKeeper session expires)";
+    "answers again or leaves the ISR (a killed broker: its leaders drop it " +
+    "replica.lag.disconnected.max.ms after its connections closed; the partitions it led " +
+    "wait for its ZooKeeper session to expire)";
   const SVG_NS = "http://www.w3.org/2000/svg";
   const W = 300; // sparkline viewBox
   const H = 60;
