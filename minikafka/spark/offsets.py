@@ -246,13 +246,43 @@ def plan_ranges(
     return ranges
 
 
-def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Spark's KafkaOffsetRangeCalculator.getRanges: with fewer non-empty ranges than
-    `min_partitions`, the large ones are cut into about `min_partitions` Spark tasks in all,
-    each partition's share by its size (a range rounding to one part stays whole, and its
-    size is left out of the others' shares); the pieces of a range are contiguous and cover
-    it exactly, so every offset is still read once."""
+def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """`r` cut into `parts` contiguous pieces differing by at most one offset, the later
+    pieces taking the remainder (Spark's getDividedPartition); empty pieces dropped."""
+    out: list[OffsetRange] = []
+    remaining = r.size
+    begin = r.from_offset
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        end = min(begin + this, r.until_offset)
+        if end > begin:
+            out.append(OffsetRange(r.topic, r.partition, begin, end))
+        begin = end
+    return out
+
+
+def split_ranges(
+    ranges: Sequence[OffsetRange],
+    min_partitions: int | None,
+    max_records_per_partition: int | None = None,
+) -> list[OffsetRange]:
+    """Spark's KafkaOffsetRangeCalculator.getRanges: the non-empty ranges, one Spark task
+    each, unless
+
+    - `max_records_per_partition`: a range with more offsets is first cut into as few
+      even pieces as keep each within it;
+    - `min_partitions`: with fewer ranges (or pieces) than that, the large ones are cut
+      into about `min_partitions` Spark tasks in all, each its share by size (a range
+      rounding to one part stays whole, and its size is left out of the others' shares).
+
+    The pieces of a range are contiguous and cover it exactly, so every offset is still
+    read once; the second step only cuts further, so no piece exceeds the maximum."""
     nonempty = [r for r in ranges if r.size > 0]
+    if max_records_per_partition is not None:
+        nonempty = [
+            piece for r in nonempty for piece in _divide(r, -(-r.size // max_records_per_partition))
+        ]
     if min_partitions is None or len(nonempty) >= min_partitions:
         return nonempty
     total = sum(r.size for r in nonempty)
@@ -261,20 +291,14 @@ def split_ranges(ranges: Sequence[OffsetRange], min_partitions: int | None) -> l
         # Scala's math.round: half up
         return max(math.floor(size / of_total * parts + 0.5), 1)
 
-    unsplit = {r.tp for r in nonempty if part_count(r.size, total, min_partitions) == 1}
-    unsplit_size = sum(r.size for r in nonempty if r.tp in unsplit)
-    split_total = total - unsplit_size
+    # By topic partition, as Spark's: once maxRecordsPerPartition has cut a partition,
+    # one of its pieces rounding to one part keeps all its pieces whole.
+    unsplit = [r for r in nonempty if part_count(r.size, total, min_partitions) == 1]
+    unsplit_tps = {r.tp for r in unsplit}
+    split_total = total - sum(r.size for r in unsplit)
     split_min = max(min_partitions - len(unsplit), 1)
     out: list[OffsetRange] = []
     for r in nonempty:
-        parts = 1 if r.tp in unsplit else part_count(r.size, split_total, split_min)
-        remaining = r.size
-        begin = r.from_offset
-        for part in range(parts):
-            this = remaining // (parts - part)  # the last piece takes the rounding
-            remaining -= this
-            end = min(begin + this, r.until_offset)
-            if end > begin:
-                out.append(OffsetRange(r.topic, r.partition, begin, end))
-            begin = end
+        parts = 1 if r.tp in unsplit_tps else part_count(r.size, split_total, split_min)
+        out.extend(_divide(r, parts))
     return out

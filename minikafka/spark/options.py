@@ -5,7 +5,7 @@ names; librdkafka checks them (its message for one it refuses).
 
 Spark hands a data source its options with lower-cased keys; every function here reads
 them case-insensitively. An option the source or sink does not implement is refused with a
-message naming it: a Spark user who passes `maxRecordsPerPartition` learns at once that it
+message naming it: a Spark user who passes `fetchOffset.numRetries` learns at once that it
 does nothing here, instead of wondering why it has no effect.
 """
 
@@ -44,7 +44,6 @@ _ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[2,4]}'
 
 # spark-sql-kafka options minikafka's source does not implement (refused, not ignored).
 _UNSUPPORTED_SOURCE_OPTIONS = {
-    "maxrecordsperpartition": "maxRecordsPerPartition",
     # (the deprecated consumer-based offset fetching's; the driver here asks offsets with
     # kafka.default.api.timeout.ms, retrying while a leader moves)
     "fetchoffset.numretries": "fetchOffset.numRetries",
@@ -196,6 +195,7 @@ class SourceOptions:
     min_offsets_per_trigger: int | None  # streaming queries only
     max_trigger_delay_ms: int  # with min_offsets_per_trigger
     min_partitions: int | None  # split offset ranges into about this many Spark tasks
+    max_records_per_partition: int | None  # and so no Spark task reads more offsets
     fail_on_data_loss: bool
     include_headers: bool
     poll_timeout_ms: int
@@ -512,6 +512,7 @@ _SOURCE_OPTIONS = [
     "minOffsetsPerTrigger",
     "maxTriggerDelay",
     "minPartitions",
+    "maxRecordsPerPartition",
     "groupIdPrefix",
     "failOnDataLoss",
     "includeHeaders",
@@ -540,7 +541,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
     max_trigger_delay_ms = _time_ms(
         opts, "maxtriggerdelay", "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY
     )
-    min_partitions = _min_partitions(opts)
+    min_partitions = _split_option(opts, "minpartitions", "minPartitions")
+    max_records_per_partition = _split_option(
+        opts, "maxrecordsperpartition", "maxRecordsPerPartition"
+    )
     group_id_prefix = opts.pop("groupidprefix", None)
     fail_on_data_loss = _bool(opts, "failondataloss", "failOnDataLoss", True)
     include_headers = _bool(opts, "includeheaders", "includeHeaders", False)
@@ -622,6 +626,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool | None) 
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=max_trigger_delay_ms,
         min_partitions=min_partitions,
+        max_records_per_partition=max_records_per_partition,
         fail_on_data_loss=fail_on_data_loss,
         include_headers=include_headers,
         poll_timeout_ms=poll_timeout or DEFAULT_POLL_TIMEOUT_MS,
@@ -644,16 +649,17 @@ def _no_match_strategy(opts: dict[str, str]) -> NoMatchStrategy:
     )
 
 
-def _min_partitions(opts: dict[str, str]) -> int | None:
-    raw = opts.pop("minpartitions", None)
+def _split_option(opts: dict[str, str], key: str, name: str) -> int | None:
+    """minPartitions or maxRecordsPerPartition, with Spark's message for one not above 0."""
+    raw = opts.pop(key, None)
     if raw is None:
         return None
     try:
         value = int(raw.strip())
     except ValueError:
-        raise SparkOptionError(f"minPartitions must be an integer, not {raw!r}") from None
+        raise SparkOptionError(f"{name} must be an integer, not {raw!r}") from None
     if value <= 0:
-        raise SparkOptionError("minPartitions must be positive")
+        raise SparkOptionError(f"{name} must be positive")
     return value
 
 

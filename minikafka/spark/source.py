@@ -127,7 +127,9 @@ class MinikafkaBatchReader(DataSourceReader):
                     f"{end[tp]} (from {spec_name(opts.ending, 'ending')})"
                 )
         ranges = offs.plan_ranges(start, end, earliest, opts.fail_on_data_loss)
-        return _input_partitions(offs.split_ranges(ranges, opts.min_partitions))
+        return _input_partitions(
+            offs.split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, partition)
@@ -235,7 +237,10 @@ class MinikafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         begin, until = offs.from_json(start), offs.from_json(end)
         earliest = self.client.earliest(sorted(until))
         ranges = offs.plan_ranges(begin, until, earliest, self.options.fail_on_data_loss)
-        return _input_partitions(offs.split_ranges(ranges, self.options.min_partitions))
+        opts = self.options
+        return _input_partitions(
+            offs.split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition)
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.options, partition)

@@ -170,7 +170,11 @@ def test_specific_offsets_must_be_for_partitions_the_query_reads():
 
 def test_unknown_unsupported_and_spark_owned_options_are_refused():
     refused("unknown option 'subscrbe'", subscribe="a", subscrbe="b")
-    refused("'maxRecordsPerPartition' is not supported", subscribe="a", maxRecordsPerPartition="9")
+    refused(
+        "'fetchOffset.numRetries' is not supported",
+        subscribe="a",
+        **{"fetchOffset.numRetries": "3"},
+    )
     refused("takes no path", subscribe="a", path="/x")
     refused(
         "'auto.offset.reset' is not supported", subscribe="a", **{"kafka.auto.offset.reset": "x"}
@@ -476,6 +480,10 @@ def test_trigger_and_partition_options():
     )
     assert (opts.min_offsets_per_trigger, opts.max_offsets_per_trigger) == (10, 10)
     assert opts.max_trigger_delay_ms == 2000 and opts.min_partitions == 6
+    assert opts.max_records_per_partition is None
+    for streaming in (False, True):  # Spark splits batch reads and micro-batches alike
+        both = source(streaming, subscribe="a", minPartitions="4", maxRecordsPerPartition="20")
+        assert (both.min_partitions, both.max_records_per_partition) == (4, 20)
     assert source(True, subscribe="a", minOffsetsPerTrigger="1").max_trigger_delay_ms == 900_000
     for text, ms in [("250", 250), ("100ms", 100), ("3m", 180_000), ("1h", 3_600_000)]:
         delay = source(True, subscribe="a", minOffsetsPerTrigger="1", maxTriggerDelay=text)
@@ -503,6 +511,13 @@ def test_trigger_and_partition_options():
     refused("minOffsetsPerTrigger applies to streaming", subscribe="a", minOffsetsPerTrigger="5")
     refused("minPartitions must be positive", subscribe="a", minPartitions="0")
     refused("minPartitions must be an integer", subscribe="a", minPartitions="many")
+    refused("maxRecordsPerPartition must be positive", subscribe="a", maxRecordsPerPartition="0")
+    refused(
+        "maxRecordsPerPartition must be positive", True, subscribe="a", maxRecordsPerPartition="-5"
+    )
+    refused(
+        "maxRecordsPerPartition must be an integer", subscribe="a", maxRecordsPerPartition="1e3"
+    )
 
 
 def test_group_ids_are_sparks(caplog):
@@ -572,21 +587,64 @@ def test_split_ranges_as_kafka_offset_range_calculator():
     assert offs.split_ranges([rng(1, 0, 100), rng(2, 0, 1)], 2) == [rng(1, 0, 100), rng(2, 0, 1)]
 
 
+def test_split_ranges_by_max_records_per_partition_as_spark():
+    # Spark's KafkaOffsetRangeCalculatorSuite cases for maxRecordsPerPartition (SPARK-49259)
+    assert offs.split_ranges([rng(1, 1, 5)], None, 4) == [rng(1, 1, 5)]  # exactly the max
+    assert offs.split_ranges([rng(1, 1, 2)], None, 4) == [rng(1, 1, 2)]
+    assert offs.split_ranges([rng(1, 1, 6)], None, 4) == [rng(1, 1, 3), rng(1, 3, 6)]
+    assert offs.split_ranges([rng(1, 1, 40), rng(2, 1, 50), rng(3, 1, 60)], None, 20) == [
+        rng(1, 1, 20),
+        rng(1, 20, 40),
+        rng(2, 1, 17),  # 49 offsets: three pieces, the later ones taking the remainder
+        rng(2, 17, 33),
+        rng(2, 33, 50),
+        rng(3, 1, 20),
+        rng(3, 20, 40),
+        rng(3, 40, 60),
+    ]
+    # with minPartitions: first cut to the max, then minPartitions cuts further if the
+    # pieces are still fewer
+    assert offs.split_ranges([rng(1, 1, 40)], 1, 20) == [rng(1, 1, 20), rng(1, 20, 40)]
+    assert offs.split_ranges([rng(1, 1, 40)], 4, 20) == [
+        rng(1, 1, 10),
+        rng(1, 10, 20),
+        rng(1, 20, 30),
+        rng(1, 30, 40),
+    ]
+    assert offs.split_ranges([rng(1, 1, 2), rng(2, 1, 1)], None, 1) == [rng(1, 1, 2)]
+
+
+def test_split_ranges_keeps_a_partition_whole_once_one_of_its_pieces_is_small():
+    # Spark tells the ranges minPartitions leaves whole by topic partition: the max cuts
+    # [0, 3) into [0, 1) and [1, 3); of 3 tasks the first's share rounds to one, so the
+    # second (share 2) stays whole too, and the read has 2 tasks, not 3.
+    assert offs.split_ranges([rng(1, 0, 3)], 3, 2) == [rng(1, 0, 1), rng(1, 1, 3)]
+    assert offs.split_ranges([rng(1, 0, 3)], 3) == [rng(1, 0, 1), rng(1, 1, 2), rng(1, 2, 3)]
+
+
 @given(
     st.lists(st.integers(0, 500), min_size=1, max_size=6),
-    st.integers(1, 40),
+    st.none() | st.integers(1, 40),
+    st.none() | st.integers(1, 600),
 )
-def test_split_ranges_cover_every_offset_once(sizes, min_partitions):
+def test_split_ranges_cover_every_offset_once(sizes, min_partitions, max_records):
     ranges = [rng(p, 10 * p, 10 * p + size) for p, size in enumerate(sizes)]
-    pieces = offs.split_ranges(ranges, min_partitions)
+    pieces = offs.split_ranges(ranges, min_partitions, max_records)
     covered = sorted((r.partition, o) for r in pieces for o in range(r.from_offset, r.until_offset))
     expected = sorted(
         (r.partition, o) for r in ranges for o in range(r.from_offset, r.until_offset)
     )
     assert covered == expected  # every offset exactly once, nothing else
     assert all(r.size > 0 for r in pieces)
+    if max_records is not None:
+        assert all(r.size <= max_records for r in pieces)  # no task past the max
+        # and no more tasks than that takes, unless minPartitions asks for more
+        fewest = sum(-(-size // max_records) for size in sizes)
+        assert len(pieces) >= fewest
+        if min_partitions is None or fewest >= min_partitions:
+            assert len(pieces) == fewest
     nonempty = sum(1 for s in sizes if s)
-    if nonempty < min_partitions:
+    if min_partitions is not None and nonempty < min_partitions:
         assert len(pieces) >= nonempty
 
 

@@ -130,9 +130,9 @@ def test_bad_input_fails_at_planning_naming_the_problem(spark, spark_cluster):
             "subscribe": topic,
             "endingOffsets": json.dumps({topic: {"0": 10_000, "1": -1, "2": -1}}),
         },
-        "'maxRecordsPerPartition' is not supported": {
+        "maxRecordsPerPartition must be positive": {
             "subscribe": topic,
-            "maxRecordsPerPartition": "4",
+            "maxRecordsPerPartition": "0",
         },
         "minPartitions must be positive": {"subscribe": topic, "minPartitions": "0"},
         "startingTimestamp: Expected a single long value": {
@@ -205,6 +205,28 @@ def test_min_partitions_splits_a_partition_into_tasks_reading_each_record_once(
         list(range(10, 20)),
         list(range(20, 30)),
         list(range(30, 40)),
+    ]
+
+
+def test_max_records_per_partition_caps_each_task_reading_each_record_once(spark, spark_cluster):
+    topic = new_topic(spark_cluster, "maxrecs", partitions=2)
+    produce(spark_cluster, topic, 25, partition=0)
+    produce(spark_cluster, topic, 7, start=25, partition=1)
+    df = read(spark, spark_cluster, subscribe=topic, maxRecordsPerPartition="10")
+    # partition 0's 25 offsets in three even pieces (8, 8, 9), partition 1's 7 whole
+    assert df.rdd.getNumPartitions() == 4
+    rows = df.selectExpr("partition", "offset", "spark_partition_id() AS task").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(25)] + [
+        (1, o) for o in range(7)
+    ]  # each record exactly once
+    tasks: dict[int, list[tuple[int, int]]] = {}
+    for r in rows:
+        tasks.setdefault(r.task, []).append((r.partition, r.offset))
+    assert sorted(sorted(read) for read in tasks.values()) == [
+        [(0, o) for o in range(0, 8)],
+        [(0, o) for o in range(8, 16)],
+        [(0, o) for o in range(16, 25)],
+        [(1, o) for o in range(7)],
     ]
 
 
