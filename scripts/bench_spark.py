@@ -295,14 +295,18 @@ def stream_latency(
     clicks_topic, counts_topic = f"clicks-{name}", f"page-counts-{name}"
     pipeline.ensure_topics(bootstrap, {clicks_topic: 3, counts_topic: 1})  # the CLI's layout
     arrivals = Arrivals(bootstrap, counts_topic)
-    to_topic, to_parquet = pipeline.start_pipeline(
-        spark,
-        bootstrap,
-        clicks_topic=clicks_topic,
-        counts_topic=counts_topic,
-        parquet_dir=work / "parquet",
-        checkpoint_dir=work / "checkpoints",
-    )
+    try:
+        to_topic, to_parquet = pipeline.start_pipeline(
+            spark,
+            bootstrap,
+            clicks_topic=clicks_topic,
+            counts_topic=counts_topic,
+            parquet_dir=work / "parquet",
+            checkpoint_dir=work / "checkpoints",
+        )
+    except BaseException:
+        arrivals.close()
+        raise
     progress: dict[int, dict[str, Any]] = {}  # the topic query's micro-batches by batchId
 
     def collect() -> None:  # recentProgress keeps only the last 100
@@ -414,6 +418,7 @@ def stream_latency(
         "clicks_measured": len(total),
         "window_counts_measured": len(expected),
         "duplicate_window_counts": arrivals.duplicates,
+        "consumer_errors": arrivals.errors,
         "window_ms": pipeline.WINDOW_MS,
         "watermark_delay_ms": delay,
         "latency_ms": spread(total),
