@@ -287,6 +287,15 @@ class Arrivals:
         self.consumer.close()
 
 
+def stop_between_batches(query: Any, timeout_s: float = 30.0) -> None:
+    """Stop a query between micro-batches if it has one within `timeout_s`: stopping one
+    mid-batch interrupts its tasks, which Spark logs as errors."""
+    deadline = time.monotonic() + timeout_s
+    while query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    query.stop()
+
+
 def stream_latency(
     spark: Any, bootstrap: str, work: Path, name: str, rate: int, seconds: float
 ) -> dict[str, Any]:
@@ -366,8 +375,8 @@ def stream_latency(
             time.sleep(0.2)
         collect()
     finally:
-        to_topic.stop()
-        to_parquet.stop()
+        for query in (to_topic, to_parquet):
+            stop_between_batches(query)
         arrivals.close()
     wrong = {k: (n, arrivals.seen[k][1]) for k, n in expected.items() if arrivals.seen[k][1] != n}
     if wrong:
