@@ -391,6 +391,15 @@ def stream_latency(
     def emitting_batch(window_end: int) -> dict[str, Any]:
         return next(p for mark, p in marks if mark >= window_end)
 
+    def closing_batch(window_end: int) -> dict[str, Any]:
+        """The batch that read the first click at the window's end + the delay or later:
+        its end moved the watermark past the window."""
+        return next(
+            p
+            for p in batches
+            if "max" in p["eventTime"] and epoch_ms(p["eventTime"]["max"]) >= window_end + delay
+        )
+
     total: list[float] = []
     event_time_floor: list[float] = []
     watermark_wait: list[float] = []
@@ -403,6 +412,7 @@ def stream_latency(
         end = start + pipeline.WINDOW_MS
         batch = emitting_batch(end)
         began = epoch_ms(batch["timestamp"])
+        closing = closing_batch(end)
         arrived = arrivals.seen[(start, page)][0]
         windows.append(
             {
@@ -411,6 +421,10 @@ def stream_latency(
                 "clicks": n,
                 "batch_id": batch["batchId"],
                 "watermark_wait_ms": began - (end + delay),
+                # of which: until the batch that read the closing click started, then from
+                # there until the batch acting on the watermark it set started
+                "closing_read_wait_ms": epoch_ms(closing["timestamp"]) - (end + delay),
+                "closing_batch_ms": began - epoch_ms(closing["timestamp"]),
                 "processing_ms": round(arrived - began, 1),
             }
         )
@@ -434,8 +448,14 @@ def stream_latency(
         "floor_ms": spread(floor),
         "event_time_floor_ms": spread(event_time_floor),
         "watermark_wait_ms": spread(watermark_wait),
+        # per window count, not per click: the batch that read the closing click
+        "closing_read_wait_ms": spread([w["closing_read_wait_ms"] for w in windows]),
+        "closing_batch_ms": spread([w["closing_batch_ms"] for w in windows]),
         "processing_ms": spread(processing),
         "micro_batches": len(batches),
+        "batch_duration_ms": spread(
+            [p["durationMs"]["triggerExecution"] for p in batches if p["batchId"] > 0]
+        ),
         "windows": windows,
         # The topic query's micro-batches: id, start (epoch ms), watermark they ran with,
         # clicks read, counts written, duration (ms).
@@ -778,11 +798,16 @@ def report(console: Console, args: argparse.Namespace, out: dict[str, Any]) -> N
             f"{ms(lat['floor_ms']['p99'])} (window end + 10 s - event time: p50 "
             f"{ms(lat['event_time_floor_ms']['p50'])}; then until the batch acting on the "
             f"watermark starts: p50 {ms(lat['watermark_wait_ms']['p50'])}, p99 "
-            f"{ms(lat['watermark_wait_ms']['p99'])})"
+            f"{ms(lat['watermark_wait_ms']['p99'])}: to the start of the batch reading the "
+            f"click that closes the window p50 {ms(lat['closing_read_wait_ms']['p50'])}, "
+            f"then that batch until the next starts p50 "
+            f"{ms(lat['closing_batch_ms']['p50'])})"
         )
         console.print(
             f"  processing, that batch's start -> consumed: p50 "
-            f"{ms(lat['processing_ms']['p50'])}, p99 {ms(lat['processing_ms']['p99'])}"
+            f"{ms(lat['processing_ms']['p50'])}, p99 {ms(lat['processing_ms']['p99'])}; "
+            f"the topic query's micro-batches (after the first) took p50 "
+            f"{ms(lat['batch_duration_ms']['p50'])}, max {ms(lat['batch_duration_ms']['max'])}"
         )
 
 
