@@ -37,8 +37,10 @@ Part `latency` (on each of --latency-on: the standalone cluster of the most work
    its event time (p50, p99), split into the floor the window and watermark set (window end
    + watermark delay - event time, then the wait until the micro-batch that acts on the
    advanced watermark starts: by Spark's progress, the first batch whose watermark is at
-   the window's end or past it) and the processing (that batch's start until the count is
-   consumed). The counts are checked against the clicks produced.
+   the window's end or past it; that wait is, per window count, the wait for the batch
+   that reads the click closing the window and that batch's run until the next starts) and
+   the processing (that batch's start until the count is consumed). The counts are checked
+   against the clicks produced.
 
 MB = 2^20 bytes of keys and values (as Kafka's perf tools count). Prints a table and writes
 bench_spark.json into --out.
