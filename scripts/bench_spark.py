@@ -675,8 +675,9 @@ def main() -> int:
             try:
                 spark = standalone_session(sa, workers)
                 try:
-                    for _ in range(2):  # every executor's Python workers import minikafka
-                        read(spark, "bench-warmup").write.format("noop").mode("overwrite").save()
+                    # Its tasks spread over every executor: their Python workers start and
+                    # import minikafka.
+                    read(spark, "bench-warmup").write.format("noop").mode("overwrite").save()
                     if "standalone" in args.parts:
                         console.print(f"Spark batch read on {workers} worker(s) ...")
                         out.setdefault("standalone_read", {})[str(workers)] = timed_read(spark)

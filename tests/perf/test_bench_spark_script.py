@@ -10,8 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_spark.py"
+
+# A local Spark, then a standalone cluster, and 22 s of clicks for the pipeline.
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_bench_spark_reports_every_figure(tmp_path: Path) -> None:
@@ -43,7 +48,7 @@ def test_bench_spark_reports_every_figure(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=480,
+        timeout=560,
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
