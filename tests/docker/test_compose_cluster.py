@@ -725,7 +725,7 @@ def test_the_readme_spark_cluster_runs_the_pipeline_demo_and_spark_submit(
     p = project
     env = {**p.env, "PATH": f"{Path(sys.executable).parent}:{p.env['PATH']}"}
     started = time.monotonic()
-    p.compose("--profile", SPARK_PROFILE, "build", SPARK_SERVICES[0], timeout=1800)
+    p.build(SPARK_SERVICES[0], profile=SPARK_PROFILE)
     built_s = time.monotonic() - started
 
     def start(command: str) -> subprocess.Popen[str]:
