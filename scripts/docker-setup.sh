@@ -8,7 +8,10 @@
 #      next release (static Go programs) and put into /usr/local/lib/docker/cli-plugins;
 #   3. the base image debian:bookworm-slim exists (scripts/docker-base-image.sh builds it
 #      from Debian's packages on a machine that cannot pull from a registry);
-#   4. docker/wheels/ holds the wheels of docker/image-wheels.txt (downloaded with pip).
+#   4. docker/wheels/ holds the wheels of docker/image-wheels.txt (downloaded with pip);
+#   5. docker/spark-wheels/ holds those of docker/spark-wheels.txt, for the Spark nodes of
+#      the `spark` profile (the binary wheels downloaded, pyspark's built from its sdist:
+#      PyPI has no pyspark wheel; pip's cache makes a second build cheap).
 #
 #   scripts/docker-setup.sh          (root for anything it has to install or start)
 #
@@ -102,5 +105,35 @@ if [ "$missing" = 1 ]; then
         --platform "manylinux_2_28_$arch" --python-version 3.11 --implementation cp --abi cp311 \
         -d "$wheels" -r "$root/docker/image-wheels.txt" ||
         die "cannot download the wheels of docker/image-wheels.txt (pip, PyPI)"
+fi
+
+# 5. The Spark image's wheels (docker/spark-wheels.txt), the same way, into
+#    docker/spark-wheels/: kept apart from docker/wheels/, which the broker image copies
+#    whole, so that they change nothing of the broker's layers.
+spark_wheels=$root/docker/spark-wheels
+missing=0
+pyspark=
+while read -r requirement; do
+    case $requirement in '' | '#'*) continue ;; esac
+    name=${requirement%%==*}
+    version=${requirement#*==}
+    if [ "$name" = pyspark ]; then
+        pyspark=$requirement
+        compgen -G "$spark_wheels/pyspark-$version-*.whl" >/dev/null || missing=1
+    else
+        compgen -G "$spark_wheels/${name//-/_}-$version-*.whl" >/dev/null || missing=1
+    fi
+done <"$root/docker/spark-wheels.txt"
+if [ "$missing" = 1 ]; then
+    [ -n "$pyspark" ] || die "docker/spark-wheels.txt pins no pyspark"
+    say "downloading the wheels of docker/spark-wheels.txt into docker/spark-wheels/ ($arch)"
+    grep -v '^pyspark==' "$root/docker/spark-wheels.txt" |
+        python3 -m pip download --quiet --no-deps --only-binary=:all: \
+            --platform "manylinux_2_28_$arch" --python-version 3.11 --implementation cp --abi cp311 \
+            -d "$spark_wheels" -r /dev/stdin ||
+        die "cannot download the wheels of docker/spark-wheels.txt (pip, PyPI)"
+    say "building the $pyspark wheel (from PyPI's sdist) into docker/spark-wheels/"
+    python3 -m pip wheel --quiet --no-deps -w "$spark_wheels" "$pyspark" ||
+        die "cannot build the $pyspark wheel (pip, PyPI)"
 fi
 say "ready: $(docker compose version), engine $(docker info --format '{{.ServerVersion}}')"

@@ -140,6 +140,7 @@ RUNNERS: dict[str, str] = {
     "Pipelines with Spark#0": "tests/unit/test_readme_blocks.py::test_the_spark_extra_is_what_scripts_test_installs",
     "Pipelines with Spark#1": "tests/spark/test_readme_spark.py::test_the_spark_example_counts_the_clicks_and_stops_on_ctrl_c",
     "Pipelines with Spark#2": "tests/spark/test_readme_spark.py::test_the_pipeline_commands_run_in_the_order_given",
+    "Pipelines with Spark#3": "tests/docker/test_compose_cluster.py::test_the_readme_spark_cluster_runs_the_pipeline_demo_and_spark_submit",
     "Break it#0": "tests/cluster/test_network_faults.py::test_cli_up_netns_on_the_default_fixed_ports_and_the_readme_faults",
     "Break it#1": "tests/cluster/test_network_faults.py::test_cli_up_netns_on_the_default_fixed_ports_and_the_readme_faults",
     "Break it#2": "tests/docker/test_compose_cluster.py::test_the_readme_docker_commands_in_order",

@@ -134,8 +134,9 @@ def spark_options(f: Callable[..., None]) -> Callable[..., None]:
         default=None,
         metavar="URL",
         help="The Spark master to run the job on, e.g. spark://host:7077 (its workers need "
-        "this Python with minikafka at the same path). Default: $SPARK_MASTER, else local "
-        "Spark in this process (local[2]).",
+        "this Python with minikafka at the same path). Default: $SPARK_MASTER; else, run by "
+        "spark-submit (spark-submit --master URL .../minikafka-app.py pipeline run ...), "
+        "spark-submit's master and settings; else local Spark in this process (local[2]).",
     )(f)
 
 
@@ -180,7 +181,10 @@ def run(
         checkpoint_dir=checkpoints,
         available_now=available_now,
     )
-    click.echo(f"counting clicks of {clicks_topic} into {counts_topic} and {parquet}")
+    click.echo(
+        f"counting clicks of {clicks_topic} into {counts_topic} and {parquet} "
+        f"(Spark master {spark.sparkContext.master})"
+    )
     from minikafka.spark.lifecycle import run_until_stopped
 
     if run_until_stopped(spark, *queries):
@@ -217,6 +221,7 @@ def demo(
     p.generate(bootstrap_server, clicks_topic, clicks)
     click.echo(f"{events} click events produced to {clicks_topic}; running the job ...")
     spark = p.spark_session(master=master, conf=spark_conf)
+    click.echo(f"Spark master {spark.sparkContext.master}")
     queries = p.start_pipeline(
         spark,
         bootstrap_server,

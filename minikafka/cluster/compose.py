@@ -2,9 +2,10 @@
 
 A `ComposeCluster` is one compose project: its own project name (containers, network and
 volumes of its own) and its own host ports for ZooKeeper, the brokers' EXTERNAL listeners
-and their admin endpoints, given through the compose file's variables. Faults go through
-scripts/docker-fault.sh, the script users run. Used by the Docker tests and
-scripts/bench_docker.py; the repository checkout is where the compose file and scripts are.
+and their admin endpoints, and the spark profile's web UIs, given through the compose
+file's variables. Faults go through scripts/docker-fault.sh, the script users run. Used
+by the Docker tests and scripts/bench_docker.py; the repository checkout is where the
+compose file and scripts are.
 
 `secure=True` runs the secured variant (docker-compose.yml with docker-compose.secure.yml:
 SASL_SSL on the EXTERNAL listener, mutual TLS between the brokers, ACLs on), with an admin
@@ -37,6 +38,11 @@ BROKERS = (1, 2, 3)
 GROW_PROFILE = "grow"
 GROW_BROKERS = (4,)
 ALL_BROKERS = (*BROKERS, *GROW_BROKERS)
+# The Spark standalone cluster of the `spark` profile: a master and two workers, which
+# share the volume SPARK_VOLUME; started only when the profile is on.
+SPARK_PROFILE = "spark"
+SPARK_SERVICES = ("spark-master", "spark-worker1", "spark-worker2")
+SPARK_VOLUME = "spark-data"
 SECURE_OVERRIDE = "docker-compose.secure.yml"
 # Where docker-compose.secure.yml's `security` service leaves the host client's files.
 SECURE_CLIENT_DIR = "/etc/minikafka/certs/client"
@@ -113,12 +119,17 @@ class ComposeCluster:
         # must not take the compose file's default ports, which another project may hold.
         self.broker_ports = {b: pick_free_port("127.0.0.1") for b in ALL_BROKERS}
         self.admin_ports = {b: pick_free_port("127.0.0.1") for b in ALL_BROKERS}
+        # The spark profile's published web UIs: the master's and a driver's application UI.
+        self.spark_ui_port = pick_free_port("127.0.0.1")
+        self.spark_app_ui_port = pick_free_port("127.0.0.1")
         self.env = {
             **os.environ,
             "COMPOSE_PROJECT_NAME": self.name,
             "MINIKAFKA_ZOOKEEPER_PORT": str(self.zookeeper_port),
             **{f"MINIKAFKA_BROKER{b}_PORT": str(p) for b, p in self.broker_ports.items()},
             **{f"MINIKAFKA_BROKER{b}_ADMIN_PORT": str(p) for b, p in self.admin_ports.items()},
+            "MINIKAFKA_SPARK_UI_PORT": str(self.spark_ui_port),
+            "MINIKAFKA_SPARK_APP_UI_PORT": str(self.spark_app_ui_port),
             # Compose's own variable, which scripts/docker-fault.sh honours too.
             "COMPOSE_FILE": os.pathsep.join(str(f) for f in self.compose_files),
         }
@@ -154,6 +165,17 @@ class ComposeCluster:
         self.compose("up", "-d", "--wait", *extra)
         for image in before - set(self.images().values()):
             _run(["docker", "image", "rm", image])  # refused while a container uses it
+
+    def build(self, service: str, *, profile: str) -> None:
+        """`docker compose --profile PROFILE build SERVICE`: its image built from this
+        checkout. The image its tag named before is removed if no container uses it, as
+        `up` does after a build."""
+        image = self.compose("--profile", profile, "config", "--images", service).strip()
+        before = _run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+        self.compose("--profile", profile, "build", service, timeout=1800)
+        after = _run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+        if before.returncode == 0 and before.stdout != after.stdout:
+            _run(["docker", "image", "rm", before.stdout.strip()])  # refused while in use
 
     def images(self) -> dict[str, str]:
         """Image name -> id of the compose file's images that exist on the engine."""

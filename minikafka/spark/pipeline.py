@@ -159,6 +159,13 @@ def generate(
     return acked
 
 
+def launched_by_spark_submit() -> bool:
+    """Whether spark-submit started this process: its JVM, which holds spark-submit's
+    settings (--master, --conf, spark-defaults.conf) as `spark.*` properties, is already
+    running, and PySpark's PythonRunner told this process its gateway's port."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def spark_session(
     app_name: str = "minikafka-click-pipeline",
     cores: int = 2,
@@ -166,32 +173,51 @@ def spark_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """A Spark session (UI off, UTC, log level ERROR) with the minikafka format registered,
-    on `master` (a Spark master URL, e.g. spark://host:7077) or else a local Spark
-    (`local[cores]`); `conf` goes to the builder last, so it overrides these defaults.
-    Python workers, the driver's and the executors', run this interpreter (the one
-    minikafka is installed in): on a cluster, every worker machine needs it at that path."""
+    """A Spark session (UTC, log level ERROR) with the minikafka format registered, on
+    `master` (a Spark master URL, e.g. spark://host:7077) or else a local Spark
+    (`local[cores]`, its web UI off); `conf` goes to the builder last, so it overrides these
+    defaults. Launched by spark-submit (`launched_by_spark_submit`) without a `master`,
+    the master is spark-submit's and so is every setting it was given: the defaults here
+    fill in only what it left unset. Python workers, the driver's and the executors', run
+    this interpreter (the one minikafka is installed in): on a cluster, every worker
+    machine needs it at that path."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     from minikafka.spark import MinikafkaDataSource
 
-    builder = (
-        SparkSession.builder.master(master or f"local[{cores}]")
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.sql.session.timeZone", "UTC")
+    submitted = master is None and launched_by_spark_submit()
+    if not submitted and master is None:
+        master = f"local[{cores}]"
+    defaults = {
+        "spark.app.name": app_name,
+        "spark.sql.shuffle.partitions": str(cores),
+        "spark.sql.session.timeZone": "UTC",
         # The stage progress bars would interleave with what the commands print.
-        .config("spark.ui.showConsoleProgress", "false")
+        "spark.ui.showConsoleProgress": "false",
         # Executors started by a cluster's workers run the same Python as the driver.
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-    )
+        "spark.pyspark.python": sys.executable,
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+    }
+    if master is not None and master.startswith("local"):
+        # In-process Spark: no one looks at its UI. A cluster's application keeps Spark's
+        # (port 4040), which the master's UI links to.
+        defaults["spark.ui.enabled"] = "false"
     if driver_memory is not None:
-        builder = builder.config("spark.driver.memory", driver_memory)
-    for key, value in (conf or {}).items():
+        defaults["spark.driver.memory"] = driver_memory
+    builder = SparkSession.builder
+    if master is not None:
+        builder = builder.master(master)
+    else:
+        from pyspark import SparkConf, SparkContext
+
+        # spark-submit's JVM, and with it the properties it was given, which a SparkConf
+        # made now loads.
+        SparkContext._ensure_initialized()
+        given = SparkConf()
+        defaults = {k: v for k, v in defaults.items() if not given.contains(k)}
+    for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

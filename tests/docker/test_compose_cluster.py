@@ -15,6 +15,7 @@ final log.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import subprocess
@@ -47,6 +48,9 @@ from tests.docker.compose import (
     CHAOS_SCRIPT,
     GROW_BROKERS,
     GROW_PROFILE,
+    SPARK_PROFILE,
+    SPARK_SERVICES,
+    SPARK_VOLUME,
     ComposeCluster,
     require_engine,
     wait_for,
@@ -672,6 +676,138 @@ def test_the_readme_scale_out_onto_broker4_and_drain_it(
     assert p.compose("ps", "--all", "--quiet", service).strip() == ""
     assert len(p.volumes()) == 4
     assert sorted(p.zk().get_all_brokers()) == list(BROKERS)
+
+
+def spark_master_state(p: ComposeCluster) -> dict[str, Any]:
+    """The Spark master's /json/ through its published web UI port."""
+    url = f"http://127.0.0.1:{p.spark_ui_port}/json/"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        state: dict[str, Any] = json.load(r)
+    return state
+
+
+def demo_window_counts(output: str, events: int = 300) -> dict[tuple[int, str], int]:
+    """The window counts `minikafka pipeline demo` printed, by window start relative to the
+    first window's; checked against what the demo's clicks give (its default 300 clicks, 0.3
+    s apart from 1 ms past a window start: the watermark closes the windows up to +60 s)."""
+    from minikafka.spark import pipeline
+
+    printed = [line.split() for line in output.splitlines() if line[:2] == "20"]
+    got = {
+        (round(datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp() * 1000), page): int(
+            n
+        )
+        for start, page, n in printed
+    }
+    assert got and len(got) == len(printed), output
+    first = min(start for start, _ in got)
+    clicks = pipeline.make_clicks(events, 1, 300)
+    expected = pipeline.expected_counts(clicks, clicks[-1].ts_ms - 10_000)
+    assert {(start - first, page): n for (start, page), n in got.items()} == expected, output
+    return got
+
+
+def test_the_readme_spark_cluster_runs_the_pipeline_demo_and_spark_submit(
+    project: ComposeCluster, tmp_path: Path
+) -> None:
+    """The README's Spark cluster block as written and in order, on this module's compose
+    project (its published ports in place of the defaults): the spark profile's `up` starts
+    the master and two workers, both registered; the demo runs on them (an application the
+    master saw finish) and prints the window counts its clicks give; spark-submit runs it
+    again with spark-submit's master, its application UI answering on the published port
+    while it runs; both runs left Parquet and checkpoints on the shared volume. The Spark
+    containers and their volume are removed afterwards: the other tests find the project as
+    it was.
+
+    The image is built from this checkout first (the block's `up` builds it only when it is
+    missing). Before the tests that build the images in projects of their own, as the
+    scale-out test is."""
+    p = project
+    env = {**p.env, "PATH": f"{Path(sys.executable).parent}:{p.env['PATH']}"}
+    started = time.monotonic()
+    p.build(SPARK_SERVICES[0], profile=SPARK_PROFILE)
+    built_s = time.monotonic() - started
+
+    def start(command: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def finish(command: str, process: subprocess.Popen[str]) -> str:
+        stdout, stderr = process.communicate(timeout=600)
+        assert process.returncode == 0, f"{command}\n{stdout}\n{stderr[-5000:]}"
+        return stdout
+
+    def ui_or_ended(job: subprocess.Popen[str]) -> bool:
+        return app_ui_answers() or job.poll() is not None
+
+    def app_ui_answers() -> bool:
+        url = f"http://127.0.0.1:{p.spark_app_ui_port}/api/v1/applications"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return bool(json.load(r))
+        except (OSError, ValueError):
+            return False
+
+    block_commands = commands(block("Pipelines with Spark#3").text)
+    assert block_commands[-1].startswith(f"docker compose --profile {SPARK_PROFILE} stop ")
+    checked: list[str] = []
+    runs: list[float] = []
+    try:
+        for command in block_commands:
+            t0 = time.monotonic()
+            process = start(command)
+            if " spark-submit " in command:
+                # The application UI, published, while the job runs.
+                wait_for("the application UI", functools.partial(ui_or_ended, process), 300)
+                assert app_ui_answers(), "the job ended before its application UI answered"
+                checked.append("app UI")
+            output = finish(command, process)
+            runs.append(time.monotonic() - t0)
+            if command.startswith(f"docker compose --profile {SPARK_PROFILE} up"):
+                checked.append("up")
+                for service in SPARK_SERVICES:
+                    health = p.state(service).get("Health")
+                    assert isinstance(health, dict) and health["Status"] == "healthy", service
+                workers = spark_master_state(p)["workers"]
+                assert sorted(w["host"] for w in workers if w["state"] == "ALIVE") == [
+                    "spark-worker1",
+                    "spark-worker2",
+                ]
+            elif "pipeline demo" in command:
+                checked.append("spark-submit" if " spark-submit " in command else "demo")
+                assert "Spark master spark://spark-master:7077" in output, output
+                demo_window_counts(output)
+                apps = spark_master_state(p)["completedapps"]
+                assert len(apps) == checked.count("demo") + checked.count("spark-submit")
+                assert all(a["state"] == "FINISHED" for a in apps), apps
+            elif " ls " in command:
+                checked.append("ls")
+                runs_dirs = output.split()
+                assert len(runs_dirs) == 2, output
+                for run in runs_dirs:
+                    listed = p.compose(
+                        "exec", "-T", "spark-worker2", "ls", f"/spark-data/demo/{run}"
+                    ).split()
+                    assert listed == ["checkpoints", "page-counts.parquet"], listed
+        assert checked == ["up", "demo", "app UI", "spark-submit", "ls"]
+        for service in SPARK_SERVICES:
+            assert p.state(service)["Status"] == "exited", service
+    finally:
+        print(
+            f"spark image build {built_s:.0f}s; the block's commands: {[round(r) for r in runs]}s"
+        )
+        for service in SPARK_SERVICES[:-1]:
+            p.remove(service)
+        p.remove(SPARK_SERVICES[-1], SPARK_VOLUME)  # once no container mounts it
+    assert len(p.volumes()) == 4
+    assert all(p.state(f"broker{b}")["Status"] == "running" for b in BROKERS)
 
 
 def test_one_build_makes_one_broker_image_and_a_second_up_changes_nothing() -> None:

@@ -61,6 +61,12 @@ BROKERS = ("broker1", "broker2", "broker3")
 GROW_PROFILE = "grow"
 GROW_BROKERS = ("broker4",)
 ALL_BROKERS = (*BROKERS, *GROW_BROKERS)
+# The Spark standalone cluster of the spark profile: a master and two workers.
+SPARK_PROFILE = "spark"
+SPARK_MASTER = "spark-master"
+SPARK_WORKERS = ("spark-worker1", "spark-worker2")
+SPARK_SERVICES = (SPARK_MASTER, *SPARK_WORKERS)
+SPARK_HEALTHCHECK = ROOT / "docker" / "spark-healthcheck.py"
 
 # The Debian packages the Dockerfiles may `apt-get install` (and python3-matplotlib, left
 # out on purpose), with the candidate version `apt-cache policy` showed on Debian 12.11
@@ -80,6 +86,11 @@ BOOKWORM_PACKAGES = {
     "python3-lz4": "4.0.2+dfsg-1+b2",
     "python3-zstandard": "0.20.0-3",
     "python3-cryptography": "38.0.4-3+deb12u1",
+    # the spark target: Spark's JVM, the `ps` its scripts run, pandas' dateutil and pytz
+    "openjdk-17-jre-headless": "17.0.21.1+2-1~deb12u1",
+    "procps": "2:4.0.2-3",
+    "python3-dateutil": "2.8.2-2",
+    "python3-tz": "2022.7.1-4",
     "python3-pip": "23.0.1+dfsg-1",
     # build-only, for the C extension (installed and purged in one layer)
     "gcc": "4:12.2.0-3",
@@ -109,16 +120,24 @@ DEBIAN_PACKAGE_FOR = {
 # the pinned wheels of docker/image-wheels.txt, which scripts/docker-setup.sh downloads on
 # the host into docker/wheels/ (kio; typing-extensions, newer than bookworm's 4.4).
 IMAGE_WHEELS = ROOT / "docker" / "image-wheels.txt"
+# The spark target's packages not from Debian: the spark extra and what it needs, pinned
+# to what the host's .venv resolves them to (scripts/docker-setup.sh puts the wheels into
+# docker/spark-wheels/, pyspark's built from its sdist).
+SPARK_WHEELS = ROOT / "docker" / "spark-wheels.txt"
 
 
-def image_wheels() -> dict[str, str]:
+def pins_of(path: Path) -> dict[str, str]:
     pins = {}
-    for line in IMAGE_WHEELS.read_text().splitlines():
+    for line in path.read_text().splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             name, version = line.split("==")
             pins[name.lower()] = version
     return pins
+
+
+def image_wheels() -> dict[str, str]:
+    return pins_of(IMAGE_WHEELS)
 
 
 # Dependencies the broker image leaves out, and why. Each must be imported lazily (inside a
@@ -487,7 +506,8 @@ def test_services_are_zookeeper_and_three_brokers_and_a_fourth_in_the_grow_profi
     profiles = {name: svc.get("profiles") for name, svc in services().items()}
     assert {name for name, p in profiles.items() if not p} == {"zookeeper", *BROKERS}
     assert {name: p for name, p in profiles.items() if p} == {
-        b: [GROW_PROFILE] for b in GROW_BROKERS
+        **{b: [GROW_PROFILE] for b in GROW_BROKERS},
+        **{s: [SPARK_PROFILE] for s in SPARK_SERVICES},
     }
     # The grow broker is to the compose cluster what `minikafka cluster add-broker` is to the
     # local one: the next id, on the next ports (9092+3, and the admin port 9644+3).
@@ -604,7 +624,7 @@ def test_each_admin_endpoint_listens_on_the_port_the_host_reaches_it_at() -> Non
 
 def test_data_lives_on_named_volumes() -> None:
     declared = set(load_compose()["volumes"])
-    assert declared == {"zookeeper-data", *(f"{b}-data" for b in ALL_BROKERS)}
+    assert declared == {"zookeeper-data", *(f"{b}-data" for b in ALL_BROKERS), "spark-data"}
     data_dirs = {
         "zookeeper": [parse_properties(ZOO_CFG.read_text())["dataDir"]],
         **{b: environment(services()[b])["LOG_DIRS"].split(",") for b in ALL_BROKERS},
@@ -627,6 +647,10 @@ def test_healthchecks() -> None:
         r.split()[-1] for k, r in dockerfile_instructions(BROKER_DOCKERFILE) if k == "COPY"
     ]
     assert "/usr/local/bin/minikafka-healthcheck" in installed
+    assert healthcheck_command(services()[SPARK_MASTER]) == ["CMD", "spark-healthcheck", "master"]
+    for name in SPARK_WORKERS:
+        assert healthcheck_command(services()[name]) == ["CMD", "spark-healthcheck", "worker"]
+    assert "/usr/local/bin/spark-healthcheck" in installed
 
 
 def test_zookeeper_healthcheck_asks_a_whitelisted_four_letter_word() -> None:
@@ -659,7 +683,16 @@ def test_brokers_get_time_for_a_controlled_shutdown_and_stay_down_when_killed() 
 def test_builds_point_at_existing_dockerfiles() -> None:
     builds = {name: svc["build"] for name, svc in services().items() if "build" in svc}
     built = {name: ROOT / b["context"] / b["dockerfile"] for name, b in builds.items()}
-    assert built == {"zookeeper": ZOOKEEPER_DOCKERFILE, "broker1": BROKER_DOCKERFILE}
+    assert built == {
+        "zookeeper": ZOOKEEPER_DOCKERFILE,
+        "broker1": BROKER_DOCKERFILE,
+        SPARK_MASTER: BROKER_DOCKERFILE,
+    }
+    # docker/Dockerfile's two targets.
+    assert builds["broker1"]["target"] == "broker"
+    assert builds[SPARK_MASTER]["target"] == "spark"
+    stages = [r.split()[-1] for k, r in dockerfile_instructions(BROKER_DOCKERFILE) if k == "FROM"]
+    assert {"broker", "spark"} <= set(stages)
 
 
 def test_the_brokers_share_one_image_built_once() -> None:
@@ -673,6 +706,76 @@ def test_the_brokers_share_one_image_built_once() -> None:
         assert svc["image"] == image and "build" not in svc, name
         assert svc["pull_policy"] == "never", name
     assert services()["zookeeper"]["image"] != image
+
+
+def test_the_spark_profile_is_a_master_and_two_workers_of_one_image() -> None:
+    """spark-master runs Spark's standalone Master on 7077, the workers a Worker each
+    registering with it once it is healthy; one image, built once by spark-master from
+    docker/Dockerfile's spark target, the workers never pulling or building it."""
+    master = services()[SPARK_MASTER]
+    assert master["image"] == "minikafka-spark:dev"
+    assert master["command"][:2] == ["spark-class", "org.apache.spark.deploy.master.Master"]
+    args = master["command"][2:]
+    assert args[args.index("--host") + 1] == SPARK_MASTER == master["hostname"]
+    assert args[args.index("--port") + 1] == "7077"
+    assert args[args.index("--webui-port") + 1] == "8080"
+    for name in SPARK_WORKERS:
+        svc = services()[name]
+        assert svc["image"] == master["image"] and "build" not in svc, name
+        assert svc["pull_policy"] == "never", name
+        assert svc["command"][:2] == ["spark-class", "org.apache.spark.deploy.worker.Worker"]
+        assert svc["command"][-1] == f"spark://{SPARK_MASTER}:7077"
+        assert svc["depends_on"] == {SPARK_MASTER: {"condition": "service_healthy"}}
+        # The name the master lists it by, which its healthcheck looks for.
+        assert environment(svc)["SPARK_LOCAL_HOSTNAME"] == svc["hostname"] == name
+    for name in SPARK_SERVICES:
+        svc = services()[name]
+        assert svc["init"] is True and svc["restart"] == "no", name
+        # The brokers' INTERNAL listeners, for commands run in the containers.
+        bootstrap = environment(svc)["MINIKAFKA_BOOTSTRAP_SERVERS"].split(",")
+        assert bootstrap == [f"{b}:19092" for b in BROKERS], name
+    # The healthchecks ask the master at the name and UI port it has.
+    assert f"http://{SPARK_MASTER}:8080/json/" in SPARK_HEALTHCHECK.read_text()
+
+
+def test_the_spark_nodes_share_one_volume_at_one_path_owned_by_the_image_user() -> None:
+    mounts = [volume_mounts(services()[name]) for name in SPARK_SERVICES]
+    assert all(m == {"/spark-data": "spark-data"} for m in mounts), mounts
+    spark_stage = BROKER_DOCKERFILE.read_text().split(" AS spark", 1)[1]
+    assert "chown minikafka:minikafka /var/lib/minikafka /spark-data" in spark_stage
+    assert "USER minikafka" in spark_stage
+    # Executors and spark-submit run the image's python3, which has minikafka.
+    assert "PYSPARK_PYTHON=/usr/bin/python3" in spark_stage
+
+
+def test_the_spark_uis_are_published_on_localhost_as_variables_clear_of_the_brokers() -> None:
+    """The master's web UI and a driver's application UI (in spark-master), on 127.0.0.1
+    only, at ports the variables move; 7077 stays inside the compose network, where the
+    drivers run; no published port is another service's."""
+    raw = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    assert [str(p) for p in raw[SPARK_MASTER]["ports"]] == [
+        "127.0.0.1:${MINIKAFKA_SPARK_UI_PORT:-8080}:8080",
+        "127.0.0.1:${MINIKAFKA_SPARK_APP_UI_PORT:-4040}:4040",
+    ]
+    assert all("ports" not in raw[name] for name in SPARK_WORKERS)
+    published = [p.published for svc in services().values() for p in ports(svc)]
+    assert len(published) == len(set(published)), sorted(published)
+    # The master's UI links to the application UI as the host reaches it.
+    assert environment(services()[SPARK_MASTER])["SPARK_PUBLIC_DNS"] == "localhost"
+
+
+def test_the_header_comment_names_every_variable() -> None:
+    text = COMPOSE_FILE.read_text()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    used = set(re.findall(r"\$\{(\w+):-", text))
+    documented = set(re.findall(r"MINIKAFKA_\w+", header))
+    documented |= {
+        f"MINIKAFKA_BROKER{n}_{kind}PORT"
+        for n in range(1, 5)
+        for kind in ("", "ADMIN_")
+        if "MINIKAFKA_BROKER{1,2,3,4}_" in header
+    }
+    assert used <= documented, sorted(used - documented)
 
 
 # --- Dockerfiles ---------------------------------------------------------------------------
@@ -690,8 +793,14 @@ def build_context(dockerfile: Path) -> Path:
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
 def test_images_are_debian_bookworm(dockerfile: Path) -> None:
-    froms = [rest for k, rest in dockerfile_instructions(dockerfile) if k == "FROM"]
-    assert froms == ["debian:bookworm-slim"]
+    """Every stage starts from Debian bookworm or from an earlier stage."""
+    froms = [rest.split() for k, rest in dockerfile_instructions(dockerfile) if k == "FROM"]
+    assert froms[0][0] == "debian:bookworm-slim"
+    stages: set[str] = set()
+    for words in froms:
+        assert words[0] == "debian:bookworm-slim" or words[0] in stages, words
+        if len(words) == 3 and words[1].upper() == "AS":
+            stages.add(words[2])
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
@@ -768,10 +877,40 @@ def test_pip_installs_nothing_from_pypi() -> None:
         assert {"--no-index", "--no-deps"} <= set(words), words
     wheels = [w for w in installs if "/tmp/image-wheels.txt" in w]
     assert len(wheels) == 1 and "--find-links" in wheels[0]
+    # The spark target's, the same way (docker/spark-wheels.txt).
+    spark = [w for w in installs if "/tmp/spark-wheels.txt" in w]
+    assert len(spark) == 1 and "--find-links" in spark[0]
     for words in installs:
-        if words is not wheels[0]:
+        if words is not wheels[0] and words is not spark[0]:
             assert "--no-build-isolation" in words, words
     assert not pip_installs(ZOOKEEPER_DOCKERFILE)
+
+
+def test_the_spark_wheels_are_within_pyproject_bounds_and_setup_makes_them() -> None:
+    """docker/spark-wheels.txt pins the spark extra (and confluent-kafka, a dependency)
+    within pyproject's bounds, and the py4j the pinned pyspark requires; the Debian packages
+    the spark target takes pandas' other needs from are recent enough. scripts/docker-setup.sh
+    downloads the binary wheels and builds pyspark's into docker/spark-wheels/, which the
+    broker image does not copy (its layers stay as they are)."""
+    pins = pins_of(SPARK_WHEELS)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    bounded = [*project["optional-dependencies"]["spark"], *project["dependencies"]]
+    for dep in (Requirement(d) for d in bounded):
+        if dep.name.lower() in pins:
+            assert dep.specifier.contains(Version(pins[dep.name.lower()])), (dep, pins)
+    spark_extra = {Requirement(d).name.lower() for d in project["optional-dependencies"]["spark"]}
+    assert spark_extra | {"confluent-kafka", "py4j", "numpy", "tzdata"} == set(pins)
+    # pyspark's own requirement on py4j is exact.
+    assert "py4j" in pins
+    installed = set(apt_installed(BROKER_DOCKERFILE))
+    for package, lowest in (("python3-dateutil", "2.8.2"), ("python3-tz", "2020.1")):
+        assert package in installed
+        assert Version(BOOKWORM_PACKAGES[package].split("-")[0]) >= Version(lowest)
+    setup = (ROOT / "scripts" / "docker-setup.sh").read_text()
+    assert "docker/spark-wheels.txt" in setup and "pip wheel" in setup
+    assert "/docker/spark-wheels/*.whl" in (ROOT / ".gitignore").read_text().splitlines()
+    copied = [r for k, r in dockerfile_instructions(BROKER_DOCKERFILE) if k == "COPY"]
+    assert not [c for c in copied if "spark-wheels" in c], "bind-mounted, not copied"
 
 
 def test_the_image_wheels_are_the_only_pins_and_setup_downloads_them() -> None:
@@ -781,15 +920,29 @@ def test_the_image_wheels_are_the_only_pins_and_setup_downloads_them() -> None:
     assert "/docker/wheels/*.whl" in (ROOT / ".gitignore").read_text().splitlines()
 
 
+def context_sources(dockerfile: Path) -> set[str]:
+    """What the Dockerfile takes from its build context: the sources of COPY and ADD (not
+    those copied from another stage) and of RUN's bind mounts."""
+    sources = set()
+    for keyword, rest in dockerfile_instructions(dockerfile):
+        words = shlex.split(rest)
+        if keyword in ("COPY", "ADD") and not any(w.startswith("--from=") for w in words):
+            sources |= {w for w in words[:-1] if not w.startswith("--")}
+        elif keyword == "RUN":
+            for mount in (w.removeprefix("--mount=") for w in words if w.startswith("--mount=")):
+                options = dict(o.split("=", 1) for o in mount.split(","))
+                if options.get("type") == "bind" and "from" not in options:
+                    sources.add(options["source"])
+    return sources
+
+
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.name)
 def test_copied_files_exist_in_the_build_context(dockerfile: Path) -> None:
     context = build_context(dockerfile)
-    copies = [rest for k, rest in dockerfile_instructions(dockerfile) if k in ("COPY", "ADD")]
-    assert copies
-    for rest in copies:
-        words = [w for w in shlex.split(rest) if not w.startswith("--")]
-        for source in words[:-1]:
-            assert (context / source).exists(), f"{dockerfile.name}: COPY {source}"
+    sources = context_sources(dockerfile)
+    assert sources
+    for source in sources:
+        assert (context / source).exists(), f"{dockerfile.name}: {source}"
 
 
 def test_dockerignore_sends_what_the_broker_image_copies() -> None:
@@ -797,14 +950,7 @@ def test_dockerignore_sends_what_the_broker_image_copies() -> None:
     patterns = [line.strip() for line in ignore if line.strip() and not line.startswith("#")]
     assert patterns[0] == "*"
     kept = {p.removeprefix("!").rstrip("/") for p in patterns if p.startswith("!")}
-    copied = {
-        w.rstrip("/")
-        for k, rest in dockerfile_instructions(BROKER_DOCKERFILE)
-        if k == "COPY"
-        for w in shlex.split(rest)[:-1]
-        if not w.startswith("--")
-    }
-    assert copied == kept
+    assert {source.rstrip("/") for source in context_sources(BROKER_DOCKERFILE)} == kept
 
 
 def test_broker_image_runs_the_entrypoint_it_installs() -> None:
@@ -1118,7 +1264,7 @@ def test_chaos_script_reaches_the_cli_with_its_options() -> None:
 
 
 def test_the_secure_override_adds_only_its_security_service() -> None:
-    assert set(secure_services()) == {"zookeeper", "security", *ALL_BROKERS}
+    assert set(secure_services()) == {"zookeeper", "security", *ALL_BROKERS, *SPARK_SERVICES}
     # The override changes no port: the same ports, on 127.0.0.1 only.
     for name in ("zookeeper", *ALL_BROKERS):
         assert "ports" not in load_secure()["services"].get(name, {}), name

@@ -34,7 +34,13 @@ def session_on(master: str, **conf: str) -> SparkSession:
         app_name="minikafka-tests",
         driver_memory="2g",
         master=master,
-        conf={"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", **conf},
+        conf={
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            # No application UI on a standalone cluster either: no one looks at it here.
+            "spark.ui.enabled": "false",
+            **conf,
+        },
     )
 
 
