@@ -3,6 +3,7 @@ admin, all with librdkafka (confluent-kafka) over Kafka's protocol."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -167,3 +168,11 @@ def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
         .options(**options)
         .load()
     )
+
+
+def as_ms(value: object) -> int:
+    """Epoch ms of a window bound: a datetime from a Spark row (naive, in the local time
+    zone of this process, whatever the session time zone) or an ISO string from the JSON."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return round(value.timestamp() * 1000)

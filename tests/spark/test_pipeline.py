@@ -4,7 +4,6 @@ twice; and `minikafka pipeline demo` as a user runs it."""
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections import Counter
 
@@ -13,16 +12,9 @@ from click.testing import CliRunner
 from minikafka.cli.main import cli
 from minikafka.cli.pipeline import read_counts
 from minikafka.spark import pipeline
+from tests.spark.helpers import as_ms
 
 BASE_MS = 1_700_000_000_000  # a window boundary: 10-second windows start at BASE_MS + 10k*n
-
-
-def as_ms(value: object) -> int:
-    """Epoch ms of a window bound: a datetime from a Spark row (naive, in the local time
-    zone of this process, whatever the session time zone) or an ISO string from the JSON."""
-    if not isinstance(value, dt.datetime):
-        value = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return round(value.timestamp() * 1000)
 
 
 def test_pipeline_counts_every_closed_window_once(spark, spark_cluster, tmp_path):

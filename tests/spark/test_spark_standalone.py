@@ -1,13 +1,17 @@
 """The minikafka source and sink on a real Spark standalone cluster (a master and two
 workers of one core each, from the installed pyspark): reads and writes run in executors
-outside the driver, which start with nothing cached, and a worker lost mid-stream costs
-neither records nor duplicates.
+outside the driver, which start with nothing cached; the demo's job counts as in local
+Spark; and a partition leader or a worker lost mid-stream costs neither records nor
+duplicates.
 
 The module shares one standalone cluster and one session on it (the demo command's, which
-runs first); the worker-loss test runs last (by file order), as it leaves one worker."""
+runs first, after the same demo in local Spark); the worker-loss test runs last (by file
+order), as it leaves one worker."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import uuid
 from collections import Counter
@@ -16,15 +20,21 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from confluent_kafka import KafkaError, Message, Producer
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from minikafka.cli.main import cli
+from minikafka.cli.pipeline import read_counts
+from minikafka.client.librdkafka import position
 from minikafka.cluster import LocalCluster
+from minikafka.common import LeaderAndIsr, TopicPartition
+from minikafka.spark import pipeline
+from minikafka.spark.pipeline import WINDOW_MS
 from minikafka.spark.standalone import StandaloneCluster
 from tests.cluster.conftest import wait_until
-from tests.spark.conftest import new_topic, session_on
-from tests.spark.helpers import Acked, produce, read_topic, stream
+from tests.spark.conftest import LOCAL_MASTER, new_topic, session_on
+from tests.spark.helpers import Acked, as_ms, leader_of, produce, read_topic, stream
 
 # One executor of one core on each worker (standalone spreads an application's executors).
 EXECUTORS = {
@@ -76,19 +86,41 @@ def read_batch(spark: SparkSession, cluster: LocalCluster, topic: str) -> list[t
     return [(r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect()]
 
 
-def test_the_demo_runs_on_the_master_given_with_the_settings_given(
+DEMO_EVENTS = 120  # the last click at +35.7 s: the watermark closes the windows +0 and +10 s
+
+
+def demo(bootstrap: str, work_dir: Path, *args: str) -> dict[tuple[int, str], int]:
+    """Run `minikafka pipeline demo` with these arguments; the window counts it wrote to its
+    counts topic, by (window start less the first window's start, page): the demo's clicks
+    start 1 ms past a window start, a few minutes before now."""
+    args = ("pipeline", "demo", "--events", str(DEMO_EVENTS), "--work-dir", str(work_dir), *args)
+    result = CliRunner().invoke(cli, [*args, "--bootstrap-server", bootstrap])
+    assert result.exit_code == 0, result.output
+    (topic,) = re.findall(r"window counts in (page-counts-\S+) and", result.output)
+    got: Counter[tuple[int, str]] = Counter()
+    for row in read_counts(bootstrap, topic):
+        assert as_ms(row["window_end"]) == as_ms(row["window_start"]) + WINDOW_MS
+        got[(as_ms(row["window_start"]), str(row["page"]))] += int(str(row["clicks"]))
+    first = min(start for start, _ in got)
+    return {(start - first, page): n for (start, page), n in got.items()}
+
+
+def test_the_demo_runs_on_the_master_given_and_counts_as_local_spark_does(
     standalone, spark_cluster, tmp_path, monkeypatch
 ):
+    bootstrap = spark_cluster.bootstrap_servers
+    # The demo stops the session it made when done; this test stops them itself.
+    stop = SparkSession.stop
+    monkeypatch.setattr(SparkSession, "stop", lambda self: None)
+    # First in local Spark (the process's session, if it is a local one already).
+    local = demo(bootstrap, tmp_path / "local", "--master", LOCAL_MASTER)
     # The command makes its own session: none may be active, or it would get that one.
     active = SparkSession.getActiveSession()
     if active is not None:
-        active.stop()
-    # The session the demo makes and stops when done is kept for the module's other tests.
-    monkeypatch.setattr(SparkSession, "stop", lambda self: None)
+        stop(active)
+    # The session the demo makes is kept for the module's other tests.
     monkeypatch.setenv("SPARK_MASTER", standalone.master_url)  # what --master defaults to
     app = f"demo-{uuid.uuid4().hex[:6]}"
-    args = ["pipeline", "demo", "--events", "60", "--work-dir", str(tmp_path)]
-    args += ["--bootstrap-server", spark_cluster.bootstrap_servers]
     confs = {
         **EXECUTORS,
         "spark.app.name": app,
@@ -96,14 +128,17 @@ def test_the_demo_runs_on_the_master_given_with_the_settings_given(
         # If this starts the process's JVM: as much heap as the local session would give it.
         "spark.driver.memory": "2g",
     }
-    for key, value in confs.items():
-        args += ["--conf", f"{key}={value}"]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    assert "window counts in page-counts-" in result.output
+    settings = [a for key, value in confs.items() for a in ("--conf", f"{key}={value}")]
+    on_cluster = demo(bootstrap, tmp_path / "cluster", *settings)
     # The master ran the application, with the executors --conf asked for.
     (running,) = [a for a in standalone.state()["activeapps"] if a["name"] == app]
     assert running["cores"] == 2 and running["memoryperexecutor"] == 512
+    # The same clicks (the demo's are the same for the same count, a window apart or more
+    # in time), the same windows closed and counted, on the executors as in local Spark.
+    assert on_cluster == local
+    clicks = pipeline.make_clicks(DEMO_EVENTS, 1, 300)
+    assert on_cluster == pipeline.expected_counts(clicks, clicks[-1].ts_ms - WINDOW_MS)
+    assert {start for start, _ in on_cluster} == {0, WINDOW_MS}
 
 
 def test_malformed_spark_settings_are_refused():
@@ -195,6 +230,148 @@ def test_a_record_refused_on_an_executor_fails_the_write_at_the_driver(on_cluste
             .save()
         )
     assert read_topic(spark_cluster, topic) == []
+
+
+def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
+    on_cluster, spark_cluster, tmp_path: Path
+):
+    """kill -9 of the broker leading some partitions while a producer (acks=all) writes and
+    the executors' tasks read a micro-batch: the executors' reads, and the driver's offsets,
+    follow the new leaders (or the tasks are retried), and the output holds every
+    acknowledged record once, by (partition, offset) and value. The broker is back in every
+    ISR at the end, for the module's later tests."""
+    topic = new_topic(spark_cluster, "sa-leader", partitions=6)
+    tps = [TopicPartition(topic, p) for p in range(6)]
+    acked: list[tuple[int, int, str]] = []  # (partition, offset, value)
+    failed: list[KafkaError] = []  # an unacknowledged record is allowed, not counted
+    stop = threading.Event()
+
+    def producer_loop() -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": spark_cluster.bootstrap_servers,
+                "acks": "all",
+                # No value twice in the log: output and log compare one to one.
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "delivery.timeout.ms": 120_000,
+            }
+        )
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                failed.append(err)
+                return
+            p, offset = position(msg)
+            acked.append((p, offset, (msg.value() or b"").decode()))
+
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, f"v{i}".encode(), key=f"k{i}".encode(), on_delivery=delivered)
+            i += 1
+            if i % 30 == 0:  # a few batches a second, each acknowledged (or failed) in turn
+                producer.flush(180)
+                stop.wait(0.05)
+        producer.flush(180)
+
+    out = tmp_path / "out"
+    query = (
+        stream(
+            on_cluster,
+            spark_cluster.bootstrap_servers,
+            subscribe=topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="60",
+        )
+        .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    tracker = on_cluster.sparkContext.statusTracker()
+
+    def tasks_running() -> bool:
+        for stage in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage)
+            if info is not None and info.numActiveTasks > 0:
+                return True
+        return False
+
+    producer = threading.Thread(target=producer_loop, daemon=True)
+    producer.start()
+    victim = -1
+    try:
+        wait_until(
+            lambda: any(p["numInputRows"] for p in query.recentProgress) or query.exception(),
+            90,
+            "a first micro-batch with records",
+        )
+        assert query.exception() is None
+        wait_until(tasks_running, 60, "a micro-batch's tasks running on the executors", 0.01)
+        victim = leader_of(spark_cluster, topic, 0)
+        led = {tp.partition for tp, st in states(spark_cluster, tps).items() if st.leader == victim}
+        spark_cluster.kill(victim)
+        batches_before = len(query.recentProgress)
+        at_kill = len(acked)
+        # Records acknowledged by the new leaders of the partitions the broker led.
+        wait_until(
+            lambda: sum(1 for p, _, _ in acked[at_kill:] if p in led) >= 60,
+            120,
+            "records acknowledged by the new leaders",
+            0.2,
+        )
+    finally:
+        stop.set()
+        producer.join(180)
+    try:
+        assert not producer.is_alive()
+        # The topic as it is now, read by librdkafka: what the query must output.
+        log = {
+            (r.partition, r.offset, (r.value or b"").decode())
+            for r in read_topic(spark_cluster, topic)
+        }
+        assert set(acked) <= log
+        ends = {p: 1 + max(o for q, o, _ in log if q == p) for p in range(6)}
+
+        def caught_up() -> bool:
+            if query.exception() is not None:
+                return True
+            progress = query.lastProgress
+            if progress is None:
+                return False
+            end = progress["sources"][0]["endOffset"]
+            end = json.loads(end) if isinstance(end, str) else end
+            return all(int(end.get(topic, {}).get(str(p), -1)) >= n for p, n in ends.items())
+
+        wait_until(caught_up, 180, "the query to read every record", 0.2)
+        assert query.exception() is None
+    finally:
+        query.stop()
+        if victim != -1:
+            # Back for the module's later tests (their topics want three brokers), and in
+            # every ISR of this topic, as it was.
+            spark_cluster.start_broker(victim)
+            wait_until(
+                lambda: all(victim in st.isr for st in states(spark_cluster, tps).values()),
+                60,
+                f"broker {victim} back in the ISR",
+                0.2,
+            )
+    # Micro-batches ran after the kill, across the leader change.
+    assert len(query.recentProgress) > batches_before
+    rows = on_cluster.read.parquet(str(out)).collect()
+    seen = Counter((r.partition, r.offset) for r in rows)
+    assert [k for k, n in seen.items() if n > 1] == []  # no (partition, offset) twice
+    output = {(r.partition, r.offset, r.value) for r in rows}
+    missing = set(acked) - output
+    assert not missing, f"{len(missing)} acknowledged records missing, e.g. {sorted(missing)[:5]}"
+    assert output == log  # and nothing that is not in the log
+
+
+def states(cluster: LocalCluster, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr]:
+    return cluster.zk_client().get_partition_states(tps)
 
 
 def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
