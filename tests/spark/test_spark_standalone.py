@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from confluent_kafka import KafkaError, Message, Producer
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 from minikafka.cli.main import cli
 from minikafka.cli.pipeline import read_counts
@@ -34,7 +35,7 @@ from minikafka.spark.pipeline import WINDOW_MS
 from minikafka.spark.standalone import StandaloneCluster
 from tests.cluster.conftest import wait_until
 from tests.spark.conftest import LOCAL_MASTER, new_topic, session_on
-from tests.spark.helpers import Acked, as_ms, leader_of, produce, read_topic, stream
+from tests.spark.helpers import Acked, as_ms, produce, read_topic, stream
 
 # One executor of one core on each worker (standalone spreads an application's executors).
 EXECUTORS = {
@@ -235,13 +236,13 @@ def test_a_record_refused_on_an_executor_fails_the_write_at_the_driver(on_cluste
 def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
     on_cluster, spark_cluster, tmp_path: Path
 ):
-    """kill -9 of the broker leading some partitions while a producer (acks=all) writes and
-    the executors' tasks read a micro-batch: the executors' reads, and the driver's offsets,
-    follow the new leaders (or the tasks are retried), and the output holds every
-    acknowledged record once, by (partition, offset) and value. The broker is back in every
-    ISR at the end, for the module's later tests."""
-    topic = new_topic(spark_cluster, "sa-leader", partitions=6)
-    tps = [TopicPartition(topic, p) for p in range(6)]
+    """kill -9 of a partition's leader while a producer (acks=all) writes and an executor's
+    task reads that partition for a micro-batch: the read follows the new leader (or the
+    task is run again), later micro-batches read from the new leaders, and the output holds
+    every acknowledged record once, by (partition, offset) and value. The broker is back in
+    every ISR at the end, for the module's later tests."""
+    topic = new_topic(spark_cluster, "sa-leader", partitions=2)
+    tps = [TopicPartition(topic, p) for p in range(2)]
     acked: list[tuple[int, int, str]] = []  # (partition, offset, value)
     failed: list[KafkaError] = []  # an unacknowledged record is allowed, not counted
     stop = threading.Event()
@@ -251,9 +252,12 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
             {
                 "bootstrap.servers": spark_cluster.bootstrap_servers,
                 "acks": "all",
-                # No value twice in the log: output and log compare one to one.
+                # No value twice in the log: the output and the log compare one to one.
                 "enable.idempotence": True,
-                "linger.ms": 5,
+                # A record per batch: the query's reads (one batch per fetch) take a round
+                # trip per record, so a read is under way when the leader is killed.
+                "linger.ms": 0,
+                "batch.num.messages": 1,
                 "delivery.timeout.ms": 120_000,
             }
         )
@@ -269,98 +273,108 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
         while not stop.is_set():
             producer.produce(topic, f"v{i}".encode(), key=f"k{i}".encode(), on_delivery=delivered)
             i += 1
-            if i % 30 == 0:  # a few batches a second, each acknowledged (or failed) in turn
+            if i % 20 == 0:  # about 200 a second, acknowledged (or failed) 20 at a time
                 producer.flush(180)
-                stop.wait(0.05)
+                stop.wait(0.1)
         producer.flush(180)
-
-    out = tmp_path / "out"
-    query = (
-        stream(
-            on_cluster,
-            spark_cluster.bootstrap_servers,
-            subscribe=topic,
-            startingOffsets="earliest",
-            maxOffsetsPerTrigger="60",
-        )
-        .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
-    )
-    tracker = on_cluster.sparkContext.statusTracker()
-
-    def tasks_running() -> bool:
-        for stage in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(stage)
-            if info is not None and info.numActiveTasks > 0:
-                return True
-        return False
 
     producer = threading.Thread(target=producer_loop, daemon=True)
     producer.start()
+    out = tmp_path / "out"
+    query = None
     victim = -1
     try:
+        wait_until(lambda: len(acked) >= 600, 60, "a backlog of 600 acknowledged records")
+        query = (
+            stream(
+                on_cluster,
+                spark_cluster.bootstrap_servers,
+                subscribe=topic,
+                startingOffsets="earliest",
+                maxOffsetsPerTrigger="600",
+                # One record batch per fetch: see the producer.
+                **{"kafka.max.partition.fetch.bytes": "1"},
+            )
+            .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
+        tracker = on_cluster.sparkContext.statusTracker()
+        busy: list[int] = []  # the stage whose tasks read both partitions at the kill
+
+        def both_partitions_read() -> bool:
+            # Two partitions, two one-core executors: two running tasks read both.
+            busy[:] = [
+                s
+                for s in tracker.getActiveStageIds()
+                if (info := tracker.getStageInfo(s)) is not None and info.numActiveTasks == 2
+            ]
+            return bool(busy) or query.exception() is not None
+
+        # Past the first micro-batch, whose tasks start the executors' Python workers (a
+        # kill then would come before any read), ...
         wait_until(
             lambda: any(p["numInputRows"] for p in query.recentProgress) or query.exception(),
             90,
-            "a first micro-batch with records",
+            "a first micro-batch",
         )
+        # ... to one whose reads start as its tasks do.
+        wait_until(both_partitions_read, 60, "a micro-batch's tasks reading both partitions", 0.01)
         assert query.exception() is None
-        wait_until(tasks_running, 60, "a micro-batch's tasks running on the executors", 0.01)
-        victim = leader_of(spark_cluster, topic, 0)
-        led = {tp.partition for tp, st in states(spark_cluster, tps).items() if st.leader == victim}
+        victim = states(spark_cluster, tps)[tps[0]].leader
         spark_cluster.kill(victim)
-        batches_before = len(query.recentProgress)
         at_kill = len(acked)
-        # Records acknowledged by the new leaders of the partitions the broker led.
         wait_until(
-            lambda: sum(1 for p, _, _ in acked[at_kill:] if p in led) >= 60,
+            lambda: states(spark_cluster, tps)[tps[0]].leader not in (victim, -1),
+            60,
+            "a new leader of partition 0",
+            0.02,
+        )
+        # The micro-batch was still reading from the dead leader when its successor was
+        # elected (seconds later: the broker's ZooKeeper session had to expire first), or
+        # its task failed and was run again.
+        stage = busy[0]
+        info = tracker.getStageInfo(stage)
+        assert stage in tracker.getActiveStageIds() or (info and info.numFailedTasks), (
+            "the micro-batch had read partition 0 before the kill: nothing was tested"
+        )
+        # Records acknowledged by partition 0's new leader, read by later micro-batches.
+        wait_until(
+            lambda: sum(1 for p, _, _ in acked[at_kill:] if p == 0) >= 100,
             120,
-            "records acknowledged by the new leaders",
+            "records acknowledged by the new leader",
             0.2,
         )
     finally:
         stop.set()
         producer.join(180)
-    try:
-        assert not producer.is_alive()
-        # The topic as it is now, read by librdkafka: what the query must output.
-        log = {
-            (r.partition, r.offset, (r.value or b"").decode())
-            for r in read_topic(spark_cluster, topic)
-        }
-        assert set(acked) <= log
-        ends = {p: 1 + max(o for q, o, _ in log if q == p) for p in range(6)}
-
-        def caught_up() -> bool:
-            if query.exception() is not None:
-                return True
-            progress = query.lastProgress
-            if progress is None:
-                return False
-            end = progress["sources"][0]["endOffset"]
-            end = json.loads(end) if isinstance(end, str) else end
-            return all(int(end.get(topic, {}).get(str(p), -1)) >= n for p, n in ends.items())
-
-        wait_until(caught_up, 180, "the query to read every record", 0.2)
-        assert query.exception() is None
-    finally:
-        query.stop()
-        if victim != -1:
-            # Back for the module's later tests (their topics want three brokers), and in
-            # every ISR of this topic, as it was.
-            spark_cluster.start_broker(victim)
-            wait_until(
-                lambda: all(victim in st.isr for st in states(spark_cluster, tps).values()),
-                60,
-                f"broker {victim} back in the ISR",
-                0.2,
-            )
-    # Micro-batches ran after the kill, across the leader change.
-    assert len(query.recentProgress) > batches_before
+        try:
+            if query is not None and victim != -1:
+                # The topic as it is now, read by librdkafka: what the query must output.
+                log = {
+                    (r.partition, r.offset, (r.value or b"").decode())
+                    for r in read_topic(spark_cluster, topic)
+                }
+                ends = {p: 1 + max(o for q, o, _ in log if q == p) for p in range(2)}
+                wait_caught_up(query, topic, ends)
+        finally:
+            if query is not None:
+                query.stop()
+            if victim != -1:
+                # Back for the module's later tests (their topics want three brokers), and in
+                # every ISR of this topic, as it was.
+                spark_cluster.start_broker(victim)
+                wait_until(
+                    lambda: all(victim in st.isr for st in states(spark_cluster, tps).values()),
+                    60,
+                    f"broker {victim} back in the ISR",
+                    0.2,
+                )
+    assert not producer.is_alive()
+    assert set(acked) <= log and len(acked) >= 700
     rows = on_cluster.read.parquet(str(out)).collect()
     seen = Counter((r.partition, r.offset) for r in rows)
     assert [k for k, n in seen.items() if n > 1] == []  # no (partition, offset) twice
@@ -372,6 +386,22 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
 
 def states(cluster: LocalCluster, tps: list[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr]:
     return cluster.zk_client().get_partition_states(tps)
+
+
+def wait_caught_up(query: StreamingQuery, topic: str, ends: dict[int, int]) -> None:
+    """Wait until the query has read each partition of the topic up to its end offset."""
+
+    def caught_up() -> bool:
+        if query.exception() is not None:
+            raise AssertionError(f"the query failed: {query.exception()}")
+        progress = query.lastProgress
+        if progress is None:
+            return False
+        end = progress["sources"][0]["endOffset"]
+        end = json.loads(end) if isinstance(end, str) else end
+        return all(int(end.get(topic, {}).get(str(p), -1)) >= n for p, n in ends.items())
+
+    wait_until(caught_up, 120, f"the query to read {topic} up to {ends}", 0.2)
 
 
 def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
