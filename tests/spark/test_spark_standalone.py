@@ -1,12 +1,11 @@
 """The minikafka source and sink on a real Spark standalone cluster (a master and two
 workers of one core each, from the installed pyspark): reads and writes run in executors
-outside the driver, which start with nothing cached; the demo's job counts as in local
-Spark; and a partition leader or a worker lost mid-stream costs neither records nor
-duplicates.
+outside the driver, which start with nothing cached; the demo's job counts what it counts
+in local Spark; and a partition leader or a worker lost mid-stream costs neither records
+nor duplicates.
 
 The module shares one standalone cluster and one session on it (the demo command's, which
-runs first, after the same demo in local Spark); the worker-loss test runs last (by file
-order), as it leaves one worker."""
+runs first); the worker-loss test runs last (by file order), as it leaves one worker."""
 
 from __future__ import annotations
 
@@ -31,11 +30,18 @@ from minikafka.client.librdkafka import position
 from minikafka.cluster import LocalCluster
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.spark import pipeline
-from minikafka.spark.pipeline import WINDOW_MS
 from minikafka.spark.standalone import StandaloneCluster
 from tests.cluster.conftest import wait_until
-from tests.spark.conftest import LOCAL_MASTER, new_topic, session_on
-from tests.spark.helpers import Acked, as_ms, produce, read_topic, stream
+from tests.spark.conftest import new_topic, session_on
+from tests.spark.helpers import (
+    Acked,
+    as_ms,
+    demo_window_counts,
+    from_first_window,
+    produce,
+    read_topic,
+    stream,
+)
 
 # One executor of one core on each worker (standalone spreads an application's executors).
 EXECUTORS = {
@@ -87,41 +93,20 @@ def read_batch(spark: SparkSession, cluster: LocalCluster, topic: str) -> list[t
     return [(r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect()]
 
 
-DEMO_EVENTS = 120  # the last click at +35.7 s: the watermark closes the windows +0 and +10 s
-
-
-def demo(bootstrap: str, work_dir: Path, *args: str) -> dict[tuple[int, str], int]:
-    """Run `minikafka pipeline demo` with these arguments; the window counts it wrote to its
-    counts topic, by (window start less the first window's start, page): the demo's clicks
-    start 1 ms past a window start, a few minutes before now."""
-    args = ("pipeline", "demo", "--events", str(DEMO_EVENTS), "--work-dir", str(work_dir), *args)
-    result = CliRunner().invoke(cli, [*args, "--bootstrap-server", bootstrap])
-    assert result.exit_code == 0, result.output
-    (topic,) = re.findall(r"window counts in (page-counts-\S+) and", result.output)
-    got: Counter[tuple[int, str]] = Counter()
-    for row in read_counts(bootstrap, topic):
-        assert as_ms(row["window_end"]) == as_ms(row["window_start"]) + WINDOW_MS
-        got[(as_ms(row["window_start"]), str(row["page"]))] += int(str(row["clicks"]))
-    first = min(start for start, _ in got)
-    return {(start - first, page): n for (start, page), n in got.items()}
-
-
-def test_the_demo_runs_on_the_master_given_and_counts_as_local_spark_does(
+def test_the_demo_on_the_master_given_counts_the_windows_local_spark_counts(
     standalone, spark_cluster, tmp_path, monkeypatch
 ):
-    bootstrap = spark_cluster.bootstrap_servers
-    # The demo stops the session it made when done; this test stops them itself.
-    stop = SparkSession.stop
-    monkeypatch.setattr(SparkSession, "stop", lambda self: None)
-    # First in local Spark (the process's session, if it is a local one already).
-    local = demo(bootstrap, tmp_path / "local", "--master", LOCAL_MASTER)
     # The command makes its own session: none may be active, or it would get that one.
     active = SparkSession.getActiveSession()
     if active is not None:
-        stop(active)
-    # The session the demo makes is kept for the module's other tests.
+        active.stop()
+    # The session the demo makes and stops when done is kept for the module's other tests.
+    monkeypatch.setattr(SparkSession, "stop", lambda self: None)
     monkeypatch.setenv("SPARK_MASTER", standalone.master_url)  # what --master defaults to
     app = f"demo-{uuid.uuid4().hex[:6]}"
+    bootstrap = spark_cluster.bootstrap_servers
+    args = ["pipeline", "demo", "--events", "120", "--work-dir", str(tmp_path)]
+    args += ["--bootstrap-server", bootstrap]
     confs = {
         **EXECUTORS,
         "spark.app.name": app,
@@ -129,17 +114,24 @@ def test_the_demo_runs_on_the_master_given_and_counts_as_local_spark_does(
         # If this starts the process's JVM: as much heap as the local session would give it.
         "spark.driver.memory": "2g",
     }
-    settings = [a for key, value in confs.items() for a in ("--conf", f"{key}={value}")]
-    on_cluster = demo(bootstrap, tmp_path / "cluster", *settings)
+    for key, value in confs.items():
+        args += ["--conf", f"{key}={value}"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
     # The master ran the application, with the executors --conf asked for.
     (running,) = [a for a in standalone.state()["activeapps"] if a["name"] == app]
     assert running["cores"] == 2 and running["memoryperexecutor"] == 512
-    # The same clicks (the demo's are the same for the same count, a window apart or more
-    # in time), the same windows closed and counted, on the executors as in local Spark.
-    assert on_cluster == local
-    clicks = pipeline.make_clicks(DEMO_EVENTS, 1, 300)
-    assert on_cluster == pipeline.expected_counts(clicks, clicks[-1].ts_ms - WINDOW_MS)
-    assert {start for start, _ in on_cluster} == {0, WINDOW_MS}
+    # The window counts the executors wrote (through the sink) are those of the same demo
+    # in local Spark (tests/spark/test_pipeline.py checks it there against the same counts:
+    # the demo's clicks are the same for the same count of events, whenever it runs).
+    (topic,) = re.findall(r"window counts in (page-counts-\S+) and", result.output)
+    got: Counter[tuple[int, str]] = Counter()
+    for row in read_counts(bootstrap, topic):
+        assert as_ms(row["window_end"]) == as_ms(row["window_start"]) + pipeline.WINDOW_MS
+        got[(as_ms(row["window_start"]), str(row["page"]))] += int(str(row["clicks"]))
+    expected = demo_window_counts(120)
+    assert {start for start, _ in expected} == {0, 10_000}  # two windows closed
+    assert from_first_window(got) == expected
 
 
 def test_malformed_spark_settings_are_refused():
