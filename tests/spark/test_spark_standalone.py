@@ -228,11 +228,12 @@ def test_a_record_refused_on_an_executor_fails_the_write_at_the_driver(on_cluste
 def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
     on_cluster, spark_cluster, tmp_path: Path
 ):
-    """kill -9 of a partition's leader while a producer (acks=all) writes and an executor's
-    task reads that partition for a micro-batch: the read follows the new leader (or the
-    task is run again), later micro-batches read from the new leaders, and the output holds
-    every acknowledged record once, by (partition, offset) and value. The broker is back in
-    every ISR at the end, for the module's later tests."""
+    """kill -9 of a partition's leader as soon as a micro-batch is planned with its offsets
+    from it (before the executors' tasks can have read them), while a producer (acks=all)
+    writes: the batch's read follows the new leader (or its task is run again), later
+    micro-batches read from the new leader, and the output holds every acknowledged record
+    once, by (partition, offset) and value. The broker is back in every ISR at the end, for
+    the module's later tests."""
     topic = new_topic(spark_cluster, "sa-leader", partitions=2)
     tps = [TopicPartition(topic, p) for p in range(2)]
     acked: list[tuple[int, int, str]] = []  # (partition, offset, value)
@@ -246,10 +247,7 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
                 "acks": "all",
                 # No value twice in the log: the output and the log compare one to one.
                 "enable.idempotence": True,
-                # A record per batch: the query's reads (one batch per fetch) take a round
-                # trip per record, so a read is under way when the leader is killed.
-                "linger.ms": 0,
-                "batch.num.messages": 1,
+                "linger.ms": 5,
                 "delivery.timeout.ms": 120_000,
             }
         )
@@ -265,58 +263,49 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
         while not stop.is_set():
             producer.produce(topic, f"v{i}".encode(), key=f"k{i}".encode(), on_delivery=delivered)
             i += 1
-            if i % 20 == 0:  # about 200 a second, acknowledged (or failed) 20 at a time
+            if i % 10 == 0:  # about 100 a second, acknowledged (or failed) 10 at a time
                 producer.flush(180)
                 stop.wait(0.1)
         producer.flush(180)
 
     producer = threading.Thread(target=producer_loop, daemon=True)
     producer.start()
+    checkpoint = tmp_path / "checkpoint"
     out = tmp_path / "out"
     query = None
     victim = -1
     try:
-        wait_until(lambda: len(acked) >= 600, 60, "a backlog of 600 acknowledged records")
+        wait_until(lambda: len(acked) >= 200, 60, "a backlog of 200 acknowledged records")
         query = (
             stream(
                 on_cluster,
                 spark_cluster.bootstrap_servers,
                 subscribe=topic,
                 startingOffsets="earliest",
-                maxOffsetsPerTrigger="600",
-                # One record batch per fetch: see the producer.
-                **{"kafka.max.partition.fetch.bytes": "1"},
+                maxOffsetsPerTrigger="200",
             )
             .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
             .writeStream.format("parquet")
             .option("path", str(out))
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .option("checkpointLocation", str(checkpoint))
             .trigger(processingTime="200 milliseconds")
             .start()
         )
-        tracker = on_cluster.sparkContext.statusTracker()
-        busy: list[int] = []  # the stage whose tasks read both partitions at the kill
 
-        def both_partitions_read() -> bool:
-            # Two partitions, two one-core executors: two running tasks read both.
-            busy[:] = [
-                s
-                for s in tracker.getActiveStageIds()
-                if (info := tracker.getStageInfo(s)) is not None and info.numActiveTasks == 2
-            ]
-            return bool(busy) or query.exception() is not None
+        def logged(kind: str) -> set[int]:
+            """The batch ids in the checkpoint's offset log ("offsets": planned, written
+            before the batch's tasks run) or commit log ("commits": done)."""
+            d = checkpoint / kind
+            return {int(f.name) for f in d.iterdir() if f.name.isdigit()} if d.is_dir() else set()
 
-        # Past the first micro-batch, whose tasks start the executors' Python workers (a
-        # kill then would come before any read), ...
+        # Past the first micro-batch, whose tasks start the executors' Python workers.
         wait_until(
-            lambda: any(p["numInputRows"] for p in query.recentProgress) or query.exception(),
-            90,
-            "a first micro-batch",
+            lambda: 0 in logged("commits") or query.exception() is not None, 90, "a first batch"
         )
-        # ... to one whose reads start as its tasks do.
-        wait_until(both_partitions_read, 60, "a micro-batch's tasks reading both partitions", 0.01)
         assert query.exception() is None
         victim = states(spark_cluster, tps)[tps[0]].leader
+        batch = max(logged("offsets")) + 1
+        wait_until(lambda: batch in logged("offsets"), 60, f"batch {batch} planned", 0.005)
         spark_cluster.kill(victim)
         at_kill = len(acked)
         wait_until(
@@ -325,14 +314,17 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
             "a new leader of partition 0",
             0.02,
         )
-        # The micro-batch was still reading from the dead leader when its successor was
-        # elected (seconds later: the broker's ZooKeeper session had to expire first), or
-        # its task failed and was run again.
-        stage = busy[0]
-        info = tracker.getStageInfo(stage)
-        assert stage in tracker.getActiveStageIds() or (info and info.numFailedTasks), (
-            "the micro-batch had read partition 0 before the kill: nothing was tested"
-        )
+        # The batch was still under way when the new leader was elected (seconds after
+        # the kill: the broker's ZooKeeper session had to expire first), ...
+        assert batch not in logged("commits"), f"batch {batch} was done before the election"
+
+        # ... and had offsets of partition 0 to read from it.
+        def planned(b: int) -> int:
+            # The offset log's last line: the source's end offsets of batch b.
+            lines = (checkpoint / "offsets" / str(b)).read_text().splitlines()
+            return int(json.loads(lines[-1])[topic]["0"])
+
+        assert planned(batch) > planned(batch - 1)
         # Records acknowledged by partition 0's new leader, read by later micro-batches.
         wait_until(
             lambda: sum(1 for p, _, _ in acked[at_kill:] if p == 0) >= 100,
@@ -366,7 +358,7 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
                     0.2,
                 )
     assert not producer.is_alive()
-    assert set(acked) <= log and len(acked) >= 700
+    assert set(acked) <= log and len(acked) >= 300
     rows = on_cluster.read.parquet(str(out)).collect()
     seen = Counter((r.partition, r.offset) for r in rows)
     assert [k for k, n in seen.items() if n > 1] == []  # no (partition, offset) twice
