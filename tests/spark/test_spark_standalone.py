@@ -228,12 +228,11 @@ def test_a_record_refused_on_an_executor_fails_the_write_at_the_driver(on_cluste
 def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
     on_cluster, spark_cluster, tmp_path: Path
 ):
-    """kill -9 of a partition's leader as soon as a micro-batch is planned with its offsets
-    from it (before the executors' tasks can have read them), while a producer (acks=all)
-    writes: the batch's read follows the new leader (or its task is run again), later
-    micro-batches read from the new leader, and the output holds every acknowledged record
-    once, by (partition, offset) and value. The broker is back in every ISR at the end, for
-    the module's later tests."""
+    """kill -9 of a partition's leader while the executors' tasks of a micro-batch read from
+    it, and a producer (acks=all) writes: the read follows the new leader (or its task is run
+    again), later micro-batches read from the new leader, and the output holds every
+    acknowledged record once, by (partition, offset) and value. The broker is back in every
+    ISR at the end, for the module's later tests."""
     topic = new_topic(spark_cluster, "sa-leader", partitions=2)
     tps = [TopicPartition(topic, p) for p in range(2)]
     acked: list[tuple[int, int, str]] = []  # (partition, offset, value)
@@ -283,6 +282,9 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
                 subscribe=topic,
                 startingOffsets="earliest",
                 maxOffsetsPerTrigger="200",
+                # Each fetch waits a second for bytes that never come: a task's read lasts
+                # that long, so the kill comes while it reads.
+                **{"kafka.fetch.min.bytes": "1000000", "kafka.fetch.wait.max.ms": "1000"},
             )
             .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
             .writeStream.format("parquet")
@@ -298,15 +300,25 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
             d = checkpoint / kind
             return {int(f.name) for f in d.iterdir() if f.name.isdigit()} if d.is_dir() else set()
 
-        # Past the first micro-batch, whose tasks start the executors' Python workers.
+        # Past the first micro-batch, whose tasks start the executors' Python workers, to
+        # one whose tasks are reading.
         wait_until(
             lambda: 0 in logged("commits") or query.exception() is not None, 90, "a first batch"
         )
         assert query.exception() is None
+        tracker = on_cluster.sparkContext.statusTracker()
+
+        def reading() -> bool:
+            for stage in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(stage)
+                if info is not None and info.numActiveTasks > 0:
+                    return True
+            return False
+
         victim = states(spark_cluster, tps)[tps[0]].leader
-        batch = max(logged("offsets")) + 1
-        wait_until(lambda: batch in logged("offsets"), 60, f"batch {batch} planned", 0.005)
+        wait_until(reading, 60, "a micro-batch's tasks reading", 0.005)
         spark_cluster.kill(victim)
+        batch = max(logged("offsets"))  # the one whose tasks read (batches run one at a time)
         at_kill = len(acked)
         wait_until(
             lambda: states(spark_cluster, tps)[tps[0]].leader not in (victim, -1),
@@ -314,11 +326,14 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
             "a new leader of partition 0",
             0.02,
         )
-        # The batch was still under way when the new leader was elected (seconds after
-        # the kill: the broker's ZooKeeper session had to expire first), ...
-        assert batch not in logged("commits"), f"batch {batch} was done before the election"
+        # The batch was still reading when the new leader was elected (seconds after the
+        # kill: the broker's ZooKeeper session had to expire first), with offsets of
+        # partition 0 to read (it was planned before the kill: its tasks ran).
+        assert batch not in logged("commits"), (
+            f"batch {batch} was done before partition 0 had a new leader: its read did not "
+            "wait for one (or had read everything before the kill)"
+        )
 
-        # ... and had offsets of partition 0 to read from it.
         def planned(b: int) -> int:
             # The offset log's last line: the source's end offsets of batch b.
             lines = (checkpoint / "offsets" / str(b)).read_text().splitlines()
