@@ -3,6 +3,8 @@ admin, all with librdkafka (confluent-kafka) over Kafka's protocol."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from minikafka.client.librdkafka import position, read_to_end, watermarks
 from minikafka.cluster import LocalCluster
+from minikafka.spark import pipeline
 from tests.cluster.conftest import wait_until
 
 BASE_TS = 1_700_000_000_000  # a fixed record timestamp base (ms), so tests can compare
@@ -167,3 +170,26 @@ def stream(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
         .options(**options)
         .load()
     )
+
+
+def as_ms(value: object) -> int:
+    """Epoch ms of a window bound: a datetime from a Spark row (naive, in the local time
+    zone of this process, whatever the session time zone) or an ISO string from the JSON."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return round(value.timestamp() * 1000)
+
+
+def demo_window_counts(events: int) -> dict[tuple[int, str], int]:
+    """The window counts `minikafka pipeline demo --events EVENTS` writes, wherever its job
+    runs (local Spark or a cluster), by (window start less the first window's start, page):
+    its clicks are 0.3 s apart from 1 ms past a window start, with the pages make_clicks
+    picks with its default seed."""
+    clicks = pipeline.make_clicks(events, 1, 300)
+    return pipeline.expected_counts(clicks, clicks[-1].ts_ms - pipeline.WINDOW_MS)
+
+
+def from_first_window(counts: Mapping[tuple[int, str], int]) -> dict[tuple[int, str], int]:
+    """(window start, page) -> clicks, with window starts less the first one's."""
+    first = min(start for start, _ in counts)
+    return {(start - first, page): n for (start, page), n in counts.items()}

@@ -4,7 +4,6 @@ twice; and `minikafka pipeline demo` as a user runs it."""
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections import Counter
 
@@ -13,16 +12,9 @@ from click.testing import CliRunner
 from minikafka.cli.main import cli
 from minikafka.cli.pipeline import read_counts
 from minikafka.spark import pipeline
+from tests.spark.helpers import as_ms, demo_window_counts, from_first_window
 
 BASE_MS = 1_700_000_000_000  # a window boundary: 10-second windows start at BASE_MS + 10k*n
-
-
-def as_ms(value: object) -> int:
-    """Epoch ms of a window bound: a datetime from a Spark row (naive, in the local time
-    zone of this process, whatever the session time zone) or an ISO string from the JSON."""
-    if not isinstance(value, dt.datetime):
-        value = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return round(value.timestamp() * 1000)
 
 
 def test_pipeline_counts_every_closed_window_once(spark, spark_cluster, tmp_path):
@@ -108,10 +100,9 @@ def test_the_demo_command_prints_the_window_counts(spark, spark_cluster, tmp_pat
     printed = [line.split() for line in result.output.splitlines() if line[:2] == "20"]
     got = {(as_ms(start), page): int(n) for start, page, n in printed}
     assert len(got) == len(printed), result.output
-    # The demo's 120 clicks are 0.3 s apart from 1 ms past a window start (event times in
-    # the past, pages as make_clicks picks them with its default seed): the last is at
-    # +35.7 s, so the watermark closes the windows at +0 s and +10 s.
-    clicks = pipeline.make_clicks(120, 1, 300)
-    expected = pipeline.expected_counts(clicks, clicks[-1].ts_ms - 10_000)
-    first = min(start for start, _ in got)
-    assert {(start - first, page): n for (start, page), n in got.items()} == expected
+    # The demo's 120 clicks (event times in the past): the last is at +35.7 s, so the
+    # watermark closes the windows at +0 s and +10 s. (tests/spark/test_spark_standalone.py
+    # checks the same counts of the same demo on a Spark cluster.)
+    expected = demo_window_counts(120)
+    assert {start for start, _ in expected} == {0, 10_000}
+    assert from_first_window(got) == expected
