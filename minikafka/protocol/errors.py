@@ -72,6 +72,7 @@ class ErrorCode(IntEnum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
     MEMBER_ID_REQUIRED = 79
     PREFERRED_LEADER_NOT_AVAILABLE = 80
     GROUP_MAX_SIZE_REACHED = 81
@@ -125,6 +126,14 @@ class LeaderNotAvailableError(KafkaError):
 
 class NotLeaderOrFollowerError(KafkaError):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    retriable = True
+
+
+class OffsetNotAvailableError(KafkaError):
+    """KIP-207: a new leader's HW is still below the offset its epoch began at, so the
+    latest offset it could answer might be lower than the previous leader's."""
+
+    code = ErrorCode.OFFSET_NOT_AVAILABLE
     retriable = True
 
 

@@ -27,6 +27,7 @@ from minikafka.protocol.errors import (
     KafkaStorageError,
     NotEnoughReplicasAfterAppendError,
     NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
     OffsetOutOfRangeError,
     RecordValidationError,
     RequestTimedOutError,
@@ -1070,9 +1071,25 @@ class ReplicaManager:
                     if req.replica_id != DEBUG_REPLICA_ID and not p.is_leader:
                         raise NotLeaderOrFollowerError(f"not the leader of {tp}")
                     p.check_leader_epoch(lp.current_leader_epoch)
+                    # KIP-207: a new leader whose HW has not reached the offset its epoch
+                    # began at would answer a consumer a latest offset lower than the old
+                    # leader's; it answers OFFSET_NOT_AVAILABLE (retriable) until it has.
+                    epoch_start = p.replica_state.leader_epoch_start_offset
+                    lagging: KafkaError | None = (
+                        OffsetNotAvailableError(
+                            f"the high watermark of {tp} ({p.high_watermark}) is below the "
+                            f"start of leader epoch {p.leader_epoch} ({epoch_start})"
+                        )
+                        if req.replica_id == CONSUMER_REPLICA_ID
+                        and p.is_leader
+                        and epoch_start > p.high_watermark
+                        else None
+                    )
                     if lp.timestamp == EARLIEST_TIMESTAMP:
                         offset = p.log.log_start_offset
                     elif lp.timestamp == LATEST_TIMESTAMP:
+                        if lagging is not None:
+                            raise lagging
                         # Consumers see up to the HW; replicas and tools up to the LEO.
                         offset = (
                             p.high_watermark
@@ -1092,6 +1109,8 @@ class ReplicaManager:
                             if lp.timestamp == MAX_TIMESTAMP
                             else p.log.offset_for_timestamp(lp.timestamp, visible)
                         )
+                        if found is None and lagging is not None:
+                            raise lagging  # the record may be there once the HW catches up
                         offset, timestamp = found if found is not None else (-1, -1)
                         parts.append(
                             ListOffsetsPartitionResponse(

@@ -18,6 +18,9 @@ from minikafka.replication.replica_manager import ClientMetadata
 from minikafka.rpc.messages import (
     FetchRequest,
     FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     ProducePartitionResponse,
@@ -305,3 +308,38 @@ async def test_follower_forgets_an_epoch_it_led_without_writing(
     assert error_of(await produce(a, [b"m1"])) == ErrorCode.NONE
     assert b.log_values() == a.log_values() == [b"m0", b"m1"]
     assert epochs(b.log) == epochs(a.log) == [(0, 0), (2, 1)]
+
+
+def latest_offset(b: Broker, replica_id: int = -1, timestamp: int = -1) -> tuple[int, int]:
+    """(error code, offset) of a ListOffsets for partition 0 of "t" at `timestamp` (-1:
+    latest), as a consumer (-1) or a replica asks it."""
+    resp = b.rm.list_offsets(
+        ListOffsetsRequest(
+            replica_id, [ListOffsetsTopic("t", [ListOffsetsPartition(0, timestamp)])]
+        )
+    )
+    [p] = resp.topics[0].partitions
+    return p.error_code, p.offset
+
+
+async def test_a_new_leader_whose_hw_lags_its_epoch_start_answers_offset_not_available(
+    brokers: BrokerFactory,
+) -> None:
+    """KIP-207: A holds m1, m2 with HW 1 when B (the leader that acked both) dies; elected
+    with B still in the ISR, A's HW stays 1 below its epoch's start, 2. A consumer asking
+    the latest offset would be told 1, lower than B told it: A answers OFFSET_NOT_AVAILABLE
+    (retriable) until its HW reaches 2. Replicas are answered as before."""
+    a, b = await _acked_m2_above_followers_hw(brokers)
+    assert latest_offset(b) == (ErrorCode.NONE, 2)
+    await b.crash()
+    await leader_and_isr(a, state(1, 1, [1, 2], REPLICAS), [a.node])
+    assert (a.log.high_watermark, a.log.log_end_offset) == (1, 2)
+    assert latest_offset(a) == (ErrorCode.OFFSET_NOT_AVAILABLE, -1)
+    # By timestamp: a record below the HW is found; none there may be above it: not available.
+    assert latest_offset(a, timestamp=0) == (ErrorCode.NONE, 0)
+    assert latest_offset(a, timestamp=10**15)[0] == ErrorCode.OFFSET_NOT_AVAILABLE
+    assert latest_offset(a, timestamp=-2) == (ErrorCode.NONE, 0)  # earliest
+    assert latest_offset(a, replica_id=2) == (ErrorCode.NONE, 2)  # a replica: the LEO
+    # The controller takes B out of the ISR: A's HW reaches its epoch's start.
+    await leader_and_isr(a, state(1, 2, [1], REPLICAS), [a.node])
+    assert latest_offset(a) == (ErrorCode.NONE, 2)
