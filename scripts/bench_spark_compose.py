@@ -83,12 +83,16 @@ READ = textwrap.dedent(
 )
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--out", type=Path, default=Path("bench-out/spark-compose"))
     ap.add_argument("--keep", action="store_true", help="leave the compose project running")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def main() -> None:
+    args = parse_args()
     cc = ComposeCluster(name="minikafka-bench-spark")
     mb = args.records * RECORD_BYTES / 1e6
     try:

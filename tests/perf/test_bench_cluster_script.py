@@ -92,6 +92,9 @@ def test_bench_cluster_times_a_throttled_move(tmp_path: Path) -> None:
     assert "8 MB at throttle 1048576" in printed
 
 
+# Two clusters, a kill and a session timeout each: about a minute. What it measures is
+# tested in tests/cluster/test_disconnected_followers.py, in the default run.
+@pytest.mark.slow
 def test_bench_cluster_times_acks_all_writes_after_a_kill_both_ways(tmp_path: Path) -> None:
     """`--write-resume`: one kill -9 at a 6 s session, with replica.lag.disconnected.max.ms
     at 2 s and off. With it, the partition a survivor leads takes writes again well before

@@ -33,6 +33,11 @@ NOT_RUN_BY_TESTS = {
         "it needs a Docker engine and minutes of image builds, and --cold removes the "
         "project's images and the build cache; tests/docker runs the compose cluster it times"
     ),
+    "bench_spark_compose.py": (
+        "it needs a Docker engine and the Spark image's build, minutes of CI; tests/docker "
+        "runs the compose cluster's spark profile it reads on, and tests/perf runs "
+        "bench_spark.py, whose standalone read it repeats there"
+    ),
 }
 
 

@@ -22,7 +22,10 @@ from minikafka.spark import pipeline
 from minikafka.spark.standalone import spark_home
 from tests.spark.test_pipeline import BASE_MS, as_ms
 
-pytestmark = pytest.mark.timeout(600)
+# A spark-submit of its own (a JVM and a job: one to four minutes on 2 cores). In the
+# default run, tests/docker's spark profile test submits the demo with spark-submit to the
+# compose cluster's master, where it runs only if the master is left to spark-submit.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_spark_submit_of_the_pipeline_keeps_its_master_and_settings(
