@@ -102,6 +102,23 @@ def send_and_wait(producer: Producer, topic: str, value: bytes, timeout_s: float
     return msg
 
 
+def eager_producer(cluster: LocalCluster) -> Producer:
+    """An acks=all producer that notices a dead leader soon (request.timeout.ms 2000) and
+    retries every 50 ms (librdkafka would back off up to 1 s)."""
+    return new_producer(
+        client_config(
+            cluster.bootstrap_servers,
+            {
+                "acks": "all",
+                "request.timeout.ms": 2000,
+                "retry.backoff.ms": 50,
+                "retry.backoff.max.ms": 50,
+                **QUIET,
+            },
+        )
+    )
+
+
 async def failover_runs(cluster: LocalCluster, runs: int) -> list[float]:
     tp = TopicPartition("failover", 0)
     await create(cluster, NewTopic("failover", 1, 3))
@@ -112,19 +129,7 @@ async def failover_runs(cluster: LocalCluster, runs: int) -> list[float]:
             60,
             "a full ISR",
         )
-        producer = new_producer(
-            client_config(
-                cluster.bootstrap_servers,
-                {
-                    "acks": "all",
-                    "request.timeout.ms": 2000,
-                    # Every retry 50 ms after the last (librdkafka would back off up to 1 s).
-                    "retry.backoff.ms": 50,
-                    "retry.backoff.max.ms": 50,
-                    **QUIET,
-                },
-            )
-        )
+        producer = eager_producer(cluster)
         send_and_wait(producer, "failover", b"warm-up")  # metadata known, connected
         old = leader_of(cluster, tp)
         started = time.monotonic()
@@ -424,18 +429,7 @@ async def write_resume_runs(cluster: LocalCluster, runs: int) -> list[tuple[floa
                 admin.elect_leaders(ElectionType.PREFERRED, [KafkaTopicPartition(topic, 0)])
             )
             wait(ready, 60, "the preferred leaders")
-        producer = new_producer(
-            client_config(
-                cluster.bootstrap_servers,
-                {
-                    "acks": "all",
-                    "request.timeout.ms": 2000,
-                    "retry.backoff.ms": 50,
-                    "retry.backoff.max.ms": 50,
-                    **QUIET,
-                },
-            )
-        )
+        producer = eager_producer(cluster)
         for p in (0, 1):  # metadata known, connections open
             producer.produce(topic, b"warm-up", partition=p)
         producer.flush(60)

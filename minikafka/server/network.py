@@ -122,6 +122,7 @@ class SocketServer:
         # Told a follower's broker id when a connection that carried its replica fetches
         # closes (replica.lag.disconnected.max.ms).
         self._on_fetch_connection_closed = on_fetch_connection_closed
+        self._stopping = False
         self._kafka = kafka_handler
         self.listener = listener
         self.security = security or ListenerSecurity()
@@ -152,6 +153,8 @@ class SocketServer:
         )
 
     async def stop(self) -> None:
+        # The connections this closes are no follower's loss.
+        self._stopping = True
         if self._server is not None:
             self._server.close()
         # Closing the sockets ends each idle connection's read; cancelling the connection
@@ -286,7 +289,11 @@ class SocketServer:
                     await send_chunks(writer, chunks)
                 frame = await read_frame(reader, self._max_frame)
         finally:
-            if follower >= 0 and self._on_fetch_connection_closed is not None:
+            if (
+                follower >= 0
+                and self._on_fetch_connection_closed is not None
+                and not self._stopping
+            ):
                 self._on_fetch_connection_closed(follower)
 
     async def _serve_kafka(

@@ -44,8 +44,8 @@ _ASSIGN_EXAMPLE = '{"topicA":[0,1],"topicB":[2,4]}'
 
 # spark-sql-kafka options minikafka's source does not implement (refused, not ignored).
 _UNSUPPORTED_SOURCE_OPTIONS = {
-    # (the deprecated consumer-based offset fetching's; the driver here asks offsets with
-    # kafka.default.api.timeout.ms, retrying while a leader moves)
+    # (Spark's offset readers retry their offset requests this many times, this far apart;
+    # the driver here retries instead until kafka.default.api.timeout.ms has passed)
     "fetchoffset.numretries": "fetchOffset.numRetries",
     "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
 }

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from confluent_kafka import KafkaError, Message, Producer
 from pyspark.errors import PySparkException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from minikafka.cli.main import cli
@@ -225,6 +225,19 @@ def test_a_record_refused_on_an_executor_fails_the_write_at_the_driver(on_cluste
     assert read_topic(spark_cluster, topic) == []
 
 
+def to_parquet(records: DataFrame, out: Path, checkpoint: Path) -> StreamingQuery:
+    """A streaming query writing (partition, offset, value as a string) to Parquet files at
+    `out`, a micro-batch every 200 ms."""
+    return (
+        records.selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+
+
 def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
     on_cluster, spark_cluster, tmp_path: Path
 ):
@@ -275,7 +288,7 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
     victim = -1
     try:
         wait_until(lambda: len(acked) >= 200, 60, "a backlog of 200 acknowledged records")
-        query = (
+        query = to_parquet(
             stream(
                 on_cluster,
                 spark_cluster.bootstrap_servers,
@@ -285,13 +298,9 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
                 # Each fetch waits 2.5 s for bytes that never come: a task's read lasts that
                 # long, so the kill comes while it reads.
                 **{"kafka.fetch.min.bytes": "1000000", "kafka.fetch.wait.max.ms": "2500"},
-            )
-            .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
-            .writeStream.format("parquet")
-            .option("path", str(out))
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(processingTime="200 milliseconds")
-            .start()
+            ),
+            out,
+            checkpoint,
         )
 
         def logged(kind: str) -> set[int]:
@@ -410,20 +419,16 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(
     topic = new_topic(spark_cluster, "sa-kill", partitions=12)
     acked = produce(spark_cluster, topic, 300, headers=False)
     out = tmp_path / "out"
-    query = (
+    query = to_parquet(
         stream(
             on_cluster,
             spark_cluster.bootstrap_servers,
             subscribe=topic,
             startingOffsets="earliest",
             maxOffsetsPerTrigger="60",
-        )
-        .selectExpr("partition", "offset", "CAST(value AS STRING) AS value")
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(processingTime="200 milliseconds")
-        .start()
+        ),
+        out,
+        tmp_path / "checkpoint",
     )
     more: list[tuple[Acked, bytes, bytes]] = []
     producer = threading.Thread(
