@@ -26,7 +26,7 @@ ISR, against the rate:
 
 With `--write-resume` it measures instead how long acks=all writes stall after kill -9 of a
 broker (`--runs` kills, at `--session-timeout-ms`, default Kafka's 18000), with
-replica.lag.disconnected.max.ms at its default (2000) and off (-1, Kafka's behaviour): a
+replica.lag.disconnected.max.ms at 2000 and off (-1, the default: Kafka's behaviour): a
 topic of two partitions, min.insync.replicas 2, one led by the broker killed and one led by
 another with the killed broker in its ISR; from the kill until the first record sent after
 it to each partition is acknowledged:
@@ -487,7 +487,7 @@ async def write_resume_figures(args: argparse.Namespace) -> None:
             "killed_led_seconds": victim,
         }
         table.add_row(
-            setting + (" (Kafka's behaviour)" if setting == "-1" else " (default)"),
+            setting + (" (the default: Kafka's behaviour)" if setting == "-1" else ""),
             f"{statistics.median(survivor):.2f} s",
             f"{statistics.median(victim):.2f} s",
         )

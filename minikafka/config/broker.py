@@ -132,8 +132,9 @@ class BrokerConfig:
     zookeeper_set_acl: bool = False
     replica_lag_time_max_ms: int = 30000
     # minikafka's own (Kafka waits for the session to expire): a follower whose fetch
-    # connection closed and that fetched nothing since leaves the ISR after this; -1: never.
-    replica_lag_disconnected_max_ms: int = 2000
+    # connection closed and that fetched nothing since leaves the ISR after this; -1 (the
+    # default, Kafka's behaviour): never.
+    replica_lag_disconnected_max_ms: int = -1
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_max_bytes: int = 1024 * 1024

@@ -90,7 +90,8 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "for the controller to see its ZooKeeper session expire; acks=all writes to the "
     "partitions the lost broker followed go on at once. A follower that is alive but "
     "cut off (a paused process, a network partition) keeps its connection open and "
-    "is left to replica.lag.time.max.ms. -1 turns it off, as in Kafka.",
+    "is left to replica.lag.time.max.ms. -1, the default, turns it off, as in Kafka; "
+    "2000 is a good value.",
     "replica.fetch.wait.max.ms": "The longest a follower's fetch request waits at the leader "
     "for data; it should stay below replica.lag.time.max.ms.",
     "replica.fetch.min.bytes": "The fewest bytes a follower's fetch response should hold; "

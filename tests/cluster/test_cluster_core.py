@@ -189,6 +189,17 @@ async def test_a_paused_controller_is_deposed_and_fenced_when_it_resumes(
     cluster.wait_for_registered([zombie], timeout=30)
     assert cluster.controller() == (new_id, new_epoch)
 
+    # Every broker, the zombie too, has had the new controller's UpdateMetadata (its
+    # Metadata names the new controller): only then does it know the new epoch, and a
+    # request in the old one is stale to it (one that has not heard of the new epoch yet
+    # takes it, as Kafka's would).
+    async def all_know_the_new_controller() -> bool:
+        return all(
+            [(await metadata(cluster, b)).controller_id == new_id for b in cluster.broker_ids]
+        )
+
+    await wait_until_async(all_know_the_new_controller, 30, "every broker to learn the new epoch")
+
     # ZooKeeper refuses writes fenced with the old controller epoch's version ...
     zk = cluster.zk_client()
     epoch_now = zk.get_controller_epoch()

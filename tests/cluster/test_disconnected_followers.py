@@ -62,7 +62,13 @@ async def test_a_killed_follower_leaves_the_isr_while_its_session_lives_and_acks
     make_cluster: ClusterFactory,
 ) -> None:
     # A session far longer than the test: the controller cannot have done it.
-    cluster = make_cluster(overrides={**OVERRIDES, "zookeeper.session.timeout.ms": "60000"})
+    cluster = make_cluster(
+        overrides={
+            **OVERRIDES,
+            "zookeeper.session.timeout.ms": "60000",
+            "replica.lag.disconnected.max.ms": "2000",
+        }
+    )
     leader, doomed, other = await leader_with_two_followers(cluster)
     before = {t: state(cluster, t) for t in TOPICS}
     cluster.kill(doomed)
@@ -93,7 +99,7 @@ async def test_a_killed_follower_leaves_the_isr_while_its_session_lives_and_acks
 async def test_with_the_setting_off_the_isr_waits_for_the_session_to_expire(
     make_cluster: ClusterFactory,
 ) -> None:
-    cluster = make_cluster(overrides={**OVERRIDES, "replica.lag.disconnected.max.ms": "-1"})
+    cluster = make_cluster(overrides=OVERRIDES)  # the default: -1, off
     _, doomed, _ = await leader_with_two_followers(cluster)
     cluster.kill(doomed)
     wait_until(
