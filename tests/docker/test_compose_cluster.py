@@ -860,17 +860,17 @@ def test_down_keeps_the_data_up_serves_it_down_volumes_removes_it() -> None:
 # --- chaos against the containers ---------------------------------------------------------------
 
 
-def test_docker_chaos_three_minutes_with_every_container_fault(
+def test_docker_chaos_two_minutes_with_every_container_fault(
     project: ComposeCluster, tmp_path: Path
 ) -> None:
     p = project
     out = tmp_path / "chaos"
     done = subprocess.run(
-        [str(CHAOS_SCRIPT), "--seed", "6", "--interval", "12", "--out", str(out)],
+        [str(CHAOS_SCRIPT), "--seed", "6", "--interval", "9", "--out", str(out)],
         env={
             **p.env,
             "NO_UP": "1",
-            "TIME_LIMIT": "180",
+            "TIME_LIMIT": "126",  # seven faults, each 9 s after 9 s of quiet
             "NEMESIS": "kill,pause,restart,controller,partition,partition-from-brokers",
         },
         capture_output=True,

@@ -192,8 +192,20 @@ def test_keyless_records_are_refused_and_a_policy_change_applies_at_once(
     wait_until(lambda: cleaned_everywhere(cluster, set(sent[:-1])), 60, "compaction to start")
 
 
+@pytest.mark.parametrize(
+    "victims",
+    [
+        pytest.param((1, 2, 3), id="each-broker-once"),
+        # Each restart waits for the killed broker's session to expire: minutes, -m slow.
+        pytest.param(
+            (1, 2, 3) * 4,
+            id="each-broker-four-times",
+            marks=[pytest.mark.slow, pytest.mark.timeout(600)],
+        ),
+    ],
+)
 def test_the_latest_acknowledged_value_of_every_key_survives_kill_9_during_cleaning(
-    make_cluster: ClusterFactory,
+    make_cluster: ClusterFactory, victims: tuple[int, ...]
 ) -> None:
     """Brokers are killed (-9) and restarted over and over while records stream in and the
     cleaners rewrite and swap segments: afterwards every replica holds, for every key, the
@@ -225,7 +237,7 @@ def test_the_latest_acknowledged_value_of_every_key_survives_kill_9_during_clean
     streamer = threading.Thread(target=stream)
     streamer.start()
     try:
-        for victim in (1, 2, 3, 1, 2, 3):
+        for victim in victims:
             time.sleep(1.0)
             cluster.kill(victim)
             time.sleep(0.5)

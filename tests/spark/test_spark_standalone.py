@@ -325,6 +325,10 @@ def test_a_partition_leader_killed_mid_stream_loses_and_repeats_nothing(
             return False
 
         victim = states(spark_cluster, tps)[tps[0]].leader
+        # A batch's tasks just started: the first sight of active tasks after a moment with
+        # none (between batches), so the kill comes early in their 2.5 s reads, not at the end
+        # of a batch already running when the wait began.
+        wait_until(lambda: not reading(), 60, "a moment between micro-batches", 0.005)
         wait_until(reading, 60, "a micro-batch's tasks reading", 0.005)
         spark_cluster.kill(victim)
         batch = max(logged("offsets"))  # the one whose tasks read (batches run one at a time)
