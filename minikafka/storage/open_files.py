@@ -85,7 +85,8 @@ class OpenFiles:
 
     @property
     def open_count(self) -> int:
-        return len(self._lru)
+        """Descriptors held: the cached files', and those of files closed while in use."""
+        return len(self._lru) + len(self._closing)
 
     @property
     def pinned_count(self) -> int:
@@ -168,7 +169,7 @@ class OpenFiles:
         return fd
 
     def _evict(self) -> None:
-        excess = len(self._lru) - self.max_open
+        excess = len(self._lru) + len(self._closing) - self.max_open
         if excess <= 0:
             return
         for f in list(self._lru):
