@@ -99,6 +99,8 @@ async def test_more_partitions_than_open_files_all_produce_and_consume(
         # own until sent, at most one per partition of the response.
         assert segs <= CAP + PARTITIONS, (bid, segs)
         assert total <= CAP + PARTITIONS + MARGIN, (bid, total)
+    for bid in cluster.broker_ids:
+        assert "open files limit (RLIMIT_NOFILE): soft" in cluster.broker_log_path(bid).read_text()
     # At rest (no response in flight), only the cache's.
     wait_until(lambda: all(segs <= CAP for _, segs in measure(cluster).values()), timeout=30)
     print(f"at rest: {measure(cluster)}")
