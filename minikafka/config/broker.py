@@ -22,6 +22,7 @@ from minikafka.config.zk_client import is_zk_tls_prop, zk_tls
 from minikafka.protocol.errors import InvalidConfigError
 from minikafka.rules.read_replica import LEADER_SELECTOR, RACK_AWARE_SELECTOR
 from minikafka.storage.log_config import LONG_MAX, LogConfig, parse_bool
+from minikafka.storage.open_files import DEFAULT_MAX_OPEN_FILES
 from minikafka.zk.auth import ZkTls
 
 log = logging.getLogger(__name__)
@@ -175,6 +176,8 @@ class BrokerConfig:
     log_flush_interval_messages: int = LONG_MAX
     log_flush_interval_ms: int = LONG_MAX
     log_flush_scheduler_interval_ms: int = LONG_MAX
+    # Segment files open at once (storage/open_files.py); minikafka's, Kafka keeps all open.
+    log_open_files_max: int = DEFAULT_MAX_OPEN_FILES
     # Idempotent producers idle this long are forgotten (checked by the log-retention task).
     producer_id_expiration_ms: int = 24 * 60 * 60 * 1000
     # Log compaction: the topic default policy, and the log cleaner (storage/log_cleaner.py;
@@ -383,6 +386,11 @@ class BrokerConfig:
         self.zookeeper_tls()
         if self.log_cleaner_backoff_ms <= 0:
             raise InvalidConfigError("log.cleaner.backoff.ms must be positive")
+        if self.log_open_files_max < 1:
+            raise InvalidConfigError(
+                f"Invalid value {self.log_open_files_max} for configuration "
+                "log.open.files.max: Value must be at least 1"
+            )
         if self.max_incremental_fetch_session_cache_slots < 0:
             raise InvalidConfigError("max.incremental.fetch.session.cache.slots must be >= 0")
         self.log_config().validate()

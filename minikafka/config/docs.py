@@ -163,6 +163,12 @@ BROKER_CONFIG_DOCS: Final[dict[str, str]] = {
     "segments to delete under its retention settings.",
     "log.flush.scheduler.interval.ms": "How often the log flusher checks whether any log needs "
     "to be flushed to disk.",
+    "log.open.files.max": "How many segment files the broker keeps open at once (minikafka's; "
+    "Kafka keeps every segment's file open). A segment's file is opened when it is read or "
+    "written and the least recently used are closed beyond this number, so that tens of "
+    "thousands of partitions fit in the process's limit of file descriptors; keep it well "
+    "below that limit, whose rest goes to connections. Files in use at the moment stay open, "
+    "and so may exceed it briefly.",
     "producer.id.expiration.ms": "How long a partition leader keeps the state of an "
     "idempotent producer that has not written to it, before forgetting the producer id.",
     "log.cleaner.enable": "Whether the log cleaner runs; without it, topics with "

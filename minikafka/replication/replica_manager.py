@@ -677,9 +677,16 @@ class ReplicaManager:
                 tp = TopicPartition(t.name, fp.partition)
                 r, data = responses[tp], slices[tp]
                 if data is not None:
-                    # Sent with sendfile straight from the segment file (zero-copy).
-                    r = replace(r, records=data.region())
-                    if req.replica_id >= 0 and self._leader_throttles(tp):
+                    try:
+                        # Sent with sendfile straight from the segment file (zero-copy).
+                        r = replace(r, records=data.region())
+                    except OSError as e:
+                        # Out of descriptors, or the segment went since the read: this
+                        # partition's part fails (the client fetches it again).
+                        log.warning("%s: cannot send the records read: %s", tp, e)
+                        r = replace(r, error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), records=b"")
+                        data = None
+                    if data is not None and req.replica_id >= 0 and self._leader_throttles(tp):
                         throttled_bytes += data.size
                 by_topic[t.name].append(r)
         self._record_leader_throttled(throttled_bytes)

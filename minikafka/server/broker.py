@@ -51,6 +51,7 @@ from minikafka.server.rpc_apis import RpcApis
 from minikafka.storage.log_cleaner import CleanerStopped, PassResult
 from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.log_manager import LogManager
+from minikafka.storage.open_files import OpenFiles, raise_open_files_limit
 from minikafka.zk import paths
 from minikafka.zk.bridge import LoopBridge
 from minikafka.zk.client import ZkClient, ZkClientAuth, ZkError, ZkState
@@ -91,6 +92,7 @@ class KafkaServer:
             [Path(d) for d in config.log_dirs],
             config.log_config(),
             clock=clock,
+            open_files=OpenFiles(config.log_open_files_max),
         )
         self.metadata_cache = MetadataCache(config.broker_id)
         if zk_auth is None:
@@ -269,6 +271,7 @@ class KafkaServer:
         started = time.monotonic()
         loop = asyncio.get_running_loop()
         log.info("broker %d starting", self.broker_id)
+        raise_open_files_limit()
         await asyncio.to_thread(self.log_manager.startup)
         logs = self.log_manager.all_logs()
         # Logs found on disk were opened with the broker's defaults; their topics' overrides
@@ -543,7 +546,12 @@ class KafkaServer:
         executor = ThreadPoolExecutor(1, thread_name_prefix="log-cleaner")
         try:
             while True:
-                job = lm.prepare_cleaning()
+                try:
+                    job = lm.prepare_cleaning()
+                except OSError as e:
+                    # Out of descriptors for the sources, say: not a reason to stop cleaning.
+                    log.warning("log cleaner: cannot start a pass: %s", e)
+                    job = None
                 if job is None:
                     # Read each time: log.cleaner.backoff.ms is a dynamic broker config.
                     await asyncio.sleep(self.config.log_cleaner_backoff_ms / 1000)

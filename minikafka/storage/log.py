@@ -50,11 +50,13 @@ from minikafka.storage.log_cleaner import (
     CleanedSegment,
     SegmentInfo,
     SegmentSource,
+    close_sources,
     discard_staging,
     swap_in,
 )
 from minikafka.storage.log_config import LONG_MAX, LogConfig
 from minikafka.storage.offset_index import ENTRY_SIZE as INDEX_ENTRY_BYTES
+from minikafka.storage.open_files import OpenFiles
 from minikafka.storage.producer_snapshot import (
     SNAPSHOT_SUFFIX,
     CorruptSnapshotError,
@@ -137,8 +139,11 @@ class Log:
         directory: Path,
         config: LogConfig,
         clock: Clock,
+        open_files: OpenFiles | None = None,
     ) -> None:
         self.dir = directory
+        # The broker's cache of open segment files (None: each segment keeps its own open).
+        self._files = open_files
         self.topic_partition = TopicPartition.parse_dir_name(directory.name)
         self.config = config
         self._clock = clock
@@ -179,13 +184,14 @@ class Log:
         log_start_offset: int = 0,
         recovery_point: int = 0,
         had_clean_shutdown: bool = False,
+        open_files: OpenFiles | None = None,
     ) -> Log:
         """Open (or create) the log in `directory` (named `<topic>-<partition>`).
 
         After an unclean shutdown every segment from the one holding `recovery_point` on is
         re-validated; the log is cut at the first invalid batch and later segments deleted.
         """
-        self = cls(directory, config or LogConfig(), clock)
+        self = cls(directory, config or LogConfig(), clock, open_files)
         directory.mkdir(parents=True, exist_ok=True)
         self._load(log_start_offset, recovery_point, had_clean_shutdown)
         self._rebuild_producer_state()
@@ -208,7 +214,7 @@ class Log:
         self._snapshots.sort()
         for path in sorted(self.dir.glob("*" + LOG_SUFFIX), key=base_offset_of):
             self._add_segment(
-                LogSegment.open_existing(self.dir, base_offset_of(path), interval, now)
+                LogSegment.open_existing(self.dir, base_offset_of(path), interval, now, self._files)
             )
 
         checkpointed_epochs = self._read_epoch_checkpoint()
@@ -249,7 +255,12 @@ class Log:
         if not self._segments:
             self._add_segment(
                 LogSegment.create(
-                    self.dir, log_start_offset, interval, now, self._preallocate_bytes()
+                    self.dir,
+                    log_start_offset,
+                    interval,
+                    now,
+                    self._preallocate_bytes(),
+                    self._files,
                 )
             )
 
@@ -725,6 +736,7 @@ class Log:
             self.config.index_interval_bytes,
             self._clock.now_ms(),
             self._preallocate_bytes(),
+            self._files,
         )
         self._add_segment(seg)
         fsync_dir(self.dir)
@@ -785,7 +797,11 @@ class Log:
             if offset >= leo or (max_offset is not None and offset >= max_offset):
                 break
             seg = self._segments[i]
-            s = seg.read(offset, max_bytes, max_offset, min_one_batch)
+            try:
+                s = seg.read(offset, max_bytes, max_offset, min_one_batch)
+            except OSError as e:
+                # Out of descriptors (or a disk error): this read fails, the log stays.
+                raise KafkaStorageError(f"read of {seg.log_path} failed: {e}") from e
             if s is not None and skip:
                 s, after = _without_leading_empty_batches(s)
                 if s is None:
@@ -917,6 +933,7 @@ class Log:
                 self.config.index_interval_bytes,
                 self._clock.now_ms(),
                 self._preallocate_bytes(),
+                self._files,
             )
         )
         fsync_dir(self.dir)
@@ -1022,17 +1039,21 @@ class Log:
     def sources_for_cleaning(self, count: int) -> list[SegmentSource]:
         """The first `count` segments as the cleaner thread reads them (descriptors of its
         own: the caller closes them)."""
-        sources = []
-        for seg in self._segments[:count]:
-            sources.append(
-                SegmentSource(
-                    seg.base_offset,
-                    seg.next_offset,
-                    seg.size,
-                    os.dup(seg.fd),
-                    os.stat(seg.log_path).st_mtime_ns,
+        sources: list[SegmentSource] = []
+        try:
+            for seg in self._segments[:count]:
+                fd = seg.dup_fd()
+                try:
+                    mtime_ns = os.fstat(fd).st_mtime_ns
+                except OSError:
+                    os.close(fd)
+                    raise
+                sources.append(
+                    SegmentSource(seg.base_offset, seg.next_offset, seg.size, fd, mtime_ns)
                 )
-            )
+        except OSError:
+            close_sources(sources)
+            raise
         return sources
 
     def replace_cleaned_segments(
@@ -1049,7 +1070,7 @@ class Log:
             if i is None or i == len(self._segments) - 1:
                 return False
             seg = self._segments[i]
-            if seg.fd < 0 or seg.size != src.size or seg.next_offset != src.next_offset:
+            if seg.closed or seg.size != src.size or seg.next_offset != src.next_offset:
                 return False
         now = self._clock.now_ms()
         for c in cleaned:
@@ -1058,7 +1079,7 @@ class Log:
             old.close()
             swap_in(self.dir, c)
             new = LogSegment.open_existing(
-                self.dir, c.base_offset, self.config.index_interval_bytes, now
+                self.dir, c.base_offset, self.config.index_interval_bytes, now, self._files
             )
             if new.needs_recovery:
                 new.recover()

@@ -49,6 +49,7 @@ from minikafka.storage.log_cleaner import (
     discard_staging,
 )
 from minikafka.storage.log_config import LogConfig
+from minikafka.storage.open_files import OpenFiles
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +126,13 @@ class LogManager:
         *,
         clock: Clock = SYSTEM_CLOCK,
         config_for_topic: Callable[[str], LogConfig] | None = None,
+        open_files: OpenFiles | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
+        # Every log's segment files share it (log.open.files.max); None: each segment
+        # holds its file open.
+        self.open_files = open_files
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = default_config or LogConfig()
         self._config_for_topic = config_for_topic
@@ -226,6 +231,7 @@ class LogManager:
                 log_start_offset=log_starts.get(tp, 0),
                 recovery_point=recovery_points.get(tp, 0),
                 had_clean_shutdown=clean,
+                open_files=self.open_files,
             )
             lg.update_high_watermark(hws.get(tp, 0))
             self._register(tp, d, lg)
@@ -283,7 +289,12 @@ class LogManager:
         """Create (or open) `tp`'s log in `log_dir` without registering it; touches nothing
         shared, so it may run in worker threads, several at once. The partition directory
         is durable only after `sync_log_dirs`."""
-        return Log.open(log_dir / str(tp), config or self._config(tp.topic), clock=self._clock)
+        return Log.open(
+            log_dir / str(tp),
+            config or self._config(tp.topic),
+            clock=self._clock,
+            open_files=self.open_files,
+        )
 
     def sync_log_dirs(self, log_dirs: Iterable[Path]) -> None:
         """fsync these log dirs: the partition directories created in them survive a crash

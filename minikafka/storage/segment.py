@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import logging
 import os
 import random
@@ -22,6 +23,7 @@ from typing import NamedTuple
 from minikafka.storage import _batch_scan
 from minikafka.storage._batch_scan import SegmentAppender
 from minikafka.storage.offset_index import CorruptIndexError, OffsetIndex
+from minikafka.storage.open_files import FileClosedError, OpenFiles
 from minikafka.storage.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -82,7 +84,7 @@ class LogSlice(NamedTuple):
 
     def region(self) -> SegmentRegion:
         """The slice as a region a response can carry and the network layer sendfile()."""
-        return SegmentRegion(self.segment.fd, self.position, self.size)
+        return self.segment.region(self.position, self.size)
 
 
 class SegmentRegion:
@@ -134,7 +136,12 @@ class RecoveryResult:
 class LogSegment(SegmentAppender):
     """A segment. Its append side (descriptor, size, next offset, index bookkeeping, the
     append_leader / append_follower calls) is the C base class SegmentAppender, so that one
-    call per request scans, writes and indexes; reads, recovery and truncation are here."""
+    call per request scans, writes and indexes; reads, recovery and truncation are here.
+
+    With `files` (the broker's OpenFiles) the file is open only while the cache keeps it:
+    every use of the descriptor pins it (`_pin` / `_unpin`), which opens it again if it was
+    closed. Without, the segment holds its descriptor from creation to `close` (staging
+    segments of the log cleaner, tools, tests)."""
 
     def __init__(
         self,
@@ -144,6 +151,7 @@ class LogSegment(SegmentAppender):
         created_ms: int,
         *,
         create: bool,
+        files: OpenFiles | None = None,
     ) -> None:
         self.base_offset = base_offset
         self.log_path = directory / file_name_for(base_offset, LOG_SUFFIX)
@@ -151,9 +159,15 @@ class LogSegment(SegmentAppender):
         self._index_offsets, self._index_positions = self.index.entry_arrays()
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        self._fd = os.open(self.log_path, flags, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._files = files
+        self._closed = False
+        # Created by the first open only: a re-open must find the same file.
+        self._open_flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+        fd = self._pin()
+        try:
+            self.size = os.fstat(fd).st_size
+        finally:
+            self._unpin()
         self.next_offset = base_offset
         self._bytes_since_last_index_entry = 0
         self._first_batch_timestamp = None
@@ -176,6 +190,50 @@ class LogSegment(SegmentAppender):
     def index_entries(self) -> int:
         return len(self._index_offsets)
 
+    # --- the descriptor --------------------------------------------------------------------
+
+    def _open_file(self) -> int:
+        fd = os.open(self.log_path, self._open_flags, 0o644)
+        self._open_flags = os.O_RDWR
+        return fd
+
+    def _pin(self) -> int:
+        """The open descriptor, kept open until `_unpin` (opened again if the broker's
+        cache closed it); FileClosedError once the segment is closed for good."""
+        if self._files is not None:
+            return self._files.pin(self)
+        if self._fd < 0:
+            if self._closed:
+                raise FileClosedError(errno.EBADF, f"{self!r} is closed")
+            self._fd = self._open_file()
+        return self._fd
+
+    def _unpin(self) -> None:
+        if self._files is not None:
+            self._files.unpin(self)
+
+    def region(self, position: int, size: int) -> SegmentRegion:
+        """Bytes of the file as a region with a descriptor of its own (see SegmentRegion)."""
+        fd = self._pin()
+        try:
+            return SegmentRegion(fd, position, size)
+        finally:
+            self._unpin()
+
+    def append_leader(self, *args: object) -> LogAppendInfo | None:
+        self._pin()
+        try:
+            return super().append_leader(*args)  # type: ignore[arg-type]
+        finally:
+            self._unpin()
+
+    def append_follower(self, *args: object) -> LogAppendInfo | None:
+        self._pin()
+        try:
+            return super().append_follower(*args)  # type: ignore[arg-type]
+        finally:
+            self._unpin()
+
     # --- opening ---------------------------------------------------------------------------
 
     @classmethod
@@ -186,36 +244,54 @@ class LogSegment(SegmentAppender):
         index_interval_bytes: int,
         now_ms: int,
         preallocate_bytes: int = 0,
+        files: OpenFiles | None = None,
     ) -> LogSegment:
         """A new empty segment; `preallocate_bytes` > 0 (preallocate=true: segment.bytes)
         reserves that much disk for it, its size left at 0 (`trim_preallocation` gives back
         what it did not use)."""
-        seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=True)
+        seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=True, files=files)
         seg.index.create_empty()
         if preallocate_bytes > 0:
-            seg.preallocated = _reserve(seg._fd, preallocate_bytes, seg.log_path)
+            fd = seg._pin()
+            try:
+                seg.preallocated = _reserve(fd, preallocate_bytes, seg.log_path)
+            finally:
+                seg._unpin()
         return seg
 
     def trim_preallocation(self) -> None:
         """Give back the disk a preallocated segment reserved past its end (it rolled, or
         its log closes): truncating to its own size frees the blocks beyond it."""
-        if self.preallocated and self._fd >= 0:
-            os.ftruncate(self._fd, self.size)
+        if self.preallocated and not self._closed:
+            fd = self._pin()
+            try:
+                os.ftruncate(fd, self.size)
+            finally:
+                self._unpin()
             self.preallocated = False
 
     @classmethod
     def open_existing(
-        cls, directory: Path, base_offset: int, index_interval_bytes: int, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        now_ms: int,
+        files: OpenFiles | None = None,
     ) -> LogSegment:
         """Open a segment written before; cheap: trusts the data, checks the index and the tail.
 
         Falls back to a full `recover()` when the index is missing/corrupt or the tail does not
         parse; the caller learns about it through `needs_recovery`.
         """
-        seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=False)
+        seg = cls(directory, base_offset, index_interval_bytes, now_ms, create=False, files=files)
         try:
             seg.index.load(seg.size)
-            seg._load_tail()
+            seg._pin()
+            try:
+                seg._load_tail()
+            finally:
+                seg._unpin()
         except (FileNotFoundError, CorruptIndexError, InvalidBatchError):
             seg.needs_recovery = True
         return seg
@@ -273,24 +349,42 @@ class LogSegment(SegmentAppender):
         if self._largest_timestamp is None:
             largest = -1
             pos = 0
-            while pos + HEADER_SIZE <= self.size:
-                h = parse_header(self.read_bytes(pos, HEADER_SIZE))
-                largest = max(largest, h.max_timestamp)
-                pos += h.size_in_bytes
+            fd = self._pin()
+            try:
+                while pos + HEADER_SIZE <= self.size:
+                    h = parse_header(os.pread(fd, HEADER_SIZE, pos))
+                    largest = max(largest, h.max_timestamp)
+                    pos += h.size_in_bytes
+            finally:
+                self._unpin()
             self._largest_timestamp = largest
         return self._largest_timestamp
 
     # --- reads ---------------------------------------------------------------------------
 
     def read_bytes(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        fd = self._pin()
+        try:
+            return os.pread(fd, size, position)
+        finally:
+            self._unpin()
 
     @property
-    def fd(self) -> int:
-        return self._fd
+    def closed(self) -> bool:
+        """Closed for good (not merely by the cache of open files)."""
+        return self._closed
+
+    def dup_fd(self) -> int:
+        """A descriptor of the file of the caller's own, to close when done."""
+        fd = self._pin()
+        try:
+            return os.dup(fd)
+        finally:
+            self._unpin()
 
     def _peek(self, pos: int) -> tuple[int, int, int]:
-        """(base offset, size in bytes, last offset) of the batch at `pos`."""
+        """(base offset, size in bytes, last offset) of the batch at `pos`; the caller has
+        the descriptor pinned."""
         raw = os.pread(self._fd, _PREFIX.size, pos)
         if len(raw) < _PREFIX.size:
             raise InvalidBatchError(InvalidBatchReason.TRUNCATED, pos)
@@ -303,11 +397,15 @@ class LogSegment(SegmentAppender):
         """(position, base offset, size, last offset) of the first batch whose last offset
         >= `offset`."""
         _, pos = self.index.lookup(offset)
-        while pos < self.size:
-            base, size, last = self._peek(pos)
-            if last >= offset:
-                return pos, base, size, last
-            pos += size
+        self._pin()
+        try:
+            while pos < self.size:
+                base, size, last = self._peek(pos)
+                if last >= offset:
+                    return pos, base, size, last
+                pos += size
+        finally:
+            self._unpin()
         return None
 
     def read(
@@ -319,6 +417,15 @@ class LogSegment(SegmentAppender):
     ) -> LogSlice | None:
         """Whole batches from the one holding `start_offset`, at most `max_size` bytes (but at
         least one batch when `min_one_batch`), none holding an offset >= `max_offset`."""
+        self._pin()
+        try:
+            return self._read(start_offset, max_size, max_offset, min_one_batch)
+        finally:
+            self._unpin()
+
+    def _read(
+        self, start_offset: int, max_size: int, max_offset: int | None, min_one_batch: bool
+    ) -> LogSlice | None:
         found = self.translate_offset(start_offset)
         if found is None:
             return None
@@ -348,10 +455,14 @@ class LogSegment(SegmentAppender):
         on, headers only: for the producer state's replay, tools and tests."""
         out = []
         pos = position
-        while pos + HEADER_SIZE <= self.size:
-            h = parse_header(self.read_bytes(pos, HEADER_SIZE))
-            out.append((pos, h))
-            pos += h.size_in_bytes
+        fd = self._pin()
+        try:
+            while pos + HEADER_SIZE <= self.size:
+                h = parse_header(os.pread(fd, HEADER_SIZE, pos))
+                out.append((pos, h))
+                pos += h.size_in_bytes
+        finally:
+            self._unpin()
         return out
 
     # --- recovery and truncation ---------------------------------------------------------
@@ -360,6 +471,13 @@ class LogSegment(SegmentAppender):
         """Re-validate every batch (header, CRC, contiguous offsets, non-decreasing leader
         epochs), rebuild the index, and cut
         the file at the first invalid byte. `on_batch` sees each valid batch (epoch cache)."""
+        self._pin()
+        try:
+            return self._recover(on_batch)
+        finally:
+            self._unpin()
+
+    def _recover(self, on_batch: Callable[[BatchHeader], None] | None) -> RecoveryResult:
         self.index.reset()
         self._bytes_since_last_index_entry = 0
         self._first_batch_timestamp = None
@@ -448,7 +566,11 @@ class LogSegment(SegmentAppender):
             return 0
         position = found[0]
         removed = self.size - position
-        os.ftruncate(self._fd, position)
+        fd = self._pin()
+        try:
+            os.ftruncate(fd, position)
+        finally:
+            self._unpin()
         self.size = position
         self.index.truncate_to_position(position)
         self._bytes_since_last_index_entry = position - self.index.last_position
@@ -463,11 +585,19 @@ class LogSegment(SegmentAppender):
     # --- lifecycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        fd = self._pin()
+        try:
+            os.fsync(fd)
+        finally:
+            self._unpin()
         self.index.flush()
 
     def close(self) -> None:
-        if self._fd >= 0:
+        """Close the file for good (a reader that pinned it keeps it until it unpins)."""
+        self._closed = True
+        if self._files is not None:
+            self._files.close(self)
+        elif self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 

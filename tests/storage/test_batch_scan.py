@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minikafka.storage import _batch_scan
-from minikafka.storage._batch_scan import BatchScanError
+from minikafka.storage._batch_scan import BatchScanError, SegmentAppender
 from minikafka.storage.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -211,7 +211,7 @@ def test_append_leader_writes_indexes_and_tracks_timestamps(tmp_path):
         )
         assert info is not None and info.first_offset == i
     assert seg.next_offset == 5
-    assert seg.size == os.fstat(seg.fd).st_size == positions[-1] + info.valid_bytes
+    assert seg.size == os.fstat(seg._fd).st_size == positions[-1] + info.valid_bytes
     assert seg._first_batch_timestamp == 50
     assert seg._largest_timestamp == 50
     # Kafka's rule: an entry once more than index.interval.bytes were written since the last.
@@ -257,7 +257,7 @@ def test_append_leader_hands_back_a_due_roll_without_writing(tmp_path):
         is not None
     )
     assert seg.next_offset == next_offset + 2
-    assert seg.size == os.fstat(seg.fd).st_size == size + len(one) + len(late)
+    assert seg.size == os.fstat(seg._fd).st_size == size + len(one) + len(late)
 
 
 def test_offsets_beyond_the_index_range_roll(tmp_path):
@@ -316,7 +316,7 @@ def test_a_failed_write_changes_nothing(tmp_path):
     )
     size, next_offset, entries = seg.size, seg.next_offset, seg.index.entries()
     read_only = os.open(seg.log_path, os.O_RDONLY)
-    os.dup2(read_only, seg.fd)  # writes now fail with EBADF
+    os.dup2(read_only, seg._fd)  # writes now fail with EBADF
     os.close(read_only)
     with pytest.raises(OSError):
         seg.append_leader(
@@ -334,10 +334,11 @@ def test_a_failed_write_changes_nothing(tmp_path):
 def test_a_closed_segment_refuses_appends(tmp_path):
     seg = _new_segment(tmp_path)
     seg.close()
-    with pytest.raises(ValueError, match="closed"):
-        seg.append_leader(
-            bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never, check_compressed_batch
-        )
+    args = (bytearray(build_batch([b"x"])), 0, 10**6, NEVER, NEVER, _never, check_compressed_batch)
+    with pytest.raises(OSError, match="closed"):  # the segment does not open it again
+        seg.append_leader(*args)
+    with pytest.raises(ValueError, match="closed"):  # nor does the C side write to no file
+        SegmentAppender.append_leader(seg, *args)
 
 
 def test_segment_append_checks_continuity(tmp_path):

@@ -26,6 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from minikafka.clock import ManualClock
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
+from minikafka.storage.open_files import OpenFiles
 from minikafka.storage.record_batch import (
     PARTITION_LEADER_EPOCH_OFFSET,
     build_batch,
@@ -81,10 +82,11 @@ class LogMachine(RuleBasedStateMachine):
         self.epoch = 0
         self.counter = 0
         self.log: Log
+        self.files: OpenFiles | None = None
 
     @initialize()
     def open_empty(self) -> None:
-        self.log = Log.open(self.dir, CONFIG, clock=self.clock)
+        self.log = Log.open(self.dir, CONFIG, clock=self.clock, open_files=self.files)
 
     def teardown(self) -> None:
         self.log.close_without_flush()
@@ -158,6 +160,7 @@ class LogMachine(RuleBasedStateMachine):
             self.dir,
             CONFIG,
             clock=self.clock,
+            open_files=self.files,
             log_start_offset=start,
             recovery_point=rp,
             had_clean_shutdown=True,
@@ -171,7 +174,12 @@ class LogMachine(RuleBasedStateMachine):
         for idx in self.dir.glob("*.index"):
             idx.unlink()
         self.log = Log.open(
-            self.dir, CONFIG, clock=self.clock, log_start_offset=start, had_clean_shutdown=True
+            self.dir,
+            CONFIG,
+            clock=self.clock,
+            open_files=self.files,
+            log_start_offset=start,
+            had_clean_shutdown=True,
         )
 
     @rule(kind=st.sampled_from(["tear", "garbage", "flip", "none"]), data=st.data())
@@ -203,7 +211,12 @@ class LogMachine(RuleBasedStateMachine):
             path.write_bytes(bytes(raw))
             self.model.keep_batches_ending_by(self._offset_end_at(batches, base_of_seg, where))
         self.log = Log.open(
-            self.dir, CONFIG, clock=self.clock, log_start_offset=start, recovery_point=rp
+            self.dir,
+            CONFIG,
+            clock=self.clock,
+            open_files=self.files,
+            log_start_offset=start,
+            recovery_point=rp,
         )
         if self.model.leo < self.model.log_start:
             self.model.batches = []
@@ -259,3 +272,29 @@ LogMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestLogStateMachine = LogMachine.TestCase
+
+
+class CappedLogMachine(LogMachine):
+    """The same, with the log's segment files in a cache of 2 open descriptors: segments
+    are closed and opened again all the time, and nothing of the above may change."""
+
+    CAP = 2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files = OpenFiles(self.CAP)
+
+    @invariant()
+    def within_the_cap(self) -> None:
+        assert self.files is not None
+        assert self.files.pinned_count == 0, "a pin outlived its call"
+        assert self.files.open_count <= self.CAP
+
+
+CappedLogMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("MINIKAFKA_HYPOTHESIS_EXAMPLES", "150")) // 3,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestCappedLogStateMachine = CappedLogMachine.TestCase
