@@ -99,9 +99,8 @@ any acknowledged commit (outcome OK) for it; a failed or in-doubt commit never m
   rebalance) and lost.
 
 Producer modes (`History.producer`, the report's `producer`):
-- plain: one try per record, without idempotence. A value in doubt may have been written
-  by the try the producer gave up on, and nothing stops a second copy of a value the
-  broker wrote twice from looking like such a retry: duplicates are counted, not judged;
+- plain: one try per record, without idempotence: duplicates are counted, not judged
+  (without idempotence Kafka promises no more than at-least-once);
 - idempotent: librdkafka's idempotent producer, retrying until its delivery timeout. Every
   produced value must be in the log at most once, whatever its outcome: an acknowledged
   value exactly once (once at its acknowledged position: lost and moved as above, plus no

@@ -66,8 +66,8 @@ class ProducerMode(StrEnum):
     """How the workload's producers write (`minikafka chaos --producer`)."""
 
     PLAIN = "plain"
-    """One try per record (retries=0, no idempotence): a value in doubt may have been
-    written by a try the producer gave up on, so duplicates are counted, never a failure."""
+    """One try per record (retries=0, no idempotence): duplicates are counted, never a
+    failure (without idempotence Kafka promises no more than at-least-once)."""
     IDEMPOTENT = "idempotent"
     """Kafka's idempotent producer (enable.idempotence=true, acks=all, retries until the
     delivery timeout): the broker must append each record once however often it is sent,

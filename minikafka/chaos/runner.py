@@ -117,7 +117,11 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
         f"{opts.rate:g}/s each"
         + (f", a group of {opts.group_members}" if opts.group_members > 0 else "")
         + f"; nemesis {', '.join(opts.nemesis)} every {opts.interval_s:g} s for "
-        + (f"{opts.faults} faults" if opts.faults is not None else f"{opts.time_limit_s:g} s")
+        + (
+            f"{opts.faults} fault{'' if opts.faults == 1 else 's'}"
+            if opts.faults is not None
+            else f"{opts.time_limit_s:g} s"
+        )
         + f" (seed {opts.seed})"
     )
     await _create_topic(cluster, opts)

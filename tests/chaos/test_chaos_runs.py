@@ -100,7 +100,7 @@ async def test_idempotent_producers_write_every_value_once_through_a_leader_kill
     assert [f.op for f in report.history.faults] == ["kill"]
     assert result.producer is ProducerMode.IDEMPOTENT
     assert dict(result.summary_rows())["producer"].startswith("idempotent")
-    assert "3 idempotent producers" in logged[0] and logged[0].endswith("for 1 faults (seed 7)")
+    assert "3 idempotent producers" in logged[0] and logged[0].endswith("for 1 fault (seed 7)")
     assert result.duplicates == [] and result.lost == [], result.problems
     assert report.history.meta["producer_fatal_errors"] == []
     # The delivery timeout outlasts the fault: every send was acknowledged in the end.
