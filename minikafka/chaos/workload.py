@@ -195,20 +195,33 @@ class Workload:
         return v
 
     async def run_producer(self, index: int) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
         from minikafka.client.librdkafka import new_producer
+
+        fatal: list[str] = []
+
+        def is_fatal(err: KafkaError) -> bool:
+            return bool(err.fatal()) or err.code() == KafkaError._FATAL
+
+        def fatal_error(err: KafkaError) -> None:
+            # librdkafka reports a fatal error once, to error_cb (with the error behind
+            # it), and refuses every produce() after it with _FATAL.
+            if is_fatal(err) and not fatal:
+                fatal.append(f"producer {index}: {err.name()}: {err.str()}")
+                self.fatal_errors.append(fatal[0])
 
         timeout_ms = delivery_timeout_ms(self.producer_mode, self.request_timeout_ms)
         producer = new_producer(
-            producer_config(self.bootstrap, self.request_timeout_ms, self.producer_mode)
+            {
+                **producer_config(self.bootstrap, self.request_timeout_ms, self.producer_mode),
+                "error_cb": fatal_error,
+            }
         )
         pending: dict[int, float] = {}  # value -> invoke time
         stopped = False
-        fatal: list[str] = []
 
         def delivered(value: int, err: Any, msg: Any) -> None:
-            if err is not None and err.fatal() and not fatal:
-                fatal.append(f"producer {index}: {err.name()}: {err.str()}")
-                self.fatal_errors.append(fatal[0])
             invoked = pending.pop(value, None)
             if stopped or invoked is None:
                 return  # already recorded as still pending
@@ -225,12 +238,30 @@ class Workload:
                 # At the cap a tick sends nothing (the rate is kept, not made up for later).
                 if len(pending) < max_in_flight:
                     value = self._value()
-                    pending[value] = self.clock()
-                    producer.produce(
-                        self.topic,
-                        str(value).encode(),
-                        on_delivery=functools.partial(delivered, value),
-                    )
+                    pending[value] = invoked = self.clock()
+                    try:
+                        producer.produce(
+                            self.topic,
+                            str(value).encode(),
+                            on_delivery=functools.partial(delivered, value),
+                        )
+                    except KafkaException as e:
+                        if not is_fatal(e.args[0]):
+                            raise
+                        # Refused before librdkafka took it: never sent.
+                        del pending[value]
+                        self.history.attempts.append(
+                            ProduceAttempt(
+                                value,
+                                invoked,
+                                Outcome.FAIL,
+                                self.clock(),
+                                producer=index,
+                                error=f"{e.args[0].name()}: {e.args[0].str()}",
+                            )
+                        )
+                        fatal_error(e.args[0])
+                        break
                 producer.poll(0)
                 next_send += interval
                 delay = next_send - time.monotonic()
