@@ -24,6 +24,7 @@ from minikafka.chaos.history import (
     Outcome,
     PartitionMove,
     ProduceAttempt,
+    ProducerMode,
     ReplicaLog,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "Outcome",
     "PartitionMove",
     "ProduceAttempt",
+    "ProducerMode",
     "ReplicaLog",
     "check",
 ]

@@ -25,6 +25,8 @@ Acknowledged values (every one is exactly one of):
 Reads:
 - duplicate: a value read at two or more different positions (a producer retry after an
   in-doubt attempt writes the value twice; reading one position twice is not a duplicate);
+  with the idempotent producer (`History.producer`), a failure: the broker must append a
+  record once however often the producer sends it;
 - unexpected: a value read that no attempt produced (garbage, a null, an unknown integer);
 - failed but read: a value whose attempt definitely FAILED, read anyway;
 - read divergence: one position read with two different values;
@@ -96,12 +98,23 @@ any acknowledged commit (outcome OK) for it; a failed or in-doubt commit never m
 - commits acknowledged / failed / in doubt, and assignments received (one per member per
   rebalance) and lost.
 
+Producer modes (`History.producer`, the report's `producer`):
+- plain: one try per record, without idempotence: duplicates are counted, not judged
+  (without idempotence Kafka promises no more than at-least-once);
+- idempotent: librdkafka's idempotent producer, retrying until its delivery timeout. Every
+  produced value must be in the log at most once, whatever its outcome: an acknowledged
+  value exactly once (once at its acknowledged position: lost and moved as above, plus no
+  second position), a value in doubt (failed after the delivery timeout, or still pending at
+  the end) at most once. A duplicate is a failure. No error is a definite failure once a
+  retry may follow a try that was written (the workload records every error in doubt).
+
 `CheckResult.valid` is False iff a safety invariant is broken: anything lost, moved,
 unexpected or failed-but-read, any conflicting ack, read or replica divergence,
 non-monotonic read, epoch violation, group loss, commit applied out of order or group
-read divergence. Unseen,
-duplicates, in-doubt, skipped reads, commit regressions, redeliveries, records not yet
-consumed by the group and every availability figure are reported but never make a run
+read divergence, a producer stopped by a fatal error (`meta["producer_fatal_errors"]`),
+and with the idempotent producer any duplicate. Unseen, duplicates of
+the plain producer, in-doubt, skipped reads, commit regressions, redeliveries, records not
+yet consumed by the group and every availability figure are reported but never make a run
 invalid.
 """
 
@@ -121,6 +134,7 @@ from minikafka.chaos.history import (
     Outcome,
     Position,
     ProduceAttempt,
+    ProducerMode,
     RecordValue,
 )
 
@@ -342,6 +356,8 @@ class CheckResult:
     # Right after `valid` in the report (to_json keeps field order); keyword-only since it
     # has a default.
     problems: list[str] = field(default_factory=list, kw_only=True)
+    # How the values were written: with the idempotent producer a duplicate is a problem.
+    producer: ProducerMode = field(default=ProducerMode.PLAIN, kw_only=True)
     attempted: int
     acknowledged: int
     failed: int
@@ -371,12 +387,17 @@ class CheckResult:
     # Partitions whose replicas could not be described at the end, so were not compared:
     # a check not made is a problem, never a pass.
     replicas_unread: list[str] = field(default_factory=list)
+    # Producers stopped by a fatal error (`meta["producer_fatal_errors"]`): an idempotent
+    # producer whose sequence state the broker broke beyond an epoch bump.
+    producer_fatal_errors: list[str] = field(default_factory=list)
 
     def summary_rows(self) -> list[tuple[str, str]]:
         """(metric, value) rows for the summary table, safety first, then availability."""
         rows: list[tuple[str, str]] = [
             ("valid", "yes" if self.valid else "NO"),
+            ("producer", _PRODUCER_ROWS[self.producer]),
             ("produce attempts", str(self.attempted)),
+            ("producers stopped by a fatal error", str(len(self.producer_fatal_errors))),
             ("acknowledged", str(self.acknowledged)),
             ("acknowledged and read at their offset", str(self.ok)),
             ("failed (definitely not written)", str(self.failed)),
@@ -385,7 +406,11 @@ class CheckResult:
             ("lost", str(len(self.lost))),
             ("unseen at end", str(len(self.unseen))),
             ("moved (read at another offset than acked)", str(len(self.moved))),
-            ("duplicates", str(len(self.duplicates))),
+            (
+                "duplicates (values read at two offsets)"
+                + (": any fails the run" if self.producer is ProducerMode.IDEMPOTENT else ""),
+                str(len(self.duplicates)),
+            ),
             ("unexpected values read", str(len(self.unexpected))),
             ("failed but read", str(len(self.failed_but_read))),
             ("conflicting acks (one offset, two values)", str(len(self.conflicting_acks))),
@@ -411,6 +436,11 @@ class CheckResult:
             )
         return rows
 
+
+_PRODUCER_ROWS = {
+    ProducerMode.PLAIN: "plain (one try per record)",
+    ProducerMode.IDEMPOTENT: "idempotent (retries; each value at most once)",
+}
 
 _MISSING = object()
 
@@ -513,6 +543,7 @@ def check(history: History) -> CheckResult:
 
     result = CheckResult(
         valid=True,
+        producer=ProducerMode(history.producer),
         attempted=len(attempts),
         acknowledged=len(acked),
         failed=len(failed),
@@ -542,6 +573,7 @@ def check(history: History) -> CheckResult:
         unavailability_by_fault=_by_fault_type(unavailability),
         group=_group_check(history, final_log),
         replicas_unread=list(history.meta.get("replicas_unread", [])),
+        producer_fatal_errors=list(history.meta.get("producer_fatal_errors", [])),
     )
     result.problems = _problems(result)
     result.valid = not result.problems
@@ -562,6 +594,16 @@ def _problems(r: CheckResult) -> list[str]:
         out.append(
             f"{len(r.moved)} acknowledged values read only at another offset than acked: "
             + some([f"{m.value}@{m.acked}->{list(m.read_at)}" for m in r.moved])
+        )
+    if r.duplicates and r.producer is ProducerMode.IDEMPOTENT:
+        out.append(
+            f"{len(r.duplicates)} values written at more than one offset by the idempotent "
+            "producer: " + some([f"{d.value}@{list(d.positions)}" for d in r.duplicates])
+        )
+    if r.producer_fatal_errors:
+        out.append(
+            f"{len(r.producer_fatal_errors)} producers stopped by a fatal error: "
+            + some(r.producer_fatal_errors)
         )
     if r.unexpected:
         out.append(

@@ -62,6 +62,18 @@ def from_json(cls: type[T], data: object) -> T:
     return msgspec.convert(data, cls, strict=False)
 
 
+class ProducerMode(StrEnum):
+    """How the workload's producers write (`minikafka chaos --producer`)."""
+
+    PLAIN = "plain"
+    """One try per record (retries=0, no idempotence): duplicates are counted, never a
+    failure (without idempotence Kafka promises no more than at-least-once)."""
+    IDEMPOTENT = "idempotent"
+    """Kafka's idempotent producer (enable.idempotence=true, acks=all, retries until the
+    delivery timeout): the broker must append each record once however often it is sent,
+    so a value at two positions fails the run."""
+
+
 class Outcome(StrEnum):
     """How a produce attempt ended, in Jepsen's three-valued terms."""
 
@@ -69,7 +81,8 @@ class Outcome(StrEnum):
     """Acknowledged: the broker answered with no error and gave the record's offset."""
     FAIL = "fail"
     """Definitely not written, by any attempt of the send (for example NOT_ENOUGH_REPLICAS,
-    which the leader checks before it appends, with producer retries off)."""
+    which the leader checks before it appends, with producer retries off; with retries an
+    earlier try may have been written, so no error is definite)."""
     INFO = "info"
     """In doubt: the write may or may not have happened (timeouts, network errors,
     NOT_ENOUGH_REPLICAS_AFTER_APPEND, a send still pending when the run stopped, and any
@@ -381,7 +394,9 @@ class History:
     `start` and `end` bound the produce phase (first invocation possible, last invocation
     done); unavailability is measured inside them. When left None they are taken from the
     attempts' earliest invocation and latest invocation or completion. `meta` is free-form
-    JSON for the report (seed, nemesis, cluster shape, settings).
+    JSON for the report (seed, nemesis, cluster shape, settings). `producer` is how the
+    values were written, which decides whether a duplicate is a failure (older histories:
+    plain).
 
     `group` is the consumer group of the group workload, with what its members were given,
     their commits, their assignments and the committed offsets read back while they ran;
@@ -394,6 +409,7 @@ class History:
     start: float | None = field(default=None, kw_only=True)
     end: float | None = field(default=None, kw_only=True)
     meta: JsonDict = field(default_factory=dict, kw_only=True)
+    producer: ProducerMode = field(default=ProducerMode.PLAIN, kw_only=True)
     attempts: list[ProduceAttempt] = field(default_factory=list)
     reads: list[ConsumerRead] = field(default_factory=list)
     drained: list[DrainedPartition] = field(default_factory=list)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from minikafka.chaos.history import (
     DrainedPartition,
     FaultWindow,
     History,
+    ProducerMode,
     ReplicaLog,
     to_json,
 )
@@ -66,9 +68,15 @@ class ChaosOptions:
     unclean_leader_election: bool = False
     producers: int = 3
     rate: float = 100.0  # per producer, sends per second
+    # plain: one try per record, duplicates counted; idempotent: Kafka's idempotent
+    # producer, a duplicate fails the run (workload and checker docstrings).
+    producer: ProducerMode = ProducerMode.PLAIN
     nemesis: tuple[str, ...] = ("kill", "pause")
     interval_s: float = 10.0
     time_limit_s: float = 60.0
+    # Instead of the time limit: this many faults of the schedule, however long they take
+    # (a long soak bounded by what it did rather than by the clock).
+    faults: int | None = None
     seed: int = 0
     recovery_timeout_s: float = 90.0
     topic_configs: dict[str, str] = field(default_factory=dict)
@@ -102,13 +110,19 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     def clock() -> float:
         return round(time.monotonic() - t0, 6)
 
-    history = History(opts.topic, meta=_meta(cluster, opts))
+    history = History(opts.topic, meta=_meta(cluster, opts), producer=opts.producer)
     log(
         f"chaos on topic {opts.topic} ({opts.partitions} partitions, RF "
-        f"{opts.replication_factor}): {opts.producers} producers at {opts.rate:g}/s each"
+        f"{opts.replication_factor}): {opts.producers} {opts.producer} producers at "
+        f"{opts.rate:g}/s each"
         + (f", a group of {opts.group_members}" if opts.group_members > 0 else "")
         + f"; nemesis {', '.join(opts.nemesis)} every {opts.interval_s:g} s for "
-        f"{opts.time_limit_s:g} s (seed {opts.seed})"
+        + (
+            f"{opts.faults} fault{'' if opts.faults == 1 else 's'}"
+            if opts.faults is not None
+            else f"{opts.time_limit_s:g} s"
+        )
+        + f" (seed {opts.seed})"
     )
     await _create_topic(cluster, opts)
     zk = cluster.zk_client()
@@ -139,6 +153,7 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
         clock,
         producers=opts.producers,
         rate_per_producer=opts.rate,
+        producer_mode=opts.producer,
     )
     tasks = [asyncio.create_task(workload.run_producer(i)) for i in range(opts.producers)]
     tasks.append(asyncio.create_task(workload.run_consumer()))
@@ -146,7 +161,11 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
     history.start = clock()
     log(f"writing; the first fault comes in {opts.interval_s:g} s")
 
-    periods = max(1, int(opts.time_limit_s // (2 * opts.interval_s)))
+    periods = (
+        opts.faults
+        if opts.faults is not None
+        else max(1, int(opts.time_limit_s // (2 * opts.interval_s)))
+    )
     # The others' schedule is what it would be without the concurrent faults (same seed,
     # same schedule); those draw theirs from the seed too, apart.
     others = tuple(op for op in opts.nemesis if op not in CONCURRENT_OPS)
@@ -205,6 +224,7 @@ async def run_chaos(cluster: ChaosCluster, opts: ChaosOptions, log: Any = print)
         await _finish_group(group, grouping, opts, history, observer, log)
     await _collect_replica_logs(cluster, opts, history)
     history.meta["consumer_resets"] = workload.consumer_resets
+    history.meta["producer_fatal_errors"] = workload.fatal_errors
     history.meta["recovered"] = recovered
     result = check(history)
     return ChaosReport(history, result, recovered)
@@ -311,7 +331,7 @@ async def _nemesis(
     log: Any,
     movers: ReassignNemesis | None = None,
 ) -> None:
-    deadline = t0 + opts.time_limit_s
+    deadline = _deadline(opts, t0)
 
     for fault in schedule:
         await _sleep_until(min(time.monotonic() + opts.interval_s, deadline))
@@ -340,7 +360,14 @@ async def _nemesis(
         end = clock()
         log(f"{end:7.1f}s healed {fault.op} of broker {active.target}")
         history.faults.append(FaultWindow(fault.op, str(active.target), start, end))
-    await _sleep_until(deadline)
+    # Bounded by faults: a last quiet interval, as a time limit would leave after the last.
+    await _sleep_until(deadline if math.isfinite(deadline) else time.monotonic() + opts.interval_s)
+
+
+def _deadline(opts: ChaosOptions, t0: float) -> float:
+    """When the nemesis stops: the time limit, or never before the schedule's `faults`
+    are done."""
+    return float("inf") if opts.faults is not None else t0 + opts.time_limit_s
 
 
 async def _all_or_none(coros: list[Coroutine[Any, Any, None]]) -> None:
@@ -369,7 +396,7 @@ async def _move_track(
     starts and half an interval before it is healed; their heals can make them late), so
     that a move runs into a kill, a pause or a cut, and its heal often comes while that
     fault still holds."""
-    deadline = t0 + opts.time_limit_s
+    deadline = _deadline(opts, t0)
     for k, fault in enumerate(schedule):
         offset = 0.5 + (fault.pick % 1000) / 1000
         await _sleep_until(t0 + (2 * k + offset) * opts.interval_s)

@@ -4,11 +4,19 @@ consumer are librdkafka's (confluent-kafka), over Kafka's protocol, as users' cl
 
 Recording contract (what makes the checker sound, see minikafka.chaos.checker):
 - one attempt per unique value, recorded with one monotonic clock;
-- producers run with retries=0 and without idempotence, so an error is the outcome of the
-  only try: only NOT_ENOUGH_REPLICAS (checked before the append) is a definite failure,
-  everything else (timeouts, network errors, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-  NOT_LEADER_OR_FOLLOWER, which a leader also answers after appending when it loses
-  leadership) is in doubt;
+- plain producers (the default) run with retries=0 and without idempotence, so an error is
+  the outcome of the only try: only NOT_ENOUGH_REPLICAS (checked before the append) is a
+  definite failure, everything else (timeouts, network errors,
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER, which a leader also answers
+  after appending when it loses leadership) is in doubt;
+- idempotent producers (ProducerMode.IDEMPOTENT) run as Kafka users run them:
+  enable.idempotence, acks=all, librdkafka's retries (until the delivery timeout) and its
+  five requests in flight per connection. librdkafka retries inside one attempt, so a
+  value is still attempted once; its outcome is the last try's, which may follow a try that
+  was written, so every error is in doubt. The delivery timeout outlasts a fault, and at
+  the end the workload waits that long for the outcomes, so a record acknowledged after a
+  long retry is recorded acknowledged. A fatal error (the producer's idempotence state
+  broken beyond an epoch bump) stops that producer and is recorded in `fatal_errors`;
 - the live consumer never resets its position silently (auto.offset.reset=error): a reset,
   and a rewind after librdkafka detects a log truncation, start a new read sequence under a
   new consumer id;
@@ -66,6 +74,7 @@ from minikafka.chaos.history import (
     LeaderObservation,
     Outcome,
     ProduceAttempt,
+    ProducerMode,
     RecordValue,
 )
 from minikafka.common import TopicPartition
@@ -95,19 +104,45 @@ def decode_value(value: bytes | None) -> RecordValue:
 QUIET = {"log_level": 2, "log.connection.close": False}
 
 
-def producer_config(bootstrap: str, request_timeout_ms: int) -> dict[str, Any]:
-    """One try per record (retries=0, no idempotence, which would retry), acks=all."""
+# The idempotent producer's delivery timeout: a record rides out a fault window (10 s by
+# default, 16 s in the README's longest schedule), the leader elections and ISR recovery
+# after it, and is acknowledged by a retry rather than given up in doubt. librdkafka's own
+# default (300 s) would only make a stuck run wait longer for its last outcomes.
+IDEMPOTENT_DELIVERY_TIMEOUT_MS = 60_000
+
+
+def delivery_timeout_ms(mode: ProducerMode, request_timeout_ms: int) -> int:
+    """How long a record may wait for its outcome: one request (plus a second for the
+    queue) with one try, IDEMPOTENT_DELIVERY_TIMEOUT_MS of retries with idempotence."""
+    if mode is ProducerMode.IDEMPOTENT:
+        return IDEMPOTENT_DELIVERY_TIMEOUT_MS
+    return request_timeout_ms + 1000
+
+
+def producer_config(
+    bootstrap: str, request_timeout_ms: int, mode: ProducerMode = ProducerMode.PLAIN
+) -> dict[str, Any]:
+    """acks=all, and per mode (module docstring): plain, one try per record (retries=0,
+    no idempotence, which would retry); idempotent, Kafka's idempotent producer with
+    librdkafka's retries and requests in flight."""
     from minikafka.client.librdkafka import client_config
 
+    if mode is ProducerMode.IDEMPOTENT:
+        sending: dict[str, Any] = {
+            "enable.idempotence": True,
+            "retries": 2_147_483_647,  # librdkafka's default: retry until the timeout
+            "max.in.flight.requests.per.connection": 5,  # the most idempotence allows
+        }
+    else:
+        sending = {"enable.idempotence": False, "retries": 0}
     return client_config(
         bootstrap,
         {
             "acks": "all",
-            "enable.idempotence": False,
-            "retries": 0,
+            **sending,
             "linger.ms": 1,
             "request.timeout.ms": request_timeout_ms,
-            "delivery.timeout.ms": request_timeout_ms + 1000,
+            "delivery.timeout.ms": delivery_timeout_ms(mode, request_timeout_ms),
             **QUIET,
         },
     )
@@ -139,14 +174,17 @@ class Workload:
     clock: Clock
     producers: int = 3
     rate_per_producer: float = 100.0  # sends per second each
-    # Sends awaiting an answer, per producer. None: enough for `request_timeout_ms` of sends
+    # Sends awaiting an answer, per producer. None: enough for a delivery timeout of sends
     # at the full rate, so sends stuck on one dead leader never starve the other partitions
     # (each fault then shows up in its own partitions' availability, as in Kafka).
     max_in_flight: int | None = None
     request_timeout_ms: int = 5000
+    producer_mode: ProducerMode = ProducerMode.PLAIN
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _next_value: int = 0
     consumer_resets: int = 0
+    # "producer N: error" for each producer stopped by a fatal error (module docstring).
+    fatal_errors: list[str] = field(default_factory=list)
 
     def stop(self) -> None:
         self._stop.set()
@@ -157,9 +195,29 @@ class Workload:
         return v
 
     async def run_producer(self, index: int) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
         from minikafka.client.librdkafka import new_producer
 
-        producer = new_producer(producer_config(self.bootstrap, self.request_timeout_ms))
+        fatal: list[str] = []
+
+        def is_fatal(err: KafkaError) -> bool:
+            return bool(err.fatal()) or err.code() == KafkaError._FATAL
+
+        def fatal_error(err: KafkaError) -> None:
+            # librdkafka reports a fatal error once, to error_cb (with the error behind
+            # it), and refuses every produce() after it with _FATAL.
+            if is_fatal(err) and not fatal:
+                fatal.append(f"producer {index}: {err.name()}: {err.str()}")
+                self.fatal_errors.append(fatal[0])
+
+        timeout_ms = delivery_timeout_ms(self.producer_mode, self.request_timeout_ms)
+        producer = new_producer(
+            {
+                **producer_config(self.bootstrap, self.request_timeout_ms, self.producer_mode),
+                "error_cb": fatal_error,
+            }
+        )
         pending: dict[int, float] = {}  # value -> invoke time
         stopped = False
 
@@ -171,20 +229,39 @@ class Workload:
 
         interval = 1.0 / self.rate_per_producer
         max_in_flight = self.max_in_flight or math.ceil(
-            self.rate_per_producer * (self.request_timeout_ms / 1000 + 1)
+            self.rate_per_producer * (timeout_ms / 1000 + 1)
         )
         try:
             next_send = time.monotonic()
-            while not self._stop.is_set():
+            # After a fatal error every send would fail at once: this producer is done.
+            while not self._stop.is_set() and not fatal:
                 # At the cap a tick sends nothing (the rate is kept, not made up for later).
                 if len(pending) < max_in_flight:
                     value = self._value()
-                    pending[value] = self.clock()
-                    producer.produce(
-                        self.topic,
-                        str(value).encode(),
-                        on_delivery=functools.partial(delivered, value),
-                    )
+                    pending[value] = invoked = self.clock()
+                    try:
+                        producer.produce(
+                            self.topic,
+                            str(value).encode(),
+                            on_delivery=functools.partial(delivered, value),
+                        )
+                    except KafkaException as e:
+                        if not is_fatal(e.args[0]):
+                            raise
+                        # Refused before librdkafka took it: never sent.
+                        del pending[value]
+                        self.history.attempts.append(
+                            ProduceAttempt(
+                                value,
+                                invoked,
+                                Outcome.FAIL,
+                                self.clock(),
+                                producer=index,
+                                error=f"{e.args[0].name()}: {e.args[0].str()}",
+                            )
+                        )
+                        fatal_error(e.args[0])
+                        break
                 producer.poll(0)
                 next_send += interval
                 delay = next_send - time.monotonic()
@@ -192,7 +269,8 @@ class Workload:
                     await asyncio.sleep(delay)
                 else:
                     next_send = time.monotonic()  # behind: do not burst to catch up
-            deadline = time.monotonic() + (self.request_timeout_ms + 2000) / 1000
+            # Every record still pending gets its outcome within the delivery timeout.
+            deadline = time.monotonic() + (timeout_ms + 2000) / 1000
             while pending and time.monotonic() < deadline:
                 producer.poll(0)
                 await asyncio.sleep(0.01)
@@ -218,8 +296,13 @@ class Workload:
             return ProduceAttempt(
                 value, invoked, Outcome.OK, done, msg.partition(), msg.offset(), producer=index
             )
-        # Refused before the append: nothing was written. Anything else may have been.
-        outcome = Outcome.FAIL if err.code() == KafkaError.NOT_ENOUGH_REPLICAS else Outcome.INFO
+        # Refused before the append: nothing was written. Anything else may have been, and
+        # with retries so may an earlier try of a refused one.
+        definite = (
+            self.producer_mode is ProducerMode.PLAIN
+            and err.code() == KafkaError.NOT_ENOUGH_REPLICAS
+        )
+        outcome = Outcome.FAIL if definite else Outcome.INFO
         return ProduceAttempt(
             value, invoked, outcome, done, producer=index, error=f"{err.name()}: {err.str()}"
         )

@@ -21,8 +21,10 @@ from minikafka.chaos.command_cluster import (
     CommandCluster,
     parse_nemesis_command,
 )
+from minikafka.chaos.history import ProducerMode
 from minikafka.chaos.nemesis import NEMESIS_OPS
 from minikafka.chaos.runner import ChaosCluster, ChaosOptions, run_chaos, write_report
+from minikafka.chaos.workload import IDEMPOTENT_DELIVERY_TIMEOUT_MS
 from minikafka.cli.client_options import (
     command_config_option,
     require_client,
@@ -159,6 +161,18 @@ def command_cluster(
 @click.option("--producers", default=3, show_default=True, help="Concurrent producers.")
 @click.option("--rate", default=100.0, show_default=True, help="Sends per second per producer.")
 @click.option(
+    "--producer",
+    "producer_mode",
+    type=click.Choice([m.value for m in ProducerMode]),
+    default=ProducerMode.PLAIN.value,
+    show_default=True,
+    help="How the producers write: plain sends each record once (retries=0, no "
+    "idempotence), so duplicates are only counted; idempotent is Kafka's idempotent "
+    "producer (enable.idempotence=true, acks=all, retries until a "
+    f"{IDEMPOTENT_DELIVERY_TIMEOUT_MS // 1000} s delivery timeout), "
+    "and any value written at two offsets fails the run.",
+)
+@click.option(
     "--nemesis",
     default="kill,pause",
     show_default=True,
@@ -168,6 +182,13 @@ def command_cluster(
     "--interval", default=10.0, show_default=True, help="Seconds per fault and per quiet."
 )
 @click.option("--time-limit", default=60.0, show_default=True, help="Seconds of faults.")
+@click.option(
+    "--faults",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Instead of --time-limit: this many faults (each after a quiet --interval), "
+    "however long they take.",
+)
 @click.option(
     "--group-members",
     default=2,
@@ -208,9 +229,11 @@ def chaos(
     unclean_leader_election: bool,
     producers: int,
     rate: float,
+    producer_mode: str,
     nemesis: str,
     interval: float,
     time_limit: float,
+    faults: int | None,
     group_members: int,
     group_commits: str,
     seed: int,
@@ -225,6 +248,13 @@ def chaos(
     and --nemesis-command against any running cluster (replicas are then read back with
     fetches instead of from their files); scripts/docker-chaos.sh does it for
     docker-compose.yml."""
+    if faults is not None and ctx.get_parameter_source("time_limit") not in (
+        None,
+        ParameterSource.DEFAULT,
+    ):
+        raise click.UsageError(
+            "--faults and --time-limit are mutually exclusive: one bounds the run"
+        )
     require_client("minikafka chaos runs its producers and consumers")
     remote = command_cluster(ctx, bootstrap_server, zookeeper, nemesis_command)
     if topic is None:
@@ -255,9 +285,11 @@ def chaos(
         unclean_leader_election=unclean_leader_election,
         producers=producers,
         rate=rate,
+        producer=ProducerMode(producer_mode),
         nemesis=ops,
         interval_s=interval,
         time_limit_s=time_limit,
+        faults=faults,
         seed=seed,
         group_members=group_members,
         group_async_commits=group_commits == "async",
@@ -275,7 +307,10 @@ def chaos(
         if remote is not None:
             remote.close()
     paths = write_report(report, out)
-    table = Table(title=f"minikafka chaos: {topic}, nemesis {','.join(ops)}, seed {seed}")
+    table = Table(
+        title=f"minikafka chaos: {topic}, {producer_mode} producer, nemesis {','.join(ops)}, "
+        f"seed {seed}"
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
     for name, value in report.result.summary_rows():

@@ -407,12 +407,30 @@ COMMAND_MODE = [
         ([*COMMAND_MODE[:4], "--nemesis-command", "fault.sh {op}"], "has no {broker}"),
         (["--bootstrap-server", "nohost", *COMMAND_MODE[2:]], "--bootstrap-server"),
         ([*COMMAND_MODE[:2], "--zookeeper", "/chroot", *COMMAND_MODE[4:]], "no host"),
+        (["--faults", "3", "--time-limit", "10"], "--faults and --time-limit are mutually"),
+        (["--faults", "0"], "Invalid value for '--faults'"),
+        (["--producer", "transactional"], "Invalid value for '--producer'"),
     ],
 )
 def test_option_errors(args: list[str], message: str) -> None:
     result = CliRunner().invoke(cli, ["chaos", *args])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_the_readme_soak_commands_parse() -> None:
+    """The README gives its long soaks inline (no test runs them for hours): each mode's
+    command line is one `minikafka chaos` accepts."""
+    from minikafka.cli.chaos import chaos
+    from tests.readme import README_PATH
+
+    soaks = re.findall(r"`minikafka chaos (--producer [^`]*)`", README_PATH.read_text())
+    modes = []
+    for soak in soaks:
+        ctx = chaos.make_context("chaos", shlex.split(soak))
+        modes.append(ctx.params["producer_mode"])
+        assert ctx.params["faults"] == 1000, soak
+    assert sorted(modes) == ["idempotent", "plain"], soaks
 
 
 @pytest.mark.parametrize("nemesis", ["zk-expire", "kill,isr-change-zk-expire"])

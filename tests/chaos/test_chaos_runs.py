@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.chaos.history import Outcome, ProducerMode
 from minikafka.chaos.runner import ChaosOptions, ChaosReport, run_chaos, write_report
 from tests.cluster.conftest import ClusterFactory
 
@@ -74,6 +75,44 @@ async def test_short_chaos_run_loses_nothing(
     # Not silent until the first fault: what runs, then that writing has begun.
     assert logged[0].startswith(f"chaos on topic {opts.topic} (3 partitions, RF 3)"), logged
     assert logged[1] == f"writing; the first fault comes in {interval:g} s", logged
+
+
+async def test_idempotent_producers_write_every_value_once_through_a_leader_kill(
+    make_cluster: ClusterFactory,
+) -> None:
+    """Kafka's idempotent producer (retries until the delivery timeout, five requests in
+    flight) through one kill -9 of a broker: the sends it cut off are retried to the new
+    leaders, which must recognise batches already appended (their producer state comes
+    from replication), so every value is in the log once, none lost, none given up; the
+    consumer group reads the topic as with the plain producer."""
+    cluster = make_cluster(overrides=FAST)
+    opts = ChaosOptions(
+        nemesis=("kill",),
+        interval_s=5.0,
+        faults=1,
+        seed=7,
+        rate=50,
+        producer=ProducerMode.IDEMPOTENT,
+    )
+    logged: list[str] = []
+    report = await run_chaos(cluster, opts, log=lambda line: logged.append(str(line)))
+    result = report.result
+    assert [f.op for f in report.history.faults] == ["kill"]
+    assert result.producer is ProducerMode.IDEMPOTENT
+    assert dict(result.summary_rows())["producer"].startswith("idempotent")
+    assert "3 idempotent producers" in logged[0] and logged[0].endswith("for 1 fault (seed 7)")
+    assert result.duplicates == [] and result.lost == [], result.problems
+    assert report.history.meta["producer_fatal_errors"] == []
+    # The delivery timeout outlasts the fault: every send was acknowledged in the end.
+    assert result.in_doubt == 0 and result.failed == 0, [
+        a.error for a in report.history.attempts if a.outcome is not Outcome.OK
+    ]
+    assert_safe(report)
+    slowest = max((a.complete_time or 0.0) - a.invoke_time for a in report.history.attempts)
+    print(
+        f"idempotent kill run: {result.acknowledged} acknowledged, {len(result.duplicates)} "
+        f"duplicates, {len(result.lost)} lost, slowest acknowledgement {slowest:.2f} s"
+    )
 
 
 async def test_asynchronous_group_commits_are_applied_in_the_order_each_member_sent_them(

@@ -27,6 +27,7 @@ from minikafka.chaos import (
     Outcome,
     PartitionMove,
     ProduceAttempt,
+    ProducerMode,
     ReplicaLog,
     check,
 )
@@ -148,6 +149,7 @@ HISTORY_JSON: JsonDict = {
     "start": 0.0,
     "end": 5.0,
     "meta": {"seed": 7, "nemesis": ["kill", "pause"], "options": {"rate": 100.0, "x": None}},
+    "producer": "plain",
     "attempts": [
         {
             "value": 10,
@@ -525,6 +527,7 @@ RESULT_JSON: JsonDict = {
         "one can have written: partition 2: 4 after 6 (member 1, read at 30.000s)",
         "2 offsets given to group members with two values: (2, 4)=[34, 99], (2, 5)=[None, 35]",
     ],
+    "producer": "plain",
     "attempted": 18,
     "acknowledged": 15,
     "failed": 1,
@@ -680,6 +683,7 @@ RESULT_JSON: JsonDict = {
         ],
     },
     "replicas_unread": [],
+    "producer_fatal_errors": [],
 }
 
 
@@ -719,13 +723,14 @@ def test_a_history_from_before_the_group_workload_and_the_drain_consumer_loads()
     data = json.loads(json.dumps(HISTORY_JSON))
     for key in (
         "group", "group_reads", "group_commits", "group_assignments", "group_offset_reads",
-        "moves",
+        "moves", "producer",
     ):  # fmt: skip
         del data[key]
     for drained in data["drained"]:
         del drained["consumer"]
     h = from_json(History, data)
     assert h.group is None and h.group_reads == h.group_commits == []
+    assert h.producer is ProducerMode.PLAIN
     assert h.group_assignments == h.group_offset_reads == h.moves == []
     assert [d.consumer for d in h.drained] == [None, None]
     assert h.attempts == every_event_history().attempts
