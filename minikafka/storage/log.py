@@ -52,6 +52,7 @@ from minikafka.storage.log_cleaner import (
     SegmentSource,
     close_sources,
     discard_staging,
+    empty_batch,
     swap_in,
 )
 from minikafka.storage.log_config import LONG_MAX, LogConfig
@@ -641,6 +642,7 @@ class Log:
         One C call (`SegmentAppender.append_follower`) checks them (each batch valid, the
         first at or above the LEO, the rest contiguous, leader epochs never going backwards)
         and writes them."""
+        records = self._trim_emptied_head(records)
         # No size check (Kafka's ignoreRecordSize): the leader accepted these batches, maybe
         # under a larger max.message.bytes than this replica's config says now.
         info = self._append(
@@ -655,6 +657,38 @@ class Log:
         self._update_producer_state(records)
         self._count_unflushed(info.num_records)
         return info
+
+    def _trim_emptied_head(
+        self, records: bytes | bytearray | memoryview
+    ) -> bytes | bytearray | memoryview:
+        """The fetched batches, their first cut to start at the LEO if it is an empty batch
+        that spans it. The leader's cleaner turns a run of batches that lost every record
+        into one empty batch over their offsets; a follower that had fetched part of that run
+        before it was cleaned (it was out of the ISR, or the HW moved on without it) is sent
+        the empty batch, which starts below its LEO. It already holds the offsets below its
+        LEO, and the rest of the run has no records: an empty batch from its LEO to the
+        run's end takes the leader's place, and its offsets stay contiguous."""
+        if len(records) < HEADER_SIZE:
+            return records
+        leo = self.log_end_offset
+        if peek_offset_and_size(records, 0)[0] >= leo:
+            return records
+        h = parse_header(bytes(records[:HEADER_SIZE]))
+        if h.record_count or h.last_offset < leo:
+            return records  # not this case: the append refuses it as before
+        rest = memoryview(records)[h.size_in_bytes :]
+        log.info(
+            "%s: the leader's empty batch [%d, %d] spans the LEO %d (its cleaner merged "
+            "emptied batches): appending [%d, %d]",
+            self.dir.name,
+            h.base_offset,
+            h.last_offset,
+            leo,
+            leo,
+            h.last_offset,
+        )
+        head = empty_batch(leo, h.last_offset, h.partition_leader_epoch, h.max_timestamp)
+        return head + bytes(rest)
 
     def _append(
         self,

@@ -107,6 +107,38 @@ def test_a_pass_keeps_the_latest_record_of_each_key_at_its_offset(manager: LogMa
     assert next_record_from(lg, gone) == min(o for o in kept if o > gone)
 
 
+def test_a_follower_whose_leo_falls_inside_a_merged_empty_batch_appends_the_rest(
+    manager: LogManager, tmp_path: Path, clock: ManualClock
+) -> None:
+    """A follower fetched part of a run of batches before the leader's cleaner emptied them
+    and merged the run into one empty batch: fetching from its LEO it gets that batch, which
+    starts below its LEO, and appends the run's remaining offsets as an empty batch of its
+    own, then the rest, as the leader has them."""
+    lg = manager.get_or_create_log(TP, COMPACT)
+    for round_ in range(8):
+        produce(lg, [(b"same", b"v%d" % round_)])  # one-record batches, all superseded
+    produce(lg, [(b"same", b"last")])
+    follower = Log.open(tmp_path / "follower" / "compacted-0", COMPACT, clock=clock)
+    first_two = lg.read(0, 10**6).read()
+    two = [h for _, h in iter_batches(first_two)][:2]
+    follower.append_as_follower(first_two[: sum(h.size_in_bytes for h in two)])
+    assert follower.log_end_offset == 2
+    assert clean(manager)
+    fetched = lg.read(follower.log_end_offset, 10**6).read()
+    head = parse_header(fetched[:61])
+    assert head.base_offset < 2 <= head.last_offset and head.record_count == 0
+    while follower.log_end_offset < lg.log_end_offset:
+        follower.append_as_follower(lg.read(follower.log_end_offset, 10**6).read())
+    # Its own two records stay until its own cleaner runs (cleaning is per replica).
+    assert [r for r in contents(follower) if r[0] >= 2] == contents(lg)
+    assert follower.log_end_offset == lg.log_end_offset
+    data = b"".join(seg.read_bytes(0, seg.size) for seg in follower.segments)
+    headers = [h for _, h in iter_batches(data)]
+    for a, b in itertools.pairwise(headers):
+        assert b.base_offset == a.last_offset + 1
+    follower.close()
+
+
 def next_record_from(lg: Log, offset: int) -> int:
     """The offset of the first record a consumer reading from `offset` gets: past empty
     batches, as Kafka's consumers move on to a batch's last offset + 1."""
