@@ -44,150 +44,17 @@ import shlex
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from confluent_kafka.cimpl import NewTopic
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from rich.console import Console
 from rich.table import Table
+from scale_common import cpu_seconds, create_and_wait, memory_kb, process_pids, topic_sizes
 
-from minikafka.client.kafka_wire import KafkaConnection, metadata_request
-from minikafka.client.librdkafka import client_config, new_admin
+from minikafka.client.kafka_wire import KafkaConnection
 from minikafka.cluster import LocalCluster
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        # The command name may hold spaces: fields start after its closing parenthesis.
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    out: dict[str, int] = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(value.split()[0])
-    return out
-
-
-def topic_sizes(partitions: int, topics: int) -> dict[str, int]:
-    """`topics` topics sharing `partitions` partitions as evenly as possible."""
-    if topics == 1:
-        return {"scale": partitions}
-    base, extra = divmod(partitions, topics)
-    return {f"scale-{i:05d}": base + (1 if i < extra else 0) for i in range(topics)}
-
-
-@dataclass
-class BrokerView:
-    """What one broker's metadata says about the new partitions."""
-
-    led_full_isr: int = 0
-    done_after_s: float | None = None
-    polls: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
-async def count_ready(
-    conn: KafkaConnection, sizes: dict[str, int], rf: int, timeout_s: float
-) -> int:
-    resp = await conn.call(metadata_request(sorted(sizes)), timeout_s=timeout_s)
-    ready = 0
-    for t in resp.topics:
-        if t.name not in sizes or t.error_code != 0:
-            continue
-        for p in t.partitions:
-            if p.error_code == 0 and p.leader_id >= 0 and len(p.isr_nodes) >= rf:
-                ready += 1
-    return ready
-
-
-async def watch_broker(
-    cluster: LocalCluster,
-    broker_id: int,
-    sizes: dict[str, int],
-    rf: int,
-    started: float,
-    deadline: float,
-    view: BrokerView,
-    interval_s: float,
-) -> None:
-    total = sum(sizes.values())
-    host, port = cluster.broker_address(broker_id)
-    # Connects on the first request, and again on the next one after a failure.
-    conn = KafkaConnection(host, port, client_id="bench-scale")
-    try:
-        while time.monotonic() < deadline:
-            try:
-                view.led_full_isr = await count_ready(conn, sizes, rf, 60.0)
-                view.polls += 1
-            except Exception as e:  # a busy broker may time out: just ask again
-                view.errors.append(f"{type(e).__name__}: {e}")
-                await conn.close()
-            if view.led_full_isr >= total:
-                view.done_after_s = time.monotonic() - started
-                return
-            await asyncio.sleep(interval_s)
-    finally:
-        await conn.close()
-
-
-async def create_and_wait(
-    cluster: LocalCluster,
-    sizes: dict[str, int],
-    rf: int,
-    timeout_s: float,
-    topics_per_request: int,
-    poll_interval_s: float,
-) -> dict[str, Any]:
-    started = time.monotonic()
-    deadline = started + timeout_s
-    views = {b: BrokerView() for b in cluster.broker_ids}
-    names = sorted(sizes)
-    admin = new_admin(client_config(cluster.bootstrap_servers, {}))
-    for i in range(0, len(names), topics_per_request):
-        chunk = names[i : i + topics_per_request]
-        # Answered once the controller's own metadata has a leader for every partition
-        # (Kafka's DelayedCreatePartitions); the watchers measure every broker.
-        futures = admin.create_topics(
-            [NewTopic(n, sizes[n], rf) for n in chunk],
-            operation_timeout=timeout_s,
-            request_timeout=timeout_s + 30,
-        )
-        await asyncio.gather(*(asyncio.wrap_future(f) for f in futures.values()))
-    requests_done = time.monotonic() - started
-    # Polled from now on only: a Metadata response of 10,000 partitions costs each broker
-    # some CPU, which would slow down the creation it measures.
-    await asyncio.gather(
-        *(
-            watch_broker(cluster, b, sizes, rf, started, deadline, views[b], poll_interval_s)
-            for b in cluster.broker_ids
-        )
-    )
-    done = [v.done_after_s for v in views.values()]
-    return {
-        "create_requests_returned_s": requests_done,
-        "all_led_full_isr_on_every_broker_s": None if None in done else max(done),  # type: ignore[type-var]
-        "per_broker": {
-            b: {
-                "led_full_isr_after_s": v.done_after_s,
-                "partitions_seen_ready": v.led_full_isr,
-                "metadata_polls": v.polls,
-                "poll_errors": v.errors[:5],
-            }
-            for b, v in views.items()
-        },
-    }
 
 
 async def ping_while(
@@ -236,18 +103,6 @@ def measure_idle(pids: dict[str, int], seconds: float) -> dict[str, float]:
     time.sleep(seconds)
     elapsed = time.monotonic() - t0
     return {name: 100.0 * (cpu_seconds(pid) - before[name]) / elapsed for name, pid in pids.items()}
-
-
-def process_pids(cluster: LocalCluster) -> dict[str, int]:
-    pids: dict[str, int] = {}
-    for b in cluster.broker_ids:
-        pid = cluster.pid(b)
-        if pid is not None:
-            pids[f"broker {b}"] = pid
-    zk_pid = cluster.zookeeper.pid
-    if zk_pid is not None:
-        pids["zookeeper"] = zk_pid
-    return pids
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

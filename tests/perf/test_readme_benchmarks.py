@@ -84,6 +84,10 @@ def load_script(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     # @dataclass looks its class's module up in sys.modules while it builds the class.
     sys.modules[module_name] = module
+    # Python runs a script with its directory first on sys.path: scripts import the
+    # modules they share (scripts/scale_common.py) by name.
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
     spec.loader.exec_module(module)
     return module
 
