@@ -32,6 +32,26 @@ another with the killed broker in its ISR; from the kill until the first record 
 it to each partition is acknowledged:
 
     .venv/bin/python scripts/bench_cluster.py --write-resume --runs 3
+
+With `--scale N` it measures instead, on a fresh cluster holding N partitions (RF 3, over
+topics of at most `--topic-partitions`, default 1,000; created as bench_scale.py does, until
+every partition is led with a full ISR in every broker's metadata), with
+zookeeper.session.timeout.ms `--session-timeout-ms` (default 6000 in this mode):
+
+1. each broker's resident memory (VmRSS, and the peak VmHWM);
+2. kill -9 of the controller: when its session expired (its /brokers/ids znode gone), when
+   a new controller was elected (/controller), and when every partition the killed broker
+   led had a live leader in the metadata of each surviving broker (each polled with its own
+   Metadata requests, every `--poll-interval` s, from the expiry on: nothing moves before),
+   both from the kill and from the expiry: the new controller's work once it noticed;
+3. after the killed broker's restart and a preferred election of every partition (timed
+   too, as context: each broker leads about N/3 again), a controlled shutdown (SIGTERM) of
+   a broker other than the controller: until its process exited, and until every partition
+   it led had another leader in each remaining broker's metadata (polled from the SIGTERM);
+4. after its restart, stopping the whole cluster (as `LocalCluster.stop` does it: SIGTERM
+   to every broker, the controller last, then ZooKeeper):
+
+    .venv/bin/python scripts/bench_cluster.py --scale 100000
 """
 
 from __future__ import annotations
@@ -39,6 +59,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import platform
 import statistics
@@ -46,13 +67,25 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
+from scale_common import (
+    Watch,
+    all_done,
+    create_and_wait,
+    memory_kb,
+    partition_leaders,
+    process_pids,
+    topic_sizes,
+    watch_everywhere,
+)
 
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin, new_producer
@@ -60,6 +93,11 @@ from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 
 SESSION_TIMEOUT_MS = 6000
+# zookeeper.session.timeout.ms by mode, unless --session-timeout-ms: Kafka's default for
+# --write-resume, which is about it; a short one for --scale, whose failover is about the
+# controller's work once the session expired.
+WRITE_RESUME_SESSION_TIMEOUT_MS = 18000
+SCALE_SESSION_TIMEOUT_MS = 6000
 
 
 def leader_of(cluster: LocalCluster, tp: TopicPartition) -> int:
@@ -497,6 +535,320 @@ async def write_resume_figures(args: argparse.Namespace) -> None:
         args.json.write_text(json.dumps(figures, indent=2))
 
 
+def led_by(
+    leaders: dict[tuple[str, int], tuple[int, list[int]]], broker: int
+) -> dict[str, set[int]]:
+    """The partitions `broker` leads, by topic."""
+    out: dict[str, set[int]] = {}
+    for (topic, partition), (leader, _) in leaders.items():
+        if leader == broker:
+            out.setdefault(topic, set()).add(partition)
+    return out
+
+
+def checked(views: dict[int, Watch], what: str) -> float:
+    """When the last broker's metadata showed `what`; TimeoutError if one never did."""
+    done = all_done(views)
+    if done is None:
+        late = {b: v.figures() for b, v in views.items() if v.done_after_s is None}
+        raise TimeoutError(f"not every broker's metadata showed {what}: {late}")
+    return done
+
+
+def watch_figures(views: dict[int, Watch]) -> dict[str, Any]:
+    return {str(b): v.figures() for b, v in views.items()}
+
+
+async def full_isrs_everywhere(
+    cluster: LocalCluster, sizes: dict[str, int], args: argparse.Namespace
+) -> float:
+    """Seconds until every broker's metadata shows every partition led with a full ISR."""
+    views = await watch_everywhere(
+        cluster,
+        cluster.broker_ids,
+        {t: None for t in sizes},
+        lambda p: p.leader_id >= 0 and len(p.isr_nodes) >= 3,
+        time.monotonic(),
+        args.timeout,
+        args.poll_interval,
+    )
+    return checked(views, "every partition led with a full ISR")
+
+
+@dataclass
+class ZkEvents:
+    """What ZooKeeper showed after the kill of the controller, in seconds after it."""
+
+    session_expired_s: float | None = None  # the killed broker's /brokers/ids znode gone
+    controller_elected_s: float | None = None  # /controller names another broker
+    new_controller: int | None = None
+
+
+async def watch_zookeeper(
+    cluster: LocalCluster, dead: int, started: float, deadline: float, expired: asyncio.Event
+) -> ZkEvents:
+    zk = cluster.zk_client()
+    events = ZkEvents()
+    while events.controller_elected_s is None or events.session_expired_s is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"ZooKeeper after the kill of {dead}: {events}")
+        ids, controller = await asyncio.to_thread(
+            lambda: (zk.get_broker_ids(), zk.get_controller_id())
+        )
+        now = time.monotonic() - started
+        if events.session_expired_s is None and dead not in ids:
+            events.session_expired_s = now
+            expired.set()
+        if events.controller_elected_s is None and controller not in (None, dead):
+            events.controller_elected_s, events.new_controller = now, controller
+        await asyncio.sleep(0.01)
+    return events
+
+
+async def controller_failover(
+    cluster: LocalCluster, sizes: dict[str, int], args: argparse.Namespace
+) -> dict[str, Any]:
+    """kill -9 of the controller, until every partition it led has a live leader in each
+    surviving broker's metadata."""
+    got = cluster.controller()
+    assert got is not None, "no controller"
+    dead = got[0]
+    survivors = [b for b in cluster.broker_ids if b != dead]
+    affected = led_by(await partition_leaders(cluster, survivors[0], sizes), dead)
+    count = sum(len(ps) for ps in affected.values())
+    assert count, f"the controller, broker {dead}, leads no partition"
+    expired = asyncio.Event()
+    deadline = time.monotonic() + args.timeout
+    started = time.monotonic()
+    cluster.kill(dead)
+    zk_events = asyncio.create_task(watch_zookeeper(cluster, dead, started, deadline, expired))
+    # Nothing moves before the session expires: polling starts then, which spares the
+    # brokers seconds of large Metadata responses.
+    await asyncio.wait_for(expired.wait(), args.timeout)
+    views = await watch_everywhere(
+        cluster,
+        survivors,
+        affected,
+        lambda p: p.leader_id >= 0 and p.leader_id != dead,
+        started,
+        max(deadline - time.monotonic(), 1.0),
+        args.poll_interval,
+    )
+    events = await zk_events
+    led = checked(views, f"a live leader for each partition broker {dead} led")
+    assert events.session_expired_s is not None
+    return {
+        "killed_broker": dead,
+        "affected_partitions": count,
+        "session_expired_after_kill_s": events.session_expired_s,
+        "new_controller": events.new_controller,
+        "controller_elected_after_kill_s": events.controller_elected_s,
+        "all_led_everywhere_after_kill_s": led,
+        "all_led_everywhere_after_expiry_s": led - events.session_expired_s,
+        "per_broker": watch_figures(views),
+    }
+
+
+async def preferred_election_all(
+    cluster: LocalCluster, sizes: dict[str, int], args: argparse.Namespace
+) -> dict[str, Any]:
+    """ElectLeaders(PREFERRED, every partition), until each broker's metadata shows every
+    partition led by its first replica."""
+    leaders = await partition_leaders(cluster, cluster.broker_ids[0], sizes)
+    moved = sum(1 for leader, replicas in leaders.values() if leader != replicas[0])
+    # The call's own timeouts default to socket.timeout.ms (confluent-kafka refuses them as
+    # keyword arguments of elect_leaders); at most librdkafka's 300 s.
+    timeout_ms = int(min(args.timeout, 300) * 1000)
+    admin = new_admin(
+        client_config(cluster.bootstrap_servers, {**QUIET, "socket.timeout.ms": timeout_ms})
+    )
+    started = time.monotonic()
+    results = await asyncio.wrap_future(admin.elect_leaders(ElectionType.PREFERRED, None))
+    failed = {
+        tp: e
+        for tp, e in results.items()
+        if e is not None and e.code() != KafkaError.ELECTION_NOT_NEEDED
+    }
+    assert not failed, f"elections failed: {list(failed.items())[:5]}"
+    views = await watch_everywhere(
+        cluster,
+        cluster.broker_ids,
+        {t: None for t in sizes},
+        lambda p: p.leader_id == p.replica_nodes[0],
+        started,
+        args.timeout,
+        args.poll_interval,
+    )
+    return {
+        "partitions_moved": moved,
+        "seconds": checked(views, "every partition led by its preferred replica"),
+    }
+
+
+async def scale_controlled_shutdown(
+    cluster: LocalCluster, sizes: dict[str, int], args: argparse.Namespace
+) -> dict[str, Any]:
+    """SIGTERM to a broker other than the controller, until it exited and until each
+    remaining broker's metadata shows another leader for every partition it led."""
+    got = cluster.controller()
+    assert got is not None, "no controller"
+    victim = next(b for b in cluster.broker_ids if b != got[0])
+    others = [b for b in cluster.broker_ids if b != victim]
+    led = led_by(await partition_leaders(cluster, others[0], sizes), victim)
+    count = sum(len(ps) for ps in led.values())
+    assert count, f"broker {victim} leads no partition"
+    started = time.monotonic()
+
+    async def terminate() -> float:
+        code = await asyncio.to_thread(cluster.terminate, victim, args.timeout)
+        assert code == 0, f"broker {victim} exited with {code}"
+        return time.monotonic() - started
+
+    exited, views = await asyncio.gather(
+        terminate(),
+        watch_everywhere(
+            cluster,
+            others,
+            led,
+            lambda p: p.leader_id >= 0 and p.leader_id != victim,
+            started,
+            args.timeout,
+            args.poll_interval,
+        ),
+    )
+    return {
+        "broker": victim,
+        "led_partitions": count,
+        "exited_s": exited,
+        "moved_everywhere_s": checked(views, f"other leaders for broker {victim}'s partitions"),
+        "per_broker": watch_figures(views),
+    }
+
+
+async def scale_figures(args: argparse.Namespace) -> None:
+    n = args.scale
+    topics = math.ceil(n / args.topic_partitions)
+    sizes = topic_sizes(n, topics)
+    session_ms = args.session_timeout_ms
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-cluster-scale-"))
+    overrides = {
+        "zookeeper.session.timeout.ms": str(session_ms),
+        # No automatic rebalance in the middle of a measurement.
+        "auto.leader.rebalance.enable": "false",
+    }
+    cluster = LocalCluster(data_dir, 3, overrides=overrides)
+    console = Console()
+    figures: dict[str, Any] = {
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "settings": {
+            "brokers": 3,
+            "partitions": n,
+            "replication_factor": 3,
+            "topics": topics,
+            "zookeeper_session_timeout_ms": session_ms,
+            "poll_interval_s": args.poll_interval,
+            "broker_overrides": overrides,
+        },
+    }
+    cluster.start(timeout=120)
+    stopped = False
+    try:
+        console.print(
+            f"cluster up in {data_dir}; creating {n:,} partitions RF=3 in {topics} topic(s)"
+        )
+        creation = await create_and_wait(cluster, sizes, 3, args.timeout, 100, args.poll_interval)
+        figures["creation"] = creation
+        if creation["all_led_full_isr_on_every_broker_s"] is None:
+            raise TimeoutError(f"the partitions were not all ready on every broker: {creation}")
+        figures["memory_kb"] = {name: memory_kb(pid) for name, pid in process_pids(cluster).items()}
+        console.print("kill -9 of the controller")
+        failover = await controller_failover(cluster, sizes, args)
+        figures["controller_failover"] = failover
+        console.print(f"restarting broker {failover['killed_broker']}, preferred election")
+        cluster.restart(failover["killed_broker"], timeout=args.timeout)
+        await full_isrs_everywhere(cluster, sizes, args)
+        figures["preferred_election"] = await preferred_election_all(cluster, sizes, args)
+        console.print("controlled shutdown of a broker")
+        shutdown = await scale_controlled_shutdown(cluster, sizes, args)
+        figures["controlled_shutdown"] = shutdown
+        console.print(f"restarting broker {shutdown['broker']}, then stopping the cluster")
+        cluster.restart(shutdown["broker"], timeout=args.timeout)
+        await full_isrs_everywhere(cluster, sizes, args)
+        started = time.monotonic()
+        cluster.stop(timeout=args.timeout)
+        stopped = True
+        figures["whole_cluster_stop_s"] = time.monotonic() - started
+    finally:
+        if not stopped:
+            cluster.stop(timeout=120)
+
+    c, f = figures["creation"], figures["controller_failover"]
+    p, s = figures["preferred_election"], figures["controlled_shutdown"]
+    table = Table(
+        title=f"minikafka at {n:,} partitions RF=3 ({topics} topic{'s' * (topics != 1)}), 3 brokers, "
+        f"zookeeper.session.timeout.ms={session_ms}"
+    )
+    table.add_column("measure")
+    table.add_column("result", justify="right")
+    table.add_row(
+        "create: requests returned / every partition led, full ISR, in every broker's metadata",
+        f"{c['create_requests_returned_s']:.2f} s / {c['all_led_full_isr_on_every_broker_s']:.2f} s",
+    )
+    for name, mem in figures["memory_kb"].items():
+        table.add_row(
+            f"{name}: RSS (peak) before the kill",
+            f"{mem['VmRSS'] / 1024:.0f} MiB ({mem['VmHWM'] / 1024:.0f} MiB)",
+        )
+    dead = f["killed_broker"]
+    table.add_row(
+        f"kill -9 of the controller (broker {dead}, leading {f['affected_partitions']:,}) → "
+        f"its session expired (/brokers/ids/{dead} gone)",
+        f"{f['session_expired_after_kill_s']:.2f} s",
+    )
+    table.add_row(
+        f"  → new controller elected (/controller: broker {f['new_controller']})",
+        f"{f['controller_elected_after_kill_s']:.2f} s "
+        f"(+{f['controller_elected_after_kill_s'] - f['session_expired_after_kill_s']:.2f} s)",
+    )
+    table.add_row(
+        "  → every partition it led has a live leader in every survivor's metadata "
+        "(after the kill / after the expiry)",
+        f"{f['all_led_everywhere_after_kill_s']:.2f} s / "
+        f"{f['all_led_everywhere_after_expiry_s']:.2f} s",
+    )
+    for b, v in f["per_broker"].items():
+        table.add_row(
+            f"    broker {b}'s metadata, after the kill",
+            f"{v['after_s']:.2f} s ({v['metadata_polls']} polls)",
+        )
+    table.add_row(
+        "preferred election of every partition after the killed broker's restart, "
+        "in every broker's metadata",
+        f"{p['seconds']:.2f} s ({p['partitions_moved']:,} moved)",
+    )
+    table.add_row(
+        f"controlled shutdown (SIGTERM) of broker {s['broker']}, leading "
+        f"{s['led_partitions']:,} → process exited",
+        f"{s['exited_s']:.2f} s",
+    )
+    table.add_row(
+        "  → every partition it led has another leader in every remaining broker's metadata",
+        f"{s['moved_everywhere_s']:.2f} s",
+    )
+    table.add_row(
+        "stop the whole cluster (clean close of every broker, ZooKeeper)",
+        f"{figures['whole_cluster_stop_s']:.2f} s",
+    )
+    console.print(table)
+    console.print(f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
@@ -522,10 +874,40 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--session-timeout-ms",
         type=int,
-        default=18000,
-        help="zookeeper.session.timeout.ms of --write-resume's clusters",
+        help=f"zookeeper.session.timeout.ms of --write-resume's clusters (default "
+        f"{WRITE_RESUME_SESSION_TIMEOUT_MS}) and --scale's (default {SCALE_SESSION_TIMEOUT_MS})",
     )
-    return ap.parse_args(argv)
+    ap.add_argument(
+        "--scale",
+        type=int,
+        metavar="N",
+        help="measure instead failover, controlled shutdown, stop and memory at N partitions",
+    )
+    ap.add_argument(
+        "--topic-partitions",
+        type=int,
+        default=1000,
+        help="--scale: at most this many partitions a topic",
+    )
+    ap.add_argument(
+        "--poll-interval",
+        type=float,
+        default=0.25,
+        help="--scale: seconds between a broker's Metadata polls (the figures' resolution, "
+        "with the time a response takes)",
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="--scale: seconds each step (creation, failover, restart, ...) may take",
+    )
+    args = ap.parse_args(argv)
+    if args.scale is not None and args.scale < 1:
+        ap.error("--scale wants at least one partition")
+    if args.topic_partitions < 1:
+        ap.error("--topic-partitions must be positive")
+    return args
 
 
 async def main() -> None:
@@ -534,7 +916,14 @@ async def main() -> None:
         await throttle_figures(args)
         return
     if args.write_resume:
+        if args.session_timeout_ms is None:
+            args.session_timeout_ms = WRITE_RESUME_SESSION_TIMEOUT_MS
         await write_resume_figures(args)
+        return
+    if args.scale is not None:
+        if args.session_timeout_ms is None:
+            args.session_timeout_ms = SCALE_SESSION_TIMEOUT_MS
+        await scale_figures(args)
         return
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     cluster = LocalCluster(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,3 +163,118 @@ def process_pids(cluster: LocalCluster) -> dict[str, int]:
         pids["zookeeper"] = zk_pid
     return pids
 
+
+# The partitions wanted of each topic (None: all of them).
+Wanted = Mapping[str, Collection[int] | None]
+
+
+@dataclass
+class Watch:
+    """How long one broker's metadata took to satisfy a condition."""
+
+    done_after_s: float | None = None
+    pending: int | None = None  # partitions not satisfying it at the last answer
+    polls: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "after_s": self.done_after_s,
+            "pending_at_last_poll": self.pending,
+            "metadata_polls": self.polls,
+            "poll_errors": self.errors[:5],
+        }
+
+
+async def watch_metadata(
+    cluster: LocalCluster,
+    broker_id: int,
+    wanted: Wanted,
+    ok: Callable[[Any], bool],
+    started: float,
+    deadline: float,
+    interval_s: float,
+) -> Watch:
+    """Poll `broker_id` with Metadata requests until `ok` holds for each wanted partition
+    (a partition of the response, which must exist and carry no error), and say when, in
+    seconds since `started`. Each poll asks only about the topics not yet seen done: a
+    response of 100,000 partitions costs the broker what the measure is about."""
+    view = Watch()
+    pending = {t: None if ps is None else set(ps) for t, ps in wanted.items()}
+    conn = KafkaConnection(*cluster.broker_address(broker_id), client_id="bench-scale")
+    try:
+        while pending and time.monotonic() < deadline:
+            try:
+                resp = await conn.call(metadata_request(sorted(pending)), timeout_s=60.0)
+                view.polls += 1
+            except Exception as e:  # a busy broker may time out: just ask again
+                view.errors.append(f"{type(e).__name__}: {e}")
+                await conn.close()
+                await asyncio.sleep(interval_s)
+                continue
+            answered = {t.name: t for t in resp.topics if t.error_code == 0}
+            left = 0
+            for name, want in list(pending.items()):
+                t = answered.get(name)
+                if t is None:  # not there yet: counted whole
+                    left += 1 if want is None else len(want)
+                    continue
+                seen = {p.partition_index for p in t.partitions}
+                bad = sum(
+                    1
+                    for p in t.partitions
+                    if (want is None or p.partition_index in want)
+                    and not (p.error_code == 0 and ok(p))
+                )
+                bad += 0 if want is None else len(want - seen)
+                if bad == 0 and seen:
+                    del pending[name]
+                left += bad
+            view.pending = left
+            if not pending:
+                view.done_after_s = time.monotonic() - started
+                break
+            await asyncio.sleep(interval_s)
+    finally:
+        await conn.close()
+    return view
+
+
+async def watch_everywhere(
+    cluster: LocalCluster,
+    broker_ids: Iterable[int],
+    wanted: Wanted,
+    ok: Callable[[Any], bool],
+    started: float,
+    timeout_s: float,
+    interval_s: float,
+) -> dict[int, Watch]:
+    """`watch_metadata` on each of `broker_ids` at once."""
+    ids = list(broker_ids)
+    deadline = time.monotonic() + timeout_s
+    views = await asyncio.gather(
+        *(watch_metadata(cluster, b, wanted, ok, started, deadline, interval_s) for b in ids)
+    )
+    return dict(zip(ids, views, strict=True))
+
+
+def all_done(views: Mapping[int, Watch]) -> float | None:
+    """When the last of the brokers got there (None if one did not)."""
+    done = [v.done_after_s for v in views.values()]
+    return None if any(d is None for d in done) else max(d for d in done if d is not None)
+
+
+async def partition_leaders(
+    cluster: LocalCluster, broker_id: int, topics: Iterable[str]
+) -> dict[tuple[str, int], tuple[int, list[int]]]:
+    """(leader, replicas) of each partition of `topics` in `broker_id`'s metadata."""
+    conn = KafkaConnection(*cluster.broker_address(broker_id), client_id="bench-scale")
+    try:
+        resp = await conn.call(metadata_request(sorted(topics)), timeout_s=120.0)
+    finally:
+        await conn.close()
+    return {
+        (t.name, p.partition_index): (p.leader_id, list(p.replica_nodes))
+        for t in resp.topics
+        for p in t.partitions
+    }

@@ -122,3 +122,73 @@ def test_bench_cluster_times_acks_all_writes_after_a_kill_both_ways(tmp_path: Pa
     assert 1.9 < survivor_on < 3.5, on  # the 2 s bound, then one ISR write
     assert survivor_off > 3.5, off
     assert "partition led by a survivor" in printed
+
+
+SCALE_PARTITIONS = 60
+
+
+def test_bench_cluster_at_scale_reports_every_figure(tmp_path: Path) -> None:
+    """`--scale`, tiny: 60 partitions in one topic, a 6 s session (the mode's default).
+    Each broker is the preferred leader of a third of them (Kafka's round-robin
+    assignment), so the killed controller and the broker shut down each led 20."""
+    cluster_dir, figures_path = tmp_path / "cluster", tmp_path / "scale.json"
+    printed = run_bench(
+        "bench_cluster.py",
+        [
+            *("--scale", str(SCALE_PARTITIONS)),
+            *("--data-dir", str(cluster_dir), "--json", str(figures_path)),
+        ],
+        tmp_path,
+        cluster_dir,
+        timeout_s=150,
+    )
+    figures = json.loads(figures_path.read_text())
+    settings = figures["settings"]
+    assert (settings["partitions"], settings["topics"]) == (SCALE_PARTITIONS, 1)
+    assert settings["zookeeper_session_timeout_ms"] == 6000
+
+    creation = figures["creation"]
+    assert (
+        0 < creation["create_requests_returned_s"] <= creation["all_led_full_isr_on_every_broker_s"]
+    )
+    assert set(figures["memory_kb"]) == {"broker 1", "broker 2", "broker 3", "zookeeper"}
+    for name, mem in figures["memory_kb"].items():
+        assert 0 < mem["VmRSS"] <= mem["VmHWM"], name
+
+    failover = figures["controller_failover"]
+    dead = failover["killed_broker"]
+    assert failover["affected_partitions"] == SCALE_PARTITIONS // 3
+    # The session expires 6 s after the killed broker's last ping, which can be up to a
+    # third of that before the kill.
+    expired = failover["session_expired_after_kill_s"]
+    assert expired > 3.5
+    assert failover["new_controller"] in {1, 2, 3} - {dead}
+    assert failover["controller_elected_after_kill_s"] >= expired
+    after_kill = failover["all_led_everywhere_after_kill_s"]
+    assert after_kill > expired
+    assert failover["all_led_everywhere_after_expiry_s"] == pytest.approx(after_kill - expired)
+    assert set(failover["per_broker"]) == {str(b) for b in {1, 2, 3} - {dead}}
+    for b, view in failover["per_broker"].items():
+        assert 0 < view["after_s"] <= after_kill and view["pending_at_last_poll"] == 0, b
+
+    # The restarted broker's 20 leaderships moved back to it.
+    election = figures["preferred_election"]
+    assert election["partitions_moved"] == SCALE_PARTITIONS // 3
+    assert election["seconds"] > 0
+
+    shutdown = figures["controlled_shutdown"]
+    assert shutdown["broker"] != failover["new_controller"]  # not the controller
+    assert shutdown["led_partitions"] == SCALE_PARTITIONS // 3
+    assert shutdown["exited_s"] > 0 and shutdown["moved_everywhere_s"] > 0
+    assert set(shutdown["per_broker"]) == {str(b) for b in {1, 2, 3} - {shutdown["broker"]}}
+    assert figures["whole_cluster_stop_s"] > 0
+
+    for label in (
+        f"minikafka at {SCALE_PARTITIONS} partitions RF=3 (1 topic), 3 brokers, "
+        "zookeeper.session.timeout.ms=6000",
+        f"kill -9 of the controller (broker {dead}, leading 20) → its session expired",
+        "every partition it led has a live leader in every survivor's metadata",
+        "every partition it led has another leader in every remaining broker's metadata",
+        "stop the whole cluster (clean close of every broker, ZooKeeper)",
+    ):
+        assert label in printed, label
