@@ -624,7 +624,11 @@ async def controller_failover(
     zk_events = asyncio.create_task(watch_zookeeper(cluster, dead, started, deadline, expired))
     # Nothing moves before the session expires: polling starts then, which spares the
     # brokers seconds of large Metadata responses.
-    await asyncio.wait_for(expired.wait(), args.timeout)
+    expiry = asyncio.create_task(expired.wait())
+    await asyncio.wait({zk_events, expiry}, return_when=asyncio.FIRST_COMPLETED)
+    if not expired.is_set():  # the watcher failed (its deadline passed) before the expiry
+        expiry.cancel()
+        await zk_events  # raises its error
     views = await watch_everywhere(
         cluster,
         survivors,
