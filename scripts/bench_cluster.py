@@ -224,6 +224,18 @@ async def create_big_topic(cluster: LocalCluster, partitions: int) -> float:
     return time.monotonic() - started
 
 
+async def elect_preferred(admin: Any, partitions: list[KafkaTopicPartition] | None) -> None:
+    """A preferred leader election (ElectLeaders) of `partitions` (None: all of them);
+    every one elected or already led by its preferred replica."""
+    results = await asyncio.wrap_future(admin.elect_leaders(ElectionType.PREFERRED, partitions))
+    failed = {
+        tp: e
+        for tp, e in results.items()
+        if e is not None and e.code() != KafkaError.ELECTION_NOT_NEEDED
+    }
+    assert not failed, f"elections failed: {list(failed.items())[:5]}"
+
+
 async def preferred_everywhere(cluster: LocalCluster, topic: str) -> bool:
     """Every partition of `topic` led by its first replica in every broker's Metadata."""
     for b in cluster.broker_ids:
@@ -261,13 +273,7 @@ async def preferred_election_after_restart(
     admin = new_admin(client_config(cluster.bootstrap_servers, QUIET))
     asked = [KafkaTopicPartition(topic, p) for p in range(partitions)]
     started = time.monotonic()
-    results = await asyncio.wrap_future(admin.elect_leaders(ElectionType.PREFERRED, asked))
-    failed = {
-        tp: e
-        for tp, e in results.items()
-        if e is not None and e.code() != KafkaError.ELECTION_NOT_NEEDED
-    }
-    assert not failed, f"elections failed: {failed}"
+    await elect_preferred(admin, asked)
     while not await preferred_everywhere(cluster, topic):
         if time.monotonic() - started > 300:
             raise TimeoutError("preferred leaders not in every broker's metadata after 300 s")
@@ -667,13 +673,7 @@ async def preferred_election_all(
         client_config(cluster.bootstrap_servers, {**QUIET, "socket.timeout.ms": timeout_ms})
     )
     started = time.monotonic()
-    results = await asyncio.wrap_future(admin.elect_leaders(ElectionType.PREFERRED, None))
-    failed = {
-        tp: e
-        for tp, e in results.items()
-        if e is not None and e.code() != KafkaError.ELECTION_NOT_NEEDED
-    }
-    assert not failed, f"elections failed: {list(failed.items())[:5]}"
+    await elect_preferred(admin, None)
     views = await watch_everywhere(
         cluster,
         cluster.broker_ids,
