@@ -129,10 +129,13 @@ class BrokerChangeProcessor:
         ctx = self._context
         for_deletion = [r for r in replicas if ctx.is_topic_queued_for_deletion(r.tp.topic)]
         others = [r for r in replicas if not ctx.is_topic_queued_for_deletion(r.tp.topic)]
-        self._batch.new_batch()
-        # New leaders for the partitions that lost theirs, then the dead replicas leave the
+        # New leaders for the partitions that lost theirs, sent at once (their clients wait
+        # for them); then, in a batch of its own as in Kafka, the dead replicas leave the
         # ISRs of the others (the elections already dropped them from theirs).
+        self._batch.new_batch()
         await self._partition_state_machine.trigger_online_partition_state_change()
+        self._batch.send_requests_to_brokers(ctx.epoch)
+        self._batch.new_batch()
         await self._replica_state_machine.offline_replicas(others)
         # Everyone learns the new set of live brokers, even if no partition changed.
         self._batch.add_update_metadata_request_for_brokers(ctx.live_or_shutting_down_broker_ids)

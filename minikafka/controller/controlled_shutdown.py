@@ -77,12 +77,16 @@ async def do_controlled_shutdown(
             broker_id,
             len(led) - len(movable),
         )
-    batch.new_batch()
     if movable:
+        # The new leaders go out in a batch of their own (as Kafka's handleStateChanges
+        # sends each), before the ISR writes below.
+        batch.new_batch()
         await partition_state_machine.elect_leaders(
             movable, PartitionLeaderElectionStrategy.CONTROLLED_SHUTDOWN
         )
+        batch.send_requests_to_brokers(ctx.epoch)
     # As a follower it stops fetching and leaves the ISR, so acks=all stops waiting for it.
+    batch.new_batch()
     await replica_state_machine.offline_replicas(
         [PartitionAndReplica(tp, broker_id) for tp in followed]
     )

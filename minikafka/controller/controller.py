@@ -526,8 +526,12 @@ class KafkaController:
         # as a broker failure would have made them.
         dead = {r for tp in ctx.all_partitions() for r in ctx.partition_replicas(tp)}
         dead -= set(ctx.live_brokers)
+        # Each in a batch of its own, as in Kafka: the new leaders reach the brokers without
+        # waiting for the ISR writes of the partitions the dead brokers followed.
         self._batch.new_batch()
         await self._partition_state_machine.trigger_online_partition_state_change()
+        self._batch.send_requests_to_brokers(ctx.epoch)
+        self._batch.new_batch()
         await self._replica_state_machine.offline_replicas(
             [
                 r

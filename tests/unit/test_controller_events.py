@@ -692,8 +692,12 @@ async def test_leader_failure_moves_leadership_within_the_isr(
         "t", 0, 1, 3, 1, [3, 4], 1, [2, 3, 4]
     )
     assert sender.receivers(UpdateMetadataRequest) == {1, 3, 4}
-    (um,) = sender.requests(UpdateMetadataRequest, 1)
+    # The election's batch goes out first (as in Kafka), before the ISR removals' batch,
+    # which ends with the live brokers for everyone.
+    um, live = sender.requests(UpdateMetadataRequest, 1)
+    assert um.partition_states[0].leader == 3
     assert [b.node_id for b in um.live_brokers] == [1, 3, 4]
+    assert [b.node_id for b in live.live_brokers] == [1, 3, 4]
     assert um.partition_states[0].offline_replicas == [2]
     assert "remove 2" in sender.log and sender.dropped == []
 
@@ -848,6 +852,11 @@ async def test_controlled_shutdown_moves_leadership_and_removes_follower(
     assert sender.leader_and_isr(3)[T1].isr == [3, 4]
     assert T1 not in sender.leader_and_isr(2)
     assert sender.stop_replicas(2) == [StopReplicaPartition("t", 1, False, 0)]
+    # The new leaders go out in a request of their own, before the followed partitions'
+    # ISR changes (Kafka's two handleStateChanges batches).
+    first, second = sender.requests(LeaderAndIsrRequest, 3)
+    assert [(s.partition, s.leader) for s in first.partition_states] == [(0, 3)]
+    assert [(s.partition, s.isr) for s in second.partition_states] == [(1, [3, 4])]
     assert c.context.shutting_down_broker_ids == {2}
     # Shutting-down brokers count as offline replicas in metadata.
     assert sender.update_metadata(1)[T0].offline_replicas == [2]
