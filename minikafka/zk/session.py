@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -29,9 +30,13 @@ from typing import Any, Self, TypeVar
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     AuthFailedError,
+    BadArgumentsError,
     KazooException,
+    MarshallingError,
+    NoNodeError,
     RolledBackError,
     RuntimeInconsistency,
+    UnimplementedError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, KeeperState
@@ -50,6 +55,7 @@ from minikafka.zk.errors import (
     translate,
 )
 from minikafka.zk.multi import JUTE_MAX_BUFFER, Op
+from minikafka.zk.multi_read import MULTI_READ_PATHS, MultiRead
 
 # ZkClient's one logger, whichever of its modules logs.
 log = logging.getLogger("minikafka.zk.client")
@@ -102,6 +108,8 @@ class ZkSession:
         # session expires; by a session timeout one of those has normally happened.
         self.request_timeout_ms = request_timeout_ms or session_timeout_ms
         self._zk: Any = None
+        # Whether the server answers multiRead (ZooKeeper 3.6+); None until first tried.
+        self._multi_read: bool | None = None
         self._listeners: list[Callable[[ZkState], None]] = []
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -324,6 +332,11 @@ class ZkSession:
         return out
 
     def _get_many(self, keyed_paths: Mapping[K, str]) -> dict[K, tuple[bytes, Any]]:
+        """The data and stat of each znode that exists."""
+        if len(keyed_paths) > 1 and self._multi_read is not False:
+            got = self._get_many_by_multi_read(keyed_paths)
+            if got is not None:
+                return got
         # Pipelined: all requests are sent before the first reply is awaited.
         zk = self._kazoo()
         pending = {k: (p, zk.get_async(p)) for k, p in keyed_paths.items()}
@@ -334,6 +347,48 @@ class ZkSession:
             except ZkNoNodeError:
                 continue
             out[k] = (bytes(data or b""), stat)
+        return out
+
+    def _get_many_by_multi_read(
+        self, keyed_paths: Mapping[K, str]
+    ) -> dict[K, tuple[bytes, Any]] | None:
+        """`_get_many` in multiReads of MULTI_READ_PATHS paths, pipelined; None if the server
+        does not know multiRead (before ZooKeeper 3.6), which is then not tried again."""
+        zk = self._kazoo()
+        items = list(keyed_paths.items())
+        pending = []
+        for i in range(0, len(items), MULTI_READ_PATHS):
+            chunk = items[i : i + MULTI_READ_PATHS]
+            result = zk.handler.async_result()
+            # Our paths are absolute and normal: the chroot is a plain prefix.
+            root = (zk.chroot or "").rstrip("/")
+            zk._call(MultiRead([root + p for _, p in chunk]), result)
+            pending.append((chunk, result))
+        out: dict[K, tuple[bytes, Any]] = {}
+        for chunk, result in pending:
+            try:
+                replies = self._wait(result)
+            except (
+                UnimplementedError,
+                BadArgumentsError,
+                MarshallingError,
+                ValueError,
+                struct.error,
+            ) as e:
+                # An older server refuses the op code, or answers it with no results.
+                log.info("ZooKeeper does not answer multiRead (%r): reading one by one", e)
+                self._multi_read = False
+                return None
+            except (KazooException, KazooTimeoutError) as e:
+                raise translate(e, f"read {chunk[0][1]} and {len(chunk) - 1} more") from e
+            self._multi_read = True
+            for (k, p), reply in zip(chunk, replies, strict=True):
+                if isinstance(reply, NoNodeError):
+                    continue
+                if isinstance(reply, Exception):
+                    raise translate(reply, f"read {p}")
+                data, stat = reply
+                out[k] = (bytes(data or b""), stat)
         return out
 
     def _children_many(self, keyed_paths: Mapping[K, str]) -> dict[K, set[str]]:

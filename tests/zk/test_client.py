@@ -7,6 +7,7 @@ import itertools
 import json
 import re
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -26,6 +27,7 @@ from minikafka.zk.client import (
     expire_session,
     parse_connect_string,
 )
+from minikafka.zk.multi_read import MULTI_READ_PATHS
 from minikafka.zk.server import LocalZooKeeper, pick_free_port
 
 from .conftest import ZkClientFactory, wait_event, wait_until
@@ -314,6 +316,26 @@ def test_partition_states_created_and_read(zk_client: ZkClient) -> None:
         "controller_epoch": 1,
         "isr": [1, 2],
     }
+
+
+def test_many_partition_states_are_read_in_multireads_as_one_by_one(
+    zk_client: ZkClient,
+) -> None:
+    """More states than one multiRead holds, some missing: the same answer as reads of one
+    znode each (the path every ZooKeeper before 3.6 takes)."""
+    fence = elect(zk_client, 1)
+    n = MULTI_READ_PATHS * 2 + 7
+    zk_client.create_topic("big", {p: [1, 2] for p in range(n)}, {})
+    states = {TopicPartition("big", p): LeaderAndIsr(p % 2 + 1, p, (1, 2), 1) for p in range(n)}
+    items = list(states.items())
+    for i in range(0, n, 1000):  # a multi of creates stays below jute.maxbuffer
+        zk_client.create_partition_states(dict(items[i : i + 1000]), fence)
+    asked = [TopicPartition("big", p) for p in range(n + 3)] + [TopicPartition("none", 0)]
+    got = zk_client.get_partition_states(asked)
+    assert zk_client._multi_read is True  # this server (3.8) answers multiRead
+    assert got == {tp: replace(st, zk_version=0) for tp, st in states.items()}
+    zk_client._multi_read = False
+    assert zk_client.get_partition_states(asked) == got
 
 
 def test_create_existing_partition_state_fails_atomically(zk_client: ZkClient) -> None:
