@@ -58,6 +58,9 @@ class ControllerContext:
         # Registered brokers, shutting-down ones included, with their epochs (czxid).
         self.live_brokers: dict[int, BrokerInfo] = {}
         self.shutting_down_broker_ids: set[int] = set()
+        # While a controlled shutdown is processed: the brokers whose ControlledShutdown
+        # waits behind it (a preference of its elections only, see controlled_shutdown.py).
+        self.leaving_next_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
         # Each partition's replicas: the full set RS while a reassignment moves it.
         self.partition_assignments: dict[str, dict[int, tuple[int, ...]]] = {}

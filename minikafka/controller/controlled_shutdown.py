@@ -10,6 +10,7 @@ they are.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from minikafka.common import TopicPartition
 from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
@@ -26,6 +27,16 @@ log = logging.getLogger(__name__)
 UNKNOWN_BROKER_EPOCH = -1  # a ControlledShutdown without one skips the epoch check (Kafka)
 
 
+def _check(ctx: ControllerContext, broker_id: int, broker_epoch: int) -> None:
+    info = ctx.live_brokers.get(broker_id)
+    if info is None:
+        raise BrokerNotAvailableError(f"broker {broker_id} is not registered")
+    if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < info.epoch:
+        raise StaleBrokerEpochError(
+            f"broker {broker_id}'s epoch {broker_epoch} is older than {info.epoch}"
+        )
+
+
 async def do_controlled_shutdown(
     broker_id: int,
     broker_epoch: int,
@@ -34,19 +45,41 @@ async def do_controlled_shutdown(
     batch: ControllerBrokerRequestBatch,
     partition_state_machine: PartitionStateMachine,
     replica_state_machine: ReplicaStateMachine,
+    queued: Sequence[tuple[int, int]] = (),
 ) -> list[TopicPartition]:
     """Mark the broker shutting down, move leadership off it, take its follower replicas
     offline; returns the replicated partitions it still leads. The caller checks that this
-    broker is the active controller."""
+    broker is the active controller.
+
+    `queued`: (broker id, broker epoch) of the ControlledShutdowns waiting behind this one.
+    The elections here prefer a leader outside them: stopping several brokers at once then
+    moves a partition once rather than once per broker. They are still live and in the ISRs
+    until their own turn (Kafka processes each request alone)."""
     ctx = context
-    info = ctx.live_brokers.get(broker_id)
-    if info is None:
-        raise BrokerNotAvailableError(f"broker {broker_id} is not registered")
-    if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < info.epoch:
-        raise StaleBrokerEpochError(
-            f"broker {broker_id}'s epoch {broker_epoch} is older than {info.epoch}"
-        )
+    _check(ctx, broker_id, broker_epoch)
     ctx.shutting_down_broker_ids.add(broker_id)
+    ctx.leaving_next_broker_ids = set()
+    for other, other_epoch in queued:
+        try:
+            _check(ctx, other, other_epoch)
+        except (BrokerNotAvailableError, StaleBrokerEpochError):
+            continue  # its own turn answers it with the error
+        ctx.leaving_next_broker_ids.add(other)
+    try:
+        return await _move_off(
+            broker_id, ctx, batch, partition_state_machine, replica_state_machine
+        )
+    finally:
+        ctx.leaving_next_broker_ids = set()
+
+
+async def _move_off(
+    broker_id: int,
+    ctx: ControllerContext,
+    batch: ControllerBrokerRequestBatch,
+    partition_state_machine: PartitionStateMachine,
+    replica_state_machine: ReplicaStateMachine,
+) -> list[TopicPartition]:
     log.info(
         "controlled shutdown of broker %d; shutting down: %s",
         broker_id,

@@ -658,6 +658,10 @@ class KafkaController:
             batch=self._batch,
             partition_state_machine=self._partition_state_machine,
             replica_state_machine=self._replica_state_machine,
+            queued=[
+                (e.broker_id, e.broker_epoch)
+                for e in self._event_manager.queued(ControlledShutdown)
+            ],
         )
 
 

@@ -10,14 +10,18 @@ calls) only enqueues. Once closed, the manager fails every event still queued or
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from minikafka.controller.events import ControllerEvent
 from minikafka.protocol.errors import NotControllerError
 
 log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=ControllerEvent)
 
 
 class ControllerEventManager:
@@ -27,6 +31,8 @@ class ControllerEventManager:
         self._process = process
         self._name = name
         self._queue: asyncio.Queue[ControllerEvent] = asyncio.Queue()
+        # The queued events in order (asyncio.Queue cannot be looked into).
+        self._queued: collections.deque[ControllerEvent] = collections.deque()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -51,6 +57,11 @@ class ControllerEventManager:
             event.fail(NotControllerError("controller shut down"))
             return
         self._queue.put_nowait(event)
+        self._queued.append(event)
+
+    def queued(self, kind: type[E]) -> list[E]:
+        """The events of `kind` waiting behind the one being processed, in order."""
+        return [e for e in self._queued if isinstance(e, kind)]
 
     async def close(self) -> None:
         """Stop the event task (cancelling the event in progress) and fail the queued ones."""
@@ -63,6 +74,7 @@ class ControllerEventManager:
         while not self._queue.empty():
             self._queue.get_nowait().fail(NotControllerError("controller shut down"))
             self._queue.task_done()
+        self._queued.clear()
 
     async def wait_for_idle(self) -> None:
         """Until every queued event, and those they queued, is processed."""
@@ -71,6 +83,7 @@ class ControllerEventManager:
     async def _run(self) -> None:
         while True:
             event = await self._queue.get()
+            self._queued.popleft()
             try:
                 await self._process(event)
             except Exception:

@@ -288,7 +288,11 @@ class PartitionStateMachine:
         # Controlled shutdown: the broker leaving gets the new state too, so it stops leading.
         live_or_shutting_down = ctx.live_or_shutting_down_broker_ids
         result = controlled_shutdown_election(
-            replicas, state.isr, live_or_shutting_down, ctx.shutting_down_broker_ids
+            replicas,
+            state.isr,
+            live_or_shutting_down,
+            ctx.shutting_down_broker_ids,
+            ctx.leaving_next_broker_ids,
         )
         return result, [r for r in replicas if r in live_or_shutting_down]
 

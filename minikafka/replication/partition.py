@@ -107,8 +107,9 @@ class Partition:
         self.adding_replicas = tuple(st.adding_replicas)
         self.zk_version = st.zk_version
 
-    def make_leader(self, st: LeaderAndIsrPartitionState) -> None:
-        """§7.5."""
+    def make_leader(self, st: LeaderAndIsrPartitionState, log_level: int = logging.INFO) -> None:
+        """§7.5. `log_level`: of the line saying so (a LeaderAndIsr of thousands of
+        partitions logs one line for them all instead)."""
         new_leader = not self.is_leader
         self._apply_state(st)
         leo = self.log.log_end_offset
@@ -118,7 +119,8 @@ class Partition:
             st.replicas, st.isr, leo, self._clock.now_ms(), new_leader=new_leader
         )
         self.maybe_increment_high_watermark()
-        log.info(
+        log.log(
+            log_level,
             "%s: leader in epoch %d, ISR %s, LEO %d, HW %d",
             self.tp,
             st.leader_epoch,
@@ -127,12 +129,12 @@ class Partition:
             self.log.high_watermark,
         )
 
-    def make_follower(self, st: LeaderAndIsrPartitionState) -> None:
+    def make_follower(self, st: LeaderAndIsrPartitionState, log_level: int = logging.INFO) -> None:
         """§7.6. The fetcher then reconciles with the leader of this (new) epoch (§9)."""
         self.leadership_losses += 1
         self._apply_state(st)
         self.replica_state.followers = {}
-        log.info("%s: follower of %d in epoch %d", self.tp, st.leader, st.leader_epoch)
+        log.log(log_level, "%s: follower of %d in epoch %d", self.tp, st.leader, st.leader_epoch)
 
     def become_offline(self) -> None:
         self.leadership_losses += 1

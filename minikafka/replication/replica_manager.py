@@ -98,6 +98,9 @@ from minikafka.storage.segment import LogSlice
 
 log = logging.getLogger(__name__)
 
+# From this many partitions on, a LeaderAndIsr is logged in one line, its partitions at DEBUG.
+LARGE_LEADER_AND_ISR = 100
+
 TopicConfigLoader = Callable[[list[str]], Awaitable[dict[str, LogConfig]]]
 # (partition, new state, expected zk version) -> new zk version, or None if it moved on (§8.5)
 IsrWriter = Callable[[TopicPartition, LeaderAndIsr, int], Awaitable[int | None]]
@@ -290,9 +293,13 @@ class ReplicaManager:
                 ]
             created = time.monotonic()
             leaders = {b.node_id: b for b in req.live_leaders}
-            await self._make_leaders(to_lead)
-            await self._make_followers(to_follow, leaders)
-            if len(req.partition_states) >= 100 or new_tps:
+            # A line per partition, or for a large request one line for all (below): at
+            # 100,000 partitions the lines alone cost seconds.
+            large = len(req.partition_states) >= LARGE_LEADER_AND_ISR
+            level = logging.DEBUG if large else logging.INFO
+            await self._make_leaders(to_lead, level)
+            await self._make_followers(to_follow, leaders, level)
+            if large or new_tps:
                 log.info(
                     "LeaderAndIsr from controller %d (epoch %d): %d partitions, %d new (created "
                     "in %.2fs), leading %d, following %d; done in %.2fs",
@@ -358,7 +365,9 @@ class ReplicaManager:
             )
         return failed
 
-    async def _make_leaders(self, states: list[LeaderAndIsrPartitionState]) -> None:
+    async def _make_leaders(
+        self, states: list[LeaderAndIsrPartitionState], log_level: int = logging.INFO
+    ) -> None:
         if not states:
             return
         tps = {TopicPartition(st.topic, st.partition) for st in states}
@@ -372,7 +381,7 @@ class ReplicaManager:
             with defer_checkpoint_writes() as pending:
                 for st in states:
                     tp = TopicPartition(st.topic, st.partition)
-                    self.partitions[tp].make_leader(st)
+                    self.partitions[tp].make_leader(st, log_level)
                     self.purgatory.notify(tp)
         finally:
             if pending:
@@ -385,7 +394,10 @@ class ReplicaManager:
                 )
 
     async def _make_followers(
-        self, states: list[LeaderAndIsrPartitionState], leaders: Mapping[int, BrokerNode]
+        self,
+        states: list[LeaderAndIsrPartitionState],
+        leaders: Mapping[int, BrokerNode],
+        log_level: int = logging.INFO,
     ) -> None:
         if not states:
             return
@@ -395,12 +407,12 @@ class ReplicaManager:
         to_fetch: dict[TopicPartition, FollowerAssignment] = {}
         for st in states:
             tp = TopicPartition(st.topic, st.partition)
-            self.partitions[tp].make_follower(st)
+            self.partitions[tp].make_follower(st, log_level)
             # Waiting produce requests fail with NOT_LEADER_OR_FOLLOWER once woken.
             self.purgatory.notify(tp)
             node = leaders.get(st.leader)
             if st.leader == NO_LEADER or node is None:
-                log.info("%s: no live leader to follow yet (leader %d)", tp, st.leader)
+                log.log(log_level, "%s: no live leader to follow yet (leader %d)", tp, st.leader)
                 continue
             to_fetch[tp] = FollowerAssignment(node, st.leader_epoch)
         if to_fetch and self.fetcher_manager is not None:

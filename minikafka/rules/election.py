@@ -74,16 +74,23 @@ def controlled_shutdown_election(
     isr: Sequence[int],
     live: Collection[int],
     shutting_down: Collection[int],
+    leaving_next: Collection[int] = (),
 ) -> ElectionResult | None:
     """Move leadership off brokers that are shutting down: Kafka's `controlledShutdownPartitionLeaderElection`.
 
     The new leader is the first live ISR member that is staying; the leaving brokers
     drop out of the ISR so that acks=all writes stop waiting for them.
+
+    `leaving_next`: brokers whose own controlled shutdown is already asked for. One of them
+    leads only if no other member can (Kafka takes the first in assignment order), so that
+    stopping several brokers at once moves a partition once, not once per broker.
     """
-    for replica in assignment:
-        if replica in live and replica in isr and replica not in shutting_down:
-            return ElectionResult(replica, tuple(r for r in isr if r not in shutting_down))
-    return None
+    candidates = [r for r in assignment if r in live and r in isr and r not in shutting_down]
+    staying = [r for r in candidates if r not in leaving_next]
+    chosen = staying or candidates
+    if not chosen:
+        return None
+    return ElectionResult(chosen[0], tuple(r for r in isr if r not in shutting_down))
 
 
 def new_partition_election(

@@ -596,7 +596,7 @@ class KafkaServer:
                     attempt,
                     len(remaining),
                 )
-                if not self._other_live_brokers():
+                if not await self._other_live_brokers():
                     # The last broker of a cluster that is stopping: no retry can find a
                     # broker to lead these (Kafka would retry controlled.shutdown.max.retries
                     # times all the same, 3 x 5 s by default).
@@ -613,9 +613,15 @@ class KafkaServer:
         log.warning("controlled shutdown did not complete; shutting down anyway")
         return False
 
-    def _other_live_brokers(self) -> list[int]:
-        """Live brokers but this one, as the controller's latest UpdateMetadata says."""
-        return [b for b in self.metadata_cache.live_brokers if b != self.broker_id]
+    async def _other_live_brokers(self) -> list[int]:
+        """Registered brokers but this one, as ZooKeeper says: the controller's UpdateMetadata
+        naming a broker that stopped meanwhile may not have come yet (and this broker's
+        answer may be what holds it up); its metadata if ZooKeeper cannot be read."""
+        try:
+            ids = await asyncio.to_thread(self.zk.get_broker_ids)
+        except ZkError:
+            ids = list(self.metadata_cache.live_brokers)
+        return [b for b in ids if b != self.broker_id]
 
     async def _send_controlled_shutdown(self) -> list[object]:
         controller_id = await asyncio.to_thread(self.zk.get_controller_id)

@@ -1541,6 +1541,32 @@ async def test_a_chunk_holding_an_existing_state_is_created_one_by_one_alone(
     assert all(zk.states[TopicPartition("big", p)].leader == 1 for p in range(2100) if p != 1500)
 
 
+async def test_brokers_stopping_together_move_each_partition_once(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """2 and 3 ask at once (a whole cluster stopping): while 2's request is processed, 3's
+    waits, so 2's partitions go to 4, not to 3 only to move again on 3's turn."""
+    epochs = brokers(zk, 1, 2, 3, 4)
+    existing_topic(
+        zk, {0: (2, 3, 4), 1: (2, 3, 4)}, p0=state(2, 0, (2, 3, 4)), p1=state(2, 0, (2, 3, 4))
+    )
+    c = await start(1)
+    sender.clear()
+    first, second = await asyncio.gather(
+        c.controlled_shutdown(2, epochs[2]), c.controlled_shutdown(3, epochs[3])
+    )
+    assert first == second == []
+    assert lai(zk.states[T0]) == (4, 2, (4,))
+    assert lai(zk.states[T1]) == (4, 2, (4,))
+    leaders = [
+        (s.partition, s.leader)
+        for r in sender.requests(LeaderAndIsrRequest)
+        for s in r.partition_states
+    ]
+    assert (0, 3) not in leaders and (1, 3) not in leaders
+    assert c.context.leaving_next_broker_ids == set()
+
+
 async def test_controlled_shutdown_skips_partitions_no_other_live_replica_can_lead(
     zk: FakeZk, sender: CapturingSender, start: Starter
 ) -> None:

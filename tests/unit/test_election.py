@@ -102,6 +102,21 @@ def test_controlled_shutdown_removes_every_shutting_down_broker_from_isr() -> No
     assert result == ElectionResult(2, (2,))
 
 
+def test_controlled_shutdown_prefers_a_leader_that_is_not_leaving_next() -> None:
+    # 2 asked to shut down too (its request waits): 3 leads, 2 stays in the ISR until then.
+    result = controlled_shutdown_election([1, 2, 3], [1, 2, 3], {1, 2, 3}, {1}, {2})
+    assert result == ElectionResult(3, (2, 3))
+
+
+def test_controlled_shutdown_falls_back_to_a_broker_leaving_next() -> None:
+    # Everyone else is leaving too: the partition still moves, as Kafka would move it.
+    result = controlled_shutdown_election([1, 2, 3], [1, 2, 3], {1, 2, 3}, {1}, {2, 3})
+    assert result == ElectionResult(2, (2, 3))
+    assert controlled_shutdown_election([1, 2, 3], [1, 3], {1, 2, 3}, {1}, {3}) == (
+        ElectionResult(3, (3,))
+    )
+
+
 def test_controlled_shutdown_skips_dead_isr_members() -> None:
     # The ISR is not filtered by liveness here (Kafka: only shutting-down brokers leave it).
     result = controlled_shutdown_election([1, 2, 3], [1, 2, 3], {1, 3}, {1})
