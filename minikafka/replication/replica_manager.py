@@ -90,7 +90,6 @@ from minikafka.rules.replication_quota import (
     ReplicationQuotaManager,
     should_throttle,
 )
-from minikafka.storage.checkpoint import DeferredCheckpointWrites, defer_checkpoint_writes
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.log_manager import IO_THREADS, LogManager
@@ -373,25 +372,13 @@ class ReplicaManager:
         tps = {TopicPartition(st.topic, st.partition) for st in states}
         if self.fetcher_manager is not None:
             await self.fetcher_manager.remove_partitions(tps)
-        # Becoming leader writes each partition's leader-epoch checkpoint (2 fsyncs): for
-        # thousands of partitions, those writes go to worker threads, in parallel; they are
-        # durable before the LeaderAndIsr is answered (or fails).
-        pending = DeferredCheckpointWrites()
-        try:
-            with defer_checkpoint_writes() as pending:
-                for st in states:
-                    tp = TopicPartition(st.topic, st.partition)
-                    self.partitions[tp].make_leader(st, log_level)
-                    self.purgatory.notify(tp)
-        finally:
-            if pending:
-                loop = asyncio.get_running_loop()
-                await asyncio.gather(
-                    *(
-                        loop.run_in_executor(self.log_manager.io_executor, job)
-                        for job in pending.jobs(IO_THREADS * 4)
-                    )
-                )
+        # No fsync here: the new epoch's entry reaches disk before the log's recovery point
+        # passes it (leader_epoch_cache.py), so thousands of partitions change leader in
+        # one pass of CPU work.
+        for st in states:
+            tp = TopicPartition(st.topic, st.partition)
+            self.partitions[tp].make_leader(st, log_level)
+            self.purgatory.notify(tp)
 
     async def _make_followers(
         self,

@@ -8,24 +8,19 @@
 Written atomically: `<file>.tmp`, fsync, rename over the file, fsync the directory, so a
 crash leaves either the old or the new checkpoint, never a mix.
 
-Within `defer_checkpoint_writes()` a write only records the new content; the caller writes
-the recorded files afterwards, from worker threads, before it acts on their being durable
-(the replica manager: thousands of leader-epoch checkpoints of one LeaderAndIsr, written in
-parallel before it answers). A file's writes always land in the order they were made: one
+A file's writes always land in the order they were made, whichever threads make them: one
 that a later write overtook is dropped.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from minikafka.common import TopicPartition
 
@@ -79,58 +74,6 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-class DeferredCheckpointWrites:
-    """Checkpoint writes recorded by `defer_checkpoint_writes()`, the latest content per
-    file; `write_all` (or the callables of `jobs`, in worker threads) writes them."""
-
-    def __init__(self) -> None:
-        self._pending: dict[int, tuple[CheckpointFile[Any], str, int]] = {}
-
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    def add(self, file: CheckpointFile[Any], text: str, generation: int) -> None:
-        self._pending[id(file)] = (file, text, generation)
-
-    def jobs(self, n: int) -> list[Callable[[], None]]:
-        """The pending writes split into at most `n` callables, each writing its share in
-        turn (safe to run concurrently: each file is in one share only)."""
-        writes = list(self._pending.values())
-        self._pending.clear()
-        n = max(1, min(n, len(writes)))
-        shares = [writes[i::n] for i in range(n)] if writes else []
-
-        def job(share: list[tuple[CheckpointFile[Any], str, int]]) -> Callable[[], None]:
-            def run() -> None:
-                for file, text, generation in share:
-                    file._write_text(text, generation)
-
-            return run
-
-        return [job(share) for share in shares]
-
-    def write_all(self) -> None:
-        for job in self.jobs(1):
-            job()
-
-
-_deferred: contextvars.ContextVar[DeferredCheckpointWrites | None] = contextvars.ContextVar(
-    "minikafka_deferred_checkpoint_writes", default=None
-)
-
-
-@contextlib.contextmanager
-def defer_checkpoint_writes() -> Iterator[DeferredCheckpointWrites]:
-    """Record instead of write the checkpoint writes made in this block (same thread, same
-    asyncio task, no await inside); the caller must then write them (`jobs`/`write_all`)."""
-    pending = DeferredCheckpointWrites()
-    token = _deferred.set(pending)
-    try:
-        yield pending
-    finally:
-        _deferred.reset(token)
-
-
 class CheckpointFile(Generic[T]):
     """A versioned list of entries; `format_entry`/`parse_entry` define one line."""
 
@@ -143,9 +86,9 @@ class CheckpointFile(Generic[T]):
         self.path = path
         self._format = format_entry
         self._parse = parse_entry
-        # Writes are numbered as they are made; a deferred write that a later one overtook
-        # (already on disk) is dropped. The lock orders a deferred write in a worker thread
-        # with a direct one.
+        # Writes are numbered as they are made; one that a later write overtook (already on
+        # disk, from another thread: a flush in a worker thread, a truncation on the event
+        # loop) is dropped. The lock orders the two.
         self._lock = threading.Lock()
         self._generation = 0
         self._written_generation = 0
@@ -156,11 +99,7 @@ class CheckpointFile(Generic[T]):
         lines.extend(self._format(e) for e in items)
         text = "\n".join(lines) + "\n"
         self._generation += 1
-        pending = _deferred.get()
-        if pending is not None:
-            pending.add(self, text, self._generation)
-        else:
-            self._write_text(text, self._generation)
+        self._write_text(text, self._generation)
 
     def _write_text(self, text: str, generation: int) -> None:
         with self._lock:

@@ -1,8 +1,16 @@
 """Leader-epoch cache (KIP-101 / KIP-279): which leader epoch started at which offset.
 
-Entries `(epoch, start_offset)` are strictly increasing in both fields. The cache is
-persisted to `leader-epoch-checkpoint` on every change when a checkpoint file is given;
-without one it is a pure in-memory structure (unit tests, recovery scratch).
+Entries `(epoch, start_offset)` are strictly increasing in both fields. With a checkpoint
+file, truncations are written to `leader-epoch-checkpoint` (fsync'd) as they happen; without
+one the cache is a pure in-memory structure (unit tests, recovery scratch).
+
+A new epoch (`assign`: becoming leader, or a follower appending a newer epoch's batches) is
+written by `persist()` instead, which the log calls before its recovery point passes the
+epoch's start. Every entry below the recovery point is then on disk, and one at or above it
+is rebuilt from its batches by the recovery after a crash (a leader that wrote nothing in
+its epoch may lose the entry: its end offset is the previous epoch's anyway). Kafka fsyncs
+the file at each assign instead: a LeaderAndIsr making a broker leader of 30,000 partitions
+would cost 60,000 fsyncs before its answer.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ class LeaderEpochCache:
         self._log_end_offset = log_end_offset
         self._checkpoint = checkpoint
         self._entries: list[EpochEntry] = []
+        # An assign not written yet (see the module's docstring).
+        self._dirty = False
         self.restore(entries or [])
 
     # --- queries -------------------------------------------------------------------------
@@ -85,6 +95,11 @@ class LeaderEpochCache:
         if entries and entries[-1].epoch == epoch and start_offset >= entries[-1].start_offset:
             return
         if self._assign(epoch, start_offset):
+            self._dirty = self._checkpoint is not None
+
+    def persist(self) -> None:
+        """Write the entries (fsync'd) if an assign changed them since the last write."""
+        if self._dirty:
             self._flush()
 
     def _assign(self, epoch: int, start_offset: int) -> bool:
@@ -127,4 +142,6 @@ class LeaderEpochCache:
 
     def _flush(self) -> None:
         if self._checkpoint is not None:
+            # Cleared first: an assign from another thread during the write marks it again.
+            self._dirty = False
             self._checkpoint.write(self._entries)

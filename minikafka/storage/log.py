@@ -285,7 +285,9 @@ class Log:
         cache.truncate_from_end(leo)
         cache.truncate_from_start(self.log_start_offset)
         # Everything below LEO was either flushed at a clean shutdown or has just been
-        # re-validated (Kafka sets the recovery point to the recovered LEO as well).
+        # re-validated (Kafka sets the recovery point to the recovered LEO as well); the
+        # epochs the recovery found are written before the recovery point passes them.
+        cache.persist()
         self.recovery_point = leo
         self.high_watermark = self.log_start_offset
 
@@ -785,6 +787,9 @@ class Log:
         for seg in self._segments:
             if seg.next_offset > self.recovery_point and seg.base_offset < upto:
                 seg.flush()
+        # The epochs starting below the new recovery point go to disk first: recovery after
+        # a crash rebuilds only those at or above it (leader_epoch_cache.py).
+        self.leader_epoch_cache.persist()
         self.recovery_point = max(self.recovery_point, upto)
         if offset is None:
             self._unflushed_records = 0
@@ -1133,6 +1138,7 @@ class Log:
         for seg in self._segments:
             seg.trim_preallocation()
             seg.flush()
+        self.leader_epoch_cache.persist()
         self.recovery_point = self.log_end_offset
         self._take_producer_snapshot(self.log_end_offset)
         for seg in self._segments:

@@ -103,34 +103,6 @@ def test_offset_checkpoint_is_not_rewritten_when_unchanged(tmp_path):
     assert f.read() == offsets
 
 
-def test_deferred_checkpoint_writes_land_when_written_and_in_order(tmp_path):
-    from minikafka.storage.checkpoint import defer_checkpoint_writes
-
-    files = [
-        LeaderEpochCheckpointFile(tmp_path / f"p{i}" / "leader-epoch-checkpoint") for i in range(5)
-    ]
-    for f in files:
-        f.path.parent.mkdir()
-    with defer_checkpoint_writes() as pending:
-        for i, f in enumerate(files):
-            f.write([EpochEntry(0, 0)])
-            f.write([EpochEntry(0, 0), EpochEntry(1, i)])  # the later content wins
-    assert len(pending) == 5
-    assert not any(f.path.exists() for f in files)  # recorded, not written
-    jobs = pending.jobs(3)
-    assert len(jobs) == 3
-    for job in jobs:
-        job()
-    assert [f.read() for f in files] == [[EpochEntry(0, 0), EpochEntry(1, i)] for i in range(5)]
-
-    # A deferred write that a later direct write overtook is dropped, not written over it.
-    with defer_checkpoint_writes() as pending:
-        files[0].write([EpochEntry(2, 5)])
-    files[0].write([EpochEntry(3, 9)])
-    pending.write_all()
-    assert files[0].read() == [EpochEntry(3, 9)]
-
-
 def test_offsets_taken_earlier_never_overwrite_offsets_taken_later(tmp_path: Path) -> None:
     """A periodic checkpoint reads its offsets on the event loop and writes them in a
     thread; a shutdown's write may reach the file first. The later offsets stay."""

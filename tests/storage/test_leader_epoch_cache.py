@@ -102,7 +102,15 @@ def test_changes_are_persisted_and_reloadable(tmp_path):
     c = LeaderEpochCache(lambda: 0, ck)
     c.assign(0, 0)
     c.assign(4, 30)
+    # A new epoch waits for persist() (the log's flush, before its recovery point moves).
+    assert ck.read() == []
+    c.persist()
     assert ck.read() == [EpochEntry(0, 0), EpochEntry(4, 30)]
+    c.assign(5, 40)
+    # A truncation is written at once, with what was waiting.
+    c.truncate_from_end(35)
+    assert ck.read() == [EpochEntry(0, 0), EpochEntry(4, 30)]
+    c.assign(6, 35)
     c.truncate_from_end(30)
     assert ck.read() == [EpochEntry(0, 0)]
     again = LeaderEpochCache(lambda: 0, ck, ck.read())

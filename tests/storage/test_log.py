@@ -401,6 +401,45 @@ def test_recovery_truncation_also_truncates_epoch_cache(open_log, log_dir):
     assert again.latest_epoch() == 2
 
 
+def _checkpointed_epochs(log_dir):
+    from minikafka.storage.checkpoint import LeaderEpochCheckpointFile
+
+    return LeaderEpochCheckpointFile(log_dir / "leader-epoch-checkpoint").read()
+
+
+def test_a_new_epoch_reaches_disk_before_the_recovery_point_passes_it(open_log, log_dir):
+    """Becoming leader writes no checkpoint (no fsync per partition of a LeaderAndIsr); the
+    flush that moves the recovery point past the epoch's start writes it first."""
+    from minikafka.storage.checkpoint import EpochEntry
+
+    lg = open_log()
+    lg.append_as_leader(batch(3), 0)
+    lg.flush()
+    assert _checkpointed_epochs(log_dir) == [EpochEntry(0, 0)]
+    lg.leader_epoch_cache.assign(4, lg.log_end_offset)  # as Partition.make_leader does
+    lg.append_as_leader(batch(2), 4)
+    assert _checkpointed_epochs(log_dir) == [EpochEntry(0, 0)]
+    lg.flush()
+    assert _checkpointed_epochs(log_dir) == [EpochEntry(0, 0), EpochEntry(4, 3)]
+    assert lg.recovery_point == 5
+
+
+def test_a_crash_before_the_flush_rebuilds_the_new_epoch_from_its_batches(open_log, log_dir):
+    from minikafka.storage.checkpoint import EpochEntry
+
+    lg = open_log()
+    lg.append_as_leader(batch(3), 0)
+    lg.flush()
+    lg.leader_epoch_cache.assign(4, lg.log_end_offset)
+    lg.append_as_leader(batch(2), 4)
+    lg.close_without_flush()  # the checkpoint on disk knows epoch 0 only
+    again = open_log(recovery_point=3)
+    assert again.leader_epoch_cache.entries == [EpochEntry(0, 0), EpochEntry(4, 3)]
+    # Written before the recovery point moved to the LEO: a second crash recovers from 5.
+    assert again.recovery_point == 5
+    assert _checkpointed_epochs(log_dir) == [EpochEntry(0, 0), EpochEntry(4, 3)]
+
+
 def test_log_start_above_recovered_leo_starts_empty(open_log, log_dir):
     lg = open_log()
     lg.append_as_leader(batch(3), 0)
