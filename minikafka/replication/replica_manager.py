@@ -203,6 +203,11 @@ class ReplicaManager:
             bound=config.follower_replication_throttled_rate,
         )
         self.fetcher_manager: FetcherManagerLike | None = None
+        # Set once this broker asks for its controlled shutdown: partitions it becomes a
+        # follower of are not fetched any more, so that it does not catch up and rejoin the
+        # ISRs the controller is taking it out of (each would need removing again when it
+        # stops).
+        self.leaving = False
         self._state_change_lock = asyncio.Lock()
         self._isr_writer = isr_writer
         self._isr_change_notifier = isr_change_notifier
@@ -403,7 +408,10 @@ class ReplicaManager:
                 continue
             to_fetch[tp] = FollowerAssignment(node, st.leader_epoch)
         if to_fetch and self.fetcher_manager is not None:
-            self.fetcher_manager.add_partitions(to_fetch)
+            if self.leaving:
+                log.info("not fetching %d partitions: this broker is shutting down", len(to_fetch))
+            else:
+                self.fetcher_manager.add_partitions(to_fetch)
 
     async def stop_replicas(self, req: StopReplicaRequest) -> StopReplicaResponse:
         async with self._state_change_lock:

@@ -674,6 +674,7 @@ class KafkaServer:
             return
         self._shutting_down = True
         log.info("broker %d shutting down", self.broker_id)
+        self.replica_manager.leaving = True
         if self.config.controlled_shutdown_enable and self.broker_epoch != -1:
             await self.controlled_shutdown()
         for t in self._tasks:

@@ -156,6 +156,27 @@ async def test_caught_up_follower_joins_the_isr_and_the_change_is_propagated(
     assert leader.znodes.notified == [[TP]]
 
 
+async def test_a_broker_shutting_down_does_not_fetch_as_a_new_follower(
+    brokers: Callable[..., Broker],
+) -> None:
+    """A broker that asked for its controlled shutdown, made follower of a partition it led
+    (the controller moved it), does not fetch: it would catch up and rejoin the ISR the
+    controller just took it out of."""
+    leader, leaving = brokers(1), brokers(2)
+    await leader.start()
+    await leaving.start()
+    await leader_and_isr(leader, state(1, 0, [1], [1, 2]), [leader.node])
+    await produce(leader, [b"a"], acks=1)
+    leaving.rm.leaving = True
+    await leader_and_isr(leaving, state(1, 0, [1], [1, 2]), [leader.node])
+    assert not leaving.rm.partitions[TP].is_leader
+    assert leaving.fetchers.partition_count() == 0
+    leaving.rm.leaving = False  # a follower that is staying fetches and joins
+    await leader_and_isr(leaving, state(1, 1, [1], [1, 2]), [leader.node])
+    await leader_and_isr(leader, state(1, 1, [1], [1, 2]), [leader.node])
+    await wait_for(lambda: leader.rm.partitions[TP].isr == (1, 2))
+
+
 async def test_lagging_follower_is_removed_from_the_isr_after_the_lag_time(
     brokers: Callable[..., Broker],
 ) -> None:
