@@ -248,6 +248,11 @@ class ReplicaManager:
             errors: list[PartitionError] = []
             to_lead: list[LeaderAndIsrPartitionState] = []
             to_follow: list[LeaderAndIsrPartitionState] = []
+            # A line per partition, or for a large request one line for all (below): at
+            # 100,000 partitions the lines alone cost seconds.
+            large = len(req.partition_states) >= LARGE_LEADER_AND_ISR
+            level = logging.DEBUG if large else logging.INFO
+            ignored = 0
             for st in req.partition_states:
                 tp = TopicPartition(st.topic, st.partition)
                 current = self.partitions.get(tp)
@@ -256,7 +261,9 @@ class ReplicaManager:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 elif current is not None and st.leader_epoch <= current.leader_epoch:
                     # Kafka ignores states that are not newer than what it has (§7.8).
-                    log.info(
+                    ignored += 1
+                    log.log(
+                        level,
                         "%s: ignoring LeaderAndIsr with leader epoch %d (current %d)",
                         tp,
                         st.leader_epoch,
@@ -297,16 +304,13 @@ class ReplicaManager:
                 ]
             created = time.monotonic()
             leaders = {b.node_id: b for b in req.live_leaders}
-            # A line per partition, or for a large request one line for all (below): at
-            # 100,000 partitions the lines alone cost seconds.
-            large = len(req.partition_states) >= LARGE_LEADER_AND_ISR
-            level = logging.DEBUG if large else logging.INFO
             await self._make_leaders(to_lead, level)
             await self._make_followers(to_follow, leaders, level)
             if large or new_tps:
                 log.info(
                     "LeaderAndIsr from controller %d (epoch %d): %d partitions, %d new (created "
-                    "in %.2fs), leading %d, following %d; done in %.2fs",
+                    "in %.2fs), leading %d, following %d, ignored %d (not a newer leader "
+                    "epoch); done in %.2fs",
                     req.controller_id,
                     req.controller_epoch,
                     len(req.partition_states),
@@ -314,6 +318,7 @@ class ReplicaManager:
                     created - started,
                     len(to_lead),
                     len(to_follow),
+                    ignored,
                     time.monotonic() - started,
                 )
             return LeaderAndIsrResponse(int(ErrorCode.NONE), errors)

@@ -440,6 +440,26 @@ def test_a_crash_before_the_flush_rebuilds_the_new_epoch_from_its_batches(open_l
     assert _checkpointed_epochs(log_dir) == [EpochEntry(0, 0), EpochEntry(4, 3)]
 
 
+def test_a_clean_close_fsyncs_only_what_the_last_flush_left(open_log, monkeypatch):
+    from minikafka.storage.segment import LogSegment
+
+    lg = open_log()
+    lg.append_as_leader(batch(3), 0)
+    lg.roll()
+    lg.append_as_leader(batch(2), 0)
+    lg.flush()
+    lg.roll()
+    lg.append_as_leader(batch(1), 0)
+    flushed = []
+    real = LogSegment.flush
+    monkeypatch.setattr(
+        LogSegment, "flush", lambda seg: (flushed.append(seg.base_offset), real(seg))
+    )
+    lg.close()
+    assert flushed == [5]  # the segments below the recovery point were fsynced by the flush
+    assert lg.recovery_point == 6
+
+
 def test_log_start_above_recovered_leo_starts_empty(open_log, log_dir):
     lg = open_log()
     lg.append_as_leader(batch(3), 0)
