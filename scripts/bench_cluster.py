@@ -764,7 +764,9 @@ async def scale_figures(args: argparse.Namespace) -> None:
         console.print(
             f"cluster up in {data_dir}; creating {n:,} partitions RF=3 in {topics} topic(s)"
         )
-        creation = await create_and_wait(cluster, sizes, 3, args.timeout, 100, args.poll_interval)
+        # A topic (1,000 partitions) per request: one request for them all would outlast
+        # librdkafka's socket.timeout.ms (at most 300 s) at 100,000 partitions.
+        creation = await create_and_wait(cluster, sizes, 3, args.timeout, 1, args.poll_interval)
         figures["creation"] = creation
         if creation["all_led_full_isr_on_every_broker_s"] is None:
             raise TimeoutError(f"the partitions were not all ready on every broker: {creation}")

@@ -116,7 +116,12 @@ async def create_and_wait(
     deadline = started + timeout_s
     views = {b: BrokerView() for b in cluster.broker_ids}
     names = sorted(sizes)
-    admin = new_admin(client_config(cluster.bootstrap_servers, {}))
+    # librdkafka gives up on a request after socket.timeout.ms (60 s by default, 300 s at
+    # most), whatever the operation's own timeout says.
+    socket_timeout_ms = int(min(timeout_s + 30, 300) * 1000)
+    admin = new_admin(
+        client_config(cluster.bootstrap_servers, {"socket.timeout.ms": socket_timeout_ms})
+    )
     for i in range(0, len(names), topics_per_request):
         chunk = names[i : i + topics_per_request]
         # Answered once the controller's own metadata has a leader for every partition
