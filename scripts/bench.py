@@ -117,6 +117,7 @@ from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.librdkafka import (
     client_config,
     new_admin,
@@ -1852,4 +1853,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        sys.exit(main())

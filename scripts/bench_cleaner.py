@@ -27,6 +27,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.clock import SystemClock
 from minikafka.common import TopicPartition
 from minikafka.storage import compression
@@ -138,4 +139,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        main()

@@ -87,6 +87,7 @@ from scale_common import (
     watch_everywhere,
 )
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin, new_producer
 from minikafka.cluster import LocalCluster
@@ -996,4 +997,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        asyncio.run(main())

@@ -38,6 +38,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.sync_api import Page, sync_playwright
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.cluster import LocalCluster
 
 CHROMIUM = "/usr/bin/chromium"
@@ -288,4 +289,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        main()

@@ -33,6 +33,7 @@ from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.librdkafka import client_config, new_admin
 from minikafka.cluster.compose import REPOSITORY, ComposeCluster, docker_problem, wait_for
 
@@ -148,4 +149,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        main()

@@ -42,6 +42,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition as MkTopicPartition
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC, partition_for
@@ -253,4 +254,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        main()

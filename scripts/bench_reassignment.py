@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -29,12 +30,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.controller_calls import ControllerClient
 from minikafka.client.librdkafka import client_config, new_admin, new_producer
 from minikafka.cluster import LocalCluster
@@ -72,8 +75,16 @@ def preload(servers: str, megabytes: int) -> None:
         raise RuntimeError("preload not acknowledged")
 
 
+@dataclass
+class Send:
+    at: float  # time.monotonic() when produced
+    latency: float | None = None  # seconds to its acknowledgement; None: none (yet)
+
+
 class Probe:
-    """acks=all sends at a fixed rate; each one's time to its acknowledgement."""
+    """acks=all sends at a fixed rate; each one's send time and time to its
+    acknowledgement. A phase is the sends made within its time window, whatever the
+    thread's scheduling."""
 
     def __init__(self, servers: str, rate: int) -> None:
         self._producer = new_producer(
@@ -83,16 +94,21 @@ class Probe:
         )
         self._interval = 1.0 / rate
         self._value = os.urandom(RECORD)
-        self.latencies: list[float] = []
+        self.sends: list[Send] = []
         self.failed = 0
-        self.sent = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def measure(self) -> list[float]:
-        """Start over: the latencies from now on."""
-        self.latencies = []
-        return self.latencies
+    def between(self, start: float, end: float) -> tuple[int, list[float]]:
+        """The sends made in [start, end): how many, and the latencies of those
+        acknowledged."""
+        window = [s for s in self.sends if start <= s.at < end]
+        return len(window), [s.latency for s in window if s.latency is not None]
+
+    def largest_gap(self, start: float, end: float) -> float:
+        """The longest time in [start, end] without a send (a stalled probe shows here)."""
+        times = [start, *(s.at for s in self.sends if start <= s.at < end), end]
+        return max(b - a for a, b in itertools.pairwise(times))
 
     def start(self) -> None:
         self._thread.start()
@@ -104,26 +120,23 @@ class Probe:
     def _run(self) -> None:
         next_at = time.monotonic()
         while not self._stop.is_set():
-            sent = time.monotonic()
-            target = self.latencies
+            send = Send(time.monotonic())
 
-            def report(
-                err: object, _msg: object, sent: float = sent, target: list[float] = target
-            ) -> None:
+            def report(err: object, _msg: object, send: Send = send) -> None:
                 if err is None:
-                    target.append(time.monotonic() - sent)
+                    send.latency = time.monotonic() - send.at
                 else:
                     self.failed += 1
 
             self._producer.produce(TOPIC, self._value, on_delivery=report)
-            self.sent += 1
-            self._producer.poll(0)
+            self.sends.append(send)
             # A fixed rate: a send late by more than a few intervals is not made up for
             # with a burst (which would skew the latencies after any stall).
             next_at = max(next_at + self._interval, time.monotonic() - 5 * self._interval)
-            delay = next_at - time.monotonic()
-            if delay > 0:
+            # poll returns as soon as it has served a delivery report: wait out the rest.
+            while (delay := next_at - time.monotonic()) > 0:
                 self._producer.poll(delay)
+            self._producer.poll(0)
         self._producer.flush(60)
 
 
@@ -177,29 +190,31 @@ async def main() -> None:
         probe = Probe(cluster.bootstrap_servers, args.rate)
         probe.start()
         time.sleep(2)  # connected, metadata known: not part of either phase
-        at_rest = probe.measure()
+        rest_start = time.monotonic()
         time.sleep(args.seconds)
         targets = {
             TopicPartition(TOPIC, p): [4, *assignment[p][1:]] for p in range(0, PARTITIONS, 2)
         }
-        during = probe.measure()
-        sent_before = probe.sent
+        moves_start = time.monotonic()
         move_s = await move(cluster, targets)
-        sent_during = probe.sent - sent_before
+        moves_end = time.monotonic()
         probe.stop()
         copied = sum(partition_bytes(cluster, 4, tp) for tp in targets)
     finally:
         cluster.stop(timeout=120)
-    for phase, latencies, sent in (
-        ("at rest", at_rest, None),
-        ("during the moves", during, sent_during),
+    sent_at_rest, at_rest = probe.between(rest_start, moves_start)
+    sent_during, during = probe.between(moves_start, moves_end)
+    for phase, latencies, sent, window in (
+        ("at rest", at_rest, sent_at_rest, (rest_start, moves_start)),
+        ("during the moves", during, sent_during, (moves_start, moves_end)),
     ):
         if len(latencies) < 2:
             # Too few to take percentiles of: say how the probe fared instead.
             raise SystemExit(
-                f"{len(latencies)} probe sends acknowledged {phase}"
-                + (f" of {sent} sent" if sent is not None else "")
-                + f" ({probe.failed} failed in all): too few for percentiles"
+                f"{len(latencies)} probe sends acknowledged {phase} of {sent} sent"
+                f" ({probe.failed} failed in all) in {window[1] - window[0]:.2f} s,"
+                f" the longest without a send {probe.largest_gap(*window):.2f} s:"
+                " too few for percentiles"
             )
     figures = {
         "machine": {
@@ -217,6 +232,8 @@ async def main() -> None:
         "bytes_copied": copied,
         "copy_megabytes_per_second": copied / 1e6 / move_s,
         "probe_sent_during_moves": sent_during,
+        "probe_longest_without_a_send_during_moves_ms": probe.largest_gap(moves_start, moves_end)
+        * 1000,
         "probe_failed_sends": probe.failed,
     }
     table = Table(title="partition reassignment under an acks=all producer")
@@ -226,13 +243,11 @@ async def main() -> None:
     for key, label in (("p50_ms", "produce p50"), ("p99_ms", "produce p99"), ("max_ms", "max")):
         table.add_row(
             label,
-            f"{figures['at_rest'][key]:.1f} ms",  # type: ignore[index]
-            f"{figures['during_reassignment'][key]:.1f} ms",  # type: ignore[index]
+            f"{figures['at_rest'][key]:.1f} ms",
+            f"{figures['during_reassignment'][key]:.1f} ms",
         )
     console.print(table)
-    console.print(
-        f"{figures['at_rest']['count']} sends at rest, {sent_during} during the moves"  # type: ignore[index]
-    )
+    console.print(f"{figures['at_rest']['count']} sends at rest, {sent_during} during the moves")
     console.print(
         f"{len(targets)} partitions moved onto broker 4 in {move_s:.1f} s: "
         f"{copied / 1e6:.0f} MB copied, {copied / 1e6 / move_s:.0f} MB/s; "
@@ -244,4 +259,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        asyncio.run(main())

@@ -53,6 +53,7 @@ from kazoo.client import KazooClient
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.kafka_wire import KafkaConnection, metadata_request
 from minikafka.client.librdkafka import client_config, new_admin, new_producer, topic_metadata
 from minikafka.cluster import LocalCluster
@@ -418,4 +419,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        asyncio.run(main())

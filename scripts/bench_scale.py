@@ -53,6 +53,7 @@ from rich.console import Console
 from rich.table import Table
 from scale_common import cpu_seconds, create_and_wait, memory_kb, process_pids, topic_sizes
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.kafka_wire import KafkaConnection
 from minikafka.cluster import LocalCluster
 
@@ -259,4 +260,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        main()

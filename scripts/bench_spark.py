@@ -75,6 +75,7 @@ from confluent_kafka.cimpl import NewTopic
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.client.librdkafka import client_config, new_admin, new_consumer, new_producer
 from minikafka.cluster import LocalCluster
 from minikafka.perf import run_consumer_perf, run_producer_perf
@@ -819,4 +820,6 @@ def ms(value: float) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        sys.exit(main())

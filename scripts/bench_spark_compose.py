@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from minikafka.cli.signals import sigterm_as_interrupt  # noqa: E402
 from minikafka.cluster.compose import ComposeCluster  # noqa: E402
 
 TOPIC = "spark-bench"
@@ -162,4 +163,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        main()

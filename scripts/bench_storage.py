@@ -38,6 +38,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from minikafka.cli.signals import sigterm_as_interrupt
 from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import RecordBatchBuilder
@@ -319,4 +320,6 @@ def _next_offset_after(data: bytes, first: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # SIGTERM as Ctrl-C: the cluster is stopped on the way out, not left running.
+    with sigterm_as_interrupt():
+        sys.exit(main())
