@@ -26,6 +26,28 @@ log = logging.getLogger(__name__)
 DEFAULT_INSTALL_DIR = Path("/usr/share/zookeeper")
 DEFAULT_JAVA_LIB_DIR = Path("/usr/share/java")
 DEFAULT_PORT = 2181
+# ZooKeeper's own default heap (zkEnv.sh's ZK_SERVER_HEAP, in MB). The tree of 100,000
+# partitions (two znodes each, with their watches) outgrows 256 MB: the old generation fills,
+# every collection is a full one, and the pauses expire every session.
+DEFAULT_HEAP_MB = 1000
+HEAP_ENV = "ZK_SERVER_HEAP"
+
+
+def heap_mb_from_environment(environ: Mapping[str, str] = os.environ) -> int:
+    """The heap ZooKeeper's scripts would give the server: $ZK_SERVER_HEAP (MB) if set,
+    else their default. A value that is not a positive whole number of MB is refused."""
+    raw = environ.get(HEAP_ENV)
+    if raw is None or raw.strip() == "":
+        return DEFAULT_HEAP_MB
+    try:
+        heap = int(raw)
+    except ValueError:
+        heap = 0
+    if heap <= 0:
+        raise ValueError(f"{HEAP_ENV}={raw!r}: ZooKeeper's heap is a positive number of MB")
+    return heap
+
+
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 # ZooKeeper's SASL: the server's login module for DIGEST-MD5 and the authentication
@@ -126,7 +148,7 @@ class LocalZooKeeper:
         min_session_timeout_ms: int = 1000,
         max_session_timeout_ms: int = 60000,
         fsync: bool = True,
-        heap_mb: int = 256,
+        heap_mb: int | None = None,
         install_dir: str | os.PathLike[str] = DEFAULT_INSTALL_DIR,
         java_lib_dir: str | os.PathLike[str] = DEFAULT_JAVA_LIB_DIR,
         java: str = "java",
@@ -146,7 +168,7 @@ class LocalZooKeeper:
         self.min_session_timeout_ms = min_session_timeout_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.fsync = fsync
-        self.heap_mb = heap_mb
+        self.heap_mb = heap_mb_from_environment() if heap_mb is None else heap_mb
         self.install_dir = Path(install_dir)
         self.java_lib_dir = Path(java_lib_dir)
         self.java = java

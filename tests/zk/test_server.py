@@ -9,6 +9,7 @@ import pytest
 
 from minikafka.zk.client import ZkClient
 from minikafka.zk.server import (
+    DEFAULT_HEAP_MB,
     LocalZooKeeper,
     ZooKeeperNotInstalledError,
     ZooKeeperStartError,
@@ -57,6 +58,31 @@ def test_start_restart_stop_on_a_free_port(tmp_path: Path) -> None:
         other.stop()
         assert not zk.is_running() and not port_open(port)
         assert zk.log_path.stat().st_size > 0  # the server logged through log4j
+    finally:
+        zk.kill()
+
+
+def test_the_heap_is_zookeepers_default_or_zk_server_heap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1000 MB, as ZooKeeper's own scripts give it (256 MB could not hold 100,000
+    partitions), or $ZK_SERVER_HEAP's MB, which reaches the server's JVM; a value that is
+    not a number of MB is refused by name."""
+    monkeypatch.delenv("ZK_SERVER_HEAP", raising=False)
+    assert DEFAULT_HEAP_MB == 1000
+    assert LocalZooKeeper(tmp_path / "default").heap_mb == 1000
+    assert LocalZooKeeper(tmp_path / "given", heap_mb=64).heap_mb == 64
+    for bad in ("abc", "0", "-5", "1g"):
+        monkeypatch.setenv("ZK_SERVER_HEAP", bad)
+        with pytest.raises(ValueError, match=f"ZK_SERVER_HEAP='{bad}'"):
+            LocalZooKeeper(tmp_path / "bad")
+    monkeypatch.setenv("ZK_SERVER_HEAP", "300")
+    zk = LocalZooKeeper(tmp_path / "zk", port=0, fsync=False)
+    zk.start(timeout=60)
+    try:
+        assert zk.pid is not None
+        args = Path(f"/proc/{zk.pid}/cmdline").read_bytes().split(b"\0")
+        assert [a for a in args if a.startswith(b"-Xmx")] == [b"-Xmx300m"]
     finally:
         zk.kill()
 
