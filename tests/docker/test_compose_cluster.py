@@ -860,6 +860,10 @@ def test_down_keeps_the_data_up_serves_it_down_volumes_removes_it() -> None:
 # --- chaos against the containers ---------------------------------------------------------------
 
 
+# Two minutes of every container fault: a long chaos schedule, run with `-m slow` as the
+# local ones are (tests/chaos/test_chaos_long.py). CI runs docker-chaos.sh in the README's
+# Docker block (bounded) and each container fault in a test of its own above.
+@pytest.mark.slow
 def test_docker_chaos_two_minutes_with_every_container_fault(
     project: ComposeCluster, tmp_path: Path
 ) -> None:

@@ -15,8 +15,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_spark.py"
 
-# A local Spark, then a standalone cluster, and 22 s of clicks for the pipeline.
-pytestmark = pytest.mark.timeout(600)
+# A local Spark, then a standalone cluster, and 22 s of clicks for the pipeline: two
+# minutes, run with `-m slow`. The source, sink and pipeline it times are tested in
+# tests/spark, on local Spark and on a standalone cluster.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_bench_spark_reports_every_figure(tmp_path: Path) -> None:
