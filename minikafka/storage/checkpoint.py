@@ -14,6 +14,8 @@ that a later write overtook is dropped.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import threading
 import time
@@ -32,6 +34,9 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 T = TypeVar("T")
+
+# The C library, for syncfs(2), which the os module does not offer.
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 
 
 class CorruptCheckpointError(Exception):
@@ -58,20 +63,40 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def sync_filesystem(path: Path) -> None:
+    """Everything written so far to the filesystem holding `path` (data, new names) is on
+    disk: Linux's syncfs(2), sync(2) where there is none. One call in place of an fsync per
+    file, for a clean shutdown that writes a checkpoint in each of thousands of logs."""
+    syncfs = getattr(_LIBC, "syncfs", None)
+    if syncfs is None:
+        os.sync()
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), str(path))
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, sync: bool = True) -> None:
     """`<file>.tmp`, fsync, rename over `path`, fsync the directory (a log's `.tmp` leftovers
-    are deleted when it is opened)."""
+    are deleted when it is opened). `sync=False` leaves both fsyncs to a `sync_filesystem`
+    the caller makes afterwards."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, sync: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), sync=sync)
 
 
 class CheckpointFile(Generic[T]):
@@ -93,19 +118,20 @@ class CheckpointFile(Generic[T]):
         self._generation = 0
         self._written_generation = 0
 
-    def write(self, entries: Iterable[T]) -> None:
+    def write(self, entries: Iterable[T], *, sync: bool = True) -> None:
+        """Replace the file's entries (`sync=False`: see `atomic_write_bytes`)."""
         items = list(entries)
         lines = [str(CHECKPOINT_VERSION), str(len(items))]
         lines.extend(self._format(e) for e in items)
         text = "\n".join(lines) + "\n"
         self._generation += 1
-        self._write_text(text, self._generation)
+        self._write_text(text, self._generation, sync)
 
-    def _write_text(self, text: str, generation: int) -> None:
+    def _write_text(self, text: str, generation: int, sync: bool = True) -> None:
         with self._lock:
             if generation <= self._written_generation:
                 return  # a later write is on disk already
-            atomic_write_text(self.path, text)
+            atomic_write_text(self.path, text, sync=sync)
             self._written_generation = generation
 
     def read(self) -> list[T]:
@@ -223,8 +249,8 @@ class LeaderEpochCheckpointFile:
     def path(self) -> Path:
         return self._file.path
 
-    def write(self, entries: Iterable[EpochEntry]) -> None:
-        self._file.write(entries)
+    def write(self, entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
+        self._file.write(entries, sync=sync)
 
     def read(self) -> list[EpochEntry]:
         return self._file.read()

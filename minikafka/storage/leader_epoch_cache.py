@@ -97,10 +97,11 @@ class LeaderEpochCache:
         if self._assign(epoch, start_offset):
             self._dirty = self._checkpoint is not None
 
-    def persist(self) -> None:
-        """Write the entries (fsync'd) if an assign changed them since the last write."""
+    def persist(self, *, sync: bool = True) -> None:
+        """Write the entries (fsync'd; `sync=False`: see `atomic_write_bytes`) if an assign
+        changed them since the last write."""
         if self._dirty:
-            self._flush()
+            self._flush(sync=sync)
 
     def _assign(self, epoch: int, start_offset: int) -> bool:
         if epoch < 0 or start_offset < 0:
@@ -140,8 +141,8 @@ class LeaderEpochCache:
         self._entries = []
         self._flush()
 
-    def _flush(self) -> None:
+    def _flush(self, *, sync: bool = True) -> None:
         if self._checkpoint is not None:
             # Cleared first: an assign from another thread during the write marks it again.
             self._dirty = False
-            self._checkpoint.write(self._entries)
+            self._checkpoint.write(self._entries, sync=sync)

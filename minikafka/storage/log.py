@@ -599,14 +599,14 @@ class Log:
         """The offsets of the producer snapshot files, in order."""
         return list(self._snapshots)
 
-    def _take_producer_snapshot(self, offset: int) -> None:
+    def _take_producer_snapshot(self, offset: int, *, sync: bool = True) -> None:
         """Write the producer state as the snapshot at `offset` (the LEO, or the base offset
         of a new segment: the state is the state there) unless there is no need to."""
         if not needs_snapshot(self._snapshots, offset, self._segments[0].base_offset):
             return
         path = self._snapshot_path(offset)
         try:
-            atomic_write_bytes(path, encode_snapshot(self.producer_state.entries()))
+            atomic_write_bytes(path, encode_snapshot(self.producer_state.entries()), sync=sync)
         except OSError as e:
             # Not fatal: the batches are on disk, and the next open replays them instead.
             log.warning(
@@ -1132,18 +1132,19 @@ class Log:
         """What a new segment reserves of disk: segment.bytes with preallocate, else 0."""
         return self.config.segment_bytes if self.config.preallocate else 0
 
-    def close(self) -> None:
+    def close(self, *, sync: bool = True) -> None:
         """Flush everything, indexes included, snapshot the producer state at the LEO, and
-        close the files (clean shutdown)."""
+        close the files (clean shutdown). `sync=False`: write all that without an fsync;
+        the caller makes it durable with `sync_filesystem` (one call for every log)."""
         for seg in self._segments:
             seg.trim_preallocation()
             # As `flush`: what lies below the recovery point is on disk already (an idle
             # broker of 100,000 partitions would otherwise fsync each at every stop).
             if seg.next_offset > self.recovery_point or self.config.preallocate:
-                seg.flush()
-        self.leader_epoch_cache.persist()
+                seg.flush(sync=sync)
+        self.leader_epoch_cache.persist(sync=sync)
         self.recovery_point = self.log_end_offset
-        self._take_producer_snapshot(self.log_end_offset)
+        self._take_producer_snapshot(self.log_end_offset, sync=sync)
         for seg in self._segments:
             seg.close()
 

@@ -172,15 +172,21 @@ class OpenFiles:
         excess = len(self._lru) + len(self._closing) - self.max_open
         if excess <= 0:
             return
-        for f in list(self._lru):
-            if excess <= 0:
-                break
+        # From the least recently used end, without copying the whole cache: a full cache
+        # evicts at every pin of a closed file (each new log's), and a copy of 10,000
+        # entries each time was most of the cost of creating a log.
+        skipped: list[CachedFile] = []
+        while excess > 0 and self._lru:
+            f, _ = self._lru.popitem(last=False)
             if f in self._pins:
+                skipped.append(f)
                 continue
-            del self._lru[f]
             self._close(f)
             self.evictions += 1
             excess -= 1
+        for f in reversed(skipped):  # pinned: back where they were, oldest first
+            self._lru[f] = None
+            self._lru.move_to_end(f, last=False)
 
     def _close_idle(self) -> int:
         idle = [f for f in self._lru if f not in self._pins]

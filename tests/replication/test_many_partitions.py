@@ -1,8 +1,10 @@
-"""A LeaderAndIsr that brings hundreds of new partitions: their logs are created in the log
-manager's worker threads, durable (leader-epoch checkpoints included) when it is answered."""
+"""A LeaderAndIsr that brings hundreds of new partitions: their logs are created on the
+event loop a slice at a time, the loop serving others in between, and are durable
+(leader-epoch checkpoints included) when it is answered."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 
 from minikafka.common import TopicPartition
 from minikafka.protocol.errors import ErrorCode
+from minikafka.replication.replica_manager import CREATE_LOGS_SLICE
 from minikafka.rpc.messages import LeaderAndIsrPartitionState, LeaderAndIsrRequest
 from minikafka.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, EpochEntry
 from minikafka.storage.log import Log
@@ -28,27 +31,40 @@ def states(leader_of: dict[int, int], epoch: int = 5) -> list[LeaderAndIsrPartit
     ]
 
 
-async def test_many_new_partitions_are_created_in_parallel_and_durable(
+async def test_many_new_partitions_are_created_in_slices_and_durable(
     brokers: BrokerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     b = brokers(1)
     await b.start()
     opened_in: set[str] = set()
     real_open = b.log_manager.open_new_log
+    ticks: list[int] = []  # how many log dirs there were at each turn of another task
 
     def recording(tp: TopicPartition, log_dir: Path, config: LogConfig | None = None) -> Log:
         opened_in.add(threading.current_thread().name)
         return real_open(tp, log_dir, config)
 
+    async def other_task() -> None:
+        while True:
+            ticks.append(sum(1 for _ in b.log_manager.log_dirs[0].glob("many-*")))
+            await asyncio.sleep(0)
+
     monkeypatch.setattr(b.log_manager, "open_new_log", recording)
     # Broker 1 leads the even partitions and follows broker 2 (not running) for the others.
     leader_of = {p: 1 if p % 2 == 0 else 2 for p in range(N)}
+    ticker = asyncio.create_task(other_task())
+    await asyncio.sleep(0)
     resp = await b.rm.become_leader_or_follower(
         LeaderAndIsrRequest(0, 1, -1, states(leader_of), [])
     )
+    ticker.cancel()
     assert resp.error_code == ErrorCode.NONE
     assert {e.error_code for e in resp.partition_errors} == {ErrorCode.NONE}
-    assert opened_in and all(name.startswith("log-io") for name in opened_in)
+    # On the event loop's thread (in worker threads each syscall waited for the GIL), the
+    # loop free between slices: the other task ran while the logs were being created.
+    assert opened_in == {threading.current_thread().name}
+    during = {n for n in ticks if 0 < n < N}
+    assert len(during) >= N // CREATE_LOGS_SLICE - 1, ticks
     assert len(b.rm.partitions) == N == len(b.log_manager.all_logs())
     log_dir = tmp_path / "b1"
     for p, leader in leader_of.items():

@@ -453,7 +453,9 @@ def test_a_clean_close_fsyncs_only_what_the_last_flush_left(open_log, monkeypatc
     flushed = []
     real = LogSegment.flush
     monkeypatch.setattr(
-        LogSegment, "flush", lambda seg: (flushed.append(seg.base_offset), real(seg))
+        LogSegment,
+        "flush",
+        lambda seg, sync=True: (flushed.append(seg.base_offset), real(seg, sync=sync)),
     )
     lg.close()
     assert flushed == [5]  # the segments below the recovery point were fsynced by the flush

@@ -129,7 +129,7 @@ def test_retention_pass_updates_log_start_checkpoint(tmp_path, clock):
 # --- many logs at once, periodic checkpoints of idle logs --------------------------------
 
 
-def test_many_logs_created_in_parallel_are_registered_once_and_survive_a_crash(tmp_path, clock):
+def test_many_logs_created_together_are_registered_once_and_survive_a_crash(tmp_path, clock):
     m = manager(tmp_path, clock, dirs=("a", "b"))
     existing = m.get_or_create_log(TP0)
     tps = {TopicPartition("many", p): None for p in range(300)}
@@ -242,3 +242,45 @@ def test_a_log_dir_from_the_msgpack_record_format_is_refused_and_a_new_one_is_ma
     again = manager(tmp_path, clock)  # marked: its logs load
     assert again.get_log(TP0).log_end_offset == 2
     again.shutdown()
+
+
+def test_a_clean_shutdown_syncs_each_filesystem_once_not_each_file(tmp_path, clock, monkeypatch):
+    """Every log's last writes (index entries, leader-epoch checkpoint, producer snapshot)
+    go out without an fsync each and are made durable by one syncfs per filesystem, before
+    the marker: the fsyncs do not grow with the number of logs."""
+    import os
+
+    from minikafka.storage import log_manager
+
+    m = manager(tmp_path, clock, dirs=("a", "b"))
+    tps = [TopicPartition("many", p) for p in range(60)]
+    for tp in tps:
+        lg = m.get_or_create_log(tp)
+        for _ in range(5):
+            lg.append_as_leader(batch(3), 7)  # epoch 7: a leader-epoch checkpoint to write
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    synced: list[object] = []
+    real_sync = log_manager.sync_filesystem
+
+    def recording_sync(path):
+        synced.append((path, (path / CLEAN_SHUTDOWN_FILE).exists()))
+        real_sync(path)
+
+    monkeypatch.setattr(log_manager, "sync_filesystem", recording_sync)
+    m.shutdown()
+    # Both dirs are on tmp_path's filesystem: one syncfs, made before either marker.
+    assert len(synced) == 1 and synced[0][1] is False
+    # The fixed checkpoint files of two dirs, however many logs there are.
+    assert len(fsyncs) <= 16, len(fsyncs)
+
+    m2 = manager(tmp_path, clock, dirs=("a", "b"))
+    assert all(m2.had_clean_shutdown.values())
+    for tp in tps:
+        lg2 = m2.get_log(tp)
+        assert lg2.log_end_offset == 15
+        assert lg2.latest_epoch() == 7
+        assert lg2.load_report.recovered_segments == 0
+        assert (lg2.dir / "leader-epoch-checkpoint").read_text().splitlines() == ["0", "1", "7 0"]
+    m2.shutdown()

@@ -173,6 +173,26 @@ def test_the_least_recently_used_goes_first(tmp_path: Path) -> None:
     assert files[1].opened == 2 and cache.opens == 4
 
 
+def test_files_in_use_keep_their_place_while_others_are_evicted(tmp_path: Path) -> None:
+    files = {}
+    for name in "abcde":
+        (tmp_path / name).write_bytes(b"x")
+        files[name] = FakeFile(tmp_path / name)
+    cache = OpenFiles(3)
+    cache.pin(files["a"])  # in use: the least recently used, but not to be closed
+    for name in "bc":
+        cache.pin(files[name])
+        cache.unpin(files[name])
+    cache.pin(files["d"])
+    cache.unpin(files["d"])
+    assert [name for name, f in files.items() if f._fd >= 0] == ["a", "c", "d"]
+    cache.unpin(files["a"])
+    cache.pin(files["e"])  # `a` is still the least recently used: it goes, not `c`
+    cache.unpin(files["e"])
+    assert [name for name, f in files.items() if f._fd >= 0] == ["c", "d", "e"]
+    assert cache.evictions == 2
+
+
 @pytest.mark.parametrize("err", [errno.EMFILE, errno.ENFILE])
 def test_out_of_descriptors_closes_idle_files_and_tries_once_more(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, err: int
