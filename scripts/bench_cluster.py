@@ -52,21 +52,31 @@ zookeeper.session.timeout.ms `--session-timeout-ms` (default 6000 in this mode):
    to every broker, the controller last, then ZooKeeper):
 
     .venv/bin/python scripts/bench_cluster.py --scale 100000
+
+`--profile DIR` (with `--scale`) also samples every live broker with py-spy (`pip install
+py-spy`, into this Python's environment or onto PATH) through each of the four steps, and writes the folded stacks
+to DIR/<step>-broker<N>.txt (py-spy's `raw` format: one stack and its sample count a
+line): where each step's time goes, broker by broker.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
 import platform
+import shutil
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +109,14 @@ SESSION_TIMEOUT_MS = 6000
 # controller's work once the session expired.
 WRITE_RESUME_SESSION_TIMEOUT_MS = 18000
 SCALE_SESSION_TIMEOUT_MS = 6000
+# --profile's sampler: the one installed beside this Python (the venv's), else PATH's.
+PY_SPY = (
+    shutil.which(
+        "py-spy",
+        path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    )
+    or "py-spy"
+)
 
 
 def leader_of(cluster: LocalCluster, tp: TopicPartition) -> int:
@@ -730,6 +748,35 @@ async def scale_controlled_shutdown(
     }
 
 
+@contextlib.contextmanager
+def profiled(cluster: LocalCluster, step: str, out_dir: Path | None) -> Iterator[None]:
+    """With `out_dir`, py-spy samples every live broker while the block runs (100 Hz, without
+    pausing it), each writing out_dir/<step>-broker<N>.txt when the block ends."""
+    if out_dir is None:
+        yield
+        return
+    spies = []
+    for b in cluster.broker_ids:
+        pid = cluster.pid(b) if cluster.is_alive(b) else None
+        if pid is None:
+            continue
+        out = out_dir / f"{step}-broker{b}.txt"
+        command = [PY_SPY, "record", "--nonblocking", "-r", "100", "-f", "raw"]
+        command += ["-o", str(out), "-p", str(pid)]
+        spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    try:
+        yield
+    finally:
+        for spy in spies:  # py-spy writes its file on SIGINT, or when the broker exits
+            if spy.poll() is None:
+                spy.send_signal(signal.SIGINT)
+        for spy in spies:
+            try:
+                spy.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+
+
 async def scale_figures(args: argparse.Namespace) -> None:
     n = args.scale
     topics = math.ceil(n / args.topic_partitions)
@@ -773,20 +820,24 @@ async def scale_figures(args: argparse.Namespace) -> None:
             raise TimeoutError(f"the partitions were not all ready on every broker: {creation}")
         figures["memory_kb"] = {name: memory_kb(pid) for name, pid in process_pids(cluster).items()}
         console.print("kill -9 of the controller")
-        failover = await controller_failover(cluster, sizes, args)
+        with profiled(cluster, "failover", args.profile):
+            failover = await controller_failover(cluster, sizes, args)
         figures["controller_failover"] = failover
         console.print(f"restarting broker {failover['killed_broker']}, preferred election")
         cluster.restart(failover["killed_broker"], timeout=args.timeout)
         await full_isrs_everywhere(cluster, sizes, args)
-        figures["preferred_election"] = await preferred_election_all(cluster, sizes, args)
+        with profiled(cluster, "preferred-election", args.profile):
+            figures["preferred_election"] = await preferred_election_all(cluster, sizes, args)
         console.print("controlled shutdown of a broker")
-        shutdown = await scale_controlled_shutdown(cluster, sizes, args)
+        with profiled(cluster, "controlled-shutdown", args.profile):
+            shutdown = await scale_controlled_shutdown(cluster, sizes, args)
         figures["controlled_shutdown"] = shutdown
         console.print(f"restarting broker {shutdown['broker']}, then stopping the cluster")
         cluster.restart(shutdown["broker"], timeout=args.timeout)
         await full_isrs_everywhere(cluster, sizes, args)
         started = time.monotonic()
-        cluster.stop(timeout=args.timeout)
+        with profiled(cluster, "whole-stop", args.profile):
+            cluster.stop(timeout=args.timeout)
         stopped = True
         figures["whole_cluster_stop_s"] = time.monotonic() - started
     finally:
@@ -909,9 +960,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1800.0,
         help="--scale: seconds each step (creation, failover, restart, ...) may take",
     )
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="--scale: sample every broker with py-spy through each step, stacks into DIR",
+    )
     args = ap.parse_args(argv)
     if args.scale is not None and args.scale < 1:
         ap.error("--scale wants at least one partition")
+    if args.profile is not None:
+        if args.scale is None:
+            ap.error("--profile goes with --scale")
+        if shutil.which(PY_SPY) is None:
+            ap.error(
+                "--profile needs py-spy, in this Python's environment or on PATH (pip install py-spy)"
+            )
+        args.profile.mkdir(parents=True, exist_ok=True)
     if args.topic_partitions < 1:
         ap.error("--topic-partitions must be positive")
     return args

@@ -137,6 +137,7 @@ def test_bench_cluster_at_scale_reports_every_figure(tmp_path: Path) -> None:
         [
             *("--scale", str(SCALE_PARTITIONS)),
             *("--data-dir", str(cluster_dir), "--json", str(figures_path)),
+            *("--profile", str(tmp_path / "profile")),
         ],
         tmp_path,
         cluster_dir,
@@ -183,6 +184,24 @@ def test_bench_cluster_at_scale_reports_every_figure(tmp_path: Path) -> None:
     assert set(shutdown["per_broker"]) == {str(b) for b in {1, 2, 3} - {shutdown["broker"]}}
     assert figures["whole_cluster_stop_s"] > 0
 
+    # --profile: each step's stacks of each broker (the broker shut down, until it exited;
+    # the controller killed -9 right after its sampler started may have left none).
+    killed = f"failover-broker{dead}.txt"
+    profiles = {p.name for p in (tmp_path / "profile").iterdir()} - {killed}
+    steps = ("failover", "preferred-election", "controlled-shutdown", "whole-stop")
+    expected = {f"{step}-broker{b}.txt" for step in steps for b in (1, 2, 3)} - {killed}
+    assert profiles == expected
+    # Only busy samples are kept: a broker idle through a short step may have none (here the
+    # election of 20 partitions may take less than a sample), but the steps that last
+    # seconds even at this size have the brokers' stacks.
+    sampled: set[str] = set()
+    for name in expected:
+        stacks = (tmp_path / "profile" / name).read_text().splitlines()
+        assert all(re.fullmatch(r".* \d+", line) for line in stacks), name
+        if any("minikafka" in line for line in stacks):
+            sampled.add(name.rpartition("-broker")[0])
+    assert sampled >= {"failover", "controlled-shutdown", "whole-stop"}
+
     for label in (
         f"minikafka at {SCALE_PARTITIONS} partitions RF=3 (1 topic), 3 brokers, "
         "zookeeper.session.timeout.ms=6000",
@@ -192,3 +211,18 @@ def test_bench_cluster_at_scale_reports_every_figure(tmp_path: Path) -> None:
         "stop the whole cluster (clean close of every broker, ZooKeeper)",
     ):
         assert label in printed, label
+
+
+def test_bench_cluster_refuses_profile_without_scale(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_cluster.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--profile", str(tmp_path / "p")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--profile goes with --scale" in done.stderr, done.stderr
+    assert not (tmp_path / "p").exists()
