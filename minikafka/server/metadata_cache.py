@@ -52,6 +52,13 @@ class MetadataCache:
         self._changed = asyncio.Event()
         self._generation = 0
         self._listeners: list[Callable[[MetadataChange], None]] = []
+        # Each topic's partitions as Metadata answers them, built on the first request
+        # after the topic or the live brokers changed (the generation they were built at):
+        # at 30,000 partitions, building them for every request took a third of the time a
+        # broker spent answering Metadata. The lists are shared: never mutated.
+        self._answered: dict[str, tuple[int, list[MetadataPartition]]] = {}
+        self._topic_changed_at: dict[str, int] = {}
+        self._brokers_changed_at = 0
 
     def add_listener(self, listener: Callable[[MetadataChange], None]) -> None:
         """Call `listener` with the difference of every update from now on (on the loop)."""
@@ -61,14 +68,21 @@ class MetadataCache:
         """Apply an UpdateMetadata; returns the partitions of deleted topics."""
         change = self._change(req) if self._listeners else None
         self.controller_id = req.controller_id
-        self.live_brokers = {b.node_id: b for b in req.live_brokers}
+        live_brokers = {b.node_id: b for b in req.live_brokers}
+        generation = self._generation + 1
+        if live_brokers.keys() != self.live_brokers.keys():
+            self._brokers_changed_at = generation  # a leader's liveness is in every answer
+        self.live_brokers = live_brokers
         deleted: list[TopicPartition] = []
         for topic in req.deleted_topics:
             for p in self._partitions.pop(topic, {}):
                 deleted.append(TopicPartition(topic, p))
             self._topic_names.pop(self._topic_ids.pop(topic, ""), None)
+            self._answered.pop(topic, None)
+            self._topic_changed_at.pop(topic, None)
         for st in req.partition_states:
             self._partitions.setdefault(st.topic, {})[st.partition] = st
+            self._topic_changed_at[st.topic] = generation
         for topic, topic_id in req.topic_ids.items():
             old = self._topic_ids.get(topic)
             if old != topic_id:
@@ -76,7 +90,7 @@ class MetadataCache:
                 self._topic_names.pop(old or "", None)
                 self._topic_ids[topic] = topic_id
                 self._topic_names[topic_id] = topic
-        self._generation += 1
+        self._generation = generation
         # Wake everyone waiting for a change (CreateTopics / DeleteTopics completion).
         self._changed.set()
         self._changed = asyncio.Event()
@@ -173,13 +187,22 @@ class MetadataCache:
                 continue
             out.append(
                 MetadataTopic(
-                    int(ErrorCode.NONE),
-                    name,
-                    [self._partition_metadata(st) for _, st in sorted(parts.items())],
-                    self._topic_ids.get(name),
+                    int(ErrorCode.NONE), name, self._answer(name, parts), self._topic_ids.get(name)
                 )
             )
         return out
+
+    def _answer(
+        self, name: str, parts: dict[int, UpdateMetadataPartitionState]
+    ) -> list[MetadataPartition]:
+        """The topic's partitions as Metadata answers them (cached, see `_answered`)."""
+        built_at = max(self._topic_changed_at.get(name, 0), self._brokers_changed_at)
+        cached = self._answered.get(name)
+        if cached is not None and cached[0] >= built_at:
+            return cached[1]
+        answer = [self._partition_metadata(st) for _, st in sorted(parts.items())]
+        self._answered[name] = (self._generation, answer)
+        return answer
 
     def _partition_metadata(self, st: UpdateMetadataPartitionState) -> MetadataPartition:
         leader_alive = st.leader != NO_LEADER and st.leader in self.live_brokers

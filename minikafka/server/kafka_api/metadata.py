@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from minikafka.protocol.errors import ErrorCode
+from minikafka.rpc.messages import MetadataPartition, MetadataTopic
 from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.security.operations import NOT_REQUESTED, AclOperation, ResourceType
 from minikafka.server.authorization import CLUSTER_NAME
@@ -25,6 +26,11 @@ METADATA = 3
 class MetadataApis(ApiFamily):
     def __init__(self, apis: BrokerServices) -> None:
         self.apis = apis
+        # Each topic's answered partitions, kept while the metadata cache hands out the same
+        # list for the topic (it builds a new one when the topic or the live brokers change).
+        self._answered: dict[
+            str, tuple[list[MetadataPartition], tuple[MetadataResponsePartition, ...]]
+        ] = {}
 
     @api(METADATA, "Metadata", versions=(0, 13))
     async def metadata(self, req: MetadataRequest, ctx: RequestContext) -> MetadataResponse:
@@ -84,21 +90,14 @@ class MetadataApis(ApiFamily):
                 topic_id=uuid_of(t.topic_id),
                 is_internal=t.name == OFFSETS_TOPIC,
                 topic_authorized_operations=topic_operations(t.name),
-                partitions=tuple(
-                    MetadataResponsePartition(
-                        error_code=p.error_code,
-                        partition_index=p.partition,
-                        leader_id=p.leader,
-                        leader_epoch=p.leader_epoch,
-                        replica_nodes=tuple(p.replicas),
-                        isr_nodes=tuple(p.isr),
-                        offline_replicas=tuple(p.offline_replicas),
-                    )
-                    for p in t.partitions
-                ),
+                partitions=self._partitions(t),
             )
             for t in found
         ]
+        if len(self._answered) > 2 * len(found) + 1000:
+            # Topics deleted since: keep those still in the metadata cache.
+            cache = self.apis.cache
+            self._answered = {n: a for n, a in self._answered.items() if cache.contains_topic(n)}
         topics += refused
         topics += [
             MetadataResponseTopic(
@@ -122,6 +121,26 @@ class MetadataApis(ApiFamily):
             error_code=ErrorCode.NONE,
             topics=tuple(topics),
         )
+
+    def _partitions(self, t: MetadataTopic) -> tuple[MetadataResponsePartition, ...]:
+        cached = self._answered.get(t.name)
+        if cached is not None and cached[0] is t.partitions:
+            return cached[1]
+        answer = tuple(
+            MetadataResponsePartition(
+                error_code=p.error_code,
+                partition_index=p.partition,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=tuple(p.replicas),
+                isr_nodes=tuple(p.isr),
+                offline_replicas=tuple(p.offline_replicas),
+            )
+            for p in t.partitions
+        )
+        if t.partitions:
+            self._answered[t.name] = (t.partitions, answer)
+        return answer
 
     def _authorized_names(
         self,
