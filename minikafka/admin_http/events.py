@@ -23,8 +23,8 @@ depose a failed leader (a preferred election, a partition coming back online) th
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from minikafka.common import NO_LEADER, TopicPartition
@@ -101,7 +101,14 @@ class EventLog:
     def last_seq(self) -> int:
         return self._next_seq - 1
 
-    def append(self, drafts: Iterable[EventDraft], time_ms: int) -> None:
+    def append(self, drafts: Iterable[EventDraft] | PendingEvents, time_ms: int) -> None:
+        """Number and keep these events. An update's `PendingEvents` are made only as far
+        as the log keeps them; the others are counted all the same."""
+        if isinstance(drafts, PendingEvents):
+            total = drafts.count()
+            kept = drafts.last(min(total, self._events.maxlen or total))
+            self._next_seq += total - len(kept)
+            drafts = kept
         for d in drafts:
             self._events.append(
                 ClusterEvent(
@@ -204,11 +211,60 @@ def partition_events(
     return out
 
 
-def metadata_events(change: MetadataChange) -> list[EventDraft]:
+def partition_event_count(
+    old: UpdateMetadataPartitionState | None, new: UpdateMetadataPartitionState
+) -> int:
+    """len(partition_events(old, new)), without making them."""
+    if old is None:
+        return 0
+    count = int(new.leader != old.leader)
+    if old.isr != new.isr:
+        old_isr, new_isr = set(old.isr), set(new.isr)
+        count += int(any(r not in new_isr for r in old.isr))
+        count += int(any(r not in old_isr for r in new.isr))
+    return count
+
+
+@dataclass
+class PendingEvents:
+    """One update's events, in order: `head`, then those of each changed partition, then
+    `tail`. The partitions' are made on demand: a failure at 100,000 partitions changes
+    tens of thousands in one update, more than the log keeps, and making each event's text
+    for nothing took a third of a broker's time handling such an update."""
+
+    head: list[EventDraft] = field(default_factory=list)
+    changes: Sequence[tuple[UpdateMetadataPartitionState | None, UpdateMetadataPartitionState]] = ()
+    tail: list[EventDraft] = field(default_factory=list)
+
+    def count(self) -> int:
+        return (
+            len(self.head)
+            + sum(partition_event_count(old, new) for old, new in self.changes)
+            + len(self.tail)
+        )
+
+    def last(self, n: int) -> list[EventDraft]:
+        """The last `n` events, in order."""
+        backwards: list[EventDraft] = []
+        backwards.extend(reversed(self.tail[-n:] if n else []))
+        for old, new in reversed(self.changes):
+            if len(backwards) >= n:
+                break
+            backwards.extend(reversed(partition_events(old, new)))
+        if len(backwards) < n:
+            backwards.extend(reversed(self.head))
+        return backwards[:n][::-1]
+
+    def all(self) -> list[EventDraft]:
+        return self.last(self.count())
+
+
+def metadata_events(change: MetadataChange) -> PendingEvents:
     """The events of one metadata update. The first update a broker gets is the cluster as
     it already is: no events for what existed before."""
     old_controller, new_controller = change.old_controller, change.new_controller
     out: list[EventDraft] = []
+    pending = PendingEvents(head=out)
     if new_controller != old_controller and new_controller >= 0:
         out.append(
             EventDraft(
@@ -224,7 +280,7 @@ def metadata_events(change: MetadataChange) -> list[EventDraft]:
             )
         )
     if change.first_update:
-        return out
+        return pending
     old_set, new_set = set(change.old_brokers), set(change.new_brokers)
     for b in sorted(new_set - old_set):
         out.append(EventDraft(BROKER_REGISTERED, f"broker {b} registered (live)", broker=b))
@@ -238,11 +294,10 @@ def metadata_events(change: MetadataChange) -> list[EventDraft]:
             )
         )
     new_topics: dict[str, int] = {}
-    for old, new in change.changed:
-        if old is None:
-            new_topics[new.topic] = new_topics.get(new.topic, 0) + 1
-        else:
-            out.extend(partition_events(old, new))
+    for _, new in (c for c in change.changed if c[0] is None):
+        new_topics[new.topic] = new_topics.get(new.topic, 0) + 1
+    pending.changes = change.changed  # a new topic's partitions have no events of their own
+    out = pending.tail
     for topic, n in sorted(new_topics.items()):
         out.append(
             EventDraft(
@@ -254,4 +309,4 @@ def metadata_events(change: MetadataChange) -> list[EventDraft]:
         )
     for topic in change.deleted_topics:
         out.append(EventDraft(TOPIC_DELETED, f"topic {topic} deleted", topic))
-    return out
+    return pending

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minikafka.admin_http import cluster_view as cv
+from minikafka.admin_http import events as events_module
 from minikafka.admin_http.events import (
     BROKER_DEREGISTERED,
     BROKER_REGISTERED,
@@ -21,6 +22,7 @@ from minikafka.admin_http.events import (
     EventDraft,
     EventLog,
     metadata_events,
+    partition_event_count,
     partition_events,
 )
 from minikafka.admin_http.throughput import RATE_NAMES, ClusterThroughput, RateSampler
@@ -115,7 +117,7 @@ def test_metadata_events_cover_brokers_controller_and_topics() -> None:
             deleted_topics=["gone"],
             first_update=False,
         )
-    )
+    ).all()
     assert kinds(drafts) == [
         CONTROLLER_CHANGE,
         BROKER_REGISTERED,
@@ -131,8 +133,55 @@ def test_metadata_events_cover_brokers_controller_and_topics() -> None:
 def test_the_first_update_is_the_cluster_as_it_is_not_a_story() -> None:
     drafts = metadata_events(
         MetadataChange(-1, 1, 1, [], [1, 2, 3], [(None, state(1, [1]))], [], True)
-    )
+    ).all()
     assert kinds(drafts) == [CONTROLLER_CHANGE]
+
+
+members = st.lists(st.sampled_from([1, 2, 3]), unique=True, max_size=3)
+partition_state = st.builds(
+    lambda leader, isr, p: state(leader, isr, partition=p),
+    st.sampled_from([-1, 1, 2, 3]),
+    members,
+    st.integers(0, 40),
+)
+
+
+@given(st.one_of(st.none(), partition_state), partition_state)
+def test_counting_a_partitions_events_agrees_with_making_them(old, new) -> None:
+    assert partition_event_count(old, new) == len(partition_events(old, new))
+
+
+@given(
+    st.lists(st.tuples(st.one_of(st.none(), partition_state), partition_state), max_size=40),
+    st.integers(1, 12),
+)
+def test_an_updates_events_are_numbered_and_kept_as_if_all_were_made(changes, capacity) -> None:
+    change = MetadataChange(1, 2, 3, [1, 2], [2, 3], changes, ["gone"], False)
+    lazy, eager = EventLog(capacity), EventLog(capacity)
+    eager.append(metadata_events(change).all(), 1000)
+    lazy.append(metadata_events(change), 1000)
+    assert lazy.last_seq == eager.last_seq
+    assert lazy.newest() == eager.newest()
+
+
+def test_an_updates_events_beyond_the_log_are_counted_not_made(monkeypatch) -> None:
+    """A broker's failure at scale: an election in each of 1,000 partitions, a log of 10."""
+    changes = [
+        (state(1, [1, 2], partition=p), state(2, [1, 2], 1, partition=p)) for p in range(1000)
+    ]
+    made: list[int] = []
+    real = events_module.partition_events
+
+    def counting(old, new):
+        made.append(new.partition)
+        return real(old, new)
+
+    monkeypatch.setattr(events_module, "partition_events", counting)
+    log = EventLog(10)
+    log.append(metadata_events(MetadataChange(1, 1, 3, [1, 2], [1, 2], changes, [], False)), 1)
+    assert log.last_seq == 1000
+    assert sorted(made) == list(range(990, 1000))
+    assert [e.partition for e in log.newest()] == list(range(999, 989, -1))
 
 
 def test_the_event_log_numbers_events_and_returns_the_newest_first() -> None:
