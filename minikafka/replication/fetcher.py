@@ -22,6 +22,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 
 from minikafka.common import TopicPartition
 from minikafka.config.broker import BrokerConfig
@@ -48,6 +49,7 @@ from minikafka.rpc.messages import (
     OffsetForLeaderTopic,
 )
 from minikafka.rules.replication_quota import UNLIMITED_RATE
+from minikafka.storage.checkpoint import sync_filesystems
 
 log = logging.getLogger(__name__)
 
@@ -316,6 +318,12 @@ class ReplicaFetcher:
             ),
             timeout_s=self._config.request_timeout_ms / 1000,
         )
+        # The leader-epoch checkpoints the truncations rewrite are written one by one and
+        # made durable together, in a thread, before any of these partitions fetches (an
+        # fsync or two each on the event loop took seconds once a broker followed for
+        # thousands of partitions it had led).
+        truncated: dict[TopicPartition, PartitionFetchState] = {}
+        log_dirs: set[Path] = set()
         for t in resp.topics:
             for r in t.partitions:
                 tp = TopicPartition(t.name, r.partition)
@@ -326,11 +334,23 @@ class ReplicaFetcher:
                 if r.error_code != ErrorCode.NONE:
                     self._delay(tp, f"OffsetsForLeaderEpoch: {ErrorCode(r.error_code).name}")
                     continue
-                self._apply_epoch_end_offset(tp, cur, r.leader_epoch, r.end_offset)
+                if self._apply_epoch_end_offset(tp, cur, r.leader_epoch, r.end_offset):
+                    truncated[tp] = cur
+                    log_dirs.add(p.log.dir.parent)
+        if not truncated:
+            return
+        await asyncio.get_running_loop().run_in_executor(
+            self._rm.log_manager.io_executor, sync_filesystems, log_dirs
+        )
+        for tp, st in truncated.items():
+            if self.partitions.get(tp) is st and tp in self._truncating:
+                self._start_fetching(tp, st)
 
     def _apply_epoch_end_offset(
         self, tp: TopicPartition, st: PartitionFetchState, leader_epoch: int, leader_end: int
-    ) -> None:
+    ) -> bool:
+        """Truncate as the leader's answer says (the leader-epoch checkpoint not yet
+        fsync'd); whether the partition may fetch once it is."""
         p = self._rm.partitions[tp]
         lg = p.log
         leo = lg.log_end_offset
@@ -357,9 +377,8 @@ class ReplicaFetcher:
             )
         # Even at the LEO: this drops an epoch we led without writing in it (Kafka's
         # truncateTo), which would otherwise reject the leader's batches of older epochs.
-        lg.truncate_to(target)
-        if done:
-            self._start_fetching(tp, st)
+        lg.truncate_to(target, sync=False)
+        return done
 
     # --- fetching ------------------------------------------------------------------------
 

@@ -80,6 +80,12 @@ def sync_filesystem(path: Path) -> None:
         os.close(fd)
 
 
+def sync_filesystems(paths: Iterable[Path]) -> None:
+    """`sync_filesystem` once for each filesystem these directories are on."""
+    for path in {os.stat(p).st_dev: p for p in paths}.values():
+        sync_filesystem(path)
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, sync: bool = True) -> None:
     """`<file>.tmp`, fsync, rename over `path`, fsync the directory (a log's `.tmp` leftovers
     are deleted when it is opened). `sync=False` leaves both fsyncs to a `sync_filesystem`

@@ -118,12 +118,13 @@ class LeaderEpochCache:
         self._entries.append(EpochEntry(epoch, start_offset))
         return True
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """Drop epochs starting at or after `end_offset` (the log was truncated there)."""
+    def truncate_from_end(self, end_offset: int, *, sync: bool = True) -> None:
+        """Drop epochs starting at or after `end_offset` (the log was truncated there), and
+        write the file at once (`sync=False`: without an fsync, see `atomic_write_bytes`)."""
         if end_offset < 0 or not self._entries or self._entries[-1].start_offset < end_offset:
             return
         self._entries = [e for e in self._entries if e.start_offset < end_offset]
-        self._flush()
+        self._flush(sync=sync)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at `start_offset`: drop epochs entirely before it and move the

@@ -912,16 +912,17 @@ class Log:
 
     # --- truncation ----------------------------------------------------------------------
 
-    def truncate_to(self, offset: int) -> bool:
+    def truncate_to(self, offset: int, *, sync: bool = True) -> bool:
         """Remove everything from `offset` on (a follower diverged). Returns whether anything
-        was removed."""
+        was removed. `sync=False` leaves the fsync of the leader-epoch checkpoint to the
+        caller's `sync_filesystem`, which must come before anything is appended."""
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
             # As Kafka: still drop epochs starting at the LEO. This broker may have led an
             # epoch without writing in it; left in place, that entry would be "newer" than
             # the batches the new leader sends from there on.
-            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset, sync=sync)
             return False
         if offset <= self._segments[0].base_offset:
             self._truncate_fully(offset)
@@ -937,7 +938,7 @@ class Log:
             self._bases.pop()
         self._segments[-1].truncate_to(offset)
         leo = self.log_end_offset
-        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_end(leo, sync=sync)
         self.log_start_offset = min(self.log_start_offset, leo)
         self.high_watermark = min(self.high_watermark, leo)
         self.recovery_point = min(self.recovery_point, leo)

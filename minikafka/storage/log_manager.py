@@ -35,7 +35,7 @@ from minikafka.storage.checkpoint import (
     OffsetCheckpointFile,
     atomic_write_text,
     fsync_dir,
-    sync_filesystem,
+    sync_filesystems,
 )
 from minikafka.storage.log import Log
 from minikafka.storage.log_cleaner import (
@@ -577,8 +577,7 @@ class LogManager:
         # after any unclean stop.
         for lg in self._logs.values():
             lg.close(sync=False)
-        for d in {os.stat(d).st_dev: d for d in self.log_dirs}.values():
-            sync_filesystem(d)
+        sync_filesystems(self.log_dirs)
         self.checkpoint_recovery_points_and_log_starts()
         for d in self.log_dirs:
             atomic_write_text(d / CLEAN_SHUTDOWN_FILE, "")

@@ -19,7 +19,7 @@ from minikafka.storage.log import Log
 from minikafka.storage.log_config import LogConfig
 from minikafka.storage.record_batch import build_batch
 
-from .conftest import BrokerFactory
+from .conftest import BrokerFactory, wait_for
 
 N = 400
 
@@ -106,3 +106,53 @@ async def test_a_replica_that_cannot_be_created_gets_a_storage_error(
     resp = await b.rm.become_leader_or_follower(LeaderAndIsrRequest(0, 1, -1, states({7: 1}), []))
     assert resp.partition_errors[0].error_code == ErrorCode.NONE
     assert b.rm.partitions[TopicPartition("many", 7)].is_leader
+
+
+async def test_a_leader_turned_follower_of_many_partitions_syncs_their_epoch_files_once(
+    brokers: BrokerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Broker 1 led 200 partitions in epoch 5 without writing; broker 2 takes them over in
+    epoch 6. Broker 1's fetcher drops epoch 5 (it starts at the LEO) from each partition's
+    leader-epoch checkpoint, every file written, then one syncfs for them all before any
+    of them fetches: not two fsyncs each on the event loop."""
+    from minikafka.replication import fetcher as fetcher_module
+    from minikafka.storage import checkpoint
+
+    n = 200
+    b1, b2 = brokers(1), brokers(2)
+    await b1.start()
+    await b2.start()
+    led_by_1 = states({p: 1 for p in range(n)})
+    await b1.rm.become_leader_or_follower(LeaderAndIsrRequest(0, 1, -1, led_by_1, [b1.node]))
+    await b2.rm.become_leader_or_follower(LeaderAndIsrRequest(0, 1, -1, led_by_1, [b1.node]))
+    logs = [b1.rm.partitions[TopicPartition("many", p)].log for p in range(n)]
+    for lg in logs:
+        lg.leader_epoch_cache.persist()  # epoch 5 on disk, as a flush would have written it
+    assert all((lg.dir / LEADER_EPOCH_CHECKPOINT).read_text().endswith("5 0\n") for lg in logs)
+
+    fsyncs: list[int] = []
+    real_fsync = checkpoint.os.fsync
+    monkeypatch.setattr(checkpoint.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    synced: list[int] = []  # how many partitions were fetching at each sync
+    real_sync = fetcher_module.sync_filesystems
+
+    def recording_sync(paths: object) -> None:
+        synced.append(len(b1.fetchers.fetchers[2].session.fetchable))
+        real_sync(paths)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fetcher_module, "sync_filesystems", recording_sync)
+    led_by_2 = [LeaderAndIsrPartitionState("many", p, 1, 2, 6, [1, 2], 0, [1, 2]) for p in range(n)]
+    await b2.rm.become_leader_or_follower(LeaderAndIsrRequest(0, 1, -1, led_by_2, [b2.node]))
+    await b1.rm.become_leader_or_follower(LeaderAndIsrRequest(0, 1, -1, led_by_2, [b2.node]))
+    await wait_for(
+        lambda: (
+            all(
+                (lg.dir / LEADER_EPOCH_CHECKPOINT).read_text().splitlines() == ["0", "0"]
+                for lg in logs
+            )
+            and b1.fetchers.partition_count() == n
+            and not b1.fetchers.fetchers[2]._truncating
+        )
+    )
+    assert synced and synced[0] == 0  # before any of them fetched
+    assert len(fsyncs) < n // 4, len(fsyncs)

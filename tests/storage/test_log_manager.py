@@ -250,7 +250,7 @@ def test_a_clean_shutdown_syncs_each_filesystem_once_not_each_file(tmp_path, clo
     the marker: the fsyncs do not grow with the number of logs."""
     import os
 
-    from minikafka.storage import log_manager
+    from minikafka.storage import checkpoint
 
     m = manager(tmp_path, clock, dirs=("a", "b"))
     tps = [TopicPartition("many", p) for p in range(60)]
@@ -262,13 +262,13 @@ def test_a_clean_shutdown_syncs_each_filesystem_once_not_each_file(tmp_path, clo
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
     synced: list[object] = []
-    real_sync = log_manager.sync_filesystem
+    real_sync = checkpoint.sync_filesystem
 
     def recording_sync(path):
         synced.append((path, (path / CLEAN_SHUTDOWN_FILE).exists()))
         real_sync(path)
 
-    monkeypatch.setattr(log_manager, "sync_filesystem", recording_sync)
+    monkeypatch.setattr(checkpoint, "sync_filesystem", recording_sync)
     m.shutdown()
     # Both dirs are on tmp_path's filesystem: one syncfs, made before either marker.
     assert len(synced) == 1 and synced[0][1] is False
