@@ -38,12 +38,17 @@ def _api_versions_frame() -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def answers(host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
-    """Whether the broker at host:port answers an ApiVersions request within `timeout_s`."""
+def answers(
+    host: str, port: int, timeout_s: float = PROBE_TIMEOUT_S, frame: bytes | None = None
+) -> bool:
+    """Whether the broker at host:port answers an ApiVersions request (`frame`, made here
+    if not given) within `timeout_s`."""
+    if frame is None:
+        frame = _api_versions_frame()
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.settimeout(timeout_s)
-            sock.sendall(_api_versions_frame())
+            sock.sendall(frame)
             return len(sock.recv(8)) > 0
     except OSError:
         return False
@@ -55,11 +60,14 @@ def unanswering(
     """The brokers (id -> host, port) that do not answer within `timeout_s`."""
     if not addresses:
         return set()
+    # Made (kio imported) here, before the threads: kio's modules imported for the first time
+    # in several threads at once can fail with importlib's _DeadlockError.
+    frame = _api_versions_frame()
     with ThreadPoolExecutor(max_workers=min(16, len(addresses))) as pool:
         got = dict(
             zip(
                 addresses,
-                pool.map(lambda a: answers(a[0], a[1], timeout_s), addresses.values()),
+                pool.map(lambda a: answers(a[0], a[1], timeout_s, frame), addresses.values()),
                 strict=True,
             )
         )
