@@ -184,6 +184,17 @@ def test_undecodable_frames_raise_frame_error(frame):
         ([[1, 0, 5, None], [-1, 500, 1, 100, [[b"t", []]]]], b"", "expected str"),  # nested message
         ([[1, 0, 5, None], [-1]], b"", "lacks"),
         ([[6, 0, 5, None], [1, 5, 77, [], [], [1, 2]]], b"", "expected str"),  # list of str
+        # A list of integers (a partition state's ISR) with a string or a bool among them.
+        (
+            [[4, 0, 5, None], [1, 1, 1, [["t", 0, 1, 1, 1, [1, "2"], 0, [1, 2]]], []]],
+            b"",
+            "expected an integer",
+        ),
+        (
+            [[4, 0, 5, None], [1, 1, 1, [["t", 0, 1, 1, 1, [1, True], 0, [1, 2]]], []]],
+            b"",
+            "expected an integer",
+        ),
     ],
 )
 def test_bad_bodies_raise_request_decode_error_with_header(meta, data, fragment):
