@@ -5,7 +5,8 @@ more than they compute: run one after another they left the machine's two cores 
 two thirds of the time. Work goes to the workers a test module at a time, so a module's
 shared cluster (a module-scoped fixture) is started once. The Docker and Spark tests are
 one unit of their own, run in order on one worker: they share images, compose projects and
-a Spark session, and each is the whole machine's load while its JVMs start.
+a Spark session, and each is the whole machine's load while its JVMs start. (CI's run,
+`scripts/test` without arguments, runs them after the rest, alone: see scripts/test.)
 """
 
 from __future__ import annotations
