@@ -153,6 +153,9 @@ class MetadataCache:
     def contains_topic(self, topic: str) -> bool:
         return topic in self._partitions
 
+    def topic_count(self) -> int:
+        return len(self._partitions)
+
     def topic_id(self, topic: str) -> str | None:
         return self._topic_ids.get(topic)
 

@@ -70,6 +70,9 @@ class FakeCache:
     def contains_topic(self, topic: str) -> bool:
         return topic in self.ids
 
+    def topic_count(self) -> int:
+        return len(self.ids)
+
 
 class FakeReplicaManager:
     """Appends to __consumer_offsets succeed at once."""

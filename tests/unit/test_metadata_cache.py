@@ -1,10 +1,13 @@
 """The broker's metadata cache answers Metadata from partitions it builds once per change:
 whatever UpdateMetadata requests came in, the answer equals one built from scratch, and
-requests between two changes of a topic share one answer."""
+requests between two changes of a topic share one answer. The Metadata handler's own
+cache of answers forgets deleted topics without scanning itself for every request."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from typing import cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,9 +17,15 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.rpc.messages import (
     BrokerNode,
     MetadataPartition,
+    MetadataResponse,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
 )
+from minikafka.server.authorization import RequestAuthorizer
+from minikafka.server.broker_services import BrokerServices
+from minikafka.server.kafka_api.metadata import MetadataApis
+from minikafka.server.kafka_api.models.metadata import MetadataRequest, MetadataRequestTopic
+from minikafka.server.kafka_api.registry import RequestContext
 from minikafka.server.metadata_cache import MetadataCache
 
 TOPICS = ("a", "b", "c")
@@ -115,3 +124,59 @@ def test_requests_between_two_changes_of_a_topic_share_its_answer() -> None:
     gone = {t.name: t.partitions for t in cache.get_topic_metadata(None)}
     assert gone["a"] is not after["a"]
     assert gone["b"][0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+
+
+class CountingCache(MetadataCache):
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.lookups = 0
+
+    def contains_topic(self, topic: str) -> bool:
+        self.lookups += 1
+        return super().contains_topic(topic)
+
+
+class CacheServices:
+    """What MetadataApis uses of BrokerServices, over a real metadata cache."""
+
+    def __init__(self, cache: MetadataCache) -> None:
+        self.cache = cache
+        self.authorizer = RequestAuthorizer(None)
+        self.cluster_id = "mk-cluster-id-22-chars"
+
+    async def metadata(
+        self, topics: list[str] | None, allow_auto_topic_creation: bool, listener: str
+    ) -> MetadataResponse:
+        found = self.cache.get_topic_metadata(topics)
+        return MetadataResponse(self.cache.alive_brokers_on(listener), 1, found)
+
+
+def ask(apis: MetadataApis, topics: list[str] | None) -> set[str]:
+    req = MetadataRequest(
+        topics=None if topics is None else tuple(MetadataRequestTopic(name=t) for t in topics),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    ctx = RequestContext(12, 1, "c", "/127.0.0.1", "PLAINTEXT")
+    resp = asyncio.run(apis.metadata(req, ctx))
+    return {t.name for t in resp.topics if t.name is not None}
+
+
+def test_answers_of_deleted_topics_are_pruned_without_scanning_for_each_small_request() -> None:
+    cache = CountingCache()
+    names = [f"t{i}" for i in range(2_500)]
+    cache.update(update([state(n, 0, 1, 0) for n in names], [1, 2, 3], []))
+    apis = MetadataApis(cast(BrokerServices, CacheServices(cache)))
+    assert len(ask(apis, None)) == 2_500
+    # Requests for a few topics while all 2,500 answers are kept, live: no scan.
+    for i in range(20):
+        assert ask(apis, [names[i]]) == {names[i]}
+    assert cache.lookups == 0
+    # Most topics deleted: the next request drops their answers, once.
+    cache.update(update([], [1, 2, 3], names[:2_000]))
+    assert ask(apis, [names[-1]]) == {names[-1]}
+    assert cache.lookups == 2_500
+    assert ask(apis, [names[-2]]) == {names[-2]}
+    assert cache.lookups == 2_500
+    # The kept answers are the live topics' own.
+    assert set(apis._answered) == set(names[2_000:])

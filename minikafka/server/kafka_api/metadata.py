@@ -94,9 +94,11 @@ class MetadataApis(ApiFamily):
             )
             for t in found
         ]
-        if len(self._answered) > 2 * len(found) + 1000:
-            # Topics deleted since: keep those still in the metadata cache.
-            cache = self.apis.cache
+        cache = self.apis.cache
+        if len(self._answered) > 2 * cache.topic_count() + 1000:
+            # Many topics deleted since: keep those still in the metadata cache. Compared
+            # with the cache's count, not this request's, so that a request for a few
+            # topics does not scan every cached answer.
             self._answered = {n: a for n, a in self._answered.items() if cache.contains_topic(n)}
         topics += refused
         topics += [
