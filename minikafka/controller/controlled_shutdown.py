@@ -124,13 +124,9 @@ async def _move_off(
         [PartitionAndReplica(tp, broker_id) for tp in followed]
     )
     batch.send_requests_to_brokers(ctx.epoch)
-    return [
-        tp
-        for tp in ctx.all_partitions()
-        if replicated(tp)
-        and tp in ctx.partition_leadership
-        and ctx.partition_leadership[tp].leader == broker_id
-    ]
+    # A partition it leads is one of its own (a leader is always an assigned replica): no
+    # need to go through every partition of the cluster again.
+    return [tp for tp in to_act_on if ctx.partition_leadership[tp].leader == broker_id]
 
 
 __all__ = ["UNKNOWN_BROKER_EPOCH", "do_controlled_shutdown"]

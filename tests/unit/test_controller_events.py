@@ -598,6 +598,43 @@ async def test_failover_removes_followers_that_died_without_a_controller(
     assert lai(zk.states[T1]) == (2, 1, (2,))  # 4 was not in its ISR: unchanged
 
 
+async def test_failover_sends_each_partition_state_once_after_the_elections(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """Brokers first learn the live brokers alone; then one LeaderAndIsr and one
+    UpdateMetadata carry every partition's state, the new leaders of partitions whose
+    leader died while there was no controller included (not their old state first)."""
+    brokers(zk, 1, 2, 3)
+    existing_topic(
+        zk,
+        {0: (2, 3), 1: (4, 3)},
+        p0=state(2, 3, (2, 3)),
+        p1=state(4, 5, (4, 3)),  # its leader, broker 4, died with the old controller
+    )
+    await start(1)
+    for broker in (2, 3):
+        requests = sender.requests(LeaderAndIsrRequest, broker)
+        named = [s for r in requests for s in r.partition_states]
+        assert sorted((s.partition, s.leader) for s in named) == (
+            [(0, 2)] if broker == 2 else [(0, 2), (1, 3)]
+        )
+    for broker in (1, 2, 3):
+        first, *rest = sender.requests(UpdateMetadataRequest, broker)
+        assert first.partition_states == [] and sorted(b.node_id for b in first.live_brokers) == [
+            1,
+            2,
+            3,
+        ]
+        # The first with partitions names them all, with the new leader; none names the
+        # dead one (the ISR change of partition 1 may follow in a later one).
+        with_states = [r for r in rest if r.partition_states]
+        assert sorted((s.partition, s.leader) for s in with_states[0].partition_states) == [
+            (0, 2),
+            (1, 3),
+        ]
+        assert all(s.leader != 4 for r in rest for s in r.partition_states)
+
+
 async def test_failover_deletes_stale_isr_notifications(
     zk: FakeZk, sender: CapturingSender, start: Starter
 ) -> None:
