@@ -158,7 +158,7 @@ def ask(apis: MetadataApis, topics: list[str] | None) -> set[str]:
         include_topic_authorized_operations=False,
     )
     ctx = RequestContext(12, 1, "c", "/127.0.0.1", "PLAINTEXT")
-    resp = asyncio.run(apis.metadata(req, ctx))
+    resp = asyncio.run(apis.answer(req, ctx))
     return {t.name for t in resp.topics if t.name is not None}
 
 
