@@ -1,19 +1,23 @@
 """The broker's metadata cache answers Metadata from partitions it builds once per change:
 whatever UpdateMetadata requests came in, the answer equals one built from scratch, and
-requests between two changes of a topic share one answer. The Metadata handler's own
-cache of answers forgets deleted topics without scanning itself for every request."""
+requests between two changes of a topic share one answer. The Metadata handler keeps each
+topic's encoded partitions until the topic changes, and forgets deleted topics without
+scanning its answers for every request."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from typing import cast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minikafka.common import NO_LEADER
 from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.kafka.metadata_response import PartitionLike
 from minikafka.rpc.messages import (
     BrokerNode,
     MetadataPartition,
@@ -23,6 +27,7 @@ from minikafka.rpc.messages import (
 )
 from minikafka.server.authorization import RequestAuthorizer
 from minikafka.server.broker_services import BrokerServices
+from minikafka.server.kafka_api import metadata as metadata_handler
 from minikafka.server.kafka_api.metadata import MetadataApis
 from minikafka.server.kafka_api.models.metadata import MetadataRequest, MetadataRequestTopic
 from minikafka.server.kafka_api.registry import RequestContext
@@ -180,3 +185,40 @@ def test_answers_of_deleted_topics_are_pruned_without_scanning_for_each_small_re
     assert cache.lookups == 2_500
     # The kept answers are the live topics' own.
     assert set(apis._answered) == set(names[2_000:])
+
+
+def test_a_topic_s_partitions_are_encoded_once_per_format_until_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoded: list[tuple[int, int]] = []
+    real = metadata_handler.encode_partitions
+
+    def counting(version: int, partitions: Sequence[PartitionLike]) -> bytes:
+        encoded.append((version, len(partitions)))
+        return real(version, partitions)
+
+    monkeypatch.setattr(metadata_handler, "encode_partitions", counting)
+    cache = MetadataCache(1)
+    cache.update(
+        update([state("a", p, 1, 0) for p in range(3)] + [state("b", 0, 2, 0)], [1, 2], [])
+    )
+    apis = MetadataApis(cast(BrokerServices, CacheServices(cache)))
+
+    def frame(version: int) -> bytes:
+        req = MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        ctx = RequestContext(version, 1, "c", "/127.0.0.1", "PLAINTEXT")
+        return b"".join(bytes(c) for c in asyncio.run(apis.metadata(req, ctx)).chunks)
+
+    first = frame(12)
+    assert sorted(encoded) == [(12, 1), (12, 3)]
+    # v9-13 share the flexible format; v1 is another.
+    assert frame(9)[4:] != first[4:] and frame(12) == first and len(encoded) == 2
+    frame(1)
+    frame(4)
+    assert sorted(encoded[2:]) == [(1, 1), (1, 3)]
+    # b changes: only b is encoded again, and the answer shows its new leader.
+    cache.update(update([state("b", 0, 1, 1)], [1, 2], []))
+    changed = frame(12)
+    assert encoded[4:] == [(12, 1)]
+    assert changed != first
+    assert apis._answered["b"][1][0].leader_id == 1
