@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
@@ -81,6 +82,14 @@ def broker_node(info: BrokerInfo, inter_broker_listener: str = PLAINTEXT) -> Bro
 
 # --- ControllerChannelManager ------------------------------------------------------------------
 
+SLOW_REQUEST_S = 1.0  # requests answered after this long are logged, with their size
+
+
+def _partition_count(request: ControllerRequest) -> int:
+    if isinstance(request, StopReplicaRequest):
+        return len(request.partitions)
+    return len(request.partition_states)
+
 
 @dataclass(slots=True)
 class _QueueItem:
@@ -115,7 +124,19 @@ class _RequestSendTask:
         try:
             while True:
                 item = await self.queue.get()
+                started = time.monotonic()
                 response = await self._send_until_answered(item.request)
+                took = time.monotonic() - started
+                if took >= SLOW_REQUEST_S:
+                    # At scale, where the controller's time goes: encoding, the broker's
+                    # queue and its handling, all in this figure.
+                    log.info(
+                        "%s of %d partitions to broker %d answered in %.2fs",
+                        type(item.request).__name__,
+                        _partition_count(item.request),
+                        self.broker.id,
+                        took,
+                    )
                 if item.callback is not None:
                     try:
                         item.callback(response)
@@ -247,8 +268,9 @@ class ControllerChannelManager:
 class ControllerBrokerRequestBatch:
     """Requests of one controller step, merged per broker (Kafka's class of this name).
 
-    UpdateMetadata partition states are taken from the context when added; a later add for the
-    same partition replaces an earlier one, so each broker learns the final state once.
+    UpdateMetadata partition states are taken from the context when the batch is sent, so
+    each broker learns a partition's final state of the step once (and the step's tens of
+    thousands of adds at a failover cost a dict entry each, not a state each).
     Requests go only to live (or shutting-down) brokers, in Kafka's order: LeaderAndIsr,
     then UpdateMetadata, then StopReplica.
     """
@@ -268,7 +290,8 @@ class ControllerBrokerRequestBatch:
         self.stop_replica_callback = stop_replica_callback
         self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrPartitionState]] = {}
         self.update_metadata_brokers: set[int] = set()
-        self.update_metadata_partitions: dict[TopicPartition, UpdateMetadataPartitionState] = {}
+        # An ordered set: the partitions whose state UpdateMetadata will carry.
+        self.update_metadata_partitions: dict[TopicPartition, None] = {}
         self.update_metadata_deleted_topics: set[str] = set()
         self.stop_replica: dict[int, dict[TopicPartition, StopReplicaPartition]] = {}
 
@@ -315,38 +338,53 @@ class ControllerBrokerRequestBatch:
         for broker_id in broker_ids:
             if broker_id >= 0:
                 self.leader_and_isr.setdefault(broker_id, {})[tp] = state
-        self.add_update_metadata_request_for_brokers(
-            self.context.live_or_shutting_down_broker_ids, [tp]
-        )
+        # add_update_metadata_request_for_brokers(live or shutting down, [tp]), inlined: this
+        # runs for every partition a failover touches.
+        self.update_metadata_brokers.update(self.context.live_brokers.keys())
+        self.update_metadata_partitions[tp] = None
 
     def add_update_metadata_request_for_brokers(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
     ) -> None:
-        """UpdateMetadata (the live brokers, plus these partitions' states) to `broker_ids`.
+        """UpdateMetadata (the live brokers, plus these partitions' states as the context has
+        them when the batch is sent) to `broker_ids`.
 
         Partitions of topics queued for deletion are announced as deleted topics instead:
         Kafka marks them with leader -2 so brokers drop them from their metadata.
         """
         self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
-        ctx = self.context
+        pending = self.update_metadata_partitions
         for tp in partitions:
+            pending[tp] = None
+
+    def _update_metadata_states(self) -> list[UpdateMetadataPartitionState]:
+        """The states of the partitions added, sorted; their topics queued for deletion are
+        announced as deleted instead."""
+        ctx = self.context
+        online = ctx.live_broker_ids  # shutting-down brokers count as offline (Kafka's)
+        states = []
+        for tp in ctx.sorted_partitions(self.update_metadata_partitions):
             if ctx.is_topic_queued_for_deletion(tp.topic):
                 self.update_metadata_deleted_topics.add(tp.topic)
                 continue
             leadership = ctx.partition_leadership.get(tp)
             if leadership is None:
                 continue  # no leader assigned yet: nothing to say (Kafka skips it too)
-            self.update_metadata_partitions[tp] = UpdateMetadataPartitionState(
-                topic=tp.topic,
-                partition=tp.partition,
-                controller_epoch=leadership.controller_epoch,
-                leader=leadership.leader,
-                leader_epoch=leadership.leader_epoch,
-                isr=list(leadership.isr),
-                zk_version=leadership.zk_version,
-                replicas=list(ctx.partition_replicas(tp)),
-                offline_replicas=ctx.offline_replicas(tp),
+            replicas = ctx.partition_replicas(tp)
+            states.append(
+                UpdateMetadataPartitionState(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    controller_epoch=leadership.controller_epoch,
+                    leader=leadership.leader,
+                    leader_epoch=leadership.leader_epoch,
+                    isr=list(leadership.isr),
+                    zk_version=leadership.zk_version,
+                    replicas=list(replicas),
+                    offline_replicas=[r for r in replicas if r not in online],
+                )
             )
+        return states
 
     def add_deleted_topics(self, broker_ids: Iterable[int], topics: Iterable[str]) -> None:
         """UpdateMetadata telling `broker_ids` that these topics no longer exist."""
@@ -406,10 +444,7 @@ class ControllerBrokerRequestBatch:
                 )
 
             if self.update_metadata_brokers:
-                partition_states = [
-                    self.update_metadata_partitions[tp]
-                    for tp in ctx.sorted_partitions(self.update_metadata_partitions)
-                ]
+                partition_states = self._update_metadata_states()
                 live_brokers = [
                     broker_node(ctx.live_brokers[b], self.inter_broker_listener)
                     for b in sorted(live)

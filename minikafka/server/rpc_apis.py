@@ -9,6 +9,7 @@ a broker in Kafka's protocol (server/kafka_api/).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -38,6 +39,9 @@ from minikafka.rules.consumer_offsets import OFFSETS_TOPIC
 from minikafka.server.broker_services import BrokerServices
 
 log = logging.getLogger(__name__)
+
+# UpdateMetadata applied slower than this is logged with its size (LeaderAndIsr always is).
+SLOW_UPDATE_METADATA_S = 0.2
 
 
 class RpcApis:
@@ -94,7 +98,18 @@ class RpcApis:
             log.warning("rejected UpdateMetadata from controller %d: %s", req.controller_id, e)
             return UpdateMetadataResponse(int(e.code))
         self.services.rm.controller_epoch = req.controller_epoch
+        started = time.monotonic()
         self.services.cache.update(req)
+        took = time.monotonic() - started
+        if took >= SLOW_UPDATE_METADATA_S:
+            log.info(
+                "UpdateMetadata from controller %d: %d partitions, %d deleted topics; "
+                "applied in %.2fs",
+                req.controller_id,
+                len(req.partition_states),
+                len(req.deleted_topics),
+                took,
+            )
         return UpdateMetadataResponse(int(ErrorCode.NONE))
 
     async def handle_stop_replica(self, req: StopReplicaRequest) -> StopReplicaResponse:
