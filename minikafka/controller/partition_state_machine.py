@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
-from minikafka.controller.parts import ControllerParts
+from minikafka.controller.parts import ControllerParts, states_to_change
 from minikafka.rules.election import (
     ElectionResult,
     controlled_shutdown_election,
@@ -183,8 +183,8 @@ class PartitionStateMachine:
         failed: list[TopicPartition] = []
         unclean_allowed: dict[str, bool] = {}
         remaining = list(partitions)
+        current = await states_to_change(ctx, self._zk, remaining)
         while remaining:
-            current = await self._zk.get_partition_states(remaining)
             updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
             recipients: dict[TopicPartition, list[int]] = {}
             unclean: set[TopicPartition] = set()
@@ -255,6 +255,8 @@ class PartitionStateMachine:
                     ),
                 )
             remaining = list(conflicts)
+            if remaining:
+                current = await self._zk.get_partition_states(remaining)
         return elected, failed
 
     async def _compute_election(

@@ -4,9 +4,10 @@ replica elections)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.config.broker import BrokerConfig
 from minikafka.controller.channel_manager import ControllerBrokerRequestBatch
 from minikafka.controller.context import ControllerContext
@@ -24,3 +25,19 @@ class ControllerParts:
     zk: ControllerZkStore
     # The requests (LeaderAndIsr, UpdateMetadata, StopReplica) the current event sends.
     batch: ControllerBrokerRequestBatch
+
+
+async def states_to_change(
+    context: ControllerContext, zk: ControllerZkStore, tps: Sequence[TopicPartition]
+) -> dict[TopicPartition, LeaderAndIsr]:
+    """The states to base a first round of changes on: those this controller last read or
+    wrote (with their zk versions), ZooKeeper's for the others. Every write is conditional
+    on the version, so a state changed since fails to write and is read again in the next
+    round (Kafka reads every one again first: at a failover of 30,000 partitions, 10,000
+    to 20,000 reads that the new controller made a second before)."""
+    known = context.partition_leadership
+    current = {tp: known[tp] for tp in tps if tp in known}
+    missing = [tp for tp in tps if tp not in current]
+    if missing:
+        current.update(await zk.get_partition_states(missing))
+    return current

@@ -16,7 +16,7 @@ from minikafka.controller.context import (
     PartitionAndReplica,
     format_partitions,
 )
-from minikafka.controller.parts import ControllerParts
+from minikafka.controller.parts import ControllerParts, states_to_change
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,8 @@ class ReplicaStateMachine:
         ctx = self._context
         changed: dict[TopicPartition, LeaderAndIsr] = {}
         remaining = list(partitions)
+        current = await states_to_change(ctx, self._zk, remaining)
         while remaining:
-            current = await self._zk.get_partition_states(remaining)
             updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
             for tp in remaining:
                 state = current.get(tp)
@@ -101,6 +101,8 @@ class ReplicaStateMachine:
                 ctx.partition_leadership[tp] = leadership
                 changed[tp] = leadership
             remaining = list(conflicts)
+            if remaining:
+                current = await self._zk.get_partition_states(remaining)
         if changed:
             log.info(
                 "removed broker %d from the ISR of %s",

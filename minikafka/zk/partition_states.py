@@ -88,7 +88,7 @@ class PartitionStateZnodes(ZkSession):
         if tp in conflicts:
             raise ZkBadVersionError(
                 f"partition state of {tp}: expected zk version {expected_zk_version}, "
-                "the znode has another (re-read it and retry)"
+                "the znode has another or is gone (re-read it and retry)"
             )
         return done[tp]
 
@@ -99,7 +99,7 @@ class PartitionStateZnodes(ZkSession):
     ) -> tuple[dict[TopicPartition, LeaderAndIsr], list[TopicPartition]]:
         """Batch form (Kafka's updateLeaderAndIsr): each write conditional on its expected zk
         version, all fenced. Returns (updated states, partitions whose zk version did not
-        match); raises ControllerMovedError if our epoch is stale (Kafka fails the whole
+        match or whose znode is gone); raises ControllerMovedError if our epoch is stale (Kafka fails the whole
         batch).
 
         The writes go in multis of many partitions, pipelined (thousands of single-write
@@ -144,7 +144,9 @@ class PartitionStateZnodes(ZkSession):
             except ControllerMovedError:
                 moved = True
                 continue
-            except ZkBadVersionError:
+            except (ZkBadVersionError, ZkNoNodeError):
+                # Changed, or deleted, since the state written over was read: the caller
+                # reads it again.
                 conflicts.append(tp)
                 continue
             done[tp] = self._written_state(updates[tp][0], stats[0])

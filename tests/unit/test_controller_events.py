@@ -1616,6 +1616,37 @@ async def test_controlled_shutdown_skips_partitions_no_other_live_replica_can_le
         p2=state(2, 0, (2,)),
     )
     c = await start(1)
+    written: list[TopicPartition] = []
+    update = zk.update_partition_states
+
+    async def recording(
+        updates: Mapping[TopicPartition, tuple[LeaderAndIsr, int]], fence: int
+    ) -> tuple[dict[TopicPartition, LeaderAndIsr], list[TopicPartition]]:
+        written.extend(updates)
+        return await update(updates, fence)
+
+    zk.update_partition_states = recording  # type: ignore[method-assign]
+    remaining = await c.controlled_shutdown(2, epochs[2])
+    # t-1 moves to 1; t-0 and t-2 stay with 2, whose only other replica (3) is down: their
+    # elections are not even tried (the last live broker of a cluster leads everything).
+    assert remaining == [T0, T2]
+    assert lai(zk.states[T1]) == (1, 1, (1,))
+    assert lai(zk.states[T0]) == (2, 0, (2,))
+    assert written == [T1]
+
+
+async def test_elections_start_from_the_controller_s_states_and_reread_those_changed_since(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """The first round of an election writes over the states the controller last read or
+    wrote, without reading them again; a state changed since (here a leader's ISR shrink
+    the controller has not heard of) fails its conditional write and is read again, and the
+    election is decided on what ZooKeeper has."""
+    epochs = brokers(zk, 1, 2, 3)
+    existing_topic(
+        zk, {0: (2, 1, 3), 1: (2, 3, 1)}, p0=state(2, 0, (2, 1, 3)), p1=state(2, 0, (2, 3, 1))
+    )
+    c = await start(1)
     read: list[TopicPartition] = []
     get = zk.get_partition_states
 
@@ -1625,13 +1656,13 @@ async def test_controlled_shutdown_skips_partitions_no_other_live_replica_can_le
         return await get(tps)
 
     zk.get_partition_states = recording  # type: ignore[method-assign]
+    # Broker 2, leading t-1, shrank its ISR to (2, 1): 3 may no longer lead it.
+    zk.set_state(T1, replace(zk.states[T1], isr=(2, 1)))
     remaining = await c.controlled_shutdown(2, epochs[2])
-    # t-1 moves to 1; t-0 and t-2 stay with 2, whose only other replica (3) is down: their
-    # elections are not even tried (the last live broker of a cluster leads everything).
-    assert remaining == [T0, T2]
-    assert lai(zk.states[T1]) == (1, 1, (1,))
-    assert lai(zk.states[T0]) == (2, 0, (2,))
+    assert remaining == []
     assert read == [T1]
+    assert lai(zk.states[T0]) == (1, 1, (1, 3))
+    assert lai(zk.states[T1]) == (1, 1, (1,))
 
 
 # --- partition reassignment (KIP-455) --------------------------------------------------------------
