@@ -263,7 +263,7 @@ class KafkaServer:
         return await asyncio.to_thread(self.zk.update_partition_state_as_leader, tp, new, expected)
 
     async def _notify_isr_changes(self, tps: list[TopicPartition]) -> None:
-        await asyncio.to_thread(self.zk.create_isr_change_notification, tps)
+        await asyncio.to_thread(self.zk.create_isr_change_notifications, tps)
 
     # --- startup -------------------------------------------------------------------------
 

@@ -15,6 +15,11 @@ from minikafka.zk.errors import ZkBadVersionError, ZkError, ZkNodeExistsError, Z
 from minikafka.zk.multi import Op
 from minikafka.zk.session import ZkSession
 
+# An ISR change notification's data stays below this (ZooKeeper's jute.maxbuffer is 1 MiB);
+# an entry costs its topic name and this much more: `{"topic":"","partition":2147483647},`.
+ISR_CHANGE_NOTIFICATION_BYTES = 256 * 1024
+ISR_CHANGE_ENTRY_BYTES = 40
+
 __all__ = ["ControllerZnodes"]
 
 
@@ -101,6 +106,34 @@ class ControllerZnodes(ZkSession):
             ),
         )
         return str(created).rsplit("/", 1)[-1]
+
+    def create_isr_change_notifications(self, tps: Iterable[TopicPartition]) -> list[str]:
+        """`create_isr_change_notification` in as many notifications as it takes to keep
+        each one's data below ISR_CHANGE_NOTIFICATION_BYTES, created pipelined; returns
+        their names. A broker catching up 100,000 partitions has that many changes to tell,
+        about 4 MB in one notification: past jute.maxbuffer (1 MiB) ZooKeeper drops the
+        connection, and the notification would be retried, and refused, forever."""
+        chunks: list[list[TopicPartition]] = []
+        size = 0
+        for tp in tps:
+            cost = len(tp.topic.encode()) + ISR_CHANGE_ENTRY_BYTES
+            if not chunks or size + cost > ISR_CHANGE_NOTIFICATION_BYTES:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(tp)
+            size += cost
+        pending = [
+            self._create_async(
+                paths.isr_change_notification_prefix(),
+                codecs.encode_isr_change_notification(chunk),
+                sequence=True,
+            )
+            for chunk in chunks
+        ]
+        return [
+            str(self._call("create ISR change notification", result)).rsplit("/", 1)[-1]
+            for result in pending
+        ]
 
     def get_isr_change_notifications(self) -> list[str]:
         """Child names, oldest first (the sequence number sorts them)."""

@@ -13,6 +13,7 @@ from minikafka.controller.partition_state_machine import state_creation_chunks
 from minikafka.zk import multi as zk_multi_module
 from minikafka.zk import paths
 from minikafka.zk.client import JUTE_MAX_BUFFER, ZkClient, ZkRequestTooLargeError
+from minikafka.zk.controller_znodes import ISR_CHANGE_NOTIFICATION_BYTES
 
 from .conftest import ZkClientFactory
 
@@ -146,3 +147,20 @@ def test_topic_configs_read_in_one_go(zk_client: ZkClient) -> None:
         "b": {},
         "missing": {},
     }
+
+
+def test_isr_changes_of_many_partitions_go_in_several_notifications(
+    zk_client: ZkClient,
+) -> None:
+    """A broker catching up tens of thousands of partitions: as one notification, the
+    changes would exceed jute.maxbuffer and ZooKeeper would drop the connection."""
+    topic = "t" * 200
+    tps = [TopicPartition(topic, p) for p in range(20_000)]  # about 5 MB as one
+    names = zk_client.create_isr_change_notifications(tps)
+    assert zk_client.connected
+    assert len(names) > 4
+    assert zk_client.get_isr_change_notifications() == sorted(names)
+    assert [tp for n in names for tp in zk_client.read_isr_change_notification(n)] == tps
+    for n in names:
+        data = zk_client.get_data(paths.isr_change_notification(n))
+        assert data is not None and len(data) <= ISR_CHANGE_NOTIFICATION_BYTES
