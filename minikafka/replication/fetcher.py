@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -59,6 +60,7 @@ _SESSION_ERRORS = (ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH
 # How often a fetcher whose throttled partitions are held back (the follower quota exceeded)
 # looks again, when nothing else it fetches wakes it.
 THROTTLE_RECHECK_S = 0.1
+DELAY_LOG_PARTITIONS = 10  # partitions named in a line about many backing off
 
 
 class FetchPhase(Enum):
@@ -98,6 +100,9 @@ class ReplicaFetcher:
         self.session = FetchSessionHandler(source.node_id)
         self._truncating: set[TopicPartition] = set()  # phase TRUNCATING
         self._delayed: set[TopicPartition] = set()  # backing off until delayed_until
+        # No delayed partition is due before this: the loop does not scan them all on every
+        # round (tens of thousands back off together while a broker restarts).
+        self._next_release = math.inf
         # Throttled partitions left out of fetches while the follower quota is exceeded.
         self._held: set[TopicPartition] = set()
 
@@ -164,7 +169,7 @@ class ReplicaFetcher:
             }
             if not truncating and not self.session.fetchable:
                 self._wakeup.clear()
-                delays = [self.partitions[tp].delayed_until - now for tp in self._delayed]
+                delays = [self._next_release - now] if self._delayed else []
                 if self._held:
                     delays.append(THROTTLE_RECHECK_S)
                 # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation
@@ -213,16 +218,45 @@ class ReplicaFetcher:
             log.log(level, "%r: %s: %s; retrying in %.1fs", self, tp, why, self._backoff_s)
             self._set_delay(tp, st, asyncio.get_running_loop().time() + self._backoff_s)
 
+    def _delay_many(self, tps: list[TopicPartition], why: str) -> None:
+        """`_delay` of partitions a response refused alike, logged in one line: a broker
+        restarting at 100,000 partitions had each refused, and logged, hundreds of
+        thousands of times."""
+        until = asyncio.get_running_loop().time() + self._backoff_s
+        delayed = [tp for tp in tps if tp in self.partitions]
+        for tp in delayed:
+            self._set_delay(tp, self.partitions[tp], until)
+        if delayed:
+            shown = ", ".join(map(str, delayed[:DELAY_LOG_PARTITIONS]))
+            more = len(delayed) - DELAY_LOG_PARTITIONS
+            log.info(
+                "%r: %d partition(s): %s (%s%s); retrying in %.1fs",
+                self,
+                len(delayed),
+                why,
+                shown,
+                f" and {more} more" if more > 0 else "",
+                self._backoff_s,
+            )
+
     def _set_delay(self, tp: TopicPartition, st: PartitionFetchState, until: float) -> None:
         st.delayed_until = until
         self._delayed.add(tp)
+        if until < self._next_release:
+            self._next_release = until
         self.session.remove(tp)  # forgotten while it backs off, as Kafka's fetcher does
 
     def _release_delays(self, now: float) -> None:
         if not self._delayed:
+            self._next_release = math.inf
+            return
+        if now < self._next_release:
             return
         for tp in [tp for tp in self._delayed if self.partitions[tp].delayed_until <= now]:
             self._release(tp)
+        self._next_release = min(
+            (self.partitions[tp].delayed_until for tp in self._delayed), default=math.inf
+        )
 
     def _release(self, tp: TopicPartition) -> None:
         self._delayed.discard(tp)
@@ -436,6 +470,7 @@ class ReplicaFetcher:
             raise error_for_code(resp.error_code, "fetch request failed")
         # What the leader answered from: each partition's parameters as it held them.
         used = self.session.session_partitions
+        refused: dict[str, list[TopicPartition]] = {}  # error name -> partitions
         for t in resp.topics:
             for r in t.partitions:
                 tp = TopicPartition(t.name, r.partition)
@@ -466,7 +501,9 @@ class ReplicaFetcher:
                 else:
                     # Fenced / unknown epoch / not leader: the controller's next
                     # LeaderAndIsr re-points us; until then retry after a backoff.
-                    self._delay(tp, f"fetch: {code.name}")
+                    refused.setdefault(code.name, []).append(tp)
+        for name, tps in refused.items():
+            self._delay_many(tps, f"fetch: {name}")
 
     def _append(
         self,
