@@ -6,9 +6,10 @@ controller's events, cleared when it resigns. Only the controller's event task t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from minikafka.common import LeaderAndIsr, TopicPartition
 from minikafka.rules.reassignment import ReplicaAssignment
@@ -38,9 +39,33 @@ def _sorted_tps(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
     return sorted(tps, key=lambda tp: (tp.topic, tp.partition))
 
 
-def format_partitions(tps: Iterable[TopicPartition]) -> str:
-    """Partitions for the controller's log lines: `t-0,t-1`, or `-` for none."""
-    return ",".join(str(tp) for tp in tps) or "-"
+T = TypeVar("T")
+
+# Partitions a controller log line names; the others are counted. At 100,000 partitions a
+# line naming all was 1 to 2 MB, written (and formatted) at every failover.
+LOGGED_PARTITIONS = 100
+
+
+def format_items(
+    items: Iterable[T], limit: int = LOGGED_PARTITIONS, fmt: Callable[[T], str] = str
+) -> str:
+    """Items for a log line, `a,b`, at most `limit` of them (only those formatted) and how
+    many more; `-` for none."""
+    shown: list[str] = []
+    more = 0
+    for item in items:
+        if len(shown) < limit:
+            shown.append(fmt(item))
+        else:
+            more += 1
+    text = ",".join(shown) or "-"
+    return f"{text} (and {more} more)" if more else text
+
+
+def format_partitions(tps: Iterable[TopicPartition], limit: int = LOGGED_PARTITIONS) -> str:
+    """Partitions for the controller's log lines: `t-0,t-1`, or `-` for none; at most
+    `limit` named, the others counted."""
+    return format_items(tps, limit)
 
 
 class ControllerContext:

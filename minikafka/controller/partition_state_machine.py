@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from enum import Enum
 
 from minikafka.common import NO_LEADER, LeaderAndIsr, TopicPartition
+from minikafka.controller.context import format_items
 from minikafka.controller.parts import ControllerParts, states_to_change
 from minikafka.rules.election import (
     ElectionResult,
@@ -249,9 +250,9 @@ class PartitionStateMachine:
                 log.info(
                     "%s leader election: %s",
                     strategy.value,
-                    ", ".join(
-                        f"{tp} -> {lai.leader} (epoch {lai.leader_epoch})"
-                        for tp, lai in done.items()
+                    format_items(
+                        done.items(),
+                        fmt=lambda e: f"{e[0]} -> {e[1].leader} (epoch {e[1].leader_epoch})",
                     ),
                 )
             remaining = list(conflicts)

@@ -23,7 +23,7 @@ from minikafka.controller.channel_manager import (
     ControllerRequest,
     ResponseCallback,
 )
-from minikafka.controller.context import ControllerContext
+from minikafka.controller.context import ControllerContext, format_items, format_partitions
 from minikafka.controller.controller import KafkaController
 from minikafka.controller.events import ApiError, AutoPreferredReplicaLeaderElection
 from minikafka.protocol.errors import (
@@ -1846,3 +1846,19 @@ async def test_deleting_a_topic_waits_for_its_reassignment(
     await c.wait_for_idle()
     # The move finished, then the deletion started.
     assert all(any(p.delete_partition for p in sender.stop_replicas(b)) for b in (2, 3, 4))
+
+
+def test_controller_log_lines_name_a_hundred_partitions_and_count_the_others() -> None:
+    tps = [TopicPartition("t", p) for p in range(250)]
+    assert format_partitions(tps[:2]) == "t-0,t-1" and format_partitions([]) == "-"
+    line = format_partitions(tps)
+    assert line.startswith("t-0,t-1,") and line.endswith(",t-99 (and 150 more)")
+    formatted: list[int] = []
+
+    def fmt(p: int) -> str:
+        formatted.append(p)
+        return f"<{p}>"
+
+    # Only the items shown are formatted (an election of 100,000 partitions logs 100).
+    assert format_items(range(250), fmt=fmt).endswith("<99> (and 150 more)")
+    assert formatted == list(range(100))
