@@ -184,11 +184,12 @@ class PartitionStateMachine:
         failed: list[TopicPartition] = []
         unclean_allowed: dict[str, bool] = {}
         remaining = list(partitions)
-        current = await states_to_change(ctx, self._zk, remaining)
+        current, own = await states_to_change(ctx, self._zk, remaining)
         while remaining:
             updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
             recipients: dict[TopicPartition, list[int]] = {}
             unclean: set[TopicPartition] = set()
+            recheck: list[TopicPartition] = []  # failed on the controller's own state
             for tp in remaining:
                 state = current.get(tp)
                 if state is None:
@@ -209,6 +210,9 @@ class PartitionStateMachine:
                 result, live_replicas = await self._compute_election(
                     tp, state, strategy, unclean_allowed
                 )
+                if result is None and tp in own:
+                    recheck.append(tp)  # decided again on ZooKeeper's state
+                    continue
                 if result is None:
                     log.warning(
                         "%s leader election for %s failed: no eligible replica (replicas %s, "
@@ -229,9 +233,12 @@ class PartitionStateMachine:
                 recipients[tp] = live_replicas
                 if result.unclean:
                     unclean.add(tp)
-            if not updates:
-                break
-            done, conflicts = await self._zk.update_partition_states(updates, ctx.epoch_zk_version)
+            done: dict[TopicPartition, LeaderAndIsr] = {}
+            conflicts: list[TopicPartition] = []
+            if updates:
+                done, conflicts = await self._zk.update_partition_states(
+                    updates, ctx.epoch_zk_version
+                )
             for tp, leadership in done.items():
                 ctx.partition_leadership[tp] = leadership
                 elected[tp] = leadership
@@ -255,7 +262,8 @@ class PartitionStateMachine:
                         fmt=lambda e: f"{e[0]} -> {e[1].leader} (epoch {e[1].leader_epoch})",
                     ),
                 )
-            remaining = list(conflicts)
+            remaining = [*conflicts, *recheck]
+            own = set()
             if remaining:
                 current = await self._zk.get_partition_states(remaining)
         return elected, failed

@@ -29,15 +29,21 @@ class ControllerParts:
 
 async def states_to_change(
     context: ControllerContext, zk: ControllerZkStore, tps: Sequence[TopicPartition]
-) -> dict[TopicPartition, LeaderAndIsr]:
-    """The states to base a first round of changes on: those this controller last read or
-    wrote (with their zk versions), ZooKeeper's for the others. Every write is conditional
-    on the version, so a state changed since fails to write and is read again in the next
-    round (Kafka reads every one again first: at a failover of 30,000 partitions, 10,000
-    to 20,000 reads that the new controller made a second before)."""
+) -> tuple[dict[TopicPartition, LeaderAndIsr], set[TopicPartition]]:
+    """The states to base a first round of changes on, and which of them are the
+    controller's own: those it last read or wrote (with their zk versions), ZooKeeper's
+    for the others. Kafka reads every one again first: at a failover of 30,000 partitions,
+    10,000 to 20,000 reads that the new controller made a second before.
+
+    A write is conditional on the version, so a change decided on an own state that is
+    out of date (a leader changed the ISR since, unheard of yet) fails to write, and the
+    state is read again. A decision to write nothing is not checked that way: the caller
+    must read those partitions again before deciding so (a preferred replica that just
+    rejoined the ISR, a dead replica a leader just added back to it)."""
     known = context.partition_leadership
     current = {tp: known[tp] for tp in tps if tp in known}
-    missing = [tp for tp in tps if tp not in current]
+    own = set(current)
+    missing = [tp for tp in tps if tp not in own]
     if missing:
         current.update(await zk.get_partition_states(missing))
-    return current
+    return current, own

@@ -68,9 +68,10 @@ class ReplicaStateMachine:
         ctx = self._context
         changed: dict[TopicPartition, LeaderAndIsr] = {}
         remaining = list(partitions)
-        current = await states_to_change(ctx, self._zk, remaining)
+        current, own = await states_to_change(ctx, self._zk, remaining)
         while remaining:
             updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
+            recheck: list[TopicPartition] = []  # not in the ISR of the controller's own state
             for tp in remaining:
                 state = current.get(tp)
                 if state is None:
@@ -82,7 +83,10 @@ class ReplicaStateMachine:
                     log.error("not changing %s: written by a newer controller", tp)
                     continue
                 if broker_id not in state.isr:
-                    ctx.partition_leadership[tp] = state
+                    if tp in own:
+                        recheck.append(tp)  # a leader may have added it back since
+                    else:
+                        ctx.partition_leadership[tp] = state
                     continue
                 leader = NO_LEADER if state.leader == broker_id else state.leader
                 isr = (
@@ -94,13 +98,17 @@ class ReplicaStateMachine:
                     LeaderAndIsr(leader, state.leader_epoch + 1, isr, ctx.epoch, state.zk_version),
                     state.zk_version,
                 )
-            if not updates:
-                break
-            done, conflicts = await self._zk.update_partition_states(updates, ctx.epoch_zk_version)
+            done: dict[TopicPartition, LeaderAndIsr] = {}
+            conflicts: list[TopicPartition] = []
+            if updates:
+                done, conflicts = await self._zk.update_partition_states(
+                    updates, ctx.epoch_zk_version
+                )
             for tp, leadership in done.items():
                 ctx.partition_leadership[tp] = leadership
                 changed[tp] = leadership
-            remaining = list(conflicts)
+            remaining = [*conflicts, *recheck]
+            own = set()
             if remaining:
                 current = await self._zk.get_partition_states(remaining)
         if changed:

@@ -114,6 +114,14 @@ class _NoTopicIds:
     def topic_name(self, topic_id: str) -> str | None:
         return None
 
+    # What the Metadata handler asks of it to forget deleted topics' answers: it keeps
+    # none past a thousand answers here.
+    def topic_count(self) -> int:
+        return 0
+
+    def contains_topic(self, topic: str) -> bool:
+        return False
+
 
 class _BrokerApis:
     """What the Kafka API handlers call on a broker (BrokerServices), answered by the fake cluster."""

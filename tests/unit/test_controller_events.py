@@ -1862,3 +1862,32 @@ def test_controller_log_lines_name_a_hundred_partitions_and_count_the_others() -
     # Only the items shown are formatted (an election of 100,000 partitions logs 100).
     assert format_items(range(250), fmt=fmt).endswith("<99> (and 150 more)")
     assert formatted == list(range(100))
+
+
+async def test_an_election_that_fails_on_the_controller_s_state_is_decided_again_on_zookeeper_s(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """The controller's own state says the preferred replica is not in the ISR; its leader
+    has since added it back (written to ZooKeeper, not yet notified). Failing the election
+    writes nothing, so no conditional write could find that out: the state is read again."""
+    brokers(zk, 1, 2, 3)
+    existing_topic(zk, {0: (2, 3)}, p0=state(3, 1, (3,)))
+    c = await start(1)
+    zk.set_state(T0, replace(zk.states[T0], isr=(3, 2)))  # the leader's ISR expansion
+    results = await c.elect_leaders([T0], ElectionType.PREFERRED)
+    assert results[T0] == 2 and lai(zk.states[T0]) == (2, 2, (3, 2))
+
+
+async def test_a_dead_broker_a_leader_just_added_back_to_the_isr_is_removed_from_it(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """The controller's own state says broker 3 is not in the ISR; its leader has since
+    added it back (not yet notified). Then 3 dies: it must still leave the ISR, or acks=all
+    writes would wait for it."""
+    brokers(zk, 1, 2, 3)
+    existing_topic(zk, {0: (2, 3)}, p0=state(2, 1, (2,)))
+    c = await start(1)
+    zk.set_state(T0, replace(zk.states[T0], isr=(2, 3)))
+    zk.kill_broker(3)
+    await c.wait_for_idle()
+    assert lai(zk.states[T0]) == (2, 2, (2,))
