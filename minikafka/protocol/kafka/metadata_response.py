@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
-from minikafka.protocol.kafka.wire import append_compact_length
+from minikafka.protocol.kafka.wire import append_compact_length, append_nullable_string
 
 LAST_VERSION: Final = 13
 FIRST_FLEXIBLE_VERSION: Final = 9
@@ -116,21 +116,6 @@ def _array_length(buf: bytearray, n: int, flexible: bool) -> None:
         buf += _I32.pack(n)
 
 
-def _string(buf: bytearray, value: str | None, flexible: bool) -> None:
-    if value is None:
-        if flexible:
-            buf.append(0)
-        else:
-            buf += _I16.pack(-1)
-        return
-    raw = value.encode()
-    if flexible:
-        append_compact_length(buf, len(raw))
-    else:
-        buf += _I16.pack(len(raw))
-    buf += raw
-
-
 def _int32s(buf: bytearray, values: tuple[int, ...], flexible: bool) -> None:
     _array_length(buf, len(values), flexible)
     if values:
@@ -178,14 +163,14 @@ def encode_metadata_response(
     _array_length(buf, len(response.brokers), flexible)
     for b in response.brokers:
         buf += _I32.pack(b.node_id)
-        _string(buf, b.host, flexible)
+        append_nullable_string(buf, b.host, flexible)
         buf += _I32.pack(b.port)
         if version >= 1:
-            _string(buf, b.rack, flexible)
+            append_nullable_string(buf, b.rack, flexible)
         if flexible:
             buf.append(0)  # broker tagged fields
     if version >= 2:
-        _string(buf, response.cluster_id, flexible)
+        append_nullable_string(buf, response.cluster_id, flexible)
     if version >= 1:
         buf += _I32.pack(response.controller_id)
     _array_length(buf, len(response.topics), flexible)
@@ -193,7 +178,7 @@ def encode_metadata_response(
         buf += _I16.pack(t.error_code)
         if t.name is None and version < 12:
             raise ValueError(f"Metadata v{version} cannot answer a topic without a name")
-        _string(buf, t.name, flexible)
+        append_nullable_string(buf, t.name, flexible)
         if version >= 10:
             buf += _ZERO_UUID if t.topic_id is None else t.topic_id.bytes
         if version >= 1:

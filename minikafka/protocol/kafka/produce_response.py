@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from minikafka.protocol.kafka.wire import append_compact_length
+from minikafka.protocol.kafka.wire import append_compact_length, append_nullable_string
 
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 13
@@ -117,10 +117,10 @@ def encode_produce_response(
                 buf += _I32.pack(len(record_errors))
             for batch_index, why in record_errors:
                 buf += _I32.pack(batch_index)
-                _append_nullable_string(buf, why, flexible)
+                append_nullable_string(buf, why, flexible)
                 if flexible:
                     buf.append(0)  # record error's tagged fields
-            _append_nullable_string(buf, message, flexible)
+            append_nullable_string(buf, message, flexible)
             if flexible:
                 buf.append(0)  # partition tagged fields
         if flexible:
@@ -128,15 +128,3 @@ def encode_produce_response(
     buf += _THROTTLE_FLEXIBLE if flexible else _THROTTLE_LEGACY
     _I32.pack_into(buf, 0, len(buf) - 4)
     return bytes(buf)
-
-
-def _append_nullable_string(buf: bytearray, value: str | None, flexible: bool) -> None:
-    if value is None:
-        buf += b"\x00" if flexible else b"\xff\xff"
-        return
-    encoded = value.encode()
-    if flexible:
-        append_compact_length(buf, len(encoded))
-    else:
-        buf += _I16.pack(len(encoded))
-    buf += encoded

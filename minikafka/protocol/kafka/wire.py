@@ -1,6 +1,12 @@
-"""Writers shared by the hand-written response encoders (fetch_response, produce_response)."""
+"""Writers shared by the hand-written response encoders (fetch_response, produce_response,
+metadata_response)."""
 
 from __future__ import annotations
+
+import struct
+from typing import Final
+
+_I16: Final = struct.Struct(">h")
 
 
 def uvarint(value: int) -> bytes:
@@ -21,3 +27,17 @@ def append_compact_length(buf: bytearray, length: int) -> None:
         buf.append(n)
     else:
         buf += uvarint(n)
+
+
+def append_nullable_string(buf: bytearray, value: str | None, flexible: bool) -> None:
+    """A nullable string: compact (length + 1, 0 for null) in flexible versions, else an
+    int16 length (-1 for null)."""
+    if value is None:
+        buf += b"\x00" if flexible else b"\xff\xff"
+        return
+    encoded = value.encode()
+    if flexible:
+        append_compact_length(buf, len(encoded))
+    else:
+        buf += _I16.pack(len(encoded))
+    buf += encoded
