@@ -97,6 +97,10 @@ class ControllerContext:
         # Kafka's topic ids (KIP-516), from `/brokers/topics/<t>`.
         self.topic_ids: dict[str, str] = {}
         self.partition_leadership: dict[TopicPartition, LeaderAndIsr] = {}
+        # The states this controller wrote while processing the current event (cleared at
+        # each event): a replica of a dead broker left out of one of them cannot be back in
+        # its ISR yet (a leader adds only a replica that fetches).
+        self.written_in_event: set[TopicPartition] = set()
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()

@@ -289,6 +289,7 @@ class KafkaController:
 
     async def _process(self, event: ControllerEvent) -> None:
         """Kafka's `KafkaController.process`: one event, its errors answered here."""
+        self.context.written_in_event.clear()
         try:
             await self._dispatch(event)
         except asyncio.CancelledError:

@@ -239,6 +239,7 @@ class PartitionStateMachine:
                 done, conflicts = await self._zk.update_partition_states(
                     updates, ctx.epoch_zk_version
                 )
+            ctx.written_in_event.update(done)
             for tp, leadership in done.items():
                 ctx.partition_leadership[tp] = leadership
                 elected[tp] = leadership

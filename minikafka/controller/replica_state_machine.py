@@ -69,6 +69,10 @@ class ReplicaStateMachine:
         changed: dict[TopicPartition, LeaderAndIsr] = {}
         remaining = list(partitions)
         current, own = await states_to_change(ctx, self._zk, remaining)
+        # A dead broker left out of an ISR this controller wrote in this event (the elections
+        # of a failover or of a broker's death) is not read again: only a replica that
+        # fetches is added back, and a shutting-down one still does.
+        dead = broker_id not in ctx.live_or_shutting_down_broker_ids
         while remaining:
             updates: dict[TopicPartition, tuple[LeaderAndIsr, int]] = {}
             recheck: list[TopicPartition] = []  # not in the ISR of the controller's own state
@@ -83,7 +87,7 @@ class ReplicaStateMachine:
                     log.error("not changing %s: written by a newer controller", tp)
                     continue
                 if broker_id not in state.isr:
-                    if tp in own:
+                    if tp in own and not (dead and tp in ctx.written_in_event):
                         recheck.append(tp)  # a leader may have added it back since
                     else:
                         ctx.partition_leadership[tp] = state
@@ -104,6 +108,7 @@ class ReplicaStateMachine:
                 done, conflicts = await self._zk.update_partition_states(
                     updates, ctx.epoch_zk_version
                 )
+            ctx.written_in_event.update(done)
             for tp, leadership in done.items():
                 ctx.partition_leadership[tp] = leadership
                 changed[tp] = leadership

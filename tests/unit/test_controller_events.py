@@ -598,6 +598,30 @@ async def test_failover_removes_followers_that_died_without_a_controller(
     assert lai(zk.states[T1]) == (2, 1, (2,))  # 4 was not in its ISR: unchanged
 
 
+async def test_failover_does_not_read_again_the_states_it_elected_without_a_dead_broker(
+    zk: FakeZk, sender: CapturingSender, start: Starter
+) -> None:
+    """The previous controller (broker 4) led t-0 and followed t-1. The new one elects t-0's
+    leader without 4 and then removes 4 from the ISRs: t-0's state, just written without
+    4 in this event, is not read again (only a replica that fetches is added back), while
+    t-1's is written. At 30,000 partitions those reads were 10,000 and about 2 s."""
+    brokers(zk, 1, 2, 3)
+    existing_topic(zk, {0: (4, 2, 3), 1: (2, 4)}, p0=state(4, 3, (4, 2, 3)), p1=state(2, 1, (2, 4)))
+    reads: list[list[TopicPartition]] = []
+    get = zk.get_partition_states
+
+    async def recording(tps: Iterable[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr]:
+        tps = list(tps)
+        reads.append(tps)
+        return await get(tps)
+
+    zk.get_partition_states = recording  # type: ignore[method-assign]
+    await start(1)
+    assert lai(zk.states[T0]) == (2, 4, (2, 3))
+    assert lai(zk.states[T1]) == (2, 2, (2,))
+    assert [r for r in reads if T0 in r] == [[T0, T1]]  # the failover's load alone
+
+
 async def test_failover_sends_each_partition_state_once_after_the_elections(
     zk: FakeZk, sender: CapturingSender, start: Starter
 ) -> None:
