@@ -80,11 +80,39 @@ def _hints(cls: type) -> list[tuple[str, Any]]:
 _PRIMITIVES = (int, str, bytes, float, bool)
 
 
+def _exact_item(tp: Any) -> Any:
+    """For list[X] / tuple[X, ...] of an int, str or bool X: X (items of exactly that type
+    need no conversion), else None."""
+    if typing.get_origin(tp) in (list, tuple):
+        args = typing.get_args(tp)
+        if args and args[0] in (int, str, bool):
+            return args[0]
+    return None
+
+
+def _built_from_fields(cls: type) -> bool:
+    """Whether an instance may be made by setting its `__dict__` to its fields: what the
+    generated `__init__` of a dataclass does, field by field (through object.__setattr__
+    when frozen, 11 calls for a LeaderAndIsr partition state), when it does nothing else."""
+    return (
+        "__slots__" not in cls.__dict__
+        and not hasattr(cls, "__post_init__")
+        and all(f.init for f in dataclasses.fields(cls))
+    )
+
+
 def _compiled_dataclass_decoder(
     cls: type, types_: list[Any], fields: list[tuple[str, _Decoder]], generic: _Decoder
 ) -> _Decoder:
     n = len(fields)
-    env: dict[str, Any] = {"_cls": cls, "_generic": generic, "_list": list, "_tuple": tuple}
+    env: dict[str, Any] = {
+        "_cls": cls,
+        "_generic": generic,
+        "_list": list,
+        "_tuple": tuple,
+        "_new": object.__new__,
+        "_set": object.__setattr__,
+    }
     lines = [
         "def dec(obj, data):",
         "    t = obj.__class__",
@@ -93,6 +121,7 @@ def _compiled_dataclass_decoder(
     ]
     for i, ((_, d), ftp) in enumerate(zip(fields, types_, strict=True)):
         env[f"_d{i}"] = d
+        exact = _exact_item(ftp)
         if ftp is Any:
             lines.append(f"    v{i} = obj[{i}]")
         elif ftp in _PRIMITIVES:
@@ -100,9 +129,29 @@ def _compiled_dataclass_decoder(
             lines.append(f"    v{i} = obj[{i}]")
             lines.append(f"    if v{i}.__class__ is not _t{i}:")
             lines.append(f"        v{i} = _d{i}(v{i}, data)")
+        elif exact is not None and typing.get_origin(ftp) is list:
+            # A list of exactly-typed items (a LeaderAndIsr state has three) is taken as
+            # msgpack made it, checked by a plain loop: a generator per list cost more
+            # than the rest of the state's decoding.
+            env[f"_t{i}"] = exact
+            lines.append(f"    v{i} = obj[{i}]")
+            lines.append(f"    if v{i}.__class__ is _list:")
+            lines.append(f"        for x in v{i}:")
+            lines.append(f"            if x.__class__ is not _t{i}:")
+            lines.append(f"                v{i} = _d{i}(v{i}, data)")
+            lines.append("                break")
+            lines.append("    else:")
+            lines.append(f"        v{i} = _d{i}(v{i}, data)")
         else:
-            lines.append(f"    v{i} = _d{i}(obj[{i}], data)")
-    lines.append(f"    return _cls({', '.join(f'v{i}' for i in range(n))})")
+            lines.append(f"    v{i} = obj[{i}]")
+            lines.append(f"    v{i} = _d{i}(v{i}, data)")
+    if _built_from_fields(cls):
+        items = ", ".join(f"{name!r}: v{i}" for i, (name, _) in enumerate(fields))
+        lines.append("    o = _new(_cls)")
+        lines.append(f"    _set(o, '__dict__', {{{items}}})")
+        lines.append("    return o")
+    else:
+        lines.append(f"    return _cls({', '.join(f'v{i}' for i in range(n))})")
     exec("\n".join(lines), env)
     compiled: _Decoder = env["dec"]
     return compiled

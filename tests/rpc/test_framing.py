@@ -89,6 +89,21 @@ def test_request_round_trip(req):
     assert normalise(roundtrip_request(req)) == normalise(req)
 
 
+def test_decoded_messages_are_the_dataclasses_their_constructors_make():
+    """Decoding sets a message's fields without its constructor: it must still be a frozen
+    dataclass equal to one its constructor makes, and a nested list of
+    integers must come back as a list."""
+    state = m.LeaderAndIsrPartitionState("t", 3, 2, 1, 7, [1, 2], 4, [1, 2, 3], True, [3], [])
+    req = m.LeaderAndIsrRequest(1, 2, 3, [state], [m.BrokerNode(1, "h", 9092)])
+    back = roundtrip_request(req)
+    assert back == req and type(back) is m.LeaderAndIsrRequest
+    got = back.partition_states[0]
+    assert got == state and vars(got) == vars(state)
+    assert type(got.isr) is list and got.isr == [1, 2]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.leader = 2  # type: ignore[misc]
+
+
 def test_records_travel_outside_msgpack_as_zero_copy_views():
     resp = m.FetchResponse(
         0, [m.FetchTopicResponse("t", [m.FetchPartitionResponse(0, 0, 2, 0, 2, BATCH)])]
@@ -194,6 +209,11 @@ def test_undecodable_frames_raise_frame_error(frame):
             [[4, 0, 5, None], [1, 1, 1, [["t", 0, 1, 1, 1, [1, True], 0, [1, 2]]], []]],
             b"",
             "expected an integer",
+        ),
+        (
+            [[4, 0, 5, None], [1, 1, 1, [["t", 0, 1, 1, 1, 2, 0, [1, 2]]], []]],
+            b"",
+            "expected an array",
         ),
     ],
 )
