@@ -1143,7 +1143,7 @@ class Log:
             # broker of 100,000 partitions would otherwise fsync each at every stop).
             if seg.next_offset > self.recovery_point or self.config.preallocate:
                 seg.flush(sync=sync)
-        self.leader_epoch_cache.persist(sync=sync)
+        self.leader_epoch_cache.persist_at_close(self.log_end_offset, sync=sync)
         self.recovery_point = self.log_end_offset
         self._take_producer_snapshot(self.log_end_offset, sync=sync)
         for seg in self._segments:

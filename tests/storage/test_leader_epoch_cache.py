@@ -117,6 +117,58 @@ def test_changes_are_persisted_and_reloadable(tmp_path):
     assert again.entries == [EpochEntry(0, 0)]
 
 
+def test_a_clean_close_writes_only_epochs_with_records(tmp_path):
+    """At a log's clean close, an epoch that starts at the LEO (a leadership in which
+    nothing was written) is not written; one with records is."""
+    ck = LeaderEpochCheckpointFile(tmp_path / "leader-epoch-checkpoint")
+    c = LeaderEpochCache(lambda: 100, ck)
+    c.assign(0, 0)
+    c.assign(1, 50)
+    c.persist()
+    c.assign(2, 100)  # leader at the LEO, nothing appended
+    c.persist_at_close(100)
+    assert ck.read() == [EpochEntry(0, 0), EpochEntry(1, 50)]
+    c.assign(3, 90)  # a follower's batches of epoch 3 from offset 90
+    c.persist_at_close(100)
+    assert ck.read() == [EpochEntry(0, 0), EpochEntry(1, 50), EpochEntry(3, 90)]
+
+
+# A log's history: each step a new epoch at the LEO (delta: how much higher), then records
+# appended in it (how many: 0 for a leadership that wrote nothing); or a flush's persist.
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("epoch"), st.integers(1, 3), st.integers(0, 3)),
+        st.just(("persist", 0, 0)),
+    ),
+    max_size=12,
+)
+
+
+@given(steps)
+def test_a_cache_reloaded_after_a_clean_close_answers_as_the_closed_one(tmp_path_factory, ops):
+    """What the close leaves out changes no answer: once the next batch is appended (in a
+    newer epoch, at the LEO), a cache reloaded from the file holds the same entries as the
+    one that was closed, and answers every OffsetsForLeaderEpoch alike."""
+    ck = LeaderEpochCheckpointFile(tmp_path_factory.mktemp("c") / "leader-epoch-checkpoint")
+    leo = [0]
+    c = LeaderEpochCache(lambda: leo[0], ck)
+    for op, delta, records in ops:
+        if op == "persist":
+            c.persist()
+            continue
+        c.assign(c.latest_epoch() + delta if c.entries else delta, leo[0])
+        leo[0] += records
+    c.persist_at_close(leo[0])
+    reloaded = LeaderEpochCache(lambda: leo[0], ck, ck.read())
+    next_epoch = c.latest_epoch() + 1 if c.entries else 0
+    for cache_ in (c, reloaded):
+        cache_.assign(next_epoch, leo[0])
+    leo[0] += 1
+    assert reloaded.entries == c.entries
+    for epoch in range(-1, next_epoch + 2):
+        assert reloaded.end_offset_for(epoch) == c.end_offset_for(epoch)
+
+
 @given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 500)), max_size=40))
 def test_entries_always_strictly_increasing(ops):
     c = cache(*ops)
