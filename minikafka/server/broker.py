@@ -42,6 +42,7 @@ from minikafka.security.authorizer import (
 from minikafka.server.acl_store import AclStore
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.config_changes import ConfigChangeListener
+from minikafka.server.gc_pauses import GcPauseLog
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import KafkaApiHandler
 from minikafka.server.listener_security import inter_broker_connections, listener_security
@@ -95,6 +96,7 @@ class KafkaServer:
             open_files=OpenFiles(config.log_open_files_max),
         )
         self.metadata_cache = MetadataCache(config.broker_id)
+        self._gc_pauses = GcPauseLog()
         if zk_auth is None:
             zk_auth = load_zk_client_auth(
                 config.zookeeper_set_acl,
@@ -272,6 +274,7 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         log.info("broker %d starting", self.broker_id)
         raise_open_files_limit()
+        self._gc_pauses.install()
         await asyncio.to_thread(self.log_manager.startup)
         logs = self.log_manager.all_logs()
         # Logs found on disk were opened with the broker's defaults; their topics' overrides
@@ -700,5 +703,6 @@ class KafkaServer:
             except Exception:
                 # Keep going: the log manager's clean close matters most.
                 log.exception("shutting down the %s failed", name)
+        self._gc_pauses.uninstall()
         log.info("broker %d shut down cleanly", self.broker_id)
         self._stopped.set()

@@ -1,0 +1,40 @@
+import gc
+import logging
+
+import pytest
+
+from minikafka.server.gc_pauses import GcPauseLog
+
+
+def test_a_long_collection_is_logged_and_counted_a_short_one_is_not(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [10.0]
+    pauses = GcPauseLog(threshold_s=0.1, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="minikafka.server.gc_pauses"):
+        pauses("start", {"generation": 0})
+        now[0] += 0.05
+        pauses("stop", {"generation": 0, "collected": 3})
+        pauses("start", {"generation": 2})
+        now[0] += 0.25
+        pauses("stop", {"generation": 2, "collected": 7})
+    assert pauses.long_pauses == 1 and pauses.longest_s == pytest.approx(0.25)
+    assert [r.getMessage() for r in caplog.records] == [
+        "garbage collection of generation 2 paused the broker for 0.25s (7 objects freed)"
+    ]
+
+
+def test_installed_it_hears_the_interpreter_s_collections(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pauses = GcPauseLog(threshold_s=0.0)
+    pauses.install()
+    pauses.install()  # once only
+    try:
+        with caplog.at_level(logging.INFO, logger="minikafka.server.gc_pauses"):
+            gc.collect()
+    finally:
+        pauses.uninstall()
+    assert pauses not in gc.callbacks
+    assert pauses.long_pauses == 1
+    assert "garbage collection of generation 2" in caplog.records[0].getMessage()
