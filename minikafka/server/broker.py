@@ -42,7 +42,13 @@ from minikafka.security.authorizer import (
 from minikafka.server.acl_store import AclStore
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.config_changes import ConfigChangeListener
-from minikafka.server.gc_pauses import GcPauseLog
+from minikafka.server.gc_pauses import (
+    FULL_COLLECTION_INTERVAL_S,
+    GcPauseLog,
+    collect_fully,
+    defer_full_collections,
+    restore_full_collections,
+)
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
 from minikafka.server.kafka_api.handler import KafkaApiHandler
 from minikafka.server.listener_security import inter_broker_connections, listener_security
@@ -97,6 +103,7 @@ class KafkaServer:
         )
         self.metadata_cache = MetadataCache(config.broker_id)
         self._gc_pauses = GcPauseLog()
+        self._gc_deferred = False
         if zk_auth is None:
             zk_auth = load_zk_client_auth(
                 config.zookeeper_set_acl,
@@ -275,6 +282,8 @@ class KafkaServer:
         log.info("broker %d starting", self.broker_id)
         raise_open_files_limit()
         self._gc_pauses.install()
+        defer_full_collections()
+        self._gc_deferred = True
         await asyncio.to_thread(self.log_manager.startup)
         logs = self.log_manager.all_logs()
         # Logs found on disk were opened with the broker's defaults; their topics' overrides
@@ -531,6 +540,7 @@ class KafkaServer:
         every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
         # Kafka schedules each deletion at its delay; a second's check comes close enough.
         every("delete-file", 1000, self.log_manager.delete_retired_files)
+        every("gc-full-collection", int(FULL_COLLECTION_INTERVAL_S * 1000), collect_fully)
         if self.group_coordinator is not None:
             every(
                 "group-metadata-manager-expire-offsets",
@@ -704,5 +714,8 @@ class KafkaServer:
                 # Keep going: the log manager's clean close matters most.
                 log.exception("shutting down the %s failed", name)
         self._gc_pauses.uninstall()
+        if self._gc_deferred:
+            self._gc_deferred = False
+            restore_full_collections()
         log.info("broker %d shut down cleanly", self.broker_id)
         self._stopped.set()

@@ -3,7 +3,11 @@ import logging
 
 import pytest
 
-from minikafka.server.gc_pauses import GcPauseLog
+from minikafka.server.gc_pauses import (
+    GcPauseLog,
+    defer_full_collections,
+    restore_full_collections,
+)
 
 
 def test_a_long_collection_is_logged_and_counted_a_short_one_is_not(
@@ -38,3 +42,30 @@ def test_installed_it_hears_the_interpreter_s_collections(
     assert pauses not in gc.callbacks
     assert pauses.long_pauses == 1
     assert "garbage collection of generation 2" in caplog.records[0].getMessage()
+
+
+def test_full_collections_wait_for_the_schedule_until_every_broker_restores_them() -> None:
+    """While deferred, no number of younger collections starts one of the oldest generation
+    (CPython's own rule would, after its threshold); restored when the last broker of the
+    process asks, to what it was."""
+    before = gc.get_threshold()
+    defer_full_collections()
+    defer_full_collections()  # a second broker in this process
+    try:
+        full_before = gc.get_stats()[2]["collections"]
+        kept = []
+        for _ in range(200):
+            # Objects that survive into the oldest generation, as a leader change of
+            # thousands of partitions makes: without the deferral, about 10 full collections.
+            kept.append([[] for _ in range(5000)])
+            gc.collect(1)  # each counts towards the oldest generation's threshold
+            [[] for _ in range(701)]  # and allocations start younger collections
+        assert gc.get_stats()[2]["collections"] == full_before
+        del kept
+        restore_full_collections()
+        assert gc.get_threshold()[2] != before[2]  # the other broker still defers
+    finally:
+        restore_full_collections()
+    assert gc.get_threshold() == before
+    restore_full_collections()  # unbalanced: no effect
+    assert gc.get_threshold() == before
