@@ -43,10 +43,12 @@ from minikafka.server.acl_store import AclStore
 from minikafka.server.broker_services import BrokerServices
 from minikafka.server.config_changes import ConfigChangeListener
 from minikafka.server.gc_pauses import (
-    FULL_COLLECTION_INTERVAL_S,
+    FULL_COLLECTION_CHECK_S,
+    FullCollectionSchedule,
     GcPauseLog,
     collect_fully,
     defer_full_collections,
+    resident_bytes,
     restore_full_collections,
 )
 from minikafka.server.group_coordinator_adapter import GroupCoordinatorAdapter
@@ -540,7 +542,15 @@ class KafkaServer:
         every("log-flusher", cfg.log_flush_scheduler_interval_ms, self.log_manager.flush_dirty_logs)
         # Kafka schedules each deletion at its delay; a second's check comes close enough.
         every("delete-file", 1000, self.log_manager.delete_retired_files)
-        every("gc-full-collection", int(FULL_COLLECTION_INTERVAL_S * 1000), collect_fully)
+        schedule = FullCollectionSchedule(time.monotonic(), resident_bytes())
+
+        def collect_when_due() -> None:
+            rss = resident_bytes()
+            if schedule.due(time.monotonic(), rss):
+                collect_fully()
+                schedule.collected(time.monotonic(), resident_bytes())
+
+        every("gc-full-collection", int(FULL_COLLECTION_CHECK_S * 1000), collect_when_due)
         if self.group_coordinator is not None:
             every(
                 "group-metadata-manager-expire-offsets",

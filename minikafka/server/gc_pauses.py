@@ -10,7 +10,8 @@ paused 3.7 s in 20 s of a failover, for collections that freed nothing (the brok
 garbage goes by reference counting; cycles are rare).
 
 So a broker collects the oldest generation on a schedule of its own instead
-(`FULL_COLLECTION_INTERVAL_S`), and the younger generations as CPython does. Pauses hide in
+(`FullCollectionSchedule`: every `FULL_COLLECTION_INTERVAL_S`, or once its memory grew by
+half), and the younger generations as CPython does. Pauses hide in
 profiles (they are charged to whichever line allocated last), so each one that lasts
 `LONG_PAUSE_S` or more is logged.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,8 +28,13 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 LONG_PAUSE_S = 0.1
-# How often a broker collects the oldest generation (its cyclic garbage waits that long).
+# How often a broker collects the oldest generation (its cyclic garbage waits that long),
+# and sooner if its memory grew by this fraction since the last time.
 FULL_COLLECTION_INTERVAL_S = 300.0
+FULL_COLLECTION_RSS_GROWTH = 0.5
+# How often the broker checks its memory against that.
+FULL_COLLECTION_CHECK_S = 10.0
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # A threshold for the oldest generation that is never reached: collections of the younger
 # generations never start one.
 _NEVER = 2**31 - 1
@@ -55,6 +62,46 @@ def restore_full_collections() -> None:
     if _deferred == 0:
         first, second, _ = gc.get_threshold()
         gc.set_threshold(first, second, _saved_threshold)
+
+
+class FullCollectionSchedule:
+    """When a broker collects the oldest generation: `interval_s` after the last time, or
+    sooner if the process's resident memory has grown by `growth` (a fraction) since,
+    which bounds what cyclic garbage can pile up meanwhile. Decisions only: the broker
+    reads the clock and the memory, and collects."""
+
+    def __init__(
+        self,
+        now: float,
+        rss_bytes: int | None,
+        interval_s: float = FULL_COLLECTION_INTERVAL_S,
+        growth: float = FULL_COLLECTION_RSS_GROWTH,
+    ) -> None:
+        self.interval_s = interval_s
+        self.growth = growth
+        self.collected(now, rss_bytes)
+
+    def due(self, now: float, rss_bytes: int | None) -> bool:
+        if now - self._last >= self.interval_s:
+            return True
+        return (
+            rss_bytes is not None
+            and self._rss is not None
+            and rss_bytes >= self._rss * (1 + self.growth)
+        )
+
+    def collected(self, now: float, rss_bytes: int | None) -> None:
+        self._last = now
+        self._rss = rss_bytes
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory (Linux's /proc/self/statm), None where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def collect_fully() -> None:

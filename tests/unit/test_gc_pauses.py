@@ -4,8 +4,10 @@ import logging
 import pytest
 
 from minikafka.server.gc_pauses import (
+    FullCollectionSchedule,
     GcPauseLog,
     defer_full_collections,
+    resident_bytes,
     restore_full_collections,
 )
 
@@ -69,3 +71,24 @@ def test_full_collections_wait_for_the_schedule_until_every_broker_restores_them
     assert gc.get_threshold() == before
     restore_full_collections()  # unbalanced: no effect
     assert gc.get_threshold() == before
+
+
+def test_the_oldest_generation_is_collected_on_schedule_or_when_memory_grew_by_half() -> None:
+    schedule = FullCollectionSchedule(100.0, 1_000, interval_s=300.0, growth=0.5)
+    assert not schedule.due(399.0, 1_499)
+    assert schedule.due(400.0, 1_000)  # the interval
+    assert schedule.due(150.0, 1_500)  # half as much memory again
+    schedule.collected(150.0, 1_200)
+    assert not schedule.due(449.0, 1_799) and schedule.due(449.0, 1_800)
+    # Where the memory is unknown, the interval alone.
+    blind = FullCollectionSchedule(0.0, None, interval_s=300.0)
+    assert not blind.due(299.0, 10**12) and blind.due(300.0, None)
+
+
+def test_resident_bytes_reads_this_process_s_memory() -> None:
+    before = resident_bytes()
+    assert before is not None and before > 0
+    grown = b"\x01" * (64 * 1024 * 1024)  # written: resident
+    after = resident_bytes()
+    assert after is not None and after - before >= 60 * 1024 * 1024
+    del grown
