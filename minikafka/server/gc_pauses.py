@@ -10,8 +10,8 @@ paused 3.7 s in 20 s of a failover, for collections that freed nothing (the brok
 garbage goes by reference counting; cycles are rare).
 
 So a broker collects the oldest generation on a schedule of its own instead
-(`FullCollectionSchedule`: every `FULL_COLLECTION_INTERVAL_S`, or once its memory grew by
-half), and the younger generations as CPython does. Pauses hide in
+(`FullCollectionSchedule`: every `FULL_COLLECTION_INTERVAL_S`, or once its memory doubled),
+and the younger generations as CPython does. Pauses hide in
 profiles (they are charged to whichever line allocated last), so each one that lasts
 `LONG_PAUSE_S` or more is logged.
 """
@@ -31,7 +31,9 @@ LONG_PAUSE_S = 0.1
 # How often a broker collects the oldest generation (its cyclic garbage waits that long),
 # and sooner if its memory grew by this fraction since the last time.
 FULL_COLLECTION_INTERVAL_S = 300.0
-FULL_COLLECTION_RSS_GROWTH = 0.5
+# Doubling, not less: a new controller's or a restarted broker's legitimate growth would
+# start one in the middle of its work (at 100,000 partitions, a 2-3 s pause).
+FULL_COLLECTION_RSS_GROWTH = 1.0
 # How often the broker checks its memory against that.
 FULL_COLLECTION_CHECK_S = 10.0
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -73,13 +73,13 @@ def test_full_collections_wait_for_the_schedule_until_every_broker_restores_them
     assert gc.get_threshold() == before
 
 
-def test_the_oldest_generation_is_collected_on_schedule_or_when_memory_grew_by_half() -> None:
-    schedule = FullCollectionSchedule(100.0, 1_000, interval_s=300.0, growth=0.5)
-    assert not schedule.due(399.0, 1_499)
+def test_the_oldest_generation_is_collected_on_schedule_or_when_memory_doubled() -> None:
+    schedule = FullCollectionSchedule(100.0, 1_000, interval_s=300.0)
+    assert not schedule.due(399.0, 1_999)
     assert schedule.due(400.0, 1_000)  # the interval
-    assert schedule.due(150.0, 1_500)  # half as much memory again
+    assert schedule.due(150.0, 2_000)  # twice the memory
     schedule.collected(150.0, 1_200)
-    assert not schedule.due(449.0, 1_799) and schedule.due(449.0, 1_800)
+    assert not schedule.due(449.0, 2_399) and schedule.due(449.0, 2_400)
     # Where the memory is unknown, the interval alone.
     blind = FullCollectionSchedule(0.0, None, interval_s=300.0)
     assert not blind.due(299.0, 10**12) and blind.due(300.0, None)
