@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import logging
 import os
@@ -46,7 +47,6 @@ from minikafka.server.gc_pauses import (
     FULL_COLLECTION_CHECK_S,
     FullCollectionSchedule,
     GcPauseLog,
-    collect_fully,
     defer_full_collections,
     resident_bytes,
     restore_full_collections,
@@ -547,7 +547,7 @@ class KafkaServer:
         def collect_when_due() -> None:
             rss = resident_bytes()
             if schedule.due(time.monotonic(), rss):
-                collect_fully()
+                gc.collect()  # logged by the GcPauseLog when long
                 schedule.collected(time.monotonic(), resident_bytes())
 
         every("gc-full-collection", int(FULL_COLLECTION_CHECK_S * 1000), collect_when_due)

@@ -106,14 +106,8 @@ def resident_bytes() -> int | None:
         return None
 
 
-def collect_fully() -> None:
-    """The scheduled collection of every generation (a GcPauseLog installed logs it when
-    long)."""
-    gc.collect()
-
-
 class GcPauseLog:
-    """A `gc.callbacks` entry timing each collection; logs the long ones and counts them."""
+    """A `gc.callbacks` entry timing each collection; logs the long ones."""
 
     def __init__(
         self, threshold_s: float = LONG_PAUSE_S, clock: Callable[[], float] = time.perf_counter
@@ -121,8 +115,6 @@ class GcPauseLog:
         self.threshold_s = threshold_s
         self._clock = clock
         self._started: float | None = None
-        self.long_pauses = 0
-        self.longest_s = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -134,8 +126,6 @@ class GcPauseLog:
         self._started = None
         if elapsed < self.threshold_s:
             return
-        self.long_pauses += 1
-        self.longest_s = max(self.longest_s, elapsed)
         log.info(
             "garbage collection of generation %d paused the broker for %.2fs (%d objects freed)",
             info.get("generation", -1),

@@ -12,7 +12,7 @@ from minikafka.server.gc_pauses import (
 )
 
 
-def test_a_long_collection_is_logged_and_counted_a_short_one_is_not(
+def test_a_long_collection_is_logged_a_short_one_is_not(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     now = [10.0]
@@ -24,7 +24,6 @@ def test_a_long_collection_is_logged_and_counted_a_short_one_is_not(
         pauses("start", {"generation": 2})
         now[0] += 0.25
         pauses("stop", {"generation": 2, "collected": 7})
-    assert pauses.long_pauses == 1 and pauses.longest_s == pytest.approx(0.25)
     assert [r.getMessage() for r in caplog.records] == [
         "garbage collection of generation 2 paused the broker for 0.25s (7 objects freed)"
     ]
@@ -42,8 +41,9 @@ def test_installed_it_hears_the_interpreter_s_collections(
     finally:
         pauses.uninstall()
     assert pauses not in gc.callbacks
-    assert pauses.long_pauses == 1
-    assert "garbage collection of generation 2" in caplog.records[0].getMessage()
+    # Installed twice, heard once (younger collections may be logged too: threshold 0).
+    full = [r for r in caplog.records if "generation 2 paused" in r.getMessage()]
+    assert len(full) == 1
 
 
 def test_full_collections_wait_for_the_schedule_until_every_broker_restores_them() -> None:
