@@ -143,8 +143,7 @@ def _compiled_dataclass_decoder(
             lines.append("    else:")
             lines.append(f"        v{i} = _d{i}(v{i}, data)")
         else:
-            lines.append(f"    v{i} = obj[{i}]")
-            lines.append(f"    v{i} = _d{i}(v{i}, data)")
+            lines.append(f"    v{i} = _d{i}(obj[{i}], data)")
     if _built_from_fields(cls):
         items = ", ".join(f"{name!r}: v{i}" for i, (name, _) in enumerate(fields))
         lines.append("    o = _new(_cls)")
@@ -231,7 +230,7 @@ def _decoder_for(tp: Any) -> _Decoder:
         as_tuple = origin is tuple
         # Items of exactly this type need no conversion: checked in one pass, no call per
         # item (floats and bytes may need one: an int for a float, a str is not bytes).
-        exact = args[0] if args[0] in (int, str, bool) else None
+        exact = _exact_item(tp)
 
         def dec(obj: Any, data: memoryview) -> Any:
             if not isinstance(obj, list | tuple):
