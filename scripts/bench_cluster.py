@@ -68,6 +68,7 @@ import json
 import math
 import os
 import platform
+import select
 import shutil
 import signal
 import statistics
@@ -748,6 +749,21 @@ async def scale_controlled_shutdown(
     }
 
 
+SPY_START_TIMEOUT_S = 30.0
+
+
+def wait_until_sampling(spy: subprocess.Popen[bytes], deadline: float) -> None:
+    """Until py-spy says it is sampling (its first line), has exited, or the deadline."""
+    assert spy.stderr is not None
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([spy.stderr], [], [], left)
+        if not ready:
+            return
+        line = spy.stderr.readline()
+        if not line or b"Sampling" in line:
+            return
+
+
 @contextlib.contextmanager
 def profiled(cluster: LocalCluster, step: str, out_dir: Path | None) -> Iterator[None]:
     """With `out_dir`, py-spy samples every live broker while the block runs (100 Hz, without
@@ -764,6 +780,11 @@ def profiled(cluster: LocalCluster, step: str, out_dir: Path | None) -> Iterator
         command = [PY_SPY, "record", "--nonblocking", "-r", "100", "-f", "raw"]
         command += ["-o", str(out), "-p", str(pid)]
         spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+    # A SIGINT before py-spy has set up its handler kills it without its file: a step
+    # shorter than py-spy's start (a small cluster's) lost its profile that way.
+    deadline = time.monotonic() + SPY_START_TIMEOUT_S
+    for spy in spies:
+        wait_until_sampling(spy, deadline)
     try:
         yield
     finally:
